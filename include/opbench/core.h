@@ -1,0 +1,143 @@
+/* core: status codes, error context, arena allocator, logging, hashing,
+ * host description (hwloc) and the thread pool that runs parallel loops on a
+ * caller-chosen core set. Everything else in libopbench stands on this. */
+#ifndef OPBENCH_CORE_H
+#define OPBENCH_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(OB_BUILD)
+#define OB_API __attribute__((visibility("default")))
+#else
+#define OB_API
+#endif
+
+/* Status codes: OB_OK or a negative code by category. */
+typedef enum ob_status {
+  OB_OK = 0,
+  OB_ERR_INVALID_ARG = -1,  /* caller input is malformed (shape text, flag) */
+  OB_ERR_NOMEM = -2,
+  OB_ERR_IO = -3,           /* file or pipe I/O failed */
+  OB_ERR_PARSE = -4,        /* malformed JSON / config / workload text */
+  OB_ERR_UNSUPPORTED = -5,  /* well-formed but unknown (operator, template) */
+  OB_ERR_NOT_FOUND = -6,    /* named item does not exist (knob, file) */
+  OB_ERR_SCHEDULE = -7,     /* a schedule primitive was applied wrongly */
+  OB_ERR_OUT_OF_SPACE = -8, /* config index/entity outside the config space */
+  OB_ERR_COMPILE = -9,      /* the system compiler failed or is missing */
+  OB_ERR_TIMEOUT = -10,     /* build or run exceeded its time limit */
+  OB_ERR_RUNTIME = -11,     /* a kernel crashed */
+  OB_ERR_WRONG_ANSWER = -12,/* a kernel's output differs from the reference */
+  OB_ERR_SYSTEM = -13,      /* fork/mmap/pthread or another OS call failed */
+  OB_ERR_BUSY = -14,        /* a resource (database) is locked */
+  OB_STATUS_COUNT = 15      /* number of codes, OB_OK included */
+} ob_status;
+
+OB_API const char *ob_status_str(ob_status st);
+
+/* Programming errors abort; outside failures return a status. */
+#define OB_ASSERT(x)                                                        \
+  do {                                                                      \
+    if (!(x)) ob_assert_fail(__FILE__, __LINE__, #x);                       \
+  } while (0)
+OB_API _Noreturn void ob_assert_fail(const char *file, int line, const char *expr);
+
+/* ---- context: error message and log level, passed first ---------------- */
+typedef enum ob_log_level {
+  OB_LOG_ERROR = 0,
+  OB_LOG_WARN,
+  OB_LOG_INFO,
+  OB_LOG_DEBUG,
+  OB_LOG_LEVEL_COUNT
+} ob_log_level;
+
+typedef struct ob_ctx ob_ctx;
+
+OB_API ob_status ob_ctx_new(ob_ctx **out);
+OB_API void ob_ctx_free(ob_ctx *ctx);
+/* Records a message for `st` (printf-style) and returns `st`; the message
+ * replaces any earlier one. */
+OB_API ob_status ob_fail(ob_ctx *ctx, ob_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prepends "prefix: " to the current message (adds context on the way up). */
+OB_API void ob_fail_prefix(ob_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+OB_API const char *ob_ctx_errmsg(const ob_ctx *ctx);
+OB_API void ob_ctx_clear_error(ob_ctx *ctx);
+OB_API void ob_ctx_set_log_level(ob_ctx *ctx, ob_log_level lvl);
+OB_API void ob_log(ob_ctx *ctx, ob_log_level lvl, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- arena: one lifetime, freed in one call ------------------------------- */
+typedef struct ob_arena ob_arena;
+OB_API ob_arena *ob_arena_new(size_t chunk_bytes); /* aborts on OOM */
+OB_API void ob_arena_free(ob_arena *a);            /* accepts NULL */
+OB_API void *ob_arena_alloc(ob_arena *a, size_t bytes); /* zeroed, 16-aligned */
+OB_API char *ob_arena_strdup(ob_arena *a, const char *s);
+OB_API char *ob_arena_sprintf(ob_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- growable string (malloc-backed) ------------------------------------- */
+typedef struct ob_str {
+  char *data; /* always NUL-terminated once anything was appended */
+  size_t len, cap;
+} ob_str;
+OB_API void ob_str_append(ob_str *s, const char *text);
+OB_API void ob_str_appendf(ob_str *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+OB_API void ob_str_free(ob_str *s);
+/* Takes ownership of the buffer (caller frees); leaves `s` empty. */
+OB_API char *ob_str_take(ob_str *s);
+
+/* ---- hashing -------------------------------------------------------------- */
+OB_API uint64_t ob_hash64(const void *data, size_t len, uint64_t seed);
+/* 16 lowercase hex digits + NUL into out[17]. */
+OB_API void ob_hash_hex(uint64_t h, char out[17]);
+
+/* ---- deterministic PRNG (splitmix64) for random inputs ------------------- */
+typedef struct ob_rng { uint64_t s; } ob_rng;
+OB_API uint64_t ob_rng_next(ob_rng *r);
+/* Uniform in [-1, 1] and never exactly 0. */
+OB_API float ob_rng_float(ob_rng *r);
+
+/* ---- time ----------------------------------------------------------------- */
+OB_API double ob_now_s(void); /* CLOCK_MONOTONIC seconds */
+
+/* ---- host description ----------------------------------------------------- */
+typedef struct ob_host {
+  char cpu_model[128];
+  char isa[256];        /* space-separated flags that matter: avx2 avx512f fma ... */
+  int ncores;           /* physical cores */
+  int npus;             /* logical processors */
+  int64_t l1d_bytes, l2_bytes, l3_bytes;
+  int vector_bits;      /* widest usable float SIMD: 128/256/512 */
+  char os[128];
+  char fingerprint[17]; /* hash of the fields above */
+} ob_host;
+/* Fills `out` from hwloc and /proc; missing facts stay 0 / empty. */
+OB_API ob_status ob_host_detect(ob_ctx *ctx, ob_host *out);
+
+/* ---- thread pool on a core set ------------------------------------------- */
+typedef void (*ob_task_fn)(void *closure, int64_t begin, int64_t end);
+typedef struct ob_pool ob_pool;
+/* A pool of ncores threads: the calling thread (pinned to cores[0]) and
+ * ncores-1 workers pinned to cores[1..]. cores == NULL means 0..ncores-1. */
+OB_API ob_status ob_pool_new(ob_ctx *ctx, const int *cores, int ncores, ob_pool **out);
+OB_API void ob_pool_free(ob_pool *p);
+OB_API int ob_pool_size(const ob_pool *p);
+/* Runs fn over [0, n) split into contiguous chunks, one per thread (static
+ * schedule, as TVM's CPU runtime), and returns when all are done. */
+OB_API void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure);
+/* Parses "0,1" or "0-3" into cores[cap]; returns count via *n. */
+OB_API ob_status ob_parse_cores(ob_ctx *ctx, const char *text, int *cores, int cap, int *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,119 @@
+/* measure: the builder (drives the system compiler, in parallel, with a
+ * content-addressed cache and a timeout) and the runner (an isolated worker
+ * process that loads variants, checks them and times them; it is killed and
+ * restarted when a kernel crashes or hangs). Error classes follow AutoTVM. */
+#ifndef OPBENCH_MEASURE_H
+#define OPBENCH_MEASURE_H
+
+#include "opbench/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* AutoTVM's MeasureErrorNo, same numbers. */
+typedef enum ob_merr {
+  OB_MERR_NONE = 0,
+  OB_MERR_INSTANTIATION = 1, /* the config could not be turned into code */
+  OB_MERR_COMPILE_HOST = 2,
+  OB_MERR_COMPILE_DEVICE = 3,
+  OB_MERR_RUNTIME = 4,       /* crash: SIGSEGV, SIGFPE, SIGILL, abort */
+  OB_MERR_WRONG_ANSWER = 5,
+  OB_MERR_BUILD_TIMEOUT = 6,
+  OB_MERR_RUN_TIMEOUT = 7,
+  OB_MERR_UNKNOWN = 8,
+  OB_MERR_COUNT
+} ob_merr;
+OB_API const char *ob_merr_str(int error_no);
+
+/* ---- builder --------------------------------------------------------------- */
+typedef struct ob_build_opts {
+  const char *cc;        /* NULL: $OPBENCH_CC, else "cc" */
+  const char *flags;     /* NULL: "-O3 -march=native -fPIC -shared" */
+  const char *cache_dir; /* NULL: $OPBENCH_CACHE, else $XDG_CACHE_HOME/opbench,
+                            else $HOME/.cache/opbench, else /tmp/opbench-<uid> */
+  double timeout_s;      /* <= 0: 10 s, as AutoTVM */
+  int jobs;              /* parallel compilers; <= 0: number of online CPUs */
+} ob_build_opts;
+
+typedef struct ob_build_input {
+  const char *source; /* full C translation unit */
+  const char *name;   /* kernel name, used in file names and messages */
+} ob_build_input;
+
+typedef struct ob_build_result {
+  int error_no;       /* OB_MERR_NONE, _COMPILE_HOST or _BUILD_TIMEOUT */
+  char *so_path;      /* malloc'd path of the shared object on success */
+  char *message;      /* malloc'd compiler output (stderr), or NULL */
+  double build_s;     /* wall seconds spent compiling (0 if cached) */
+  bool cached;        /* the shared object came from the cache */
+} ob_build_result;
+
+/* Builds n sources, up to opts->jobs compilers at once. Per-variant failures
+ * land in out[i].error_no with the compiler's message; the call itself fails
+ * only when nothing could be attempted (e.g. the compiler does not exist:
+ * OB_ERR_COMPILE with a message naming it). out[] must be cleared by the
+ * caller with ob_build_result_clear. */
+OB_API ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts,
+                                const ob_build_input *in, int n, ob_build_result *out);
+OB_API void ob_build_result_clear(ob_build_result *r);
+
+/* ---- runner ---------------------------------------------------------------- */
+typedef struct ob_timing_opts {
+  int number;           /* calls per repeat group (grows x1.618, see below) */
+  int repeat;           /* groups kept */
+  double min_repeat_ms; /* a group shorter than this grows `number` and is redone */
+  bool flush;           /* flush every input from the caches before each call */
+  double timeout_s;     /* limit for one whole request; <= 0: 10 s */
+} ob_timing_opts;
+OB_API ob_timing_opts ob_timing_default(void); /* number 1, repeat 10, 0 ms, flush off, 10 s */
+
+/* Fills the input buffers (random, never zero) and poisons outputs with NaN;
+ * runs in the calling process on the shared buffers. */
+typedef void (*ob_fill_fn)(void *user, void *const *bufs);
+/* Compares outputs with the reference; returns OB_OK or OB_ERR_WRONG_ANSWER
+ * with a message in msg. Runs in the calling process. */
+typedef ob_status (*ob_check_fn)(void *user, void *const *bufs, char *msg, size_t msgcap);
+
+typedef struct ob_run_request {
+  const char *so_path;
+  const char *symbol;        /* kernel function name */
+  int nbufs;
+  const size_t *buf_bytes;   /* size of each buffer, in kernel-argument order */
+  const bool *buf_is_input;  /* true: flushed before calls when flush is on */
+  const int *cores;          /* core set; NULL: 0..nthreads-1 */
+  int nthreads;              /* >= 1 */
+  ob_timing_opts timing;
+  ob_fill_fn fill;           /* required */
+  ob_check_fn check;         /* NULL: no correctness check */
+  void *user;
+} ob_run_request;
+
+typedef struct ob_run_result {
+  int error_no;        /* ob_merr */
+  char message[512];   /* why, for any error */
+  int ncosts;          /* repeats kept */
+  double costs[64];    /* seconds per call, one per repeat group */
+  int number;          /* the final calls per group */
+  double median_s;     /* median of costs */
+  double mean_s;       /* mean without min and max when ncosts > 2 */
+  double cv;           /* stddev / mean of costs */
+  double run_s;        /* wall time of the whole request */
+} ob_run_result;
+
+typedef struct ob_runner ob_runner;
+OB_API ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out);
+OB_API void ob_runner_free(ob_runner *r); /* kills the worker */
+/* Loads, checks and times one variant in the worker. Kernel failures are
+ * results (res->error_no), not call failures; the worker is restarted as
+ * needed. Returns an error status only when the runner itself cannot work
+ * (fork/memfd failed). */
+OB_API ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *res);
+
+/* Median / trimmed mean / CV of n samples (n >= 1); exported for tests. */
+OB_API void ob_stats(const double *x, int n, double *median, double *trimmed_mean, double *cv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,84 @@
+/* ops: the operator library. A workload names an operator and its integer
+ * attributes (shape, stride, padding, epilogue); the registry knows, per
+ * operator, its compute declaration, naive reference and CPU schedule
+ * templates. A task binds one workload to one template: it owns the config
+ * space and the reference output, and turns any config into C source. */
+#ifndef OPBENCH_OPS_H
+#define OPBENCH_OPS_H
+
+#include "opbench/lower.h"
+#include "opbench/tune.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OB_WL_MAX_ATTRS 24
+
+typedef struct ob_workload {
+  char op[32];
+  ob_dtype dtype;
+  int nattr;
+  char attr_name[OB_WL_MAX_ATTRS][12];
+  int64_t attr[OB_WL_MAX_ATTRS];
+  char epilogue[48]; /* "", or a comma list of bias, relu, relu6, add */
+} ob_workload;
+
+/* Builds a workload for `op` from "N=1,C=64,H=56,W=56,K=64,R=3,S=3"-style
+ * text; attributes not given take the operator's defaults, a required one
+ * missing, an unknown name or a malformed number is OB_ERR_INVALID_ARG
+ * naming it; an unknown operator is OB_ERR_UNSUPPORTED listing the known. */
+OB_API ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *shape_text,
+                                   ob_workload *out);
+/* Sets one attribute (e.g. "stride" sets stride_h and stride_w). */
+OB_API ob_status ob_workload_set(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t v);
+OB_API ob_status ob_workload_set_epilogue(ob_ctx *ctx, ob_workload *wl, const char *list);
+OB_API int64_t ob_workload_get(const ob_workload *wl, const char *name);
+/* Checks the attributes together (positive sizes, output not empty...). */
+OB_API ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl);
+/* Canonical key, e.g. conv2d_nchw/f32/N1C64H56W56/K64R3S3/s1,1/p1,1,1,1/d1,1/g1 */
+OB_API void ob_workload_key(const ob_workload *wl, char *out, size_t cap);
+OB_API double ob_workload_flops(const ob_workload *wl);
+
+/* Registry. */
+OB_API int ob_op_count(void);
+OB_API const char *ob_op_name(int i);
+OB_API bool ob_op_exists(const char *name);
+/* Template names of an operator, the first being the default. */
+OB_API int ob_op_templates(const char *op, const char **names, int cap);
+
+typedef struct ob_task ob_task;
+/* tmpl NULL picks the operator's default template. */
+OB_API ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_task **out);
+OB_API void ob_task_free(ob_task *t);
+OB_API const ob_workload *ob_task_workload(const ob_task *t);
+OB_API const char *ob_task_template(const ob_task *t);
+OB_API const ob_space *ob_task_space(const ob_task *t);
+OB_API ob_config ob_task_default_config(const ob_task *t);
+OB_API double ob_task_flops(const ob_task *t);
+
+/* Lowers one config (OB_ERR_OUT_OF_SPACE if the config is not in the space,
+ * OB_ERR_SCHEDULE if the template cannot apply it). */
+OB_API ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out);
+/* C source of one config; *name receives the kernel name (both malloc'd). */
+OB_API ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **name);
+
+/* Kernel arguments: inputs in order, then outputs. */
+OB_API int ob_task_num_args(const ob_task *t);
+OB_API size_t ob_task_arg_bytes(const ob_task *t, int i);
+OB_API bool ob_task_arg_is_input(const ob_task *t, int i);
+OB_API const char *ob_task_arg_name(const ob_task *t, int i);
+/* Random inputs in [-1, 1] (never 0) from `seed`; outputs poisoned with NaN. */
+OB_API void ob_task_fill(const ob_task *t, uint64_t seed, void *const *bufs);
+/* Compares outputs in bufs with the naive reference on the inputs that
+ * ob_task_fill(seed) makes (the reference is computed once and kept).
+ * Tolerance for float32: |got - ref| <= 1e-4 * |ref| + 1e-5 * sqrt(red)
+ * * max|ref| + 1e-6, red being the reduction length. OB_ERR_WRONG_ANSWER
+ * with the first bad element named in the message. */
+OB_API ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg,
+                               size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/* schedule: stages of a compute graph and the primitives that transform
+ * their loop nests (split, tile, reorder, fuse, compute_at, compute_inline,
+ * cache_write, unroll, vectorize, parallel). Primitives only record the
+ * transformation; lowering (lower.h) turns it into loops. */
+#ifndef OPBENCH_SCHEDULE_H
+#define OPBENCH_SCHEDULE_H
+
+#include "opbench/te.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ob_sched ob_sched;
+typedef struct ob_stage ob_stage;
+
+/* One stage per compute tensor reachable from outs. The schedule borrows te
+ * (which must outlive it). */
+OB_API ob_status ob_sched_new(ob_te *te, int nout, ob_tensor *const *outs, ob_sched **out);
+OB_API void ob_sched_free(ob_sched *s);
+OB_API ob_stage *ob_sched_stage(ob_sched *s, const ob_tensor *t); /* NULL if none */
+
+OB_API int ob_stage_num_axes(const ob_stage *st);
+OB_API int ob_stage_num_reduce_axes(const ob_stage *st);
+OB_API ob_ivar *ob_stage_axis(ob_stage *st, int i);        /* root data axis i */
+OB_API ob_ivar *ob_stage_reduce_axis(ob_stage *st, int i); /* root reduce axis i */
+OB_API const ob_tensor *ob_stage_tensor(const ob_stage *st);
+
+/* Every primitive returns OB_ERR_SCHEDULE with a message naming the stage and
+ * axis when misapplied (axis not a leaf of that stage, factor < 1, ...). */
+OB_API ob_status ob_sched_split(ob_sched *s, ob_stage *st, ob_ivar *iv, int64_t factor,
+                                ob_ivar **outer, ob_ivar **inner);
+OB_API ob_status ob_sched_split_nparts(ob_sched *s, ob_stage *st, ob_ivar *iv, int64_t nparts,
+                                       ob_ivar **outer, ob_ivar **inner);
+OB_API ob_status ob_sched_tile(ob_sched *s, ob_stage *st, ob_ivar *x, ob_ivar *y, int64_t fx,
+                               int64_t fy, ob_ivar **xo, ob_ivar **yo, ob_ivar **xi,
+                               ob_ivar **yi);
+/* outer and inner must be adjacent leaves, outer first. */
+OB_API ob_status ob_sched_fuse(ob_sched *s, ob_stage *st, ob_ivar *outer, ob_ivar *inner,
+                               ob_ivar **fused);
+/* The given leaves take, in this order, the positions they held. */
+OB_API ob_status ob_sched_reorder(ob_sched *s, ob_stage *st, int n, ob_ivar *const *order);
+/* Computes st inside consumer's loop iv; st's region is inferred at lowering. */
+OB_API ob_status ob_sched_compute_at(ob_sched *s, ob_stage *st, ob_stage *consumer,
+                                     ob_ivar *iv);
+OB_API ob_status ob_sched_compute_root(ob_sched *s, ob_stage *st);
+OB_API ob_status ob_sched_compute_inline(ob_sched *s, ob_stage *st);
+/* st now copies from a new local stage that does st's computation (with its
+ * reductions); returns that stage. Only before any other primitive on st. */
+OB_API ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **local);
+OB_API ob_status ob_sched_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv);
+OB_API ob_status ob_sched_vectorize(ob_sched *s, ob_stage *st, ob_ivar *iv);
+OB_API ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv);
+
+/* Current leaf order of a stage (n leaves into out[cap]). */
+OB_API int ob_stage_leaves(const ob_stage *st, ob_ivar **out, int cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,86 @@
+/* te: tensor expressions. Placeholders, compute declarations over iteration
+ * variables, sum/max reductions over reduce axes, affine index arithmetic,
+ * min/max, select (for padding), casts and a few math intrinsics. All nodes
+ * live in the ob_te arena and die with ob_te_free. */
+#ifndef OPBENCH_TE_H
+#define OPBENCH_TE_H
+
+#include "opbench/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ob_dtype {
+  OB_F32 = 0,
+  OB_F16,
+  OB_I8,
+  OB_I32,
+  OB_I64, /* index arithmetic */
+  OB_BOOL,
+  OB_DTYPE_COUNT
+} ob_dtype;
+OB_API const char *ob_dtype_name(ob_dtype t);
+OB_API size_t ob_dtype_size(ob_dtype t);
+
+typedef enum ob_binop {
+  OB_ADD = 0, OB_SUB, OB_MUL, OB_DIV /* floor */, OB_MOD /* floor */, OB_FDIV /* real */,
+  OB_MIN, OB_MAX, OB_LT, OB_LE, OB_GT, OB_GE, OB_EQ, OB_NE, OB_AND, OB_OR,
+  OB_BINOP_COUNT
+} ob_binop;
+
+typedef enum ob_intrin { OB_EXP = 0, OB_TANH, OB_SQRT, OB_LOG, OB_INTRIN_COUNT } ob_intrin;
+typedef enum ob_reduce_op { OB_REDUCE_SUM = 0, OB_REDUCE_MAX, OB_REDUCE_OP_COUNT } ob_reduce_op;
+
+typedef struct ob_te ob_te;
+typedef struct ob_expr ob_expr;
+typedef struct ob_tensor ob_tensor;
+typedef struct ob_ivar ob_ivar;
+
+OB_API ob_status ob_te_new(ob_ctx *ctx, ob_te **out);
+OB_API void ob_te_free(ob_te *te); /* frees every node made through it */
+OB_API ob_ctx *ob_te_ctx(ob_te *te);
+
+OB_API ob_tensor *ob_te_placeholder(ob_te *te, const char *name, int ndim,
+                                    const int64_t *shape, ob_dtype dtype);
+/* Iteration variables: data-parallel axes and reduce axes over [0, extent). */
+OB_API ob_ivar *ob_te_axis(ob_te *te, const char *name, int64_t extent);
+OB_API ob_ivar *ob_te_reduce_axis(ob_te *te, const char *name, int64_t extent);
+/* out[i] = body(axes); axes[i] ranges over shape[i]; body may be a reduction
+ * (ob_te_reduce) at the top only. Returns NULL and sets the ctx error on a
+ * malformed declaration (reduction not at the top, axis extent mismatch). */
+OB_API ob_tensor *ob_te_compute(ob_te *te, const char *name, int ndim, ob_ivar *const *axes,
+                                ob_expr *body);
+
+OB_API ob_expr *ob_te_int(ob_te *te, int64_t v);
+OB_API ob_expr *ob_te_float(ob_te *te, ob_dtype dtype, double v);
+OB_API ob_expr *ob_te_var(ob_te *te, ob_ivar *iv);
+OB_API ob_expr *ob_te_bin(ob_te *te, ob_binop op, ob_expr *a, ob_expr *b);
+OB_API ob_expr *ob_te_select(ob_te *te, ob_expr *cond, ob_expr *then_v, ob_expr *else_v);
+OB_API ob_expr *ob_te_cast(ob_te *te, ob_dtype dtype, ob_expr *a);
+OB_API ob_expr *ob_te_call(ob_te *te, ob_intrin fn, ob_expr *a);
+OB_API ob_expr *ob_te_load(ob_te *te, const ob_tensor *t, int nidx, ob_expr *const *idx);
+OB_API ob_expr *ob_te_reduce(ob_te *te, ob_reduce_op op, ob_expr *body, int naxes,
+                             ob_ivar *const *axes);
+
+/* Short forms. */
+#define OB_TE_ADD(te, a, b) ob_te_bin((te), OB_ADD, (a), (b))
+#define OB_TE_SUB(te, a, b) ob_te_bin((te), OB_SUB, (a), (b))
+#define OB_TE_MUL(te, a, b) ob_te_bin((te), OB_MUL, (a), (b))
+
+OB_API const char *ob_tensor_name(const ob_tensor *t);
+OB_API int ob_tensor_ndim(const ob_tensor *t);
+OB_API int64_t ob_tensor_dim(const ob_tensor *t, int i);
+OB_API int64_t ob_tensor_numel(const ob_tensor *t);
+OB_API ob_dtype ob_tensor_dtype(const ob_tensor *t);
+OB_API bool ob_tensor_is_placeholder(const ob_tensor *t);
+OB_API const char *ob_ivar_name(const ob_ivar *iv);
+OB_API int64_t ob_ivar_extent(const ob_ivar *iv);
+
+/* Prints an expression in C-like syntax into a malloc'd string. */
+OB_API char *ob_expr_str(const ob_expr *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,102 @@
+/* arena.c: bump allocator for objects that share one lifetime (an IR, a
+ * schedule, a batch of candidates). The arena owns every chunk; callers never
+ * free individual allocations. Chunks come from calloc and are never reused,
+ * so every allocation is already zeroed. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_impl.h"
+
+enum { OB_ARENA_ALIGN = 16, OB_ARENA_DEFAULT_CHUNK = 64 * 1024 };
+
+typedef struct ob_chunk {
+  struct ob_chunk *next;
+  size_t used, cap; /* bytes of data[] */
+  _Alignas(OB_ARENA_ALIGN) unsigned char data[];
+} ob_chunk;
+
+struct ob_arena {
+  ob_chunk *head; /* the chunk being filled; large blocks sit behind it */
+  size_t chunk_bytes;
+};
+
+static ob_chunk *ob_chunk_new(size_t cap) {
+  if (cap > SIZE_MAX - sizeof(ob_chunk)) ob_oom(cap);
+  ob_chunk *c = calloc(1, sizeof(ob_chunk) + cap);
+  if (!c) ob_oom(sizeof(ob_chunk) + cap);
+  c->cap = cap;
+  return c;
+}
+
+ob_arena *ob_arena_new(size_t chunk_bytes) {
+  if (chunk_bytes > SIZE_MAX / 2) ob_oom(chunk_bytes);
+  ob_arena *a = ob_xcalloc(1, sizeof *a);
+  if (chunk_bytes < 256) chunk_bytes = chunk_bytes ? 256 : OB_ARENA_DEFAULT_CHUNK;
+  a->chunk_bytes = (chunk_bytes + OB_ARENA_ALIGN - 1) & ~(size_t)(OB_ARENA_ALIGN - 1);
+  a->head = ob_chunk_new(a->chunk_bytes);
+  return a;
+}
+
+void ob_arena_free(ob_arena *a) {
+  if (!a) return;
+  ob_chunk *c = a->head;
+  while (c) {
+    ob_chunk *next = c->next;
+    free(c);
+    c = next;
+  }
+  free(a);
+}
+
+void *ob_arena_alloc(ob_arena *a, size_t bytes) {
+  OB_ASSERT(a);
+  if (bytes > SIZE_MAX / 2) ob_oom(bytes);
+  /* Zero-byte requests still get a distinct pointer. */
+  size_t size = (bytes + OB_ARENA_ALIGN - 1) & ~(size_t)(OB_ARENA_ALIGN - 1);
+  if (size == 0) size = OB_ARENA_ALIGN;
+
+  ob_chunk *c = a->head;
+  if (c->cap - c->used >= size) {
+    void *p = c->data + c->used;
+    c->used += size;
+    return p;
+  }
+  /* A large block gets its own chunk, linked behind the head so the space
+   * left in the current chunk stays usable for later small requests. */
+  if (size > a->chunk_bytes / 4) {
+    ob_chunk *big = ob_chunk_new(size);
+    big->used = size;
+    big->next = c->next;
+    c->next = big;
+    return big->data;
+  }
+  ob_chunk *fresh = ob_chunk_new(a->chunk_bytes);
+  fresh->next = c;
+  a->head = fresh;
+  fresh->used = size;
+  return fresh->data;
+}
+
+char *ob_arena_strdup(ob_arena *a, const char *s) {
+  OB_ASSERT(s);
+  size_t n = strlen(s);
+  char *p = ob_arena_alloc(a, n + 1);
+  memcpy(p, s, n); /* the terminator is already zero */
+  return p;
+}
+
+char *ob_arena_sprintf(ob_arena *a, const char *fmt, ...) {
+  OB_ASSERT(a && fmt);
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  OB_ASSERT(n >= 0); /* only a bad format string makes vsnprintf fail */
+  char *p = ob_arena_alloc(a, (size_t)n + 1);
+  vsnprintf(p, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  return p;
+}

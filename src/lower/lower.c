@@ -1,0 +1,672 @@
+/* lower.c: schedule -> loop-nest IR. Inlines, infers the region each
+ * attached stage must compute (linear forms over the consumer's inner loop
+ * variables, interval arithmetic otherwise), builds each stage's loops from
+ * its leaf order and split/fuse relations, guards non-dividing splits and
+ * regions that overhang a tensor, and flattens tensor accesses. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lower_impl.h"
+
+typedef struct tinfo {
+  const ob_tensor *t;
+  ob_stage *stage;   /* NULL for placeholders */
+  ob_buffer *buf;    /* NULL until known (attached stages get one when emitted) */
+  bool local;        /* indexed relative to base[] over ext[] */
+  ob_expr *base[8];
+  int64_t ext[8];
+  bool guard[8];     /* region may overhang the tensor in this dim */
+  ob_expr *body;     /* stage body with inlined producers expanded */
+} tinfo;
+
+typedef struct lctx {
+  ob_ctx *ctx;
+  ob_sched *s;
+  ob_lowered *f;
+  ob_arena *a;
+  tinfo *ti;
+  int nti;
+  int next_id;
+  int next_buf;
+} lctx;
+
+static tinfo *info(lctx *lc, const ob_tensor *t) {
+  for (int i = 0; i < lc->nti; i++)
+    if (lc->ti[i].t == t) return &lc->ti[i];
+  return NULL;
+}
+
+static ob_buffer *new_buffer(lctx *lc, const char *name, ob_dtype dt, int64_t numel, ob_buf_kind k) {
+  ob_buffer *b = ob_arena_alloc(lc->a, sizeof *b);
+  b->name = ob_arena_strdup(lc->a, name);
+  b->dtype = dt;
+  b->numel = numel;
+  b->kind = k;
+  b->id = lc->next_buf++;
+  b->arg_index = -1;
+  return b;
+}
+
+const char *ob_buffer_name(const ob_buffer *b) { return b->name; }
+
+/* ---- inlining -------------------------------------------------------------- */
+static ob_expr *inline_expr(lctx *lc, ob_expr *e) {
+  if (!e) return NULL;
+  if (e->kind == OB_E_INT || e->kind == OB_E_FLOAT || e->kind == OB_E_VAR) return e;
+  ob_expr *c = ob_e_copy(lc->a, e);
+  c->a = inline_expr(lc, e->a);
+  c->b = inline_expr(lc, e->b);
+  c->c = inline_expr(lc, e->c);
+  if (e->kind == OB_E_LOAD) {
+    c->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *) * (size_t)e->n);
+    for (int i = 0; i < e->n; i++) c->idx[i] = inline_expr(lc, e->idx[i]);
+    tinfo *ti = info(lc, e->tensor);
+    if (ti && ti->stage && ti->stage->attach == OB_ATTACH_INLINE)
+      return ob_expr_subst(lc->a, ti->body, ti->stage->ndim, ti->stage->axes, c->idx);
+  }
+  return c;
+}
+
+static bool reads(const ob_expr *e, const ob_tensor *t) {
+  if (!e) return false;
+  if (e->kind == OB_E_LOAD) {
+    if (e->tensor == t) return true;
+    for (int i = 0; i < e->n; i++)
+      if (reads(e->idx[i], t)) return true;
+  }
+  return reads(e->a, t) || reads(e->b, t) || reads(e->c, t);
+}
+
+/* ---- flattening ------------------------------------------------------------ */
+static ob_expr *flat_index(lctx *lc, tinfo *ti, ob_expr *const *idx) {
+  ob_arena *a = lc->a;
+  ob_expr *acc = ob_e_int(a, 0);
+  for (int d = 0; d < ti->t->ndim; d++) {
+    ob_expr *i = idx[d];
+    if (ti->local) i = ob_e_bin(a, OB_SUB, i, ti->base[d]);
+    acc = ob_e_bin(a, OB_ADD, ob_e_bin(a, OB_MUL, acc, ob_e_int(a, ti->ext[d])), i);
+  }
+  return ob_simplify(a, acc);
+}
+
+static ob_expr *to_bloads(lctx *lc, ob_expr *e) {
+  if (!e) return NULL;
+  /* constants move into the lowered arena: the te may die before the IR */
+  if (e->kind == OB_E_INT || e->kind == OB_E_FLOAT) return ob_e_copy(lc->a, e);
+  if (e->kind == OB_E_VAR) return e;
+  if (e->kind == OB_E_LOAD) {
+    tinfo *ti = info(lc, e->tensor);
+    OB_ASSERT(ti && ti->buf);
+    ob_expr **idx = ob_arena_alloc(lc->a, sizeof(ob_expr *) * (size_t)e->n);
+    for (int i = 0; i < e->n; i++) idx[i] = to_bloads(lc, e->idx[i]);
+    ob_expr *b = ob_arena_alloc(lc->a, sizeof *b);
+    b->kind = OB_E_BLOAD;
+    b->dtype = e->dtype;
+    b->buf = ti->buf;
+    b->n = 1;
+    b->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *));
+    b->idx[0] = flat_index(lc, ti, idx);
+    return b;
+  }
+  ob_expr *c = ob_e_copy(lc->a, e);
+  c->a = to_bloads(lc, e->a);
+  c->b = to_bloads(lc, e->b);
+  c->c = to_bloads(lc, e->c);
+  return ob_simplify(lc->a, c);
+}
+
+/* ---- region inference ----------------------------------------------------- */
+static bool in_set(ob_ivar *const *set, int n, const ob_ivar *v) {
+  for (int i = 0; i < n; i++)
+    if (set[i] == v) return true;
+  return false;
+}
+
+static bool uses_any(const ob_expr *e, ob_ivar *const *set, int n) {
+  for (int i = 0; i < n; i++)
+    if (ob_expr_uses_var(e, set[i])) return true;
+  return false;
+}
+
+/* Region of index e when the vars in relaxed[] sweep their ranges. */
+static void infer_dim(lctx *lc, ob_expr *e, ob_ivar *const *relaxed, int nrel, ob_expr **base,
+                      int64_t *ext) {
+  ob_lin l, b;
+  if (ob_lin_of(e, &l)) {
+    memset(&b, 0, sizeof b);
+    b.c0 = l.c0;
+    int64_t extent = 1;
+    bool ok = true;
+    for (int i = 0; i < l.n && ok; i++) {
+      ob_expr *at = l.atom[i];
+      if (at->kind == OB_E_VAR && in_set(relaxed, nrel, at->var)) {
+        int64_t r = at->var->extent - 1, c = l.coef[i];
+        if (c < 0) b.c0 += c * r;
+        extent += (c < 0 ? -c : c) * r;
+      } else if (uses_any(at, relaxed, nrel)) {
+        ok = false;
+      } else {
+        b.atom[b.n] = at;
+        b.coef[b.n++] = l.coef[i];
+      }
+    }
+    if (ok) {
+      *base = ob_simplify(lc->a, ob_lin_to_expr(lc->a, &b));
+      *ext = extent;
+      return;
+    }
+  }
+  int64_t lo = 0, hi = 0;
+  OB_ASSERT(ob_range(e, &lo, &hi)); /* affine-with-div/mod indices always have one */
+  *base = ob_e_int(lc->a, lo);
+  *ext = hi - lo + 1;
+}
+
+static void union_dim(lctx *lc, ob_expr **base, int64_t *ext, ob_expr *b2, int64_t e2) {
+  int64_t k;
+  ob_expr *d = ob_simplify(lc->a, ob_e_bin(lc->a, OB_SUB, b2, *base));
+  if (ob_is_const(d, &k)) {
+    int64_t lo = k < 0 ? k : 0, hi = *ext > k + e2 ? *ext : k + e2;
+    *base = ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, *base, ob_e_int(lc->a, lo)));
+    *ext = hi - lo;
+    return;
+  }
+  int64_t l1, h1, l2, h2;
+  OB_ASSERT(ob_range(*base, &l1, &h1) && ob_range(b2, &l2, &h2));
+  int64_t lo = l1 < l2 ? l1 : l2, hi = h1 + *ext > h2 + e2 ? h1 + *ext : h2 + e2;
+  *base = ob_e_int(lc->a, lo);
+  *ext = hi - lo;
+}
+
+typedef struct acc_list {
+  ob_expr **idx[64];
+  int n;
+} acc_list;
+
+static void collect_loads(const ob_expr *e, const ob_tensor *t, acc_list *out) {
+  if (!e) return;
+  if (e->kind == OB_E_LOAD) {
+    if (e->tensor == t && out->n < 64) out->idx[out->n++] = e->idx;
+    for (int i = 0; i < e->n; i++) collect_loads(e->idx[i], t, out);
+  }
+  collect_loads(e->a, t, out);
+  collect_loads(e->b, t, out);
+  collect_loads(e->c, t, out);
+}
+
+/* ---- stage emission ------------------------------------------------------- */
+typedef struct ivmap {
+  ob_ivar *iv[96];
+  int64_t ext[96];
+  ob_expr *val[96];
+  int n;
+} ivmap;
+
+static int ivm_find(ivmap *m, const ob_ivar *iv) {
+  for (int i = 0; i < m->n; i++)
+    if (m->iv[i] == iv) return i;
+  return -1;
+}
+static int ivm_add(ivmap *m, ob_ivar *iv, int64_t ext) {
+  int i = ivm_find(m, iv);
+  if (i >= 0) {
+    m->ext[i] = ext;
+    return i;
+  }
+  OB_ASSERT(m->n < 96);
+  m->iv[m->n] = iv;
+  m->ext[m->n] = ext;
+  m->val[m->n] = NULL;
+  return m->n++;
+}
+static int64_t ivm_ext(ivmap *m, const ob_ivar *iv) {
+  int i = ivm_find(m, iv);
+  OB_ASSERT(i >= 0);
+  return m->ext[i];
+}
+static ob_expr *ivm_val(ivmap *m, const ob_ivar *iv) {
+  int i = ivm_find(m, iv);
+  OB_ASSERT(i >= 0 && m->val[i]);
+  return m->val[i];
+}
+
+typedef struct guard {
+  ob_expr *cond;
+  bool reduce; /* depends on a reduce axis: not for the init nest */
+} guard;
+
+/* Root values from leaf values (the relations, walked backwards). */
+static void derive_values(lctx *lc, ob_stage *st, ivmap *m, guard *g, int *ng) {
+  ob_arena *a = lc->a;
+  for (int r = st->nrels - 1; r >= 0; r--) {
+    ob_rel *rel = &st->rels[r];
+    if (rel->kind == OB_REL_SPLIT) {
+      int64_t ie = ivm_ext(m, rel->inner), pe = ivm_ext(m, rel->parent);
+      ob_expr *v = ob_e_bin(a, OB_ADD, ob_e_bin(a, OB_MUL, ivm_val(m, rel->outer), ob_e_int(a, ie)),
+                            ivm_val(m, rel->inner));
+      v = ob_simplify(a, v);
+      m->val[ivm_find(m, rel->parent)] = v;
+      if (ivm_ext(m, rel->outer) * ie != pe && g) {
+        g[*ng].cond = ob_e_bin(a, OB_LT, v, ob_e_int(a, pe));
+        g[*ng].reduce = rel->parent->kind == OB_IV_REDUCE;
+        (*ng)++;
+      }
+    } else {
+      int64_t ie = ivm_ext(m, rel->inner);
+      ob_expr *fv = ivm_val(m, rel->fused);
+      m->val[ivm_find(m, rel->outer)] = ob_simplify(a, ob_e_bin(a, OB_DIV, fv, ob_e_int(a, ie)));
+      m->val[ivm_find(m, rel->inner)] = ob_simplify(a, ob_e_bin(a, OB_MOD, fv, ob_e_int(a, ie)));
+    }
+  }
+}
+
+static ob_stmt *seq_of(lctx *lc, ob_stmt **items, int n) {
+  ob_stmt *s = ob_stmt_new(lc->a, OB_S_SEQ);
+  s->seq = ob_arena_alloc(lc->a, sizeof(ob_stmt *) * (size_t)(n ? n : 1));
+  memcpy(s->seq, items, sizeof(ob_stmt *) * (size_t)n);
+  s->nseq = n;
+  return s;
+}
+
+static ob_stmt *for_of(lctx *lc, ob_ivar *v, ob_stmt *body) {
+  ob_stmt *s = ob_stmt_new(lc->a, OB_S_FOR);
+  s->var = v;
+  s->ann = v->ann;
+  s->body = body;
+  return s;
+}
+
+static ob_stmt *guarded(lctx *lc, ob_stmt *body, guard *g, int ng, bool with_reduce) {
+  ob_expr *cond = NULL;
+  for (int i = 0; i < ng; i++) {
+    if (g[i].reduce && !with_reduce) continue;
+    ob_expr *c = ob_simplify(lc->a, g[i].cond);
+    int64_t v;
+    if (ob_is_const(c, &v) && v) continue;
+    cond = cond ? ob_e_bin(lc->a, OB_AND, cond, c) : c;
+  }
+  if (!cond) return body;
+  ob_stmt *s = ob_stmt_new(lc->a, OB_S_IF);
+  s->cond = cond;
+  s->body = body;
+  return s;
+}
+
+typedef struct emit_state {
+  ob_stage *st;
+  tinfo *ti;
+  ivmap m;          /* main nest */
+  ob_ivar *lv[64];  /* loop var per leaf */
+  guard g[32];
+  int ng;
+  ob_expr *gcoord[8];
+  int first_red;
+} emit_state;
+
+static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out);
+
+static ob_expr *store_value(lctx *lc, emit_state *es, ob_expr *const *coords, ob_expr *idx) {
+  ob_stage *st = es->st;
+  int n = st->ndim + st->nred;
+  ob_ivar *from[16];
+  ob_expr *to[16];
+  for (int d = 0; d < st->ndim; d++) {
+    from[d] = st->axes[d];
+    to[d] = coords[d];
+  }
+  for (int r = 0; r < st->nred; r++) {
+    from[st->ndim + r] = st->raxes[r];
+    to[st->ndim + r] = ivm_val(&es->m, st->raxes[r]);
+  }
+  ob_expr *v = to_bloads(lc, ob_expr_subst(lc->a, es->ti->body, n, from, to));
+  if (!st->is_reduce) return v;
+  ob_expr *cur = ob_arena_alloc(lc->a, sizeof *cur);
+  cur->kind = OB_E_BLOAD;
+  cur->dtype = v->dtype;
+  cur->buf = es->ti->buf;
+  cur->n = 1;
+  cur->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *));
+  cur->idx[0] = idx;
+  return ob_e_bin(lc->a, st->rop == OB_REDUCE_SUM ? OB_ADD : OB_MAX, cur, v);
+}
+
+static ob_stmt *make_store(lctx *lc, tinfo *ti, ob_expr *idx, ob_expr *value) {
+  ob_stmt *s = ob_stmt_new(lc->a, OB_S_STORE);
+  s->buf = ti->buf;
+  s->index = idx;
+  s->value = value;
+  return s;
+}
+
+/* The init nest of a reduction: the data leaves from position pos inward. */
+static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
+  ob_stage *st = es->st;
+  ivmap m = es->m;
+  ob_ivar *loops[64];
+  int nl = 0;
+  for (int p = pos; p < st->nleaves; p++) {
+    ob_ivar *leaf = st->leaves[p];
+    if (leaf->kind != OB_IV_DATA || !es->lv[p]) continue;
+    ob_ivar *v = ob_iv_new(lc->a, leaf->name, es->lv[p]->extent, OB_IV_DATA, lc->next_id++);
+    v->ann = es->lv[p]->ann == OB_IT_PARALLEL ? OB_IT_SERIAL : es->lv[p]->ann;
+    m.val[ivm_find(&m, leaf)] = ob_e_var(lc->a, v);
+    loops[nl++] = v;
+  }
+  guard g[32];
+  int ng = 0;
+  derive_values(lc, st, &m, g, &ng);
+  ob_expr *coords[8];
+  for (int d = 0; d < st->ndim; d++) {
+    ob_expr *v = ivm_val(&m, st->axes[d]);
+    coords[d] = es->ti->local ? ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, es->ti->base[d], v)) : v;
+    if (es->ti->local && es->ti->guard[d]) {
+      g[ng].cond = ob_e_bin(lc->a, OB_AND, ob_e_bin(lc->a, OB_GE, coords[d], ob_e_int(lc->a, 0)),
+                            ob_e_bin(lc->a, OB_LT, coords[d], ob_e_int(lc->a, st->tensor->shape[d])));
+      g[ng++].reduce = false;
+    }
+  }
+  ob_expr *init = ob_arena_alloc(lc->a, sizeof *init);
+  init->kind = OB_E_FLOAT;
+  init->dtype = st->tensor->dtype;
+  init->fval = st->rop == OB_REDUCE_SUM ? 0.0 : -HUGE_VAL;
+  ob_stmt *body = guarded(lc, make_store(lc, es->ti, flat_index(lc, es->ti, coords), init), g, ng, false);
+  for (int i = nl - 1; i >= 0; i--) body = for_of(lc, loops[i], body);
+  return body;
+}
+
+/* Region, buffer and nest of each stage attached at (consumer, leaf p). */
+static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items, int *n) {
+  ob_stage *cons = es->st;
+  ob_ivar *leaf = cons->leaves[p];
+  for (int i = 0; i < lc->s->nstages; i++) {
+    ob_stage *pr = lc->s->stages[i];
+    if (pr->attach != OB_ATTACH_AT || pr->attach_stage != cons || pr->attach_iv != leaf) continue;
+    tinfo *pti = info(lc, pr->tensor);
+    acc_list acc = {.n = 0};
+    collect_loads(es->ti->body, pr->tensor, &acc);
+    OB_ASSERT(acc.n > 0); /* checked before emission */
+    ob_ivar *relaxed[64];
+    int nrel = 0;
+    for (int q = p + 1; q < cons->nleaves; q++)
+      if (es->lv[q]) relaxed[nrel++] = es->lv[q];
+    int nsub = cons->ndim + cons->nred;
+    ob_ivar *from[16];
+    ob_expr *to[16];
+    for (int d = 0; d < cons->ndim; d++) {
+      from[d] = cons->axes[d];
+      to[d] = es->gcoord[d];
+    }
+    for (int r = 0; r < cons->nred; r++) {
+      from[cons->ndim + r] = cons->raxes[r];
+      to[cons->ndim + r] = ivm_val(&es->m, cons->raxes[r]);
+    }
+    int64_t numel = 1;
+    for (int d = 0; d < pr->tensor->ndim; d++) {
+      ob_expr *base = NULL;
+      int64_t ext = 0;
+      for (int k = 0; k < acc.n; k++) {
+        ob_expr *e = ob_simplify(lc->a, ob_expr_subst(lc->a, acc.idx[k][d], nsub, from, to));
+        ob_expr *b;
+        int64_t x;
+        infer_dim(lc, e, relaxed, nrel, &b, &x);
+        if (!base) {
+          base = b;
+          ext = x;
+        } else {
+          union_dim(lc, &base, &ext, b, x);
+        }
+      }
+      int64_t shape = pr->tensor->shape[d], lo, hi;
+      if (ext >= shape) {
+        base = ob_e_int(lc->a, 0);
+        ext = shape;
+      }
+      pti->base[d] = base;
+      pti->ext[d] = ext;
+      pti->guard[d] = !(ob_range(base, &lo, &hi) && lo >= 0 && hi + ext <= shape);
+      numel *= ext;
+    }
+    pti->local = true;
+    pti->buf = new_buffer(lc, pr->tensor->name, pr->tensor->dtype, numel, OB_BUF_LOCAL);
+    ob_stmt *al = ob_stmt_new(lc->a, OB_S_ALLOC);
+    al->buf = pti->buf;
+    items[(*n)++] = al;
+    ob_stmt *nest;
+    ob_status r = emit_stage(lc, pr, &nest);
+    if (r) return r;
+    items[(*n)++] = nest;
+  }
+  return OB_OK;
+}
+
+static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
+  ob_stage *st = es->st;
+  if (pos == st->nleaves) {
+    ob_expr *idx = flat_index(lc, es->ti, es->gcoord);
+    *out = guarded(lc, make_store(lc, es->ti, idx, store_value(lc, es, es->gcoord, idx)), es->g,
+                   es->ng, true);
+    return OB_OK;
+  }
+  ob_stmt *items[64], *inner[64];
+  int n = 0, ni = 0;
+  if (st->is_reduce && pos == es->first_red) items[n++] = init_nest(lc, es, pos);
+  ob_status r = emit_attached(lc, es, pos, inner, &ni);
+  if (r) return r;
+  r = build(lc, es, pos + 1, &inner[ni]);
+  if (r) return r;
+  ni++;
+  ob_stmt *body = ni == 1 ? inner[0] : seq_of(lc, inner, ni);
+  items[n++] = es->lv[pos] ? for_of(lc, es->lv[pos], body) : body;
+  *out = n == 1 ? items[0] : seq_of(lc, items, n);
+  return OB_OK;
+}
+
+static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
+  emit_state *es = calloc(1, sizeof *es);
+  if (!es) return ob_fail(lc->ctx, OB_ERR_NOMEM, "out of memory");
+  es->st = st;
+  es->ti = info(lc, st->tensor);
+  for (int d = 0; d < st->ndim; d++)
+    ivm_add(&es->m, st->axes[d], es->ti->local ? es->ti->ext[d] : st->tensor->shape[d]);
+  for (int r = 0; r < st->nred; r++) ivm_add(&es->m, st->raxes[r], st->raxes[r]->extent);
+  for (int r = 0; r < st->nrels; r++) {
+    ob_rel *rel = &st->rels[r];
+    if (rel->kind == OB_REL_SPLIT) {
+      int64_t pe = ivm_ext(&es->m, rel->parent);
+      int64_t ie = rel->factor < pe ? rel->factor : pe;
+      ivm_add(&es->m, rel->inner, ie);
+      ivm_add(&es->m, rel->outer, (pe + ie - 1) / ie);
+    } else {
+      ivm_add(&es->m, rel->fused, ivm_ext(&es->m, rel->outer) * ivm_ext(&es->m, rel->inner));
+    }
+  }
+  es->first_red = -1;
+  for (int p = 0; p < st->nleaves; p++) {
+    ob_ivar *leaf = st->leaves[p];
+    if (leaf->kind == OB_IV_REDUCE && es->first_red < 0) es->first_red = p;
+    if (ivm_ext(&es->m, leaf) == 1) { /* a one-trip loop is no loop */
+      es->lv[p] = NULL;
+      es->m.val[ivm_find(&es->m, leaf)] = ob_e_int(lc->a, 0);
+      continue;
+    }
+    ob_ivar *v = ob_iv_new(lc->a, leaf->name, ivm_ext(&es->m, leaf), leaf->kind, lc->next_id++);
+    v->ann = ob_stage_ann(st, leaf);
+    es->lv[p] = v;
+    es->m.val[ivm_find(&es->m, leaf)] = ob_e_var(lc->a, v);
+  }
+  derive_values(lc, st, &es->m, es->g, &es->ng);
+  for (int d = 0; d < st->ndim; d++) {
+    ob_expr *v = ivm_val(&es->m, st->axes[d]);
+    es->gcoord[d] = es->ti->local ? ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, es->ti->base[d], v)) : v;
+    if (es->ti->local && es->ti->guard[d]) {
+      es->g[es->ng].cond =
+          ob_e_bin(lc->a, OB_AND, ob_e_bin(lc->a, OB_GE, es->gcoord[d], ob_e_int(lc->a, 0)),
+                   ob_e_bin(lc->a, OB_LT, es->gcoord[d], ob_e_int(lc->a, st->tensor->shape[d])));
+      es->g[es->ng++].reduce = false;
+    }
+  }
+  ob_status r = build(lc, es, 0, out);
+  free(es);
+  return r;
+}
+
+/* ---- entry ------------------------------------------------------------------ */
+static ob_status check_attach(lctx *lc) {
+  ob_sched *s = lc->s;
+  for (int i = 0; i < s->nstages; i++) {
+    ob_stage *p = s->stages[i];
+    if (p->attach != OB_ATTACH_AT) continue;
+    ob_stage *c = p->attach_stage;
+    if (c->attach == OB_ATTACH_INLINE)
+      return ob_fail(lc->ctx, OB_ERR_SCHEDULE, "compute_at: stage '%s' is attached to '%s', which is inlined",
+                     p->tensor->name, c->tensor->name);
+    bool leaf = false;
+    for (int k = 0; k < c->nleaves; k++) leaf |= c->leaves[k] == p->attach_iv;
+    if (!leaf)
+      return ob_fail(lc->ctx, OB_ERR_SCHEDULE,
+                     "compute_at: axis '%s' is no longer a loop of stage '%s' (split or fused after compute_at)",
+                     p->attach_iv->name, c->tensor->name);
+    if (!reads(info(lc, c->tensor)->body, p->tensor))
+      return ob_fail(lc->ctx, OB_ERR_SCHEDULE, "compute_at: stage '%s' does not read '%s'",
+                     c->tensor->name, p->tensor->name);
+    for (int k = 0; k < s->nstages; k++) {
+      ob_stage *x = s->stages[k];
+      if (x == c || x == p || x->attach == OB_ATTACH_INLINE) continue;
+      if (reads(info(lc, x->tensor)->body, p->tensor))
+        return ob_fail(lc->ctx, OB_ERR_SCHEDULE,
+                       "compute_at: stage '%s' is also read by '%s'; attach it to its only consumer",
+                       p->tensor->name, x->tensor->name);
+    }
+    for (ob_stage *q = c; q; q = q->attach == OB_ATTACH_AT ? q->attach_stage : NULL)
+      if (q == p)
+        return ob_fail(lc->ctx, OB_ERR_SCHEDULE, "compute_at: stage '%s' is attached in a cycle",
+                       p->tensor->name);
+  }
+  return OB_OK;
+}
+
+ob_status ob_lower(ob_sched *s, ob_lowered **out) {
+  ob_ctx *ctx = s->ctx;
+  ob_lowered *f = calloc(1, sizeof *f);
+  if (!f) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  f->ctx = ctx;
+  f->arena = ob_arena_new(64 * 1024);
+  lctx lc = {.ctx = ctx, .s = s, .f = f, .a = f->arena, .next_id = 1};
+  lc.ti = ob_arena_alloc(lc.a, sizeof(tinfo) * (size_t)(s->ninputs + s->nstages));
+  ob_status r = OB_OK;
+  for (int i = 0; i < s->ninputs; i++) {
+    tinfo *ti = &lc.ti[lc.nti++];
+    ti->t = s->inputs[i];
+    for (int d = 0; d < ti->t->ndim; d++) ti->ext[d] = ti->t->shape[d];
+  }
+  for (int i = 0; i < s->nstages; i++) {
+    tinfo *ti = &lc.ti[lc.nti++];
+    ti->t = s->stages[i]->tensor;
+    ti->stage = s->stages[i];
+    for (int d = 0; d < ti->t->ndim; d++) ti->ext[d] = ti->t->shape[d];
+    ti->body = inline_expr(&lc, s->stages[i]->body);
+  }
+  r = check_attach(&lc);
+  if (r) goto fail;
+  f->args = ob_arena_alloc(lc.a, sizeof(ob_buffer *) * (size_t)(s->ninputs + s->nout));
+  for (int i = 0; i < s->ninputs; i++) {
+    tinfo *ti = info(&lc, s->inputs[i]);
+    ti->buf = new_buffer(&lc, ti->t->name, ti->t->dtype, ob_tensor_numel(ti->t), OB_BUF_ARG);
+    ti->buf->arg_index = f->nargs;
+    f->args[f->nargs++] = ti->buf;
+  }
+  for (int i = 0; i < s->nout; i++) {
+    tinfo *ti = info(&lc, s->outs[i]);
+    ti->buf = new_buffer(&lc, ti->t->name, ti->t->dtype, ob_tensor_numel(ti->t), OB_BUF_ARG);
+    ti->buf->arg_index = f->nargs;
+    ti->buf->is_output = true;
+    f->args[f->nargs++] = ti->buf;
+  }
+  f->temps = ob_arena_alloc(lc.a, sizeof(ob_buffer *) * (size_t)s->nstages);
+  ob_stmt **items = ob_arena_alloc(lc.a, sizeof(ob_stmt *) * (size_t)s->nstages);
+  int n = 0;
+  for (int i = 0; i < s->nstages; i++) {
+    ob_stage *st = s->stages[i];
+    if (st->attach != OB_ATTACH_ROOT) continue;
+    tinfo *ti = info(&lc, st->tensor);
+    if (!ti->buf) {
+      ti->buf = new_buffer(&lc, ti->t->name, ti->t->dtype, ob_tensor_numel(ti->t), OB_BUF_GLOBAL);
+      f->temps[f->ntemps++] = ti->buf;
+    }
+    r = emit_stage(&lc, st, &items[n]);
+    if (r) goto fail;
+    n++;
+  }
+  f->body = seq_of(&lc, items, n);
+  *out = f;
+  return OB_OK;
+fail:
+  ob_lowered_free(f);
+  return r;
+}
+
+void ob_lowered_free(ob_lowered *f) {
+  if (!f) return;
+  ob_arena_free(f->arena);
+  free(f);
+}
+
+int ob_lowered_num_args(const ob_lowered *f) { return f->nargs; }
+const char *ob_lowered_arg_name(const ob_lowered *f, int i) { return f->args[i]->name; }
+int64_t ob_lowered_arg_numel(const ob_lowered *f, int i) { return f->args[i]->numel; }
+ob_dtype ob_lowered_arg_dtype(const ob_lowered *f, int i) { return f->args[i]->dtype; }
+bool ob_lowered_arg_is_output(const ob_lowered *f, int i) { return f->args[i]->is_output; }
+
+/* ---- printing --------------------------------------------------------------- */
+static const char *const k_ann_word[OB_IT_ANN_COUNT] = {"for", "unrolled", "vectorized", "parallel"};
+
+static void print_stmt(ob_str *o, const ob_stmt *s, int ind) {
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++) print_stmt(o, s->seq[i], ind);
+    break;
+  case OB_S_FOR:
+    ob_str_appendf(o, "%*s%s %s in [0, %lld) {\n", ind, "", k_ann_word[s->ann], s->var->name,
+                   (long long)s->var->extent);
+    print_stmt(o, s->body, ind + 2);
+    ob_str_appendf(o, "%*s}\n", ind, "");
+    break;
+  case OB_S_IF:
+    ob_str_appendf(o, "%*sif (", ind, "");
+    ob_expr_print(o, s->cond);
+    ob_str_append(o, ") {\n");
+    print_stmt(o, s->body, ind + 2);
+    ob_str_appendf(o, "%*s}\n", ind, "");
+    break;
+  case OB_S_STORE:
+    ob_str_appendf(o, "%*s%s[", ind, "", s->buf->name);
+    ob_expr_print(o, s->index);
+    ob_str_append(o, "] = ");
+    ob_expr_print(o, s->value);
+    ob_str_append(o, "\n");
+    break;
+  case OB_S_ALLOC:
+    ob_str_appendf(o, "%*salloc %s: %s[%lld]\n", ind, "", s->buf->name, ob_dtype_name(s->buf->dtype),
+                   (long long)s->buf->numel);
+    break;
+  default: break;
+  }
+}
+
+char *ob_lowered_str(const ob_lowered *f) {
+  ob_str o = {0};
+  ob_str_append(&o, "kernel(");
+  for (int i = 0; i < f->nargs; i++)
+    ob_str_appendf(&o, "%s%s: %s[%lld]%s", i ? ", " : "", f->args[i]->name,
+                   ob_dtype_name(f->args[i]->dtype), (long long)f->args[i]->numel,
+                   f->args[i]->is_output ? " out" : "");
+  ob_str_append(&o, ") {\n");
+  for (int i = 0; i < f->ntemps; i++)
+    ob_str_appendf(&o, "  alloc %s: %s[%lld]\n", f->temps[i]->name, ob_dtype_name(f->temps[i]->dtype),
+                   (long long)f->temps[i]->numel);
+  print_stmt(&o, f->body, 2);
+  ob_str_append(&o, "}\n");
+  return ob_str_take(&o);
+}

@@ -1,0 +1,305 @@
+/* conv2d.c: 2-D convolution, NCHW, float32, with stride, asymmetric
+ * padding, dilation and a fused epilogue. Template conv2d_nchw.x86 is a
+ * direct convolution register-blocked over (output channels x output rows x
+ * output columns), the output-column block vectorized, accumulated in a
+ * local tile (cache_write or the conv stage itself under an epilogue) that
+ * is computed at the output tile; padding is materialized or inlined. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops_impl.h"
+
+static const char *const k_attrs[] = {"N",        "C",        "H",     "W",     "K",     "R",
+                                      "S",        "stride_h", "stride_w", "pad_t", "pad_l", "pad_b",
+                                      "pad_r",    "dil_h",    "dil_w", "groups"};
+static const int64_t k_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED,
+                                     OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED,
+                                     1, 1, 0, 0, 0, 0, 1, 1, 1};
+
+typedef struct conv_p {
+  int64_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g, oh, ow;
+} conv_p;
+
+static conv_p params(const ob_workload *wl) {
+  conv_p p;
+  p.n = ob_workload_get(wl, "N");
+  p.c = ob_workload_get(wl, "C");
+  p.h = ob_workload_get(wl, "H");
+  p.w = ob_workload_get(wl, "W");
+  p.k = ob_workload_get(wl, "K");
+  p.r = ob_workload_get(wl, "R");
+  p.s = ob_workload_get(wl, "S");
+  p.sh = ob_workload_get(wl, "stride_h");
+  p.sw = ob_workload_get(wl, "stride_w");
+  p.pt = ob_workload_get(wl, "pad_t");
+  p.pl = ob_workload_get(wl, "pad_l");
+  p.pb = ob_workload_get(wl, "pad_b");
+  p.pr = ob_workload_get(wl, "pad_r");
+  p.dh = ob_workload_get(wl, "dil_h");
+  p.dw = ob_workload_get(wl, "dil_w");
+  p.g = ob_workload_get(wl, "groups");
+  p.oh = p.sh > 0 && p.dh > 0 ? (p.h + p.pt + p.pb - p.dh * (p.r - 1) - 1) / p.sh + 1 : 0;
+  p.ow = p.sw > 0 && p.dw > 0 ? (p.w + p.pl + p.pr - p.dw * (p.s - 1) - 1) / p.sw + 1 : 0;
+  return p;
+}
+
+static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
+  conv_p p = params(wl);
+  const char *pos[] = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "dil_h", "dil_w"};
+  for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+    if (ob_workload_get(wl, pos[i]) < 1)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: %s must be >= 1 (got %lld)", pos[i],
+                     (long long)ob_workload_get(wl, pos[i]));
+  const char *pads[] = {"pad_t", "pad_l", "pad_b", "pad_r"};
+  for (int i = 0; i < 4; i++)
+    if (ob_workload_get(wl, pads[i]) < 0)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: %s must be >= 0", pads[i]);
+  if (p.g != 1)
+    return ob_fail(ctx, OB_ERR_UNSUPPORTED, "conv2d: groups=%lld is not supported yet (groups=1 only)",
+                   (long long)p.g);
+  if (p.oh < 1 || p.ow < 1)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG,
+                   "conv2d: empty output (%lldx%lld) for input %lldx%lld, kernel %lldx%lld", (long long)p.oh,
+                   (long long)p.ow, (long long)p.h, (long long)p.w, (long long)p.r, (long long)p.s);
+  if (p.n * p.c * p.h * p.w > (1LL << 31) || p.n * p.k * p.oh * p.ow > (1LL << 31))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: tensors over 2^31 elements are not supported");
+  return OB_OK;
+}
+
+static void key(const ob_workload *wl, char *out, size_t cap) {
+  conv_p p = params(wl);
+  snprintf(out, cap, "conv2d_nchw/%s/N%lldC%lldH%lldW%lld/K%lldR%lldS%lld/s%lld,%lld/p%lld,%lld,%lld,%lld/d%lld,%lld/g%lld",
+           ob_dtype_name(wl->dtype)[0] == 'f' ? "f32" : ob_dtype_name(wl->dtype), (long long)p.n,
+           (long long)p.c, (long long)p.h, (long long)p.w, (long long)p.k, (long long)p.r,
+           (long long)p.s, (long long)p.sh, (long long)p.sw, (long long)p.pt, (long long)p.pl,
+           (long long)p.pb, (long long)p.pr, (long long)p.dh, (long long)p.dw, (long long)p.g);
+}
+
+static double flops(const ob_workload *wl) {
+  conv_p p = params(wl);
+  return 2.0 * (double)(p.n * p.k * p.oh * p.ow) * (double)(p.c * p.r * p.s);
+}
+
+static int64_t reduce_len(const ob_workload *wl) {
+  conv_p p = params(wl);
+  return p.c * p.r * p.s;
+}
+
+static int args(const ob_workload *wl, ob_arg_info *out) {
+  conv_p p = params(wl);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int n = 0;
+  out[n++] = (ob_arg_info){"data", p.n * p.c * p.h * p.w, true};
+  out[n++] = (ob_arg_info){"weight", p.k * p.c * p.r * p.s, true};
+  n += ob_epilogue_args(&e, p.k, p.n * p.k * p.oh * p.ow, out + n);
+  out[n++] = (ob_arg_info){"output", p.n * p.k * p.oh * p.ow, false};
+  return n;
+}
+
+static void reference(const ob_workload *wl, void *const *bufs) {
+  conv_p p = params(wl);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  const float *in = bufs[0], *wt = bufs[1];
+  int a = 2;
+  const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
+  const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
+  float *out = bufs[a];
+  int64_t numel = p.n * p.k * p.oh * p.ow;
+  double *acc = malloc(sizeof(double) * (size_t)numel);
+  OB_ASSERT(acc);
+  for (int64_t n = 0; n < p.n; n++)
+    for (int64_t k = 0; k < p.k; k++)
+      for (int64_t y = 0; y < p.oh; y++)
+        for (int64_t x = 0; x < p.ow; x++) {
+          double s = 0;
+          for (int64_t c = 0; c < p.c; c++)
+            for (int64_t ry = 0; ry < p.r; ry++) {
+              int64_t iy = y * p.sh + ry * p.dh - p.pt;
+              if (iy < 0 || iy >= p.h) continue;
+              for (int64_t rx = 0; rx < p.s; rx++) {
+                int64_t ix = x * p.sw + rx * p.dw - p.pl;
+                if (ix < 0 || ix >= p.w) continue;
+                s += (double)in[((n * p.c + c) * p.h + iy) * p.w + ix] *
+                     wt[((k * p.c + c) * p.r + ry) * p.s + rx];
+              }
+            }
+          acc[((n * p.k + k) * p.oh + y) * p.ow + x] = s;
+        }
+  ob_epilogue_ref(&e, acc, numel, p.k, p.oh * p.ow, bias, res);
+  for (int64_t i = 0; i < numel; i++) out[i] = (float)acc[i];
+  free(acc);
+}
+
+/* ---- compute declaration --------------------------------------------------- */
+typedef struct conv_t {
+  ob_tensor *data, *weight, *pad, *conv, *out;
+  ob_tensor *mid[8];
+  int nmid;
+} conv_t;
+
+static ob_status declare(ob_te *te, const ob_workload *wl, conv_t *c) {
+  conv_p p = params(wl);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
+  if (st) return st;
+  memset(c, 0, sizeof *c);
+  c->data = ob_te_placeholder(te, "data", 4, (int64_t[]){p.n, p.c, p.h, p.w}, OB_F32);
+  c->weight = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.k, p.c, p.r, p.s}, OB_F32);
+  ob_tensor *src = c->data;
+  if (p.pt || p.pl || p.pb || p.pr) {
+    int64_t ph = p.h + p.pt + p.pb, pw = p.w + p.pl + p.pr;
+    ob_ivar *n = ob_te_axis(te, "n", p.n), *ch = ob_te_axis(te, "c", p.c);
+    ob_ivar *h = ob_te_axis(te, "h", ph), *w = ob_te_axis(te, "w", pw);
+    ob_expr *vh = ob_te_var(te, h), *vw = ob_te_var(te, w);
+    ob_expr *cond = ob_te_bin(
+        te, OB_AND,
+        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vh, ob_te_int(te, p.pt)),
+                  ob_te_bin(te, OB_LT, vh, ob_te_int(te, p.h + p.pt))),
+        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vw, ob_te_int(te, p.pl)),
+                  ob_te_bin(te, OB_LT, vw, ob_te_int(te, p.w + p.pl))));
+    ob_expr *ld = ob_te_load(te, c->data, 4,
+                             (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, ch),
+                                           OB_TE_SUB(te, vh, ob_te_int(te, p.pt)),
+                                           OB_TE_SUB(te, vw, ob_te_int(te, p.pl))});
+    c->pad = ob_te_compute(te, "data_pad", 4, (ob_ivar *[]){n, ch, h, w},
+                           ob_te_select(te, cond, ld, ob_te_float(te, OB_F32, 0.0)));
+    src = c->pad;
+  }
+  ob_ivar *n = ob_te_axis(te, "n", p.n), *k = ob_te_axis(te, "k", p.k);
+  ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow);
+  ob_ivar *rc = ob_te_reduce_axis(te, "rc", p.c), *ry = ob_te_reduce_axis(te, "ry", p.r);
+  ob_ivar *rx = ob_te_reduce_axis(te, "rx", p.s);
+  ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, y), ob_te_int(te, p.sh)),
+                          OB_TE_MUL(te, ob_te_var(te, ry), ob_te_int(te, p.dh)));
+  ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, x), ob_te_int(te, p.sw)),
+                          OB_TE_MUL(te, ob_te_var(te, rx), ob_te_int(te, p.dw)));
+  ob_expr *a = ob_te_load(te, src, 4, (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, rc), iy, ix});
+  ob_expr *b = ob_te_load(te, c->weight, 4,
+                          (ob_expr *[]){ob_te_var(te, k), ob_te_var(te, rc), ob_te_var(te, ry),
+                                        ob_te_var(te, rx)});
+  c->conv = ob_te_compute(te, "conv", 4, (ob_ivar *[]){n, k, y, x},
+                          ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, a, b), 3,
+                                       (ob_ivar *[]){rc, ry, rx}));
+  ob_epi_inputs ein;
+  ob_epilogue_placeholders(te, &e, c->conv, 1, &ein);
+  c->out = ob_epilogue_apply(te, &e, c->conv, 1, &ein, c->mid, &c->nmid);
+  if (!c->data || !c->weight || !c->conv || !c->out) return OB_ERR_INVALID_ARG; /* ctx has why */
+  return OB_OK;
+}
+
+/* ---- template conv2d_nchw.x86 --------------------------------------------- */
+/* At most 32 vector accumulators (AVX-512 has 32 zmm registers). */
+static bool regblock_ok(const ob_config *cfg, void *user) {
+  (void)user;
+  int64_t oc[2], oh[2], ow[2];
+  ob_config_split(cfg, "tile_oc", oc);
+  ob_config_split(cfg, "tile_oh", oh);
+  ob_config_split(cfg, "tile_ow", ow);
+  int64_t vecs = (ow[1] + 15) / 16;
+  return oc[1] * oh[1] * vecs <= 32;
+}
+
+static ob_status define_nchw(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+  (void)ctx;
+  conv_p p = params(wl);
+  ob_status st;
+  st = ob_space_define_split(sp, "tile_oc", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 32});
+  if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 4});
+  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 32});
+  if (!st) st = ob_space_define_split(sp, "tile_ic", p.c, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
+  if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
+  if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
+  if (!st) st = ob_space_define_knob(sp, "unroll_oc", (int64_t[]){0, 1}, 2);
+  bool padded = p.pt || p.pl || p.pb || p.pr;
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
+  if (st) return st;
+  ob_space_set_filter(sp, regblock_ok, NULL);
+  /* fallback: 8 output channels x 16 columns (8 zmm accumulators), input
+   * channels in blocks of up to 16, padding materialized */
+  ob_config c = ob_space_first(sp);
+  ob_config_set_split(&c, "tile_oc", (int64_t[]){8}, 1);
+  ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
+  ob_config_set_split(&c, "tile_ow", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_ic", (int64_t[]){16}, 1);
+  ob_config_set_knob(&c, "reduce_order", 0);
+  ob_config_set_knob(&c, "unroll_kw", 1);
+  ob_config_set_knob(&c, "unroll_oc", 1);
+  ob_config_set_knob(&c, "pad_inline", 0);
+  *dflt = c;
+  return OB_OK;
+}
+
+static ob_status build_nchw(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  conv_t c;
+  ob_status st = declare(te, wl, &c);
+  if (st) return st;
+  ob_sched *s = NULL;
+  st = ob_sched_new(te, 1, &c.out, &s);
+  if (st) return st;
+  int64_t oc[2], oh[2], ow[2], ic[2];
+  ob_config_split(cfg, "tile_oc", oc);
+  ob_config_split(cfg, "tile_oh", oh);
+  ob_config_split(cfg, "tile_ow", ow);
+  ob_config_split(cfg, "tile_ic", ic);
+  int64_t order = ob_config_knob(cfg, "reduce_order");
+  bool ukw = ob_config_knob(cfg, "unroll_kw"), uoc = ob_config_knob(cfg, "unroll_oc");
+  bool pad_inline = ob_config_knob(cfg, "pad_inline");
+
+  ob_stage *so = ob_sched_stage(s, c.out), *sacc = ob_sched_stage(s, c.conv);
+  for (int i = 0; i < c.nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.mid[i]));
+  if (!st && c.out == c.conv) st = ob_sched_cache_write(s, so, &sacc);
+  if (!st && c.pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.pad));
+
+  ob_ivar *ko, *ki, *yo, *yi, *xo, *xi, *f1, *f2;
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 1), oc[1], &ko, &ki);
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
+  if (!st) st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){ob_stage_axis(so, 0), ko, yo, xo, ki, yi, xi});
+  if (!st) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), ko, &f1);
+  if (!st) st = ob_sched_fuse(s, so, f1, yo, &f2);
+  if (!st) st = ob_sched_parallel(s, so, f2);
+  if (!st && ow[1] > 1) st = ob_sched_vectorize(s, so, xi);
+  if (!st) st = ob_sched_compute_at(s, sacc, so, xo);
+
+  ob_ivar *rco, *rci;
+  if (!st) st = ob_sched_split(s, sacc, ob_stage_reduce_axis(sacc, 0), ic[1], &rco, &rci);
+  ob_ivar *ry = ob_stage_reduce_axis(sacc, 1), *rx = ob_stage_reduce_axis(sacc, 2);
+  ob_ivar *an = ob_stage_axis(sacc, 0), *ak = ob_stage_axis(sacc, 1), *ay = ob_stage_axis(sacc, 2),
+          *ax = ob_stage_axis(sacc, 3);
+  if (!st) {
+    ob_ivar *ord0[] = {an, rco, ry, rx, rci, ak, ay, ax};
+    ob_ivar *ord1[] = {an, rco, rci, ry, rx, ak, ay, ax};
+    st = ob_sched_reorder(s, sacc, 8, order ? ord1 : ord0);
+  }
+  if (!st && ow[1] > 1) st = ob_sched_vectorize(s, sacc, ax);
+  if (!st && uoc) st = ob_sched_unroll(s, sacc, ak);
+  if (!st) st = ob_sched_unroll(s, sacc, ay);
+  if (!st && ukw) st = ob_sched_unroll(s, sacc, rx);
+  if (st) {
+    ob_sched_free(s);
+    return st;
+  }
+  *out = s;
+  return OB_OK;
+}
+
+static const ob_tmpl_def k_tmpls[] = {{"conv2d_nchw.x86", define_nchw, build_nchw}};
+
+const ob_op_def ob_op_conv2d = {
+    .name = "conv2d",
+    .attrs = k_attrs,
+    .defaults = k_defaults,
+    .nattrs = (int)(sizeof k_attrs / sizeof k_attrs[0]),
+    .epilogue_ok = true,
+    .validate = validate,
+    .key = key,
+    .flops = flops,
+    .reduce_len = reduce_len,
+    .args = args,
+    .reference = reference,
+    .tmpls = k_tmpls,
+    .ntmpls = 1,
+};

@@ -1,0 +1,172 @@
+/* elemwise.c: elementwise and broadcast operators on NCHW float32 tensors:
+ * relu, add (two tensors), bias_add (bias over C), clip (lo/hi). One
+ * template, elemwise.x86: (n, c) fused and parallel, (h, w) fused and split
+ * by the vector width, the outer part optionally unrolled. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/ops_impl.h"
+
+typedef enum ew_kind { EW_RELU = 0, EW_ADD, EW_BIAS_ADD, EW_CLIP, EW_KIND_COUNT } ew_kind;
+
+static const char *const k_attrs[] = {"N", "C", "H", "W"};
+static const int64_t k_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED};
+static const char *const k_clip_attrs[] = {"N", "C", "H", "W", "lo", "hi"};
+static const int64_t k_clip_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, 0, 6};
+static const char *const k_names[EW_KIND_COUNT] = {"relu", "add", "bias_add", "clip"};
+
+static ew_kind kind_of(const ob_workload *wl) {
+  for (int k = 0; k < EW_KIND_COUNT; k++)
+    if (!strcmp(wl->op, k_names[k])) return (ew_kind)k;
+  OB_ASSERT(!"not an elementwise operator");
+  return EW_RELU;
+}
+
+static void dims(const ob_workload *wl, int64_t d[4]) {
+  for (int i = 0; i < 4; i++) d[i] = ob_workload_get(wl, k_attrs[i]);
+}
+
+static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
+  int64_t d[4];
+  dims(wl, d);
+  for (int i = 0; i < 4; i++)
+    if (d[i] < 1)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", wl->op, k_attrs[i],
+                     (long long)d[i]);
+  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
+  if (kind_of(wl) == EW_CLIP && ob_workload_get(wl, "lo") > ob_workload_get(wl, "hi"))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "clip: lo > hi");
+  return OB_OK;
+}
+
+static void key(const ob_workload *wl, char *out, size_t cap) {
+  int64_t d[4];
+  dims(wl, d);
+  int n = snprintf(out, cap, "%s/f32/N%lldC%lldH%lldW%lld", wl->op, (long long)d[0], (long long)d[1],
+                   (long long)d[2], (long long)d[3]);
+  if (kind_of(wl) == EW_CLIP && n > 0 && (size_t)n < cap)
+    snprintf(out + n, cap - (size_t)n, "/lo%lld,hi%lld", (long long)ob_workload_get(wl, "lo"),
+             (long long)ob_workload_get(wl, "hi"));
+}
+
+static double flops(const ob_workload *wl) {
+  int64_t d[4];
+  dims(wl, d);
+  return (double)(d[0] * d[1] * d[2] * d[3]);
+}
+
+static int args(const ob_workload *wl, ob_arg_info *out) {
+  int64_t d[4];
+  dims(wl, d);
+  int64_t n = d[0] * d[1] * d[2] * d[3];
+  int c = 0;
+  out[c++] = (ob_arg_info){"x", n, true};
+  if (kind_of(wl) == EW_ADD) out[c++] = (ob_arg_info){"y", n, true};
+  if (kind_of(wl) == EW_BIAS_ADD) out[c++] = (ob_arg_info){"bias", d[1], true};
+  out[c++] = (ob_arg_info){"out", n, false};
+  return c;
+}
+
+static void reference(const ob_workload *wl, void *const *bufs) {
+  int64_t d[4];
+  dims(wl, d);
+  int64_t n = d[0] * d[1] * d[2] * d[3], hw = d[2] * d[3];
+  const float *x = bufs[0], *y = bufs[1];
+  ew_kind k = kind_of(wl);
+  float *o = bufs[k == EW_RELU || k == EW_CLIP ? 1 : 2];
+  double lo = k == EW_CLIP ? (double)ob_workload_get(wl, "lo") : 0;
+  double hi = k == EW_CLIP ? (double)ob_workload_get(wl, "hi") : 0;
+  for (int64_t i = 0; i < n; i++) {
+    switch (k) {
+    case EW_RELU: o[i] = x[i] > 0 ? x[i] : 0; break;
+    case EW_ADD: o[i] = x[i] + y[i]; break;
+    case EW_BIAS_ADD: o[i] = x[i] + y[(i / hw) % d[1]]; break;
+    case EW_CLIP: o[i] = (float)(x[i] < lo ? lo : x[i] > hi ? hi : x[i]); break;
+    default: break;
+    }
+  }
+}
+
+static ob_status define_ew(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+  (void)ctx;
+  int64_t d[4];
+  dims(wl, d);
+  ob_status st = ob_space_define_knob(sp, "vec", (int64_t[]){4, 8, 16, 32, 64}, 5);
+  if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){1, 2, 4}, 3);
+  if (st) return st;
+  ob_config c = ob_space_first(sp);
+  ob_config_set_knob(&c, "vec", d[2] * d[3] >= 32 ? 32 : 16);
+  ob_config_set_knob(&c, "unroll", 1);
+  *dflt = c;
+  return OB_OK;
+}
+
+static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  int64_t d[4];
+  dims(wl, d);
+  ew_kind k = kind_of(wl);
+  ob_tensor *x = ob_te_placeholder(te, "x", 4, d, OB_F32), *y = NULL;
+  if (k == EW_ADD) y = ob_te_placeholder(te, "y", 4, d, OB_F32);
+  if (k == EW_BIAS_ADD) y = ob_te_placeholder(te, "bias", 1, &d[1], OB_F32);
+  ob_ivar *ax[4];
+  ob_expr *idx[4];
+  static const char *const an[4] = {"n", "c", "h", "w"};
+  for (int i = 0; i < 4; i++) {
+    ax[i] = ob_te_axis(te, an[i], d[i]);
+    idx[i] = ob_te_var(te, ax[i]);
+  }
+  ob_expr *v = ob_te_load(te, x, 4, idx), *body = NULL;
+  switch (k) {
+  case EW_RELU: body = ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, 0)); break;
+  case EW_ADD: body = OB_TE_ADD(te, v, ob_te_load(te, y, 4, idx)); break;
+  case EW_BIAS_ADD: body = OB_TE_ADD(te, v, ob_te_load(te, y, 1, &idx[1])); break;
+  case EW_CLIP:
+    body = ob_te_bin(te, OB_MIN,
+                     ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, (double)ob_workload_get(wl, "lo"))),
+                     ob_te_float(te, OB_F32, (double)ob_workload_get(wl, "hi")));
+    break;
+  default: break;
+  }
+  ob_tensor *o = ob_te_compute(te, k_names[k], 4, ax, body);
+  if (!o) return OB_ERR_INVALID_ARG;
+  ob_sched *s = NULL;
+  ob_status st = ob_sched_new(te, 1, &o, &s);
+  if (st) return st;
+  ob_stage *so = ob_sched_stage(s, o);
+  int64_t vec = ob_config_knob(cfg, "vec"), unroll = ob_config_knob(cfg, "unroll");
+  ob_ivar *nc, *hw, *o1, *vi, *uo, *ui;
+  st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), ob_stage_axis(so, 1), &nc);
+  if (!st) st = ob_sched_fuse(s, so, ob_stage_axis(so, 2), ob_stage_axis(so, 3), &hw);
+  if (!st) st = ob_sched_split(s, so, hw, vec, &o1, &vi);
+  if (!st) st = ob_sched_split(s, so, o1, unroll, &uo, &ui);
+  if (!st) st = ob_sched_parallel(s, so, nc);
+  if (!st) st = ob_sched_vectorize(s, so, vi);
+  if (!st && unroll > 1) st = ob_sched_unroll(s, so, ui);
+  if (st) {
+    ob_sched_free(s);
+    return st;
+  }
+  *out = s;
+  return OB_OK;
+}
+
+static const ob_tmpl_def k_tmpls[] = {{"elemwise.x86", define_ew, build_ew}};
+
+#define EW_DEF(var, nm, at, df)                                                     \
+  const ob_op_def var = {.name = nm,                                                \
+                         .attrs = at,                                               \
+                         .defaults = df,                                            \
+                         .nattrs = (int)(sizeof at / sizeof at[0]),                 \
+                         .validate = validate,                                      \
+                         .key = key,                                                \
+                         .flops = flops,                                            \
+                         .args = args,                                              \
+                         .reference = reference,                                    \
+                         .tmpls = k_tmpls,                                          \
+                         .ntmpls = 1}
+EW_DEF(ob_op_relu, "relu", k_attrs, k_defaults);
+EW_DEF(ob_op_add, "add", k_attrs, k_defaults);
+EW_DEF(ob_op_bias_add, "bias_add", k_attrs, k_defaults);
+EW_DEF(ob_op_clip, "clip", k_clip_attrs, k_clip_defaults);

@@ -1,0 +1,89 @@
+/* ops_impl.h: the operator registry's record layout. Each operator file
+ * defines one read-only ob_op_def: its attributes with defaults, its
+ * argument layout, its naive reference and its schedule templates. */
+#ifndef OB_OPS_IMPL_H
+#define OB_OPS_IMPL_H
+
+#include "opbench/ops.h"
+#include "opbench/schedule.h"
+
+#define OB_ATTR_REQUIRED INT64_MIN
+#define OB_MAX_ARGS 8
+
+typedef struct ob_tmpl_def {
+  const char *name;
+  /* Declares the knobs into `space` and sets *dflt to the fallback config. */
+  ob_status (*define)(ob_ctx *ctx, const ob_workload *wl, ob_space *space, ob_config *dflt);
+  /* Declares the compute in te (placeholders in argument order) and returns
+   * its schedule with cfg applied. */
+  ob_status (*build)(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+} ob_tmpl_def;
+
+typedef struct ob_arg_info {
+  const char *name;
+  int64_t numel;
+  bool is_input;
+} ob_arg_info;
+
+typedef struct ob_op_def {
+  const char *name;
+  const char *const *attrs;  /* attribute names */
+  const int64_t *defaults;   /* OB_ATTR_REQUIRED where there is none */
+  int nattrs;
+  bool epilogue_ok;          /* accepts bias/relu/relu6/add */
+  ob_status (*validate)(ob_ctx *ctx, const ob_workload *wl);
+  void (*key)(const ob_workload *wl, char *out, size_t cap);
+  double (*flops)(const ob_workload *wl);
+  int64_t (*reduce_len)(const ob_workload *wl);
+  int (*args)(const ob_workload *wl, ob_arg_info *out); /* inputs, then outputs */
+  void (*reference)(const ob_workload *wl, void *const *bufs);
+  const ob_tmpl_def *tmpls;
+  int ntmpls;
+} ob_op_def;
+
+const ob_op_def *ob_op_def_find(const char *name);
+
+extern const ob_op_def ob_op_conv2d;
+extern const ob_op_def ob_op_dense;
+extern const ob_op_def ob_op_relu;
+extern const ob_op_def ob_op_add;
+extern const ob_op_def ob_op_bias_add;
+extern const ob_op_def ob_op_clip;
+
+/* ---- epilogues (epilogue.c) --------------------------------------------- */
+typedef enum ob_epi {
+  OB_EPI_BIAS = 0, /* + bias[channel] */
+  OB_EPI_RELU,
+  OB_EPI_RELU6,
+  OB_EPI_ADD,      /* + residual, same shape as the output */
+  OB_EPI_COUNT
+} ob_epi;
+
+typedef struct ob_epilogue {
+  int n;
+  ob_epi step[8];
+} ob_epilogue;
+
+ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
+bool ob_epilogue_has(const ob_epilogue *e, ob_epi step);
+/* Placeholders the epilogue reads (bias [channels], residual [shape of x]),
+ * made in this order so that they follow the operator's own inputs. */
+typedef struct ob_epi_inputs {
+  ob_tensor *bias, *residual;
+} ob_epi_inputs;
+void ob_epilogue_placeholders(ob_te *te, const ob_epilogue *e, const ob_tensor *x, int chan_dim,
+                              ob_epi_inputs *in);
+/* Applies the steps to x; returns the last tensor (x itself when empty) and
+ * the intermediates (to be inlined) in mid[]/nmid. */
+ob_tensor *ob_epilogue_apply(ob_te *te, const ob_epilogue *e, ob_tensor *x, int chan_dim,
+                             const ob_epi_inputs *in, ob_tensor **mid, int *nmid);
+/* Argument entries and reference of the epilogue, in the same order. */
+int ob_epilogue_args(const ob_epilogue *e, int64_t chans, int64_t out_numel, ob_arg_info *out);
+/* out[i] = epilogue(acc[i]) given the epilogue inputs (bias, residual). */
+void ob_epilogue_ref(const ob_epilogue *e, double *acc, int64_t numel, int64_t chans,
+                     int64_t inner, const float *bias, const float *residual);
+
+/* Shared helper: i-th argument pointer as float. */
+#define OB_F(bufs, i) ((float *)(bufs)[i])
+
+#endif

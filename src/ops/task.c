@@ -1,0 +1,191 @@
+/* task.c: one workload bound to one template. Owns the config space, the
+ * argument layout and the reference output (computed once per seed), and
+ * turns a config into lowered IR or C source through te -> schedule ->
+ * lower -> codegen. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops_impl.h"
+#include "opbench/codegen.h"
+
+struct ob_task {
+  ob_ctx *ctx;
+  ob_workload wl;
+  const ob_op_def *op;
+  const ob_tmpl_def *tmpl;
+  ob_space *space;
+  ob_config dflt;
+  int nargs;
+  ob_arg_info args[OB_MAX_ARGS];
+  /* reference outputs for ref_seed */
+  bool have_ref;
+  uint64_t ref_seed;
+  float *ref[OB_MAX_ARGS];
+};
+
+ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_task **out) {
+  ob_status st = ob_workload_validate(ctx, wl);
+  if (st) return st;
+  const ob_op_def *op = ob_op_def_find(wl->op);
+  const ob_tmpl_def *td = &op->tmpls[0];
+  if (tmpl && *tmpl) {
+    td = NULL;
+    for (int i = 0; i < op->ntmpls; i++)
+      if (!strcmp(op->tmpls[i].name, tmpl)) td = &op->tmpls[i];
+    if (!td) {
+      char known[256] = "";
+      for (int i = 0; i < op->ntmpls; i++) {
+        if (i) strcat(known, ", ");
+        strcat(known, op->tmpls[i].name);
+      }
+      return ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates: %s)",
+                     wl->op, tmpl, known);
+    }
+  }
+  ob_task *t = calloc(1, sizeof *t);
+  if (!t) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  t->ctx = ctx;
+  t->wl = *wl;
+  t->op = op;
+  t->tmpl = td;
+  t->nargs = op->args(wl, t->args);
+  st = ob_space_new(ctx, &t->space);
+  if (!st) st = td->define(ctx, wl, t->space, &t->dflt);
+  if (st) {
+    ob_fail_prefix(ctx, "template '%s'", td->name);
+    ob_task_free(t);
+    return st;
+  }
+  *out = t;
+  return OB_OK;
+}
+
+void ob_task_free(ob_task *t) {
+  if (!t) return;
+  for (int i = 0; i < OB_MAX_ARGS; i++) free(t->ref[i]);
+  ob_space_free(t->space);
+  free(t);
+}
+
+const ob_workload *ob_task_workload(const ob_task *t) { return &t->wl; }
+const char *ob_task_template(const ob_task *t) { return t->tmpl->name; }
+const ob_space *ob_task_space(const ob_task *t) { return t->space; }
+ob_config ob_task_default_config(const ob_task *t) { return t->dflt; }
+double ob_task_flops(const ob_task *t) { return t->op->flops(&t->wl); }
+int ob_task_num_args(const ob_task *t) { return t->nargs; }
+size_t ob_task_arg_bytes(const ob_task *t, int i) {
+  return (size_t)t->args[i].numel * ob_dtype_size(t->wl.dtype);
+}
+bool ob_task_arg_is_input(const ob_task *t, int i) { return t->args[i].is_input; }
+const char *ob_task_arg_name(const ob_task *t, int i) { return t->args[i].name; }
+
+static ob_status check_config(ob_task *t, const ob_config *cfg) {
+  if (cfg->space != t->space)
+    return ob_fail(t->ctx, OB_ERR_OUT_OF_SPACE, "config does not belong to this task's space");
+  ob_config tmp;
+  return ob_space_get(t->ctx, t->space, cfg->index, &tmp);
+}
+
+ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
+  ob_status st = check_config(t, cfg);
+  if (st) return st;
+  ob_te *te = NULL;
+  ob_sched *s = NULL;
+  st = ob_te_new(t->ctx, &te);
+  if (!st) st = t->tmpl->build(te, &t->wl, cfg, &s);
+  if (!st) st = ob_lower(s, out);
+  if (!st && ob_lowered_num_args(*out) != t->nargs) {
+    int got = ob_lowered_num_args(*out);
+    ob_lowered_free(*out);
+    *out = NULL;
+    st = ob_fail(t->ctx, OB_ERR_SCHEDULE, "template '%s' made %d kernel arguments, expected %d",
+                 t->tmpl->name, got, t->nargs);
+  }
+  if (st) ob_fail_prefix(t->ctx, "config %llu of template '%s'", (unsigned long long)cfg->index, t->tmpl->name);
+  ob_sched_free(s);
+  ob_te_free(te);
+  return st;
+}
+
+ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **name) {
+  ob_lowered *f = NULL;
+  ob_status st = ob_task_lower(t, cfg, &f);
+  if (st) return st;
+  /* kernel names say what they are: template, dtype, config index */
+  char buf[160];
+  snprintf(buf, sizeof buf, "%s_%s__i%llu", t->tmpl->name, ob_dtype_name(t->wl.dtype),
+           (unsigned long long)cfg->index);
+  for (char *p = buf; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+  st = ob_codegen_c(t->ctx, f, buf, src);
+  ob_lowered_free(f);
+  if (st) return st;
+  *name = strdup(buf);
+  if (!*name) {
+    free(*src);
+    *src = NULL;
+    return ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory");
+  }
+  return OB_OK;
+}
+
+void ob_task_fill(const ob_task *t, uint64_t seed, void *const *bufs) {
+  ob_rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
+  for (int i = 0; i < t->nargs; i++) {
+    float *p = bufs[i];
+    if (t->args[i].is_input)
+      for (int64_t k = 0; k < t->args[i].numel; k++) p[k] = ob_rng_float(&r);
+    else
+      for (int64_t k = 0; k < t->args[i].numel; k++) p[k] = NAN;
+  }
+}
+
+static ob_status ensure_ref(ob_task *t, uint64_t seed) {
+  if (t->have_ref && t->ref_seed == seed) return OB_OK;
+  void *bufs[OB_MAX_ARGS] = {0};
+  ob_status st = OB_OK;
+  for (int i = 0; i < t->nargs; i++) {
+    free(t->ref[i]);
+    t->ref[i] = malloc(ob_task_arg_bytes(t, i) ? ob_task_arg_bytes(t, i) : 4);
+    if (!t->ref[i]) {
+      st = ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory for the reference");
+      break;
+    }
+    bufs[i] = t->ref[i];
+  }
+  t->have_ref = false;
+  if (st) return st;
+  ob_task_fill(t, seed, bufs);
+  t->op->reference(&t->wl, bufs);
+  t->have_ref = true;
+  t->ref_seed = seed;
+  return OB_OK;
+}
+
+ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg, size_t cap) {
+  ob_status st = ensure_ref(t, seed);
+  if (st) {
+    snprintf(msg, cap, "%s", ob_ctx_errmsg(t->ctx));
+    return st;
+  }
+  double red = (double)(t->op->reduce_len ? t->op->reduce_len(&t->wl) : 1);
+  for (int i = 0; i < t->nargs; i++) {
+    if (t->args[i].is_input) continue;
+    const float *got = bufs[i], *ref = t->ref[i];
+    double amax = 0;
+    for (int64_t k = 0; k < t->args[i].numel; k++)
+      if (fabs(ref[k]) > amax) amax = fabs(ref[k]);
+    double atol = 1e-5 * sqrt(red) * (amax > 1 ? amax : 1) + 1e-6;
+    for (int64_t k = 0; k < t->args[i].numel; k++) {
+      double d = fabs((double)got[k] - ref[k]);
+      if (!(d <= 1e-4 * fabs(ref[k]) + atol)) { /* NaN fails too */
+        snprintf(msg, cap, "wrong answer: %s[%lld] = %.7g, reference %.7g (tolerance %.3g)",
+                 t->args[i].name, (long long)k, got[k], ref[k], 1e-4 * fabs(ref[k]) + atol);
+        return OB_ERR_WRONG_ANSWER;
+      }
+    }
+  }
+  return OB_OK;
+}

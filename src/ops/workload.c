@@ -1,0 +1,169 @@
+/* workload.c: workloads (operator + named integer attributes) and the
+ * operator registry. Parsing errors name the attribute at fault. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops_impl.h"
+
+static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_dense, &ob_op_relu,
+                                         &ob_op_add,    &ob_op_bias_add, &ob_op_clip};
+#define NOPS ((int)(sizeof k_ops / sizeof k_ops[0]))
+
+int ob_op_count(void) { return NOPS; }
+const char *ob_op_name(int i) { return (i >= 0 && i < NOPS) ? k_ops[i]->name : NULL; }
+
+const ob_op_def *ob_op_def_find(const char *name) {
+  for (int i = 0; i < NOPS; i++)
+    if (!strcmp(k_ops[i]->name, name)) return k_ops[i];
+  return NULL;
+}
+
+bool ob_op_exists(const char *name) { return ob_op_def_find(name) != NULL; }
+
+int ob_op_templates(const char *op, const char **names, int cap) {
+  const ob_op_def *d = ob_op_def_find(op);
+  if (!d) return 0;
+  for (int i = 0; i < d->ntmpls && i < cap; i++) names[i] = d->tmpls[i].name;
+  return d->ntmpls;
+}
+
+static int attr_index(const ob_workload *wl, const char *name) {
+  for (int i = 0; i < wl->nattr; i++)
+    if (!strcmp(wl->attr_name[i], name)) return i;
+  return -1;
+}
+
+int64_t ob_workload_get(const ob_workload *wl, const char *name) {
+  int i = attr_index(wl, name);
+  OB_ASSERT(i >= 0); /* operator code asks only for its own attributes */
+  return wl->attr[i];
+}
+
+static ob_status unknown_op(ob_ctx *ctx, const char *op) {
+  char known[256] = "";
+  for (int i = 0; i < NOPS; i++) {
+    if (i) strcat(known, ", ");
+    strcat(known, k_ops[i]->name);
+  }
+  return ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op, known);
+}
+
+static ob_status set_one(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t v) {
+  int i = attr_index(wl, name);
+  if (i < 0) {
+    const ob_op_def *d = ob_op_def_find(wl->op);
+    char known[256] = "";
+    for (int k = 0; d && k < d->nattrs; k++) {
+      if (k) strcat(known, ",");
+      strcat(known, d->attrs[k]);
+    }
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "operator '%s' has no attribute '%s' (attributes: %s)",
+                   wl->op, name, known);
+  }
+  wl->attr[i] = v;
+  return OB_OK;
+}
+
+ob_status ob_workload_set(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t v) {
+  /* short forms set every dimension at once */
+  static const struct { const char *alias, *names[4]; } k_alias[] = {
+      {"stride", {"stride_h", "stride_w", NULL, NULL}},
+      {"pad", {"pad_t", "pad_l", "pad_b", "pad_r"}},
+      {"dilation", {"dil_h", "dil_w", NULL, NULL}},
+  };
+  for (size_t a = 0; a < sizeof k_alias / sizeof k_alias[0]; a++) {
+    if (strcmp(name, k_alias[a].alias)) continue;
+    if (attr_index(wl, k_alias[a].names[0]) < 0) break;
+    for (int k = 0; k < 4 && k_alias[a].names[k]; k++) {
+      ob_status st = set_one(ctx, wl, k_alias[a].names[k], v);
+      if (st) return st;
+    }
+    return OB_OK;
+  }
+  return set_one(ctx, wl, name, v);
+}
+
+ob_status ob_workload_set_epilogue(ob_ctx *ctx, ob_workload *wl, const char *list) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  if (!d) return unknown_op(ctx, wl->op);
+  if (list && *list && !d->epilogue_ok)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "operator '%s' takes no epilogue (got '%s')", wl->op, list);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ctx, list, &e);
+  if (st) return st;
+  if (list && strlen(list) >= sizeof wl->epilogue)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "epilogue '%s' is too long", list);
+  snprintf(wl->epilogue, sizeof wl->epilogue, "%s", list ? list : "");
+  return OB_OK;
+}
+
+ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *text, ob_workload *out) {
+  memset(out, 0, sizeof *out);
+  const ob_op_def *d = ob_op_def_find(op);
+  if (!d) return unknown_op(ctx, op);
+  snprintf(out->op, sizeof out->op, "%s", op);
+  out->dtype = OB_F32;
+  out->nattr = d->nattrs;
+  for (int i = 0; i < d->nattrs; i++) {
+    snprintf(out->attr_name[i], sizeof out->attr_name[i], "%s", d->attrs[i]);
+    out->attr[i] = d->defaults[i];
+  }
+  const char *p = text ? text : "";
+  while (*p) {
+    const char *eq = strchr(p, '=');
+    const char *comma = strchr(p, ',');
+    if (!eq || (comma && comma < eq))
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "malformed shape text '%s': expected NAME=VALUE at '%s'",
+                     text, p);
+    char name[32];
+    size_t nl = (size_t)(eq - p);
+    if (nl == 0 || nl >= sizeof name)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "malformed shape text '%s': bad name at '%s'", text, p);
+    memcpy(name, p, nl);
+    name[nl] = 0;
+    const char *num = eq + 1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(num, &end, 10);
+    if (end == num || errno || (*end && *end != ','))
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "malformed shape text '%s': '%s' needs an integer value",
+                     text, name);
+    ob_status st = set_one(ctx, out, name, v);
+    if (st) return st;
+    p = *end ? end + 1 : end;
+    if (*end == ',' && !*p)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "malformed shape text '%s': trailing comma", text);
+  }
+  for (int i = 0; i < out->nattr; i++)
+    if (out->attr[i] == OB_ATTR_REQUIRED)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "operator '%s' needs attribute '%s' in --shape", op,
+                     out->attr_name[i]);
+  return OB_OK;
+}
+
+ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  if (!d) return unknown_op(ctx, wl->op);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ctx, wl->epilogue, &e);
+  if (st) return st;
+  return d->validate(ctx, wl);
+}
+
+void ob_workload_key(const ob_workload *wl, char *out, size_t cap) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  d->key(wl, out, cap);
+  if (wl->epilogue[0]) {
+    size_t n = strlen(out);
+    snprintf(out + n, cap > n ? cap - n : 0, "/epi:%s", wl->epilogue);
+  }
+}
+
+double ob_workload_flops(const ob_workload *wl) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  return d->flops(wl);
+}

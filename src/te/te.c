@@ -1,0 +1,351 @@
+/* te.c: construction of tensor expressions. Constructors never fail on
+ * memory (the arena aborts); malformed declarations return NULL with the
+ * ctx error set. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "te/te_impl.h"
+
+static const char *const k_dtype_names[OB_DTYPE_COUNT] = {"float32", "float16", "int8",
+                                                          "int32", "int64", "bool"};
+static const size_t k_dtype_sizes[OB_DTYPE_COUNT] = {4, 2, 1, 4, 8, 1};
+
+const char *ob_dtype_name(ob_dtype t) { return (unsigned)t < OB_DTYPE_COUNT ? k_dtype_names[t] : "?"; }
+size_t ob_dtype_size(ob_dtype t) { return (unsigned)t < OB_DTYPE_COUNT ? k_dtype_sizes[t] : 0; }
+
+ob_status ob_te_new(ob_ctx *ctx, ob_te **out) {
+  ob_te *te = calloc(1, sizeof *te);
+  if (!te) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  te->ctx = ctx;
+  te->arena = ob_arena_new(64 * 1024);
+  *out = te;
+  return OB_OK;
+}
+
+void ob_te_free(ob_te *te) {
+  if (!te) return;
+  ob_arena_free(te->arena);
+  free(te);
+}
+
+ob_ctx *ob_te_ctx(ob_te *te) { return te->ctx; }
+
+ob_ivar *ob_iv_new(ob_arena *a, const char *name, int64_t extent, ob_ivar_kind kind, int id) {
+  ob_ivar *iv = ob_arena_alloc(a, sizeof *iv);
+  iv->name = ob_arena_strdup(a, name);
+  iv->extent = extent;
+  iv->kind = kind;
+  iv->id = id;
+  return iv;
+}
+
+ob_tensor *ob_te_placeholder(ob_te *te, const char *name, int ndim, const int64_t *shape,
+                             ob_dtype dtype) {
+  if (ndim < 0 || ndim > 8) {
+    ob_fail(te->ctx, OB_ERR_INVALID_ARG, "placeholder '%s': %d dimensions (at most 8)", name, ndim);
+    return NULL;
+  }
+  ob_tensor *t = ob_arena_alloc(te->arena, sizeof *t);
+  t->name = ob_arena_strdup(te->arena, name);
+  t->ndim = ndim;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 1) {
+      ob_fail(te->ctx, OB_ERR_INVALID_ARG, "placeholder '%s': dimension %d is %lld", name, i,
+              (long long)shape[i]);
+      return NULL;
+    }
+    t->shape[i] = shape[i];
+  }
+  t->dtype = dtype;
+  t->placeholder = true;
+  t->id = te->ntensors++;
+  return t;
+}
+
+ob_ivar *ob_te_axis(ob_te *te, const char *name, int64_t extent) {
+  return ob_iv_new(te->arena, name, extent, OB_IV_DATA, te->next_id++);
+}
+
+ob_ivar *ob_te_reduce_axis(ob_te *te, const char *name, int64_t extent) {
+  return ob_iv_new(te->arena, name, extent, OB_IV_REDUCE, te->next_id++);
+}
+
+static bool has_reduce_below(const ob_expr *e) {
+  if (!e) return false;
+  if (e->kind == OB_E_REDUCE) return true;
+  if (has_reduce_below(e->a) || has_reduce_below(e->b) || has_reduce_below(e->c)) return true;
+  if (e->kind == OB_E_LOAD)
+    for (int i = 0; i < e->n; i++)
+      if (has_reduce_below(e->idx[i])) return true;
+  return false;
+}
+
+ob_tensor *ob_te_compute(ob_te *te, const char *name, int ndim, ob_ivar *const *axes,
+                         ob_expr *body) {
+  if (!body) {
+    ob_fail(te->ctx, OB_ERR_INVALID_ARG, "compute '%s': no body", name);
+    return NULL;
+  }
+  if (ndim < 1 || ndim > 8) {
+    ob_fail(te->ctx, OB_ERR_INVALID_ARG, "compute '%s': %d dimensions (1 to 8)", name, ndim);
+    return NULL;
+  }
+  const ob_expr *top = body->kind == OB_E_REDUCE ? body->a : body;
+  if (has_reduce_below(top)) {
+    ob_fail(te->ctx, OB_ERR_INVALID_ARG, "compute '%s': a reduction must be the whole body", name);
+    return NULL;
+  }
+  ob_tensor *t = ob_arena_alloc(te->arena, sizeof *t);
+  t->name = ob_arena_strdup(te->arena, name);
+  t->ndim = ndim;
+  t->axes = ob_arena_alloc(te->arena, sizeof(ob_ivar *) * (size_t)ndim);
+  for (int i = 0; i < ndim; i++) {
+    if (!axes[i] || axes[i]->kind != OB_IV_DATA || axes[i]->extent < 1) {
+      ob_fail(te->ctx, OB_ERR_INVALID_ARG, "compute '%s': axis %d is not a data axis", name, i);
+      return NULL;
+    }
+    t->shape[i] = axes[i]->extent;
+    t->axes[i] = axes[i];
+  }
+  t->dtype = body->dtype;
+  t->body = body;
+  t->id = te->ntensors++;
+  return t;
+}
+
+static ob_expr *node(ob_arena *a, ob_expr_kind k, ob_dtype t) {
+  ob_expr *e = ob_arena_alloc(a, sizeof *e);
+  e->kind = k;
+  e->dtype = t;
+  return e;
+}
+
+ob_expr *ob_e_int(ob_arena *a, int64_t v) {
+  ob_expr *e = node(a, OB_E_INT, OB_I64);
+  e->ival = v;
+  return e;
+}
+
+ob_expr *ob_e_var(ob_arena *a, ob_ivar *iv) {
+  ob_expr *e = node(a, OB_E_VAR, OB_I64);
+  e->var = iv;
+  return e;
+}
+
+bool ob_binop_is_cmp(ob_binop op) { return op >= OB_LT && op <= OB_OR; }
+
+ob_expr *ob_e_bin(ob_arena *a, ob_binop op, ob_expr *x, ob_expr *y) {
+  ob_dtype t = x->dtype;
+  if (ob_binop_is_cmp(op)) t = OB_BOOL;
+  else if (x->kind == OB_E_INT && y->dtype != OB_I64) t = y->dtype; /* literal adopts */
+  else if (op == OB_FDIV && t == OB_I64) t = OB_F32;
+  ob_expr *e = node(a, OB_E_BIN, t);
+  e->op = op;
+  e->a = x;
+  e->b = y;
+  return e;
+}
+
+ob_expr *ob_e_copy(ob_arena *a, const ob_expr *e) {
+  ob_expr *c = ob_arena_alloc(a, sizeof *c);
+  *c = *e;
+  return c;
+}
+
+ob_expr *ob_te_int(ob_te *te, int64_t v) { return ob_e_int(te->arena, v); }
+
+ob_expr *ob_te_float(ob_te *te, ob_dtype dtype, double v) {
+  ob_expr *e = node(te->arena, OB_E_FLOAT, dtype);
+  e->fval = v;
+  return e;
+}
+
+ob_expr *ob_te_var(ob_te *te, ob_ivar *iv) { return ob_e_var(te->arena, iv); }
+
+ob_expr *ob_te_bin(ob_te *te, ob_binop op, ob_expr *a, ob_expr *b) {
+  OB_ASSERT(a && b);
+  return ob_e_bin(te->arena, op, a, b);
+}
+
+ob_expr *ob_te_select(ob_te *te, ob_expr *cond, ob_expr *then_v, ob_expr *else_v) {
+  OB_ASSERT(cond && then_v && else_v);
+  ob_expr *e = node(te->arena, OB_E_SELECT, then_v->dtype);
+  e->c = cond;
+  e->a = then_v;
+  e->b = else_v;
+  return e;
+}
+
+ob_expr *ob_te_cast(ob_te *te, ob_dtype dtype, ob_expr *a) {
+  ob_expr *e = node(te->arena, OB_E_CAST, dtype);
+  e->a = a;
+  return e;
+}
+
+ob_expr *ob_te_call(ob_te *te, ob_intrin fn, ob_expr *a) {
+  ob_expr *e = node(te->arena, OB_E_CALL, a->dtype);
+  e->fn = fn;
+  e->a = a;
+  return e;
+}
+
+ob_expr *ob_te_load(ob_te *te, const ob_tensor *t, int nidx, ob_expr *const *idx) {
+  OB_ASSERT(t && nidx == t->ndim);
+  ob_expr *e = node(te->arena, OB_E_LOAD, t->dtype);
+  e->tensor = t;
+  e->n = nidx;
+  e->idx = ob_arena_alloc(te->arena, sizeof(ob_expr *) * (size_t)(nidx ? nidx : 1));
+  for (int i = 0; i < nidx; i++) e->idx[i] = idx[i];
+  return e;
+}
+
+ob_expr *ob_te_reduce(ob_te *te, ob_reduce_op op, ob_expr *body, int naxes,
+                      ob_ivar *const *axes) {
+  ob_expr *e = node(te->arena, OB_E_REDUCE, body->dtype);
+  e->rop = op;
+  e->a = body;
+  e->n = naxes;
+  e->axes = ob_arena_alloc(te->arena, sizeof(ob_ivar *) * (size_t)(naxes ? naxes : 1));
+  for (int i = 0; i < naxes; i++) {
+    OB_ASSERT(axes[i]->kind == OB_IV_REDUCE);
+    e->axes[i] = axes[i];
+  }
+  return e;
+}
+
+const char *ob_tensor_name(const ob_tensor *t) { return t->name; }
+int ob_tensor_ndim(const ob_tensor *t) { return t->ndim; }
+int64_t ob_tensor_dim(const ob_tensor *t, int i) { return t->shape[i]; }
+int64_t ob_tensor_numel(const ob_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+  return n;
+}
+ob_dtype ob_tensor_dtype(const ob_tensor *t) { return t->dtype; }
+bool ob_tensor_is_placeholder(const ob_tensor *t) { return t->placeholder; }
+const char *ob_ivar_name(const ob_ivar *iv) { return iv->name; }
+int64_t ob_ivar_extent(const ob_ivar *iv) { return iv->extent; }
+
+bool ob_expr_equal(const ob_expr *x, const ob_expr *y) {
+  if (x == y) return true;
+  if (!x || !y || x->kind != y->kind) return false;
+  switch (x->kind) {
+  case OB_E_INT: return x->ival == y->ival;
+  case OB_E_FLOAT: return x->fval == y->fval && x->dtype == y->dtype;
+  case OB_E_VAR: return x->var == y->var;
+  case OB_E_BIN: return x->op == y->op && ob_expr_equal(x->a, y->a) && ob_expr_equal(x->b, y->b);
+  case OB_E_SELECT:
+    return ob_expr_equal(x->c, y->c) && ob_expr_equal(x->a, y->a) && ob_expr_equal(x->b, y->b);
+  case OB_E_CAST: return x->dtype == y->dtype && ob_expr_equal(x->a, y->a);
+  case OB_E_CALL: return x->fn == y->fn && ob_expr_equal(x->a, y->a);
+  case OB_E_LOAD:
+    if (x->tensor != y->tensor || x->n != y->n) return false;
+    for (int i = 0; i < x->n; i++)
+      if (!ob_expr_equal(x->idx[i], y->idx[i])) return false;
+    return true;
+  case OB_E_BLOAD: return x->buf == y->buf && ob_expr_equal(x->idx[0], y->idx[0]);
+  default: return false;
+  }
+}
+
+static const char *const k_binop_sym[OB_BINOP_COUNT] = {
+    "+", "-", "*", "/", "%", "/", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+const char *ob_binop_sym(ob_binop op) { return k_binop_sym[op]; }
+static const char *const k_intrin[OB_INTRIN_COUNT] = {"exp", "tanh", "sqrt", "log"};
+const char *ob_intrin_name(ob_intrin fn) { return k_intrin[fn]; }
+
+ob_expr *ob_expr_subst(ob_arena *a, ob_expr *e, int n, ob_ivar *const *from,
+                       ob_expr *const *to) {
+  if (!e) return NULL;
+  switch (e->kind) {
+  case OB_E_INT:
+  case OB_E_FLOAT: return e;
+  case OB_E_VAR:
+    for (int i = 0; i < n; i++)
+      if (from[i] == e->var) return to[i];
+    return e;
+  default: break;
+  }
+  ob_expr *c = ob_e_copy(a, e);
+  c->a = ob_expr_subst(a, e->a, n, from, to);
+  c->b = ob_expr_subst(a, e->b, n, from, to);
+  c->c = ob_expr_subst(a, e->c, n, from, to);
+  if (e->kind == OB_E_LOAD || e->kind == OB_E_BLOAD) {
+    int m = e->kind == OB_E_LOAD ? e->n : 1;
+    c->idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)m);
+    for (int i = 0; i < m; i++) c->idx[i] = ob_expr_subst(a, e->idx[i], n, from, to);
+  }
+  return c;
+}
+
+void ob_expr_print(ob_str *s, const ob_expr *e) {
+  switch (e->kind) {
+  case OB_E_INT: ob_str_appendf(s, "%lld", (long long)e->ival); break;
+  case OB_E_FLOAT: ob_str_appendf(s, "%.9gf", e->fval); break;
+  case OB_E_VAR: ob_str_append(s, e->var->name); break;
+  case OB_E_BIN:
+    if (e->op == OB_MIN || e->op == OB_MAX) {
+      ob_str_appendf(s, "%s(", ob_binop_sym(e->op));
+      ob_expr_print(s, e->a);
+      ob_str_append(s, ", ");
+      ob_expr_print(s, e->b);
+      ob_str_append(s, ")");
+    } else {
+      ob_str_append(s, "(");
+      ob_expr_print(s, e->a);
+      ob_str_appendf(s, " %s ", ob_binop_sym(e->op));
+      ob_expr_print(s, e->b);
+      ob_str_append(s, ")");
+    }
+    break;
+  case OB_E_SELECT:
+    ob_str_append(s, "select(");
+    ob_expr_print(s, e->c);
+    ob_str_append(s, ", ");
+    ob_expr_print(s, e->a);
+    ob_str_append(s, ", ");
+    ob_expr_print(s, e->b);
+    ob_str_append(s, ")");
+    break;
+  case OB_E_CAST:
+    ob_str_appendf(s, "%s(", ob_dtype_name(e->dtype));
+    ob_expr_print(s, e->a);
+    ob_str_append(s, ")");
+    break;
+  case OB_E_CALL:
+    ob_str_appendf(s, "%s(", ob_intrin_name(e->fn));
+    ob_expr_print(s, e->a);
+    ob_str_append(s, ")");
+    break;
+  case OB_E_LOAD:
+    ob_str_appendf(s, "%s[", e->tensor->name);
+    for (int i = 0; i < e->n; i++) {
+      if (i) ob_str_append(s, ", ");
+      ob_expr_print(s, e->idx[i]);
+    }
+    ob_str_append(s, "]");
+    break;
+  case OB_E_BLOAD: {
+    ob_str_appendf(s, "%s[", ob_buffer_name(e->buf));
+    ob_expr_print(s, e->idx[0]);
+    ob_str_append(s, "]");
+    break;
+  }
+  case OB_E_REDUCE:
+    ob_str_appendf(s, "%s(", e->rop == OB_REDUCE_SUM ? "sum" : "max");
+    ob_expr_print(s, e->a);
+    ob_str_append(s, ", axis=[");
+    for (int i = 0; i < e->n; i++) ob_str_appendf(s, "%s%s", i ? ", " : "", e->axes[i]->name);
+    ob_str_append(s, "])");
+    break;
+  default: ob_str_append(s, "?"); break;
+  }
+}
+
+char *ob_expr_str(const ob_expr *e) {
+  ob_str s = {0};
+  ob_expr_print(&s, e);
+  return ob_str_take(&s);
+}

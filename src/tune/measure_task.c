@@ -1,0 +1,122 @@
+/* measure_task.c: measuring configs of a task, AutoTVM's measure_batch
+ * without its blind spots: every config is instantiated (lower + codegen),
+ * the batch is compiled in parallel, and each variant's output is checked
+ * against the reference before its time counts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+ob_measure_opts ob_measure_opts_default(void) {
+  ob_measure_opts o;
+  memset(&o, 0, sizeof o);
+  o.timing = ob_timing_default();
+  o.nthreads = 1;
+  o.seed = 1;
+  return o;
+}
+
+typedef struct check_ctx {
+  ob_task *task;
+  uint64_t seed;
+} check_ctx;
+
+static void fill_cb(void *user, void *const *bufs) {
+  check_ctx *c = user;
+  ob_task_fill(c->task, c->seed, bufs);
+}
+
+static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
+  check_ctx *c = user;
+  return ob_task_check(c->task, c->seed, bufs, msg, cap);
+}
+
+ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
+                             const ob_measure_opts *opts, const ob_config *cfgs, int n,
+                             ob_measure_result *out) {
+  ob_status st = OB_OK;
+  char **src = calloc((size_t)n, sizeof *src), **names = calloc((size_t)n, sizeof *names);
+  ob_build_input *in = calloc((size_t)n, sizeof *in);
+  ob_build_result *br = calloc((size_t)n, sizeof *br);
+  int *slot = calloc((size_t)n, sizeof *slot);
+  if (!src || !names || !in || !br || !slot) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  memset(out, 0, sizeof *out * (size_t)n);
+  int nb = 0;
+  for (int i = 0; i < n; i++) {
+    st = ob_task_source(task, &cfgs[i], &src[i], &names[i]);
+    if (st) { /* the config cannot be turned into code: error 1 */
+      out[i].error_no = OB_MERR_INSTANTIATION;
+      snprintf(out[i].message, sizeof out[i].message, "%s", ob_ctx_errmsg(ctx));
+      st = OB_OK;
+      continue;
+    }
+    in[nb] = (ob_build_input){src[i], names[i]};
+    slot[nb++] = i;
+  }
+  if (nb) {
+    st = ob_build_batch(ctx, &opts->build, in, nb, br);
+    if (st) goto done;
+  }
+  int nargs = ob_task_num_args(task);
+  size_t bytes[16];
+  bool is_in[16];
+  OB_ASSERT(nargs <= 16);
+  for (int a = 0; a < nargs; a++) {
+    bytes[a] = ob_task_arg_bytes(task, a);
+    is_in[a] = ob_task_arg_is_input(task, a);
+  }
+  check_ctx cc = {task, opts->seed};
+  double fl = ob_task_flops(task);
+  for (int b = 0; b < nb; b++) {
+    ob_measure_result *r = &out[slot[b]];
+    r->build_s = br[b].build_s;
+    if (br[b].error_no) {
+      r->error_no = br[b].error_no;
+      snprintf(r->message, sizeof r->message, "%s", br[b].message ? br[b].message : "build failed");
+      continue;
+    }
+    ob_run_request req = {
+        .so_path = br[b].so_path,
+        .symbol = names[slot[b]],
+        .nbufs = nargs,
+        .buf_bytes = bytes,
+        .buf_is_input = is_in,
+        .cores = opts->cores,
+        .nthreads = opts->nthreads > 0 ? opts->nthreads : 1,
+        .timing = opts->timing,
+        .fill = fill_cb,
+        .check = check_cb,
+        .user = &cc,
+    };
+    ob_run_result rr;
+    st = ob_runner_run(runner, &req, &rr);
+    if (st) goto done;
+    r->error_no = rr.error_no;
+    snprintf(r->message, sizeof r->message, "%s", rr.message);
+    r->run_s = rr.run_s;
+    if (rr.error_no) continue;
+    r->median_s = rr.median_s;
+    r->mean_s = rr.mean_s;
+    r->cv = rr.cv;
+    r->ncosts = rr.ncosts;
+    memcpy(r->costs, rr.costs, sizeof r->costs);
+    r->gflops = rr.median_s > 0 ? fl / rr.median_s / 1e9 : 0;
+  }
+done:
+  for (int i = 0; i < n && src && names; i++) {
+    free(src[i]);
+    free(names[i]);
+  }
+  for (int b = 0; br && b < n; b++) ob_build_result_clear(&br[b]);
+  free(src);
+  free(names);
+  free(in);
+  free(br);
+  free(slot);
+  return st;
+}
