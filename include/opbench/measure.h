@@ -29,7 +29,8 @@ OB_API const char *ob_merr_str(int error_no);
 /* ---- builder --------------------------------------------------------------- */
 typedef struct ob_build_opts {
   const char *cc;        /* NULL: $OPBENCH_CC, else "cc" */
-  const char *flags;     /* NULL: "-O3 -march=native -fPIC -shared" */
+  const char *flags;     /* NULL: "-O3 -march=native -mprefer-vector-width=512
+                            -fPIC -shared" */
   const char *cache_dir; /* NULL: $OPBENCH_CACHE, else $XDG_CACHE_HOME/opbench,
                             else $HOME/.cache/opbench, else /tmp/opbench-<uid> */
   double timeout_s;      /* <= 0: 10 s, as AutoTVM */

@@ -512,6 +512,131 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
   return r;
 }
 
+/* ---- loop partitioning ------------------------------------------------------
+ * A guard c*o + rest < b (c > 0) holds for every o below some o_safe. Such a
+ * loop is split into [0, o_safe), where re-simplifying with the narrower
+ * range proves the guard and drops it, and the tail. Hot loops then run
+ * without tail checks and keep their accumulators in registers. */
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static void safe_bound(lctx *lc, const ob_expr *c, ob_ivar *o, int64_t *safe) {
+  if (c->kind != OB_E_BIN) return;
+  if (c->op == OB_AND) {
+    safe_bound(lc, c->a, o, safe);
+    safe_bound(lc, c->b, o, safe);
+    return;
+  }
+  ob_expr *d; /* the guard is d < 0 */
+  ob_arena *a = lc->a;
+  switch (c->op) {
+  case OB_LT: d = ob_e_bin(a, OB_SUB, c->a, c->b); break;
+  case OB_LE: d = ob_e_bin(a, OB_SUB, ob_e_bin(a, OB_SUB, c->a, c->b), ob_e_int(a, 1)); break;
+  case OB_GT: d = ob_e_bin(a, OB_SUB, c->b, c->a); break;
+  case OB_GE: d = ob_e_bin(a, OB_SUB, ob_e_bin(a, OB_SUB, c->b, c->a), ob_e_int(a, 1)); break;
+  default: return;
+  }
+  if (c->a->dtype != OB_I64) return;
+  ob_lin l;
+  if (!ob_lin_of(ob_simplify(a, d), &l)) return;
+  int64_t coef = 0;
+  ob_lin rest = l;
+  rest.n = 0;
+  for (int i = 0; i < l.n; i++) {
+    if (l.atom[i]->kind == OB_E_VAR && l.atom[i]->var == o) {
+      coef += l.coef[i];
+    } else {
+      if (ob_expr_uses_var(l.atom[i], o)) return;
+      rest.atom[rest.n] = l.atom[i];
+      rest.coef[rest.n++] = l.coef[i];
+    }
+  }
+  int64_t lo, hi;
+  if (coef <= 0 || !ob_range(ob_lin_to_expr(a, &rest), &lo, &hi)) return;
+  int64_t s = floor_div(-1 - hi, coef) + 1; /* coef*o + hi <= -1 */
+  if (s < *safe) *safe = s;
+}
+
+static void collect_safe(lctx *lc, const ob_stmt *s, ob_ivar *o, int64_t *safe) {
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++) collect_safe(lc, s->seq[i], o, safe);
+    return;
+  case OB_S_FOR: collect_safe(lc, s->body, o, safe); return;
+  case OB_S_IF:
+    if (ob_expr_uses_var(s->cond, o)) safe_bound(lc, s->cond, o, safe);
+    collect_safe(lc, s->body, o, safe);
+    return;
+  default: return;
+  }
+}
+
+static ob_stmt *stmt_subst(lctx *lc, const ob_stmt *s, ob_ivar *from, ob_expr *to) {
+  ob_stmt *c = ob_stmt_new(lc->a, s->kind);
+  *c = *s;
+  ob_ivar *f[1] = {from};
+  ob_expr *t[1] = {to};
+  switch (s->kind) {
+  case OB_S_SEQ:
+    c->seq = ob_arena_alloc(lc->a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
+    for (int i = 0; i < s->nseq; i++) c->seq[i] = stmt_subst(lc, s->seq[i], from, to);
+    break;
+  case OB_S_FOR: c->body = stmt_subst(lc, s->body, from, to); break;
+  case OB_S_IF:
+    c->cond = ob_expr_subst(lc->a, s->cond, 1, f, t);
+    c->body = stmt_subst(lc, s->body, from, to);
+    break;
+  case OB_S_STORE:
+    c->index = ob_expr_subst(lc->a, s->index, 1, f, t);
+    c->value = ob_expr_subst(lc->a, s->value, 1, f, t);
+    break;
+  default: break;
+  }
+  return c;
+}
+
+static ob_stmt *partition(lctx *lc, ob_stmt *s) {
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++) s->seq[i] = partition(lc, s->seq[i]);
+    return s;
+  case OB_S_IF: {
+    int64_t v;
+    s->cond = ob_simplify(lc->a, s->cond);
+    if (ob_is_const(s->cond, &v)) return v ? partition(lc, s->body) : seq_of(lc, NULL, 0);
+    s->body = partition(lc, s->body);
+    return s;
+  }
+  case OB_S_STORE:
+    s->index = ob_simplify(lc->a, s->index);
+    s->value = ob_simplify(lc->a, s->value);
+    return s;
+  case OB_S_FOR: {
+    ob_ivar *o = s->var;
+    int64_t ext = o->extent, safe = ext;
+    if (s->ann != OB_IT_VECTORIZE) collect_safe(lc, s->body, o, &safe);
+    if (safe <= 0 || safe >= ext) {
+      s->body = partition(lc, s->body);
+      return s;
+    }
+    ob_ivar *v1 = ob_iv_new(lc->a, o->name, safe, o->kind, lc->next_id++);
+    ob_ivar *v2 = ob_iv_new(lc->a, o->name, ext - safe, o->kind, lc->next_id++);
+    v1->ann = v2->ann = o->ann;
+    ob_expr *e2 = ob_e_bin(lc->a, OB_ADD, ob_e_var(lc->a, v2), ob_e_int(lc->a, safe));
+    ob_stmt *parts[2];
+    parts[0] = partition(lc, for_of(lc, v1, stmt_subst(lc, s->body, o, ob_e_var(lc->a, v1))));
+    ob_stmt *tail = stmt_subst(lc, s->body, o, e2);
+    parts[1] = ext - safe == 1 ? stmt_subst(lc, s->body, o, ob_e_int(lc->a, safe))
+                               : for_of(lc, v2, tail);
+    parts[1] = partition(lc, parts[1]);
+    return seq_of(lc, parts, 2);
+  }
+  default: return s;
+  }
+}
+
 /* ---- entry ------------------------------------------------------------------ */
 static ob_status check_attach(lctx *lc) {
   ob_sched *s = lc->s;
@@ -599,7 +724,7 @@ ob_status ob_lower(ob_sched *s, ob_lowered **out) {
     if (r) goto fail;
     n++;
   }
-  f->body = seq_of(&lc, items, n);
+  f->body = partition(&lc, seq_of(&lc, items, n));
   *out = f;
   return OB_OK;
 fail:

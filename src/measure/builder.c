@@ -25,7 +25,9 @@
 
 extern char **environ;
 
-#define OB_BUILD_DEFAULT_FLAGS "-O3 -march=native -fPIC -shared"
+/* 512-bit vectors: GCC tunes znver* for 256-bit and would split the
+ * kernels' 64-byte vector-extension types into ymm halves */
+#define OB_BUILD_DEFAULT_FLAGS "-O3 -march=native -mprefer-vector-width=512 -fPIC -shared"
 #define OB_BUILD_TIMEOUT_S 10.0
 #define OB_BUILD_PROBE_TIMEOUT_S 10.0 /* `cc --version` */
 #define OB_BUILD_MSG_MAX 8192         /* compiler output kept per variant */

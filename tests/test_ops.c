@@ -1,0 +1,155 @@
+/* test_ops.c: every operator template over a sample of its config space
+ * (default config included) on random inputs against the naive reference,
+ * with odd shapes (prime channel counts, sizes not divisible by the vector
+ * width, stride 2 with odd sizes, padding larger than the kernel's half),
+ * and the bad-input paths of workloads and configs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "opbench/ops.h"
+
+typedef struct wcase {
+  const char *op, *shape, *epi;
+  int64_t stride, pad, dil;
+  int samples;
+} wcase;
+
+static const wcase k_cases[] = {
+    {"conv2d", "C=5,H=11,W=13,K=7,R=3,S=3", "", 1, 1, 1, 10},
+    {"conv2d", "C=3,H=17,W=17,K=11,R=7,S=7", "", 2, 3, 1, 8},  /* stem-like, odd sizes */
+    {"conv2d", "C=8,H=9,W=9,K=13,R=3,S=3", "bias,relu", 2, 1, 1, 8},
+    {"conv2d", "C=7,H=10,W=23,K=5,R=3,S=3", "", 1, 3, 1, 6},  /* pad > kernel half */
+    {"conv2d", "C=4,H=12,W=12,K=8,R=3,S=3", "relu6", 1, 2, 2, 6}, /* dilation 2 */
+    {"conv2d", "N=2,C=16,H=7,W=7,K=17,R=1,S=1", "bias,add,relu", 1, 0, 1, 8},
+    {"conv2d", "C=6,H=8,W=19,K=4,R=1,S=3", "", 1, 0, 1, 6},   /* non-square kernel */
+    {"dense", "M=5,N=20,K=32", "", 0, 0, 0, 10},
+    {"dense", "M=3,N=17,K=13", "bias,relu", 0, 0, 0, 8},     /* K prime: scalar reduction */
+    {"dense", "M=1,N=37,K=48", "bias", 0, 0, 0, 8},
+    {"dense", "M=9,N=8,K=24", "relu6,add", 0, 0, 0, 6},
+    {"relu", "C=3,H=7,W=9", "", 0, 0, 0, 8},
+    {"add", "N=2,C=5,H=3,W=11", "", 0, 0, 0, 8},
+    {"bias_add", "C=13,H=5,W=5", "", 0, 0, 0, 8},
+    {"clip", "C=2,H=16,W=17,lo=-1,hi=1", "", 0, 0, 0, 8},
+};
+
+static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
+  ob_workload wl;
+  ob_task *t = NULL;
+  ob_status st = ob_workload_parse(ctx, c->op, c->shape, &wl);
+  if (!st && c->stride) st = ob_workload_set(ctx, &wl, "stride", c->stride);
+  if (!st && c->pad) st = ob_workload_set(ctx, &wl, "pad", c->pad);
+  if (!st && c->dil) st = ob_workload_set(ctx, &wl, "dilation", c->dil);
+  if (!st) st = ob_workload_set_epilogue(ctx, &wl, c->epi);
+  if (!st) st = ob_task_new(ctx, &wl, NULL, &t);
+  CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
+  if (st) return;
+  const ob_space *sp = ob_task_space(t);
+  ob_config cfgs[32];
+  int n = 0;
+  cfgs[n++] = ob_task_default_config(t);
+  CHECK(ob_space_is_valid(sp, cfgs[0].index));
+  ob_rng rng = {(uint64_t)c->samples * 977 + strlen(c->shape)};
+  int tries = 0;
+  while (n < c->samples && tries++ < 10000) {
+    uint64_t i = ob_rng_next(&rng) % ob_space_len(sp);
+    if (ob_space_get(ctx, sp, i, &cfgs[n]) == OB_OK) n++;
+  }
+  ob_measure_opts o = ob_measure_opts_default();
+  o.timing.repeat = 1;
+  o.nthreads = 2;
+  ob_measure_result res[32];
+  st = ob_measure_configs(ctx, t, runner, &o, cfgs, n, res);
+  CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  char key[256];
+  ob_workload_key(&wl, key, sizeof key);
+  for (int i = 0; st == OB_OK && i < n; i++) {
+    char *cs = ob_config_str(&cfgs[i]);
+    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s [%s]: error %d: %s", key, cs,
+              res[i].error_no, res[i].message);
+    free(cs);
+  }
+  ob_task_free(t);
+}
+
+static void test_bad_input(ob_ctx *ctx) {
+  ob_workload wl;
+  CHECK(ob_workload_parse(ctx, "conv3x", "C=1", &wl) == OB_ERR_UNSUPPORTED);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "conv3x") && strstr(ob_ctx_errmsg(ctx), "conv2d"));
+  CHECK(ob_workload_parse(ctx, "conv2d", "C=1,Q=3", &wl) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "'Q'") != NULL);
+  CHECK(ob_workload_parse(ctx, "conv2d", "C=", &wl) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "'C'") != NULL);
+  CHECK(ob_workload_parse(ctx, "conv2d", "C=4,H=8,W=8,K=4,R=3", &wl) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "'S'") != NULL);
+  CHECK(ob_workload_parse(ctx, "dense", "M=1,N=2,K=3,", &wl) == OB_ERR_INVALID_ARG);
+  CHECK(ob_workload_parse(ctx, "dense", "M=1 N=2", &wl) == OB_ERR_INVALID_ARG);
+  CHECK(ob_workload_parse(ctx, "dense", "M=1,N=2,K=3", &wl) == OB_OK);
+  CHECK(ob_workload_set_epilogue(ctx, &wl, "bias,sigmoidx") == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "sigmoidx") != NULL);
+  CHECK(ob_workload_parse(ctx, "relu", "C=2,H=2,W=2", &wl) == OB_OK);
+  CHECK(ob_workload_set_epilogue(ctx, &wl, "relu") == OB_ERR_INVALID_ARG);
+
+  /* impossible shapes */
+  ob_task *t = NULL;
+  CHECK(ob_workload_parse(ctx, "conv2d", "C=4,H=2,W=2,K=4,R=5,S=5", &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG && !t);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "empty output") != NULL);
+  CHECK(ob_workload_parse(ctx, "conv2d", "C=4,H=8,W=8,K=4,R=3,S=3,stride_h=0", &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "stride_h") != NULL);
+  CHECK(ob_workload_parse(ctx, "dense", "M=0,N=2,K=3", &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG);
+
+  /* unknown template; configs outside the space */
+  CHECK(ob_workload_parse(ctx, "dense", "M=4,N=8,K=16", &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, "dense.cuda", &t) == OB_ERR_NOT_FOUND);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "dense.x86") != NULL);
+  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);
+  ob_config c;
+  CHECK(ob_space_get(ctx, ob_task_space(t), ob_space_len(ob_task_space(t)), &c) == OB_ERR_OUT_OF_SPACE);
+  CHECK(ob_config_from_json(ctx, ob_task_space(t), "{\"entity\": [[\"tile_q\", \"sp\", [-1, 4]]]}", &c) ==
+        OB_ERR_NOT_FOUND);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "tile_q") != NULL);
+  CHECK(ob_config_from_json(ctx, ob_task_space(t), "{\"index\": ", &c) == OB_ERR_PARSE);
+  /* a config of another task's space is refused, not lowered */
+  ob_task *t2 = NULL;
+  CHECK(ob_task_new(ctx, &wl, NULL, &t2) == OB_OK);
+  ob_config other = ob_task_default_config(t2);
+  ob_lowered *f = NULL;
+  CHECK(ob_task_lower(t, &other, &f) == OB_ERR_OUT_OF_SPACE && !f);
+  ob_config d = ob_task_default_config(t);
+  CHECK(ob_task_lower(t, &d, &f) == OB_OK && f);
+  char *ir = f ? ob_lowered_str(f) : NULL;
+  CHECK(ir && strstr(ir, "parallel") && strstr(ir, "vectorized"));
+  free(ir);
+  ob_lowered_free(f);
+  ob_task_free(t2);
+  ob_task_free(t);
+}
+
+static void test_keys(ob_ctx *ctx) {
+  ob_workload wl;
+  char key[256];
+  CHECK(ob_workload_parse(ctx, "conv2d", "N=1,C=64,H=56,W=56,K=64,R=3,S=3", &wl) == OB_OK);
+  CHECK(ob_workload_set(ctx, &wl, "pad", 1) == OB_OK);
+  ob_workload_key(&wl, key, sizeof key);
+  CHECK_MSG(!strcmp(key, "conv2d_nchw/f32/N1C64H56W56/K64R3S3/s1,1/p1,1,1,1/d1,1/g1"), "%s", key);
+  CHECK(ob_workload_flops(&wl) == 2.0 * 64 * 56 * 56 * 64 * 9);
+  CHECK(ob_workload_set_epilogue(ctx, &wl, "bias,relu") == OB_OK);
+  ob_workload_key(&wl, key, sizeof key);
+  CHECK(strstr(key, "/epi:bias,relu") != NULL);
+}
+
+int main(void) {
+  ob_ctx *ctx = NULL;
+  ob_runner *runner = NULL;
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  CHECK(ob_runner_new(ctx, &runner) == OB_OK);
+  for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) run_case(ctx, runner, &k_cases[i]);
+  test_bad_input(ctx);
+  test_keys(ctx);
+  ob_runner_free(runner);
+  ob_ctx_free(ctx);
+  return CHECK_DONE();
+}
