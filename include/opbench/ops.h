@@ -77,6 +77,16 @@ OB_API void ob_task_fill(const ob_task *t, uint64_t seed, void *const *bufs);
  * with the first bad element named in the message. */
 OB_API ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg,
                                size_t cap);
+/* The same for the kernel of one config, whose arguments may be in a
+ * template's own layout (e.g. NCHW16c data, pre-packed weights): inputs are
+ * made in the operator's layout and packed; outputs are unpacked before the
+ * comparison. */
+OB_API ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed,
+                                  void *const *bufs);
+OB_API ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed,
+                                   void *const *bufs, char *msg, size_t cap);
+/* True when cfg's kernel takes its arguments in the operator's own layout. */
+OB_API bool ob_task_plain_layout(const ob_task *t, const ob_config *cfg);
 
 #ifdef __cplusplus
 }

@@ -286,7 +286,225 @@ static ob_status build_nchw(ob_te *te, const ob_workload *wl, const ob_config *c
   return OB_OK;
 }
 
-static const ob_tmpl_def k_tmpls[] = {{"conv2d_nchw.x86", define_nchw, build_nchw}};
+/* ---- template conv2d_NCHWc.x86 ---------------------------------------------
+ * AutoTVM's conv2d_NCHWc: data in NCHW[ic_bn]c, weights pre-packed as
+ * OIHW[ic_bn]i[oc_bn]o, output in NCHW[oc_bn]c (layout transforms happen
+ * outside the kernel, as in a graph kept in the blocked layout). The hot loop
+ * broadcasts one input element into an FMA with one weight vector of oc_bn
+ * lanes, for a register block of ow_bn (x oh_bn) output columns. */
+static void nchwc_blocks(const ob_config *cfg, int64_t *icb, int64_t *ocb) {
+  int64_t ic[2], oc[2];
+  ob_config_split(cfg, "tile_ic", ic);
+  ob_config_split(cfg, "tile_oc", oc);
+  *icb = ic[1];
+  *ocb = oc[1];
+}
+
+static bool nchwc_ok(const ob_config *cfg, void *user) {
+  (void)user;
+  int64_t oc[2], oh[2], ow[2];
+  ob_config_split(cfg, "tile_oc", oc);
+  ob_config_split(cfg, "tile_oh", oh);
+  ob_config_split(cfg, "tile_ow", ow);
+  return ow[1] * oh[1] * ((oc[1] + 15) / 16) <= 28;
+}
+
+static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+  (void)ctx;
+  conv_p p = params(wl);
+  int64_t occ[4];
+  int nocc = 0;
+  for (int64_t b = 8; b <= 32; b *= 2)
+    if (p.k % b == 0) occ[nocc++] = b;
+  if (!nocc) occ[nocc++] = 1; /* odd channel counts: still correct, one lane */
+  int64_t ocand[8];
+  for (int i = 0; i < nocc; i++) {
+    ocand[2 * i] = -1;
+    ocand[2 * i + 1] = occ[i];
+  }
+  ob_status st = ob_space_define_split(sp, "tile_ic", p.c, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
+  if (!st) st = ob_space_define_split(sp, "tile_oc", p.k, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = ocand, .ncandidates = nocc});
+  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 28});
+  if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 2});
+  if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
+  if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
+  bool padded = p.pt || p.pl || p.pb || p.pr;
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
+  if (st) return st;
+  ob_space_set_filter(sp, nchwc_ok, NULL);
+  /* fallback as AutoTVM's: 16 lanes of output channels, a register block of
+   * up to 14 columns that divides the output width, ic_bn up to 16 */
+  int64_t owb = 1;
+  for (int64_t b = 14; b >= 1; b--)
+    if (p.ow % b == 0) {
+      owb = b;
+      break;
+    }
+  if (owb < 4 && p.ow >= 8) owb = 8; /* prime widths: a tail beats 1-wide blocks */
+  ob_config c = ob_space_first(sp);
+  ob_config_set_split(&c, "tile_ic", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_oc", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
+  ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
+  ob_config_set_knob(&c, "unroll_kw", 0);
+  ob_config_set_knob(&c, "reduce_order", 0);
+  ob_config_set_knob(&c, "pad_inline", 0);
+  *dflt = c;
+  return OB_OK;
+}
+
+static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  conv_p p = params(wl);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
+  if (st) return st;
+  int64_t icb, ocb, ow[2], oh[2];
+  nchwc_blocks(cfg, &icb, &ocb);
+  ob_config_split(cfg, "tile_ow", ow);
+  ob_config_split(cfg, "tile_oh", oh);
+  bool ukw = ob_config_knob(cfg, "unroll_kw"), pad_inline = ob_config_knob(cfg, "pad_inline");
+  int64_t order = ob_config_knob(cfg, "reduce_order");
+  int64_t icc = p.c / icb, occ = p.k / ocb;
+
+  ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, icc, p.h, p.w, icb}, OB_F32);
+  ob_tensor *wt = ob_te_placeholder(te, "weight", 6, (int64_t[]){occ, icc, p.r, p.s, icb, ocb}, OB_F32);
+  ob_tensor *src = data, *pad = NULL;
+  if (p.pt || p.pl || p.pb || p.pr) {
+    ob_ivar *a[5] = {ob_te_axis(te, "n", p.n), ob_te_axis(te, "cc", icc),
+                     ob_te_axis(te, "h", p.h + p.pt + p.pb), ob_te_axis(te, "w", p.w + p.pl + p.pr),
+                     ob_te_axis(te, "cb", icb)};
+    ob_expr *vh = ob_te_var(te, a[2]), *vw = ob_te_var(te, a[3]);
+    ob_expr *cond = ob_te_bin(
+        te, OB_AND,
+        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vh, ob_te_int(te, p.pt)),
+                  ob_te_bin(te, OB_LT, vh, ob_te_int(te, p.h + p.pt))),
+        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vw, ob_te_int(te, p.pl)),
+                  ob_te_bin(te, OB_LT, vw, ob_te_int(te, p.w + p.pl))));
+    ob_expr *ld = ob_te_load(te, data, 5,
+                             (ob_expr *[]){ob_te_var(te, a[0]), ob_te_var(te, a[1]),
+                                           OB_TE_SUB(te, vh, ob_te_int(te, p.pt)),
+                                           OB_TE_SUB(te, vw, ob_te_int(te, p.pl)), ob_te_var(te, a[4])});
+    pad = ob_te_compute(te, "data_pad", 5, a, ob_te_select(te, cond, ld, ob_te_float(te, OB_F32, 0.0)));
+    src = pad;
+  }
+  ob_ivar *n = ob_te_axis(te, "n", p.n), *oc = ob_te_axis(te, "occ", occ);
+  ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow), *ob = ob_te_axis(te, "ocb", ocb);
+  ob_ivar *rco = ob_te_reduce_axis(te, "icc", icc), *rci = ob_te_reduce_axis(te, "icb", icb);
+  ob_ivar *ry = ob_te_reduce_axis(te, "ry", p.r), *rx = ob_te_reduce_axis(te, "rx", p.s);
+  ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, y), ob_te_int(te, p.sh)),
+                          OB_TE_MUL(te, ob_te_var(te, ry), ob_te_int(te, p.dh)));
+  ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, x), ob_te_int(te, p.sw)),
+                          OB_TE_MUL(te, ob_te_var(te, rx), ob_te_int(te, p.dw)));
+  ob_expr *a = ob_te_load(te, src, 5, (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, rco), iy, ix, ob_te_var(te, rci)});
+  ob_expr *b = ob_te_load(te, wt, 6,
+                          (ob_expr *[]){ob_te_var(te, oc), ob_te_var(te, rco), ob_te_var(te, ry),
+                                        ob_te_var(te, rx), ob_te_var(te, rci), ob_te_var(te, ob)});
+  ob_tensor *conv = ob_te_compute(te, "conv", 5, (ob_ivar *[]){n, oc, y, x, ob},
+                                  ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, a, b), 4,
+                                               (ob_ivar *[]){rco, rci, ry, rx}));
+  if (!data || !wt || !conv) return OB_ERR_INVALID_ARG;
+  ob_epi_inputs ein;
+  ob_epilogue_placeholders_n(te, &e, conv, p.k, &ein);
+  ob_tensor *mid[8];
+  int nmid;
+  ob_tensor *o = ob_epilogue_apply_blocked(te, &e, conv, 1, 4, p.k, &ein, mid, &nmid);
+
+  ob_sched *s = NULL;
+  st = ob_sched_new(te, 1, &o, &s);
+  if (st) return st;
+  ob_stage *so = ob_sched_stage(s, o), *sacc = ob_sched_stage(s, conv);
+  for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
+  if (!st && o == conv) st = ob_sched_cache_write(s, so, &sacc);
+  if (!st && pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, pad));
+  ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
+  if (!st)
+    st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){ob_stage_axis(so, 0), ob_stage_axis(so, 1), yo, xo, yi, xi,
+                                                ob_stage_axis(so, 4)});
+  if (!st) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), ob_stage_axis(so, 1), &f1);
+  if (!st) st = ob_sched_fuse(s, so, f1, yo, &f2);
+  if (!st) st = ob_sched_parallel(s, so, f2);
+  if (!st && ocb > 1) st = ob_sched_vectorize(s, so, ob_stage_axis(so, 4));
+  if (!st) st = ob_sched_compute_at(s, sacc, so, xo);
+  ob_ivar *an = ob_stage_axis(sacc, 0), *ak = ob_stage_axis(sacc, 1), *ay = ob_stage_axis(sacc, 2),
+          *ax = ob_stage_axis(sacc, 3), *ab = ob_stage_axis(sacc, 4);
+  ob_ivar *r0 = ob_stage_reduce_axis(sacc, 0), *r1 = ob_stage_reduce_axis(sacc, 1),
+          *r2 = ob_stage_reduce_axis(sacc, 2), *r3 = ob_stage_reduce_axis(sacc, 3);
+  if (!st) {
+    ob_ivar *ord0[] = {an, ak, r0, r2, r3, r1, ay, ax, ab}; /* icc, kh, kw, icb */
+    ob_ivar *ord1[] = {an, ak, r0, r1, r2, r3, ay, ax, ab}; /* icc, icb, kh, kw */
+    st = ob_sched_reorder(s, sacc, 9, order ? ord1 : ord0);
+  }
+  if (!st && ocb > 1) st = ob_sched_vectorize(s, sacc, ab);
+  if (!st) st = ob_sched_unroll(s, sacc, ax);
+  if (!st) st = ob_sched_unroll(s, sacc, ay);
+  if (!st && ukw) st = ob_sched_unroll(s, sacc, r3);
+  if (st) {
+    ob_sched_free(s);
+    return st;
+  }
+  *out = s;
+  return OB_OK;
+}
+
+/* Layout moves between NCHW / KCRS and the blocked forms. */
+static void nchwc_move(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst,
+                       bool to_blocked) {
+  conv_p p = params(wl);
+  int64_t icb, ocb;
+  nchwc_blocks(cfg, &icb, &ocb);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int bias_arg = ob_epilogue_has(&e, OB_EPI_BIAS) ? 2 : -1;
+  if (arg == bias_arg) {
+    memcpy(dst, src, sizeof(float) * (size_t)p.k);
+    return;
+  }
+  if (arg == 0) { /* data: NCHW <-> N C/icb H W icb */
+    for (int64_t n = 0; n < p.n; n++)
+      for (int64_t c = 0; c < p.c; c++)
+        for (int64_t hw = 0; hw < p.h * p.w; hw++) {
+          int64_t plain = (n * p.c + c) * p.h * p.w + hw;
+          int64_t blk = ((n * (p.c / icb) + c / icb) * p.h * p.w + hw) * icb + c % icb;
+          if (to_blocked) dst[blk] = src[plain];
+          else dst[plain] = src[blk];
+        }
+    return;
+  }
+  if (arg == 1) { /* weight: KCRS <-> K/ocb C/icb R S icb ocb */
+    for (int64_t k = 0; k < p.k; k++)
+      for (int64_t c = 0; c < p.c; c++)
+        for (int64_t rs = 0; rs < p.r * p.s; rs++) {
+          int64_t plain = (k * p.c + c) * p.r * p.s + rs;
+          int64_t blk = (((k / ocb) * (p.c / icb) + c / icb) * p.r * p.s + rs) * icb * ocb + (c % icb) * ocb + k % ocb;
+          if (to_blocked) dst[blk] = src[plain];
+          else dst[plain] = src[blk];
+        }
+    return;
+  }
+  /* residual and output: NKHW <-> N K/ocb OH OW ocb */
+  for (int64_t n = 0; n < p.n; n++)
+    for (int64_t k = 0; k < p.k; k++)
+      for (int64_t hw = 0; hw < p.oh * p.ow; hw++) {
+        int64_t plain = (n * p.k + k) * p.oh * p.ow + hw;
+        int64_t blk = ((n * (p.k / ocb) + k / ocb) * p.oh * p.ow + hw) * ocb + k % ocb;
+        if (to_blocked) dst[blk] = src[plain];
+        else dst[plain] = src[blk];
+      }
+}
+
+static void pack_nchwc(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
+  nchwc_move(wl, cfg, arg, src, dst, true);
+}
+static void unpack_nchwc(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
+  nchwc_move(wl, cfg, arg, src, dst, false);
+}
+
+static const ob_tmpl_def k_tmpls[] = {
+    {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc},
+    {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
+};
 
 const ob_op_def ob_op_conv2d = {
     .name = "conv2d",
@@ -301,5 +519,5 @@ const ob_op_def ob_op_conv2d = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 1,
+    .ntmpls = 2,
 };

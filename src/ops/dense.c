@@ -172,7 +172,7 @@ static ob_status build_dense(ob_te *te, const ob_workload *wl, const ob_config *
   return OB_OK;
 }
 
-static const ob_tmpl_def k_tmpls[] = {{"dense.x86", define_dense, build_dense}};
+static const ob_tmpl_def k_tmpls[] = {{.name = "dense.x86", .define = define_dense, .build = build_dense}};
 
 const ob_op_def ob_op_dense = {
     .name = "dense",

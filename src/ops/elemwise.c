@@ -152,7 +152,7 @@ static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg
   return OB_OK;
 }
 
-static const ob_tmpl_def k_tmpls[] = {{"elemwise.x86", define_ew, build_ew}};
+static const ob_tmpl_def k_tmpls[] = {{.name = "elemwise.x86", .define = define_ew, .build = build_ew}};
 
 #define EW_DEF(var, nm, at, df)                                                     \
   const ob_op_def var = {.name = nm,                                                \

@@ -35,9 +35,14 @@ bool ob_epilogue_has(const ob_epilogue *e, ob_epi step) {
 
 void ob_epilogue_placeholders(ob_te *te, const ob_epilogue *e, const ob_tensor *x, int chan_dim,
                               ob_epi_inputs *in) {
+  ob_epilogue_placeholders_n(te, e, x, ob_tensor_dim(x, chan_dim), in);
+}
+
+void ob_epilogue_placeholders_n(ob_te *te, const ob_epilogue *e, const ob_tensor *x, int64_t chans,
+                                ob_epi_inputs *in) {
   memset(in, 0, sizeof *in);
   if (ob_epilogue_has(e, OB_EPI_BIAS))
-    in->bias = ob_te_placeholder(te, "bias", 1, (int64_t[]){ob_tensor_dim(x, chan_dim)}, OB_F32);
+    in->bias = ob_te_placeholder(te, "bias", 1, (int64_t[]){chans}, OB_F32);
   if (ob_epilogue_has(e, OB_EPI_ADD)) {
     int64_t shape[8];
     for (int d = 0; d < ob_tensor_ndim(x); d++) shape[d] = ob_tensor_dim(x, d);
@@ -47,6 +52,13 @@ void ob_epilogue_placeholders(ob_te *te, const ob_epilogue *e, const ob_tensor *
 
 ob_tensor *ob_epilogue_apply(ob_te *te, const ob_epilogue *e, ob_tensor *x, int chan_dim,
                              const ob_epi_inputs *in, ob_tensor **mid, int *nmid) {
+  return ob_epilogue_apply_blocked(te, e, x, chan_dim, -1, ob_tensor_dim(x, chan_dim), in, mid, nmid);
+}
+
+ob_tensor *ob_epilogue_apply_blocked(ob_te *te, const ob_epilogue *e, ob_tensor *x, int chan_dim,
+                                     int block_dim, int64_t chans, const ob_epi_inputs *in,
+                                     ob_tensor **mid, int *nmid) {
+  (void)chans;
   *nmid = 0;
   ob_tensor *cur = x;
   int nd = ob_tensor_ndim(x);
@@ -60,9 +72,13 @@ ob_tensor *ob_epilogue_apply(ob_te *te, const ob_epilogue *e, ob_tensor *x, int 
     }
     ob_expr *v = ob_te_load(te, cur, nd, idx), *body = NULL;
     switch (e->step[s]) {
-    case OB_EPI_BIAS:
-      body = OB_TE_ADD(te, v, ob_te_load(te, in->bias, 1, &idx[chan_dim]));
+    case OB_EPI_BIAS: {
+      ob_expr *ch = idx[chan_dim];
+      if (block_dim >= 0)
+        ch = OB_TE_ADD(te, OB_TE_MUL(te, ch, ob_te_int(te, ob_tensor_dim(x, block_dim))), idx[block_dim]);
+      body = OB_TE_ADD(te, v, ob_te_load(te, in->bias, 1, &ch));
       break;
+    }
     case OB_EPI_RELU: body = ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, 0.0)); break;
     case OB_EPI_RELU6:
       body = ob_te_bin(te, OB_MIN, ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, 0.0)),

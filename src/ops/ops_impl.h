@@ -17,6 +17,11 @@ typedef struct ob_tmpl_def {
   /* Declares the compute in te (placeholders in argument order) and returns
    * its schedule with cfg applied. */
   ob_status (*build)(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+  /* Optional, for kernels whose arguments use the template's own layout:
+   * pack copies argument `arg` from the operator's layout into the kernel's,
+   * unpack the other way. NULL: the layouts are the same. */
+  void (*pack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+  void (*unpack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 } ob_tmpl_def;
 
 typedef struct ob_arg_info {
@@ -77,6 +82,13 @@ void ob_epilogue_placeholders(ob_te *te, const ob_epilogue *e, const ob_tensor *
  * the intermediates (to be inlined) in mid[]/nmid. */
 ob_tensor *ob_epilogue_apply(ob_te *te, const ob_epilogue *e, ob_tensor *x, int chan_dim,
                              const ob_epi_inputs *in, ob_tensor **mid, int *nmid);
+/* The same for a blocked layout: the channel is idx[chan_dim] * block +
+ * idx[block_dim]; bias has `chans` entries. */
+ob_tensor *ob_epilogue_apply_blocked(ob_te *te, const ob_epilogue *e, ob_tensor *x, int chan_dim,
+                                     int block_dim, int64_t chans, const ob_epi_inputs *in,
+                                     ob_tensor **mid, int *nmid);
+void ob_epilogue_placeholders_n(ob_te *te, const ob_epilogue *e, const ob_tensor *x, int64_t chans,
+                                ob_epi_inputs *in);
 /* Argument entries and reference of the epilogue, in the same order. */
 int ob_epilogue_args(const ob_epilogue *e, int64_t chans, int64_t out_numel, ob_arg_info *out);
 /* out[i] = epilogue(acc[i]) given the epilogue inputs (bias, residual). */

@@ -19,6 +19,7 @@ struct ob_task {
   ob_config dflt;
   int nargs;
   ob_arg_info args[OB_MAX_ARGS];
+  float *scratch; /* one argument in the operator's layout, for pack/unpack */
   /* reference outputs for ref_seed */
   bool have_ref;
   uint64_t ref_seed;
@@ -65,6 +66,7 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_t
 void ob_task_free(ob_task *t) {
   if (!t) return;
   for (int i = 0; i < OB_MAX_ARGS; i++) free(t->ref[i]);
+  free(t->scratch);
   ob_space_free(t->space);
   free(t);
 }
@@ -186,6 +188,63 @@ ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg,
         return OB_ERR_WRONG_ANSWER;
       }
     }
+  }
+  return OB_OK;
+}
+
+bool ob_task_plain_layout(const ob_task *t, const ob_config *cfg) {
+  (void)cfg;
+  return t->tmpl->pack == NULL;
+}
+
+static ob_status need_scratch(ob_task *t) {
+  if (t->scratch) return OB_OK;
+  size_t most = 4;
+  for (int i = 0; i < t->nargs; i++)
+    if (ob_task_arg_bytes(t, i) > most) most = ob_task_arg_bytes(t, i);
+  t->scratch = malloc(most);
+  return t->scratch ? OB_OK : ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory");
+}
+
+ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed, void *const *bufs) {
+  if (!t->tmpl->pack) {
+    ob_task_fill(t, seed, bufs);
+    return OB_OK;
+  }
+  ob_status st = need_scratch(t);
+  if (st) return st;
+  /* the same values as the plain layout, then moved into the kernel's */
+  ob_rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
+  for (int i = 0; i < t->nargs; i++) {
+    float *p = bufs[i];
+    if (!t->args[i].is_input) {
+      for (int64_t k = 0; k < t->args[i].numel; k++) p[k] = NAN;
+      continue;
+    }
+    for (int64_t k = 0; k < t->args[i].numel; k++) t->scratch[k] = ob_rng_float(&r);
+    t->tmpl->pack(&t->wl, cfg, i, t->scratch, p);
+  }
+  return OB_OK;
+}
+
+ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed, void *const *bufs,
+                            char *msg, size_t cap) {
+  if (!t->tmpl->unpack) return ob_task_check(t, seed, bufs, msg, cap);
+  ob_status st = need_scratch(t);
+  if (st) {
+    snprintf(msg, cap, "%s", ob_ctx_errmsg(t->ctx));
+    return st;
+  }
+  /* outputs one at a time through the scratch buffer; inputs unused */
+  void *view[OB_MAX_ARGS];
+  for (int i = 0; i < t->nargs; i++) view[i] = bufs[i];
+  for (int i = 0; i < t->nargs; i++) {
+    if (t->args[i].is_input) continue;
+    t->tmpl->unpack(&t->wl, cfg, i, bufs[i], t->scratch);
+    view[i] = t->scratch;
+    st = ob_task_check(t, seed, view, msg, cap);
+    view[i] = bufs[i];
+    if (st) return st;
   }
   return OB_OK;
 }

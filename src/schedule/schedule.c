@@ -230,7 +230,17 @@ ob_status ob_sched_split_nparts(ob_sched *s, ob_stage *st, ob_ivar *iv, int64_t 
 ob_status ob_sched_tile(ob_sched *s, ob_stage *st, ob_ivar *x, ob_ivar *y, int64_t fx,
                         int64_t fy, ob_ivar **xo, ob_ivar **yo, ob_ivar **xi, ob_ivar **yi) {
   ob_ivar *a, *b, *c, *d;
-  ob_status r = do_split(s, st, x, fx, &a, &b);
+  /* check everything first so that a failed tile leaves the stage as it was */
+  ob_status r = need_leaf(s, st, x, "tile");
+  if (!r) r = need_leaf(s, st, y, "tile");
+  if (r) return r;
+  if (x == y)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "tile on stage '%s': axis '%s' given twice",
+                   st->tensor->name, x->name);
+  if (fx < 1 || fy < 1)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "tile of '%s', '%s' on stage '%s': factor %lld < 1",
+                   x->name, y->name, st->tensor->name, (long long)(fx < 1 ? fx : fy));
+  r = do_split(s, st, x, fx, &a, &b);
   if (!r) r = do_split(s, st, y, fy, &c, &d);
   if (!r) r = ob_sched_reorder(s, st, 4, (ob_ivar *[]){a, c, b, d});
   if (r) return r;

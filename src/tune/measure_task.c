@@ -20,17 +20,18 @@ ob_measure_opts ob_measure_opts_default(void) {
 
 typedef struct check_ctx {
   ob_task *task;
+  const ob_config *cfg;
   uint64_t seed;
 } check_ctx;
 
 static void fill_cb(void *user, void *const *bufs) {
   check_ctx *c = user;
-  ob_task_fill(c->task, c->seed, bufs);
+  (void)ob_task_fill_for(c->task, c->cfg, c->seed, bufs); /* only OOM fails; check reports it */
 }
 
 static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
   check_ctx *c = user;
-  return ob_task_check(c->task, c->seed, bufs, msg, cap);
+  return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
 }
 
 ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
@@ -70,7 +71,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
     bytes[a] = ob_task_arg_bytes(task, a);
     is_in[a] = ob_task_arg_is_input(task, a);
   }
-  check_ctx cc = {task, opts->seed};
+  check_ctx cc = {task, NULL, opts->seed};
   double fl = ob_task_flops(task);
   for (int b = 0; b < nb; b++) {
     ob_measure_result *r = &out[slot[b]];
@@ -80,6 +81,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
       snprintf(r->message, sizeof r->message, "%s", br[b].message ? br[b].message : "build failed");
       continue;
     }
+    cc.cfg = &cfgs[slot[b]];
     ob_run_request req = {
         .so_path = br[b].so_path,
         .symbol = names[slot[b]],

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# install-deps.sh: installs the Debian packages that opbench needs and that
+# are missing; packages already installed are left alone. Uses sudo only when
+# not run as root. python3 is only for the CLI test's JSON check.
+set -euo pipefail
+
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler python3"
+
+missing=()
+for p in $PACKAGES; do
+  if dpkg -s "$p" >/dev/null 2>&1; then
+    echo "install-deps: $p is installed"
+  else
+    echo "install-deps: $p is missing"
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: nothing to install"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  SUDO="sudo"
+fi
+echo "install-deps: apt-get update"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update
+echo "install-deps: apt-get install -y --no-install-recommends ${missing[*]}"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"

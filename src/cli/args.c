@@ -1,0 +1,429 @@
+/* args.c: the command line of `opbench`: the flag table, value parsing with
+ * messages that name the flag and the value at fault, the help texts, and
+ * the translation of shape/stride/pad text into an ob_workload through the
+ * library's own setters. Nothing here allocates: cli_args points into argv. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("opbench: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return OB_CLI_EXIT_ERROR;
+}
+
+static const char *const cmd_names[CLI_CMD_COUNT] = {"op", "bench", "space", "ops"};
+
+const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
+
+/* ---- flag table ------------------------------------------------------------ */
+
+enum {
+  M_OP = 1u << CLI_CMD_OP,
+  M_BENCH = 1u << CLI_CMD_BENCH,
+  M_SPACE = 1u << CLI_CMD_SPACE,
+  M_OPS = 1u << CLI_CMD_OPS,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS,
+  M_MEASURE = M_OP | M_BENCH,
+  M_WORKLOAD = M_OP | M_SPACE,
+};
+
+typedef enum flag_id {
+  F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
+  F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
+  F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
+  F_PRINT_IR, F_JSON, F_COUNT
+} flag_id;
+
+typedef struct flag_def {
+  const char *name;
+  bool has_arg;
+  unsigned cmds;
+} flag_def;
+
+static const flag_def flags[F_COUNT] = {
+    [F_HELP] = {"--help", false, M_ALL},
+    [F_VERBOSE] = {"--verbose", false, M_ALL},
+    [F_SHAPE] = {"--shape", true, M_WORKLOAD},
+    [F_STRIDE] = {"--stride", true, M_WORKLOAD},
+    [F_PAD] = {"--pad", true, M_WORKLOAD},
+    [F_DILATION] = {"--dilation", true, M_WORKLOAD},
+    [F_EPILOGUE] = {"--epilogue", true, M_WORKLOAD},
+    [F_TEMPLATE] = {"--template", true, M_WORKLOAD},
+    [F_CONFIG] = {"--config", true, M_OP},
+    [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
+    [F_SUITE] = {"--suite", true, M_BENCH},
+    [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
+    [F_THREADS] = {"--threads", true, M_MEASURE},
+    [F_CORES] = {"--cores", true, M_MEASURE},
+    [F_NUMBER] = {"--number", true, M_MEASURE},
+    [F_REPEAT] = {"--repeat", true, M_MEASURE},
+    [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
+    [F_FLUSH] = {"--flush", false, M_MEASURE},
+    [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
+    [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
+    [F_CC] = {"--cc", true, M_MEASURE},
+    [F_SEED] = {"--seed", true, M_MEASURE},
+    [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
+    [F_PRINT_IR] = {"--print-ir", false, M_OP},
+    [F_JSON] = {"--json", false, M_MEASURE},
+};
+
+/* ---- help ------------------------------------------------------------------ */
+
+static const char measure_help[] =
+    "measurement:\n"
+    "  --threads N          threads of the kernel's pool (default 1)\n"
+    "  --cores LIST         core set, e.g. 0-3 or 0,2 (default 0..N-1)\n"
+    "  --number N           calls per repeat group (default 1)\n"
+    "  --repeat N           repeat groups kept, 1..64 (default 10)\n"
+    "  --min-repeat-ms MS   grow --number until a group lasts this long (default 0)\n"
+    "  --flush              flush the inputs from the caches before every call\n"
+    "  --timeout S          run time limit of one variant, seconds (default 10)\n"
+    "  --build-timeout S    compile time limit of one variant, seconds (default 10)\n"
+    "  --cc CC              C compiler (default $OPBENCH_CC, else cc)\n"
+    "  --seed N             seed of the random inputs\n"
+    "  --json               print one JSON object instead of text\n";
+
+static const char workload_help[] =
+    "workload:\n"
+    "  --shape TEXT         e.g. N=1,C=64,H=56,W=56,K=64,R=3,S=3 (conv2d), M=1,N=1000,K=512 (dense)\n"
+    "  --stride S|SH,SW     conv2d stride\n"
+    "  --pad P|PH,PW|PT,PL,PB,PR  conv2d padding\n"
+    "  --dilation D|DH,DW   conv2d dilation\n"
+    "  --epilogue LIST      fused elementwise ops, e.g. bias,relu\n"
+    "  --template NAME      schedule template (default: the operator's first; see opbench ops)\n";
+
+void cli_usage(FILE *f, cli_cmd cmd) {
+  switch (cmd) {
+  case CLI_CMD_OP:
+    fprintf(f,
+            "usage: opbench op <op> --shape TEXT [workload flags]\n"
+            "                  [--config JSON | --config-index I] [measurement flags]\n"
+            "                  [--print-source] [--print-ir]\n"
+            "Builds one variant (a config of a schedule template), checks it against the\n"
+            "operator's reference and times it. Exit status 2 on bad input or when the\n"
+            "variant fails (compile error, crash, timeout, wrong answer).\n\n%s"
+            "config (default: the template's fallback config):\n"
+            "  --config JSON        AutoTVM entity form, e.g. '{\"entity\": [[\"tile_k\",\"sp\",[-1,8]]]}'\n"
+            "  --config-index I     index into the config space (see opbench space)\n"
+            "  --print-source       print the generated C, then measure\n"
+            "  --print-ir           print the lowered loop nest, then measure\n\n%s",
+            workload_help, measure_help);
+    break;
+  case CLI_CMD_BENCH:
+    fprintf(f,
+            "usage: opbench bench --suite FILE|resnet18 [--dry-run] [measurement flags]\n"
+            "Measures the default config of every workload of a suite and prints a table,\n"
+            "the geometric mean of GFLOPS and the total latency weighted by count.\n"
+            "Suite lines: 'op shape [stride pad] count'; '#' starts a comment. The name\n"
+            "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
+            "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
+            measure_help);
+    break;
+  case CLI_CMD_SPACE:
+    fprintf(f,
+            "usage: opbench space <op> --shape TEXT [workload flags]\n"
+            "Prints the knobs of the template's config space, its size and the default config.\n\n%s",
+            workload_help);
+    break;
+  case CLI_CMD_OPS:
+    fprintf(f, "usage: opbench ops\nLists the operators and their schedule templates.\n");
+    break;
+  case CLI_CMD_COUNT:
+    break;
+  }
+}
+
+/* ---- values ---------------------------------------------------------------- */
+
+bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out) {
+  if (!text || !*text) return false;
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_u64(const char *text, uint64_t *out) {
+  if (!text || *text < '0' || *text > '9') return false; /* strtoull takes "-1" */
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+static bool parse_double(const char *text, double lo, double hi, double *out) {
+  if (!text || !*text) return false;
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (errno || *end || !isfinite(v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
+  int64_t v;
+  if (!cli_parse_i64(text, lo, hi, &v)) {
+    cli_error("%s: bad value '%s' (expected an integer from %lld to %lld)", flag, text,
+              (long long)lo, (long long)hi);
+    return false;
+  }
+  *out = (int)v;
+  return true;
+}
+
+static bool double_flag(const char *flag, const char *text, double lo, double hi,
+                        double *out) {
+  if (!parse_double(text, lo, hi, out)) {
+    cli_error("%s: bad value '%s' (expected a number from %g to %g)", flag, text, lo, hi);
+    return false;
+  }
+  return true;
+}
+
+/* ---- argv -------------------------------------------------------------------- */
+
+static int find_flag(const char *name, size_t len) {
+  for (int i = 0; i < F_COUNT; i++)
+    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0) return i;
+  return -1;
+}
+
+static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
+  const char *name = flags[id].name;
+  switch ((flag_id)id) {
+  case F_HELP: a->help = true; break;
+  case F_VERBOSE: a->verbose++; break;
+  case F_SHAPE: a->shape = v; break;
+  case F_STRIDE: a->stride = v; break;
+  case F_PAD: a->pad = v; break;
+  case F_DILATION: a->dilation = v; break;
+  case F_EPILOGUE: a->epilogue = v; break;
+  case F_TEMPLATE: a->tmpl = v; break;
+  case F_CONFIG: a->config_json = v; break;
+  case F_CONFIG_INDEX:
+    if (!parse_u64(v, &a->config_index)) {
+      cli_error("%s: bad value '%s' (expected a config index, an integer >= 0)", name, v);
+      return false;
+    }
+    a->has_config_index = true;
+    break;
+  case F_SUITE: a->suite = v; break;
+  case F_DRY_RUN: a->dry_run = true; break;
+  case F_THREADS:
+    if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
+    a->threads_set = true;
+    break;
+  case F_CORES:
+    if (ob_parse_cores(ctx, v, a->cores, OB_CLI_MAX_CORES, &a->ncores) != OB_OK) {
+      cli_error("--cores: %s", ob_ctx_errmsg(ctx));
+      return false;
+    }
+    a->cores_text = v;
+    break;
+  case F_NUMBER:
+    if (!int_flag(name, v, 1, 1 << 30, &a->mo.timing.number)) return false;
+    break;
+  case F_REPEAT:
+    if (!int_flag(name, v, 1, 64, &a->mo.timing.repeat)) return false;
+    break;
+  case F_MIN_REPEAT_MS:
+    if (!double_flag(name, v, 0, 1e6, &a->mo.timing.min_repeat_ms)) return false;
+    break;
+  case F_FLUSH: a->mo.timing.flush = true; break;
+  case F_TIMEOUT:
+    if (!double_flag(name, v, 1e-3, 1e5, &a->mo.timing.timeout_s)) return false;
+    break;
+  case F_BUILD_TIMEOUT:
+    if (!double_flag(name, v, 1e-3, 1e5, &a->mo.build.timeout_s)) return false;
+    break;
+  case F_CC:
+    if (!*v) {
+      cli_error("--cc: empty compiler name");
+      return false;
+    }
+    a->mo.build.cc = v;
+    break;
+  case F_SEED: {
+    uint64_t s;
+    if (!parse_u64(v, &s)) {
+      cli_error("%s: bad value '%s' (expected an integer >= 0)", name, v);
+      return false;
+    }
+    a->mo.seed = s;
+    break;
+  }
+  case F_PRINT_SOURCE: a->print_source = true; break;
+  case F_PRINT_IR: a->print_ir = true; break;
+  case F_JSON: a->json = true; break;
+  case F_COUNT: break;
+  }
+  return true;
+}
+
+bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
+  memset(a, 0, sizeof *a);
+  a->cmd = cmd;
+  a->mo = ob_measure_opts_default();
+  const char *cname = cmd_names[cmd];
+  for (int i = 2; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "-h") == 0) arg = "--help";
+    if (strcmp(arg, "-v") == 0) arg = "--verbose";
+    if (arg[0] != '-' || arg[1] == '\0') {
+      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE) && !a->op) {
+        a->op = arg;
+        continue;
+      }
+      cli_error("unexpected argument '%s' for 'opbench %s' (see opbench %s --help)", arg, cname,
+                cname);
+      return false;
+    }
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+    int id = find_flag(arg, len);
+    if (id < 0 || !(flags[id].cmds & (1u << cmd))) {
+      cli_error("unknown flag '%.*s' for 'opbench %s' (see opbench %s --help)", (int)len, arg,
+                cname, cname);
+      return false;
+    }
+    const char *v = NULL;
+    if (flags[id].has_arg) {
+      if (eq) {
+        v = eq + 1;
+      } else if (i + 1 < argc) {
+        v = argv[++i];
+      } else {
+        cli_error("flag %s needs a value", flags[id].name);
+        return false;
+      }
+    } else if (eq) {
+      cli_error("flag %s takes no value (got '%s')", flags[id].name, arg);
+      return false;
+    }
+    if (!apply_flag(ctx, a, id, v)) return false;
+  }
+  if (a->help) return true;
+
+  if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE) && !a->op) {
+    cli_error("'opbench %s' needs an operator name (see opbench ops)", cname);
+    return false;
+  }
+  if (cmd == CLI_CMD_BENCH && !a->suite) {
+    cli_error("'opbench bench' needs --suite FILE|resnet18");
+    return false;
+  }
+  if (a->config_json && a->has_config_index) {
+    cli_error("--config and --config-index exclude each other; give one");
+    return false;
+  }
+  if (a->ncores) {
+    if (a->threads_set && a->mo.nthreads != a->ncores) {
+      cli_error("--threads %d does not match --cores %s (%d cores)", a->mo.nthreads,
+                a->cores_text, a->ncores);
+      return false;
+    }
+    a->mo.nthreads = a->ncores;
+    a->mo.cores = a->cores;
+  }
+  return true;
+}
+
+/* ---- workload from text ------------------------------------------------------ */
+
+/* Splits "1,2,3" into at most cap integers. Returns the count, 0 if malformed. */
+static int parse_list(const char *text, int64_t *vals, int cap) {
+  char buf[128];
+  if (!text || strlen(text) >= sizeof buf) return 0;
+  strcpy(buf, text);
+  int n = 0;
+  char *p = buf; /* not strtok: it would skip empty fields as in "1,,2" */
+  for (;;) {
+    char *comma = strchr(p, ',');
+    if (comma) *comma = '\0';
+    if (n >= cap || !cli_parse_i64(p, INT32_MIN, INT32_MAX, &vals[n])) return 0;
+    n++;
+    if (!comma) break;
+    p = comma + 1;
+  }
+  return n;
+}
+
+/* Sets one attribute group from "v" or "v1,v2[,v3,v4]". names[k] lists the
+ * attributes that a k+1-value form sets (NULL: that form is not allowed). */
+static ob_status set_multi(ob_ctx *ctx, ob_workload *wl, const char *label, const char *text,
+                           const char *one, const char *const two[2],
+                           const char *const four[4], const char *forms) {
+  int64_t v[4];
+  int n = parse_list(text, v, 4);
+  ob_status st = OB_OK;
+  if (n == 1) {
+    st = ob_workload_set(ctx, wl, one, v[0]);
+  } else if (n == 2) {
+    for (int i = 0; i < 2 && !st; i++) st = ob_workload_set(ctx, wl, two[i], v[i]);
+    if (!st && four) /* two-value padding: (h, w) for top/bottom and left/right */
+      for (int i = 0; i < 2 && !st; i++) st = ob_workload_set(ctx, wl, four[i + 2], v[i]);
+  } else if (n == 4 && four) {
+    for (int i = 0; i < 4 && !st; i++) st = ob_workload_set(ctx, wl, four[i], v[i]);
+  } else {
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s '%s': expected %s", label, text, forms);
+  }
+  if (st) ob_fail_prefix(ctx, "%s '%s'", label, text);
+  return st;
+}
+
+ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const char *stride,
+                       const char *pad, const char *dilation, const char *epilogue,
+                       bool flagstyle, ob_workload *out) {
+  static const char *const stride2[2] = {"stride_h", "stride_w"};
+  static const char *const dil2[2] = {"dil_h", "dil_w"};
+  static const char *const pad2[2] = {"pad_t", "pad_l"};
+  static const char *const pad4[4] = {"pad_t", "pad_l", "pad_b", "pad_r"};
+  const char *sh = shape ? shape : "";
+  ob_status st = ob_workload_parse(ctx, op, sh, out);
+  if (st) {
+    /* An unknown operator is named by the library's message already. */
+    if (ob_op_exists(op) && shape)
+      ob_fail_prefix(ctx, "%s '%s'", flagstyle ? "--shape" : "shape", sh);
+    else if (ob_op_exists(op))
+      ob_fail_prefix(ctx, "no %s given", flagstyle ? "--shape" : "shape");
+    return st;
+  }
+  if (stride) {
+    st = set_multi(ctx, out, flagstyle ? "--stride" : "stride", stride, "stride", stride2, NULL,
+                   "S or SH,SW");
+    if (st) return st;
+  }
+  if (pad) {
+    st = set_multi(ctx, out, flagstyle ? "--pad" : "pad", pad, "pad", pad2, pad4,
+                   "P, PH,PW or PT,PL,PB,PR");
+    if (st) return st;
+  }
+  if (dilation) {
+    st = set_multi(ctx, out, flagstyle ? "--dilation" : "dilation", dilation, "dilation", dil2,
+                   NULL, "D or DH,DW");
+    if (st) return st;
+  }
+  if (epilogue) {
+    st = ob_workload_set_epilogue(ctx, out, epilogue);
+    if (st) {
+      ob_fail_prefix(ctx, "%s '%s'", flagstyle ? "--epilogue" : "epilogue", epilogue);
+      return st;
+    }
+  }
+  return ob_workload_validate(ctx, out);
+}

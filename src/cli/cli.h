@@ -1,0 +1,76 @@
+/* cli.h: what the files of the `opbench` tool share. The tool parses
+ * arguments, calls libopbench and prints; it adds no logic of its own. Each
+ * subcommand owns the library objects it creates and frees them on every
+ * path; errors reach the user as one `opbench: error: ...` line, exit 2. */
+#ifndef OB_CLI_H
+#define OB_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "opbench/core.h"
+#include "opbench/measure.h"
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+#define OB_CLI_VERSION "0.1.0"
+#define OB_CLI_MAX_CORES 1024
+#define OB_CLI_EXIT_ERROR 2
+
+typedef enum cli_cmd {
+  CLI_CMD_OP = 0,
+  CLI_CMD_BENCH,
+  CLI_CMD_SPACE,
+  CLI_CMD_OPS,
+  CLI_CMD_COUNT
+} cli_cmd;
+
+/* Everything the command line said. Strings point into argv. */
+typedef struct cli_args {
+  cli_cmd cmd;
+  const char *op;          /* positional operator name (op, space) */
+  const char *shape, *stride, *pad, *dilation, *epilogue, *tmpl;
+  const char *config_json; /* --config */
+  bool has_config_index;
+  uint64_t config_index;
+  const char *suite;
+  const char *cores_text;
+  int cores[OB_CLI_MAX_CORES];
+  int ncores;
+  bool threads_set;
+  ob_measure_opts mo;      /* ob_measure_opts_default() plus the flags */
+  bool print_source, print_ir, json, dry_run, help;
+  int verbose;
+} cli_args;
+
+/* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parses argv[2..] for subcommand `cmd` into `a`. On bad input prints the
+ * error and returns false. */
+bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a);
+void cli_usage(FILE *f, cli_cmd cmd);
+const char *cli_cmd_name(cli_cmd cmd);
+
+/* Builds a workload from text as the command line or a suite line gives it.
+ * stride/pad/dilation/epilogue may be NULL. `flagstyle` names the inputs as
+ * flags ("--stride") rather than columns ("stride") in messages. On failure
+ * the ctx holds a message naming the input at fault. */
+ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const char *stride,
+                       const char *pad, const char *dilation, const char *epilogue,
+                       bool flagstyle, ob_workload *out);
+
+/* Parses a whole decimal integer in [lo, hi]; false if it is not one. */
+bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);
+
+/* Subcommands; each returns the process exit status. */
+int cli_cmd_op(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_space(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_bench(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
+
+/* The built-in suite "resnet18" (suite_resnet18.c). */
+extern const char cli_suite_resnet18[];
+
+#endif

@@ -1,0 +1,79 @@
+/* main.c: entry point of the `opbench` tool: picks the subcommand, creates
+ * the one ob_ctx, and runs `opbench ops`. Exit status: 0 success, 2 any
+ * error (bad input, missing compiler, a variant that fails). */
+#include "cli.h"
+
+#include <string.h>
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: opbench <command> [flags]\n"
+          "commands:\n"
+          "  op <op> --shape ...     build, check and time one variant of an operator\n"
+          "  bench --suite FILE      time the default config of every workload of a suite\n"
+          "                          (--suite resnet18: the built-in ResNet-18 conv2d suite)\n"
+          "  space <op> --shape ...  show a template's config space and default config\n"
+          "  ops                     list operators and their schedule templates\n"
+          "  opbench <command> --help   flags of a command\n"
+          "  opbench --version\n");
+}
+
+int cli_cmd_ops(ob_ctx *ctx, const cli_args *a) {
+  (void)ctx;
+  (void)a;
+  printf("%-12s %s\n", "operator", "templates (the first is the default)");
+  for (int i = 0; i < ob_op_count(); i++) {
+    const char *names[32];
+    const char *op = ob_op_name(i);
+    int n = ob_op_templates(op, names, 32);
+    printf("%-12s", op);
+    for (int k = 0; k < n && k < 32; k++) printf("%s%s", k ? ", " : " ", names[k]);
+    printf("\n");
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return cli_error("no command given");
+  }
+  const char *c = argv[1];
+  if (strcmp(c, "--help") == 0 || strcmp(c, "-h") == 0 || strcmp(c, "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(c, "--version") == 0 || strcmp(c, "-V") == 0) {
+    printf("opbench %s\n", OB_CLI_VERSION);
+    return 0;
+  }
+  int cmd = -1;
+  for (int i = 0; i < CLI_CMD_COUNT; i++)
+    if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
+  if (cmd < 0) {
+    if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space or ops)", c);
+  }
+
+  ob_ctx *ctx = NULL;
+  if (ob_ctx_new(&ctx) != OB_OK) return cli_error("out of memory");
+  int rc = OB_CLI_EXIT_ERROR;
+  cli_args args;
+  if (!cli_parse(ctx, (cli_cmd)cmd, argc, argv, &args)) goto done;
+  if (args.help) {
+    cli_usage(stdout, (cli_cmd)cmd);
+    rc = 0;
+    goto done;
+  }
+  if (args.verbose) ob_ctx_set_log_level(ctx, args.verbose > 1 ? OB_LOG_DEBUG : OB_LOG_INFO);
+  switch ((cli_cmd)cmd) {
+  case CLI_CMD_OP: rc = cli_cmd_op(ctx, &args); break;
+  case CLI_CMD_BENCH: rc = cli_cmd_bench(ctx, &args); break;
+  case CLI_CMD_SPACE: rc = cli_cmd_space(ctx, &args); break;
+  case CLI_CMD_OPS: rc = cli_cmd_ops(ctx, &args); break;
+  case CLI_CMD_COUNT: break;
+  }
+done:
+  ob_ctx_free(ctx);
+  return rc;
+}

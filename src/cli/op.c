@@ -1,0 +1,243 @@
+/* op.c: `opbench op` (build, check and time one variant of one operator)
+ * and `opbench space` (show a template's config space). Each command owns
+ * its task, runner and strings and frees them on every path. */
+#include "cli.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Picks the config that the flags ask for: --config JSON, --config-index,
+ * else the template's default. The ctx message names the flag at fault. */
+static ob_status pick_config(ob_ctx *ctx, const ob_task *task, const cli_args *a,
+                             ob_config *cfg) {
+  ob_status st = OB_OK;
+  const ob_space *space = ob_task_space(task);
+  if (a->config_json) {
+    st = ob_config_from_json(ctx, space, a->config_json, cfg);
+    if (st) ob_fail_prefix(ctx, "--config");
+  } else if (a->has_config_index) {
+    st = ob_space_get(ctx, space, a->config_index, cfg);
+    if (st) ob_fail_prefix(ctx, "--config-index %llu", (unsigned long long)a->config_index);
+  } else {
+    *cfg = ob_task_default_config(task);
+  }
+  return st;
+}
+
+/* Creates the task for the workload flags; prints the error on failure. */
+static ob_task *make_task(ob_ctx *ctx, const cli_args *a) {
+  ob_workload wl;
+  ob_task *task = NULL;
+  if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
+                   &wl) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
+    if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
+    else cli_error("%s", ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  return task;
+}
+
+static void print_ms_list(const ob_measure_result *r) {
+  for (int i = 0; i < r->ncosts; i++) printf("%s%.4g", i ? " " : "", r->costs[i] * 1e3);
+}
+
+int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
+  int rc = OB_CLI_EXIT_ERROR;
+  ob_task *task = NULL;
+  ob_runner *runner = NULL;
+  ob_lowered *lowered = NULL;
+  char *src = NULL, *kname = NULL, *ir = NULL, *cfg_json = NULL, *cfg_str = NULL;
+  cJSON *root = NULL;
+  char *text = NULL;
+  ob_measure_result res;
+  memset(&res, 0, sizeof res);
+
+  if (!(task = make_task(ctx, a))) goto done;
+  ob_config cfg;
+  if (pick_config(ctx, task, a, &cfg) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  cfg_str = ob_config_str(&cfg);
+  if (ob_config_to_json(ctx, &cfg, &cfg_json) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (a->print_source && ob_task_source(task, &cfg, &src, &kname) != OB_OK) {
+    cli_error("generating C for config %s: %s", cfg_str, ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (a->print_ir) {
+    if (ob_task_lower(task, &cfg, &lowered) != OB_OK) {
+      cli_error("lowering config %s: %s", cfg_str, ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    ir = ob_lowered_str(lowered);
+  }
+  /* Text mode shows source and IR before measuring, so they are seen even
+   * when the variant then crashes or hangs. */
+  if (!a->json) {
+    if (ir) printf("// ---- lowered loop nest ----\n%s\n", ir);
+    if (src) printf("// ---- generated C: %s ----\n%s\n// ---- end of generated C ----\n", kname, src);
+    fflush(stdout);
+  }
+
+  if (ob_runner_new(ctx, &runner) != OB_OK) {
+    cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_measure_configs(ctx, task, runner, &a->mo, &cfg, 1, &res) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+
+  const ob_workload *wl = ob_task_workload(task);
+  char key[256];
+  ob_workload_key(wl, key, sizeof key);
+  const ob_timing_opts *t = &a->mo.timing;
+  if (a->json) {
+    root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "op", a->op);
+    cJSON_AddStringToObject(root, "workload", key);
+    cJSON_AddStringToObject(root, "template", ob_task_template(task));
+    cJSON *cj = cJSON_Parse(cfg_json);
+    if (cj) cJSON_AddItemToObject(root, "config", cj);
+    else cJSON_AddNullToObject(root, "config");
+    cJSON_AddStringToObject(root, "config_str", cfg_str);
+    cJSON_AddNumberToObject(root, "config_index", (double)cfg.index);
+    cJSON_AddNumberToObject(root, "error_no", res.error_no);
+    cJSON_AddStringToObject(root, "error", ob_merr_str(res.error_no));
+    cJSON_AddStringToObject(root, "message", res.message);
+    cJSON_AddNumberToObject(root, "median_ms", res.median_s * 1e3);
+    cJSON_AddNumberToObject(root, "mean_ms", res.mean_s * 1e3);
+    cJSON_AddNumberToObject(root, "cv", res.cv);
+    cJSON_AddNumberToObject(root, "gflops", res.gflops);
+    cJSON *costs = cJSON_AddArrayToObject(root, "costs_ms");
+    for (int i = 0; i < res.ncosts; i++)
+      cJSON_AddItemToArray(costs, cJSON_CreateNumber(res.costs[i] * 1e3));
+    cJSON_AddNumberToObject(root, "flops", ob_task_flops(task));
+    cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
+    cJSON_AddNumberToObject(root, "number", t->number);
+    cJSON_AddNumberToObject(root, "repeat", t->repeat);
+    cJSON_AddNumberToObject(root, "min_repeat_ms", t->min_repeat_ms);
+    cJSON_AddBoolToObject(root, "flush", t->flush);
+    cJSON_AddNumberToObject(root, "build_s", res.build_s);
+    cJSON_AddNumberToObject(root, "run_s", res.run_s);
+    if (src) cJSON_AddStringToObject(root, "source", src);
+    if (ir) cJSON_AddStringToObject(root, "ir", ir);
+    text = cJSON_Print(root);
+    if (!text) {
+      cli_error("out of memory printing JSON");
+      goto done;
+    }
+    printf("%s\n", text);
+  } else {
+    printf("workload   %s\n", key);
+    printf("template   %s\n", ob_task_template(task));
+    printf("config     #%llu %s\n", (unsigned long long)cfg.index, cfg_str);
+    printf("config json %s\n", cfg_json);
+    printf("error      %d (%s)\n", res.error_no, ob_merr_str(res.error_no));
+    if (res.error_no == OB_MERR_NONE) {
+      printf("median     %.4g ms\n", res.median_s * 1e3);
+      printf("mean       %.4g ms\n", res.mean_s * 1e3);
+      printf("GFLOPS     %.2f\n", res.gflops);
+      printf("CV         %.2f %%\n", res.cv * 100.0);
+      printf("costs ms   ");
+      print_ms_list(&res);
+      printf("\n");
+    }
+    printf("timing     threads %d, number %d, repeat %d, min_repeat_ms %g, flush %s\n",
+           a->mo.nthreads, t->number, t->repeat, t->min_repeat_ms, t->flush ? "on" : "off");
+    printf("build      %.3f s, run %.3f s\n", res.build_s, res.run_s);
+  }
+  fflush(stdout);
+  if (res.error_no != OB_MERR_NONE) {
+    cli_error("config #%llu of %s failed: error %d (%s): %s", (unsigned long long)cfg.index, key,
+              res.error_no, ob_merr_str(res.error_no),
+              res.message[0] ? res.message : "(no message)");
+    goto done;
+  }
+  rc = 0;
+
+done:
+  cJSON_free(text);
+  cJSON_Delete(root);
+  free(src);
+  free(kname);
+  free(ir);
+  free(cfg_json);
+  free(cfg_str);
+  ob_lowered_free(lowered);
+  ob_runner_free(runner);
+  ob_task_free(task);
+  return rc;
+}
+
+static const char *const kind_names[OB_KNOB_KIND_COUNT] = {"split", "reorder", "annotate",
+                                                           "other"};
+static const char *const ann_names[OB_ANN_COUNT] = {"none", "unroll", "vec"};
+
+/* One entity as text: [-1,4,8], [0,2,1], [unroll,vec] or 4. */
+static void print_entity(const ob_space *s, int k, int choice) {
+  int64_t v[16];
+  int n = ob_space_entity(s, k, choice, v, 16);
+  ob_knob_kind kind = ob_space_knob_kind(s, k);
+  if (kind == OB_KNOB_OTHER && n == 1) {
+    printf("%lld", (long long)v[0]);
+    return;
+  }
+  printf("[");
+  for (int i = 0; i < n && i < 16; i++) {
+    if (i) printf(",");
+    if (kind == OB_KNOB_ANNOTATE && v[i] >= 0 && v[i] < OB_ANN_COUNT) printf("%s", ann_names[v[i]]);
+    else printf("%lld", (long long)v[i]);
+  }
+  printf("]");
+}
+
+int cli_cmd_space(ob_ctx *ctx, const cli_args *a) {
+  int rc = OB_CLI_EXIT_ERROR;
+  char *cfg_str = NULL, *cfg_json = NULL;
+  ob_task *task = make_task(ctx, a);
+  if (!task) goto done;
+  const ob_space *s = ob_task_space(task);
+  ob_config def = ob_task_default_config(task);
+  cfg_str = ob_config_str(&def);
+  if (ob_config_to_json(ctx, &def, &cfg_json) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  char key[256];
+  ob_workload_key(ob_task_workload(task), key, sizeof key);
+  printf("workload   %s\n", key);
+  printf("template   %s\n", ob_task_template(task));
+  printf("knobs      %d\n", ob_space_num_knobs(s));
+  printf("  %-16s %-9s %9s  %s\n", "name", "kind", "entities", "first entities");
+  enum { SHOW = 4 };
+  for (int k = 0; k < ob_space_num_knobs(s); k++) {
+    int len = ob_space_knob_len(s, k);
+    printf("  %-16s %-9s %9d  ", ob_space_knob_name(s, k), kind_names[ob_space_knob_kind(s, k)],
+           len);
+    for (int c = 0; c < len && c < SHOW; c++) {
+      if (c) printf(" ");
+      print_entity(s, k, c);
+    }
+    if (len > SHOW) printf(" ...");
+    printf("\n");
+  }
+  printf("space size %llu configs (the template's filter may reject some)\n",
+         (unsigned long long)ob_space_len(s));
+  printf("default    #%llu %s\n", (unsigned long long)def.index, cfg_str);
+  printf("default json %s\n", cfg_json);
+  rc = 0;
+done:
+  free(cfg_str);
+  free(cfg_json);
+  ob_task_free(task);
+  return rc;
+}

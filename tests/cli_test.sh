@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# cli_test.sh: end-to-end tests of the `opbench` tool. Usage: cli_test.sh OPBENCH
+# Runs each case, checks its exit status and output, prints `ok - name` or
+# `not ok - name` per case and at the end one line `N passed, M failed`;
+# exits 1 if any failed. Shapes are tiny so the whole script takes seconds.
+set -u
+
+OB=${1:?usage: cli_test.sh path/to/opbench}
+if [ ! -x "$OB" ]; then
+  echo "cli_test.sh: $OB is not an executable" >&2
+  exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPBENCH_CACHE=${OPBENCH_CACHE:-$tmp/kcache}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+passed=0
+failed=0
+CONV="--shape N=1,C=8,H=10,W=10,K=8,R=3,S=3"
+DENSE="--shape M=4,N=32,K=16"
+
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+not_ok() {
+  failed=$((failed + 1))
+  echo "not ok - $1"
+  echo "#   command: opbench ${args[*]}"
+  echo "#   exit status: $rc"
+  sed 's/^/#   stdout: /' "$tmp/out" | head -20
+  sed 's/^/#   stderr: /' "$tmp/err" | head -20
+}
+
+# run ARGS...: runs opbench; leaves rc, $tmp/out and $tmp/err.
+run() {
+  args=("$@")
+  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+
+# good NAME PATTERN ARGS...: exit 0 and stdout matches PATTERN (grep -E).
+good() {
+  local name=$1 pattern=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# bad NAME PATTERN ARGS...: exit 2, stdout empty, stderr exactly one line
+# `opbench: error: ...` that matches PATTERN (the input at fault).
+bad() {
+  local name=$1 pattern=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
+    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
+    ok "$name"
+  else
+    not_ok "$name"
+  fi
+}
+
+# json_check NAME PYTHON-EXPR ARGS...: exit 0, stdout is one JSON object d
+# for which PYTHON-EXPR is true.
+json_check() {
+  local name=$1 expr=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -eq 0 ] && python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if ($expr) else 1)" <"$tmp/out" 2>/dev/null; then
+    ok "$name"
+  else
+    not_ok "$name"
+  fi
+}
+
+# ---- informational commands --------------------------------------------------
+good "ops lists conv2d" '^conv2d ' ops
+good "ops lists dense" '^dense ' ops
+good "ops lists relu" '^relu ' ops
+good "--help" 'usage: opbench' --help
+good "op --help" '--config-index' op --help
+good "bench --help" '--suite' bench --help
+good "--version" '^opbench [0-9]+\.[0-9]+' --version
+
+# ---- op ----------------------------------------------------------------------------
+good "op dense: error class 0" '^error +0 \(NO_ERROR\)' op dense $DENSE
+good "op dense: GFLOPS" '^GFLOPS +[0-9]' op dense $DENSE
+json_check "op dense --json parses, error_no 0" \
+  'd["error_no"] == 0 and d["gflops"] > 0 and d["median_ms"] > 0 and len(d["costs_ms"]) == 10 and all(k in d for k in ("op","workload","template","config","config_index","error","message","mean_ms","cv","threads","build_s"))' \
+  op dense $DENSE --json
+good "op conv2d --print-source prints C with ob_krt" 'ob_krt' \
+  op conv2d $CONV --stride 1 --pad 1 --print-source
+good "op conv2d --print-ir prints the loop nest" '^ *(for|parallel) ' \
+  op conv2d $CONV --stride 1 --pad 1 --print-ir
+good "op conv2d --config-index 0" '^config +#0 ' op conv2d $CONV --config-index 0
+json_check "op conv2d stride/pad/dilation pairs" \
+  'd["error_no"] == 0 and "/s2,1/p1,0,1,0/d1,2/" in d["workload"]' \
+  op conv2d $CONV --stride 2,1 --pad 1,0,1,0 --dilation 1,2 --json
+json_check "op conv2d --epilogue bias,relu --threads 2" \
+  'd["error_no"] == 0 and d["threads"] == 2 and "bias,relu" in d["workload"]' \
+  op conv2d $CONV --pad 1 --epilogue bias,relu --threads 2 --json
+good "op relu" '^error +0 ' op relu --shape N=1,C=4,H=5,W=6
+# The JSON of a config, fed back through --config, names the same config.
+run op conv2d $CONV --config-index 7 --json
+cfg=$(python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["config"]))' <"$tmp/out" 2>/dev/null)
+json_check "op --config JSON round trip" 'd["config_index"] == 7 and d["error_no"] == 0' \
+  op conv2d $CONV --config "$cfg" --json
+good "space conv2d" '^space size [0-9]+' space conv2d $CONV --pad 1
+good "space dense shows the default" '^default +#[0-9]+' space dense $DENSE
+
+# ---- bench ---------------------------------------------------------------------------
+cat >"$tmp/suite.txt" <<'EOF'
+# a tiny suite: op shape [stride pad] count
+conv2d N=1,C=8,H=10,W=10,K=8,R=3,S=3  1 1 2   # trailing comment
+
+dense  M=4,N=32,K=16                  3
+EOF
+run bench --suite "$tmp/suite.txt"
+if [ "$rc" -eq 0 ] && tail -n 1 "$tmp/out" | grep -Eq '^geomean GFLOPS \(default configs\): [0-9]+\.[0-9]+$' &&
+  grep -Eq 'total weighted latency' "$tmp/out" && [ "$(grep -Ec ' (conv2d|dense) ' "$tmp/out")" -eq 2 ]; then
+  ok "bench on a suite file"
+else
+  not_ok "bench on a suite file"
+fi
+json_check "bench --json" 'len(d["workloads"]) == 2 and d["geomean_gflops"] > 0 and d["failed"] == 0' \
+  bench --suite "$tmp/suite.txt" --json
+run bench --suite resnet18 --dry-run
+if [ "$rc" -eq 0 ] && [ "$(grep -Ec '^ *[0-9]+ conv2d ' "$tmp/out")" -eq 11 ]; then
+  ok "built-in suite resnet18 has 11 workloads"
+else
+  not_ok "built-in suite resnet18 has 11 workloads"
+fi
+shared="$here/../../shared/data/resnet18_conv.txt"
+if [ -f "$shared" ]; then
+  cp "$tmp/out" "$tmp/builtin"
+  run bench --suite "$shared" --dry-run
+  if [ "$rc" -eq 0 ] && cmp -s "$tmp/out" "$tmp/builtin"; then
+    ok "built-in resnet18 equals shared/data/resnet18_conv.txt"
+  else
+    not_ok "built-in resnet18 equals shared/data/resnet18_conv.txt"
+  fi
+fi
+
+# ---- bad input: exit 2 and one line naming the culprit ------------------------------
+bad "unknown operator" "conv3x" op conv3x --shape N=1
+bad "unknown command" "frobnicate" frobnicate
+bad "unknown flag" "--frob" op dense $DENSE --frob
+bad "unknown shape name" "'Q'" op conv2d --shape N=1,Q=3
+bad "malformed shape" "N=1,C=" op conv2d --shape N=1,C=
+bad "missing operator" "operator" op --shape M=1
+bad "unknown knob in --config" "bogus" op conv2d $CONV --config '{"entity": [["bogus", "sp", [-1, 2]]]}'
+bad "config index outside the space" "--config-index 1000000000000" op conv2d $CONV --config-index 1000000000000
+bad "malformed --config JSON" "--config" op conv2d $CONV --config '{"entity": [['
+bad "--config and --config-index together" "--config-index" op conv2d $CONV --config 0 --config-index 0
+bad "--threads 0" "--threads" op dense $DENSE --threads 0
+bad "non-numeric --repeat" "--repeat.*abc" op dense $DENSE --repeat abc
+bad "bad --pad form" "--pad '1,2,3'" op conv2d $CONV --pad 1,2,3
+bad "--stride on dense" "stride" op dense $DENSE --stride 2
+bad "unknown template" "nope" op dense $DENSE --template nope
+bad "unknown epilogue" "sigmoidx" op dense $DENSE --epilogue sigmoidx
+bad "missing compiler" "/nonexistent/cc" op dense $DENSE --cc /nonexistent/cc
+bad "bench: missing compiler" "/nonexistent/cc" bench --suite "$tmp/suite.txt" --cc /nonexistent/cc
+
+# A failing compiler is a measured error: class 2 (COMPILE_HOST), exit 2.
+run op dense $DENSE --cc /bin/false
+if [ "$rc" -eq 2 ] && grep -q '^opbench: error: .*error 2 (COMPILE_HOST)' "$tmp/err" &&
+  grep -Eq '^error +2 \(COMPILE_HOST\)' "$tmp/out"; then
+  ok "--cc /bin/false: compile error class 2"
+else
+  not_ok "--cc /bin/false: compile error class 2"
+fi
+run op dense $DENSE --cc /bin/false --json
+if [ "$rc" -eq 2 ] && python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["error_no"] == 2 else 1)' <"$tmp/out" 2>/dev/null; then
+  ok "--cc /bin/false --json: error_no 2"
+else
+  not_ok "--cc /bin/false --json: error_no 2"
+fi
+
+# A kernel that runs past its time limit is error class 7 (RUN_TIMEOUT), exit 2.
+run op conv2d --shape N=1,C=64,H=28,W=28,K=64,R=3,S=3 --pad 1 --timeout 0.001
+if [ "$rc" -eq 2 ] && grep -q '^opbench: error: .*error 7 (RUN_TIMEOUT)' "$tmp/err"; then
+  ok "--timeout 0.001: run timeout class 7"
+else
+  not_ok "--timeout 0.001: run timeout class 7"
+fi
+
+printf '# header\n\ndense M=4,N=32,K=16 1\nconv2d N=1,C=8,H=,W=10,K=8,R=3,S=3 1 1 1\n' >"$tmp/bad1.txt"
+bad "suite: malformed shape at FILE:LINE" "bad1.txt:4: " bench --suite "$tmp/bad1.txt"
+printf 'dense M=4,N=32,K=16 1\nconv3x N=1 1\n' >"$tmp/bad2.txt"
+bad "suite: unknown operator at FILE:LINE" "bad2.txt:2: .*conv3x" bench --suite "$tmp/bad2.txt"
+printf 'conv2d N=1,C=8,H=10,W=10,K=8,R=3,S=3 1 1\n' >"$tmp/bad3.txt"
+bad "suite: wrong number of columns at FILE:LINE" "bad3.txt:1: .*columns" bench --suite "$tmp/bad3.txt"
+printf 'dense M=4,N=32,K=16 many\n' >"$tmp/bad4.txt"
+bad "suite: bad count at FILE:LINE" "bad4.txt:1: .*many" bench --suite "$tmp/bad4.txt"
+bad "suite: missing file" "no-such-suite" bench --suite "$tmp/no-such-suite.txt"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
