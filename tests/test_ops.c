@@ -23,6 +23,7 @@ static const wcase k_cases[] = {
     {"conv2d", "C=4,H=12,W=12,K=8,R=3,S=3", "relu6", 1, 2, 2, 6}, /* dilation 2 */
     {"conv2d", "N=2,C=16,H=7,W=7,K=17,R=1,S=1", "bias,add,relu", 1, 0, 1, 8},
     {"conv2d", "C=6,H=8,W=19,K=4,R=1,S=3", "", 1, 0, 1, 6},   /* non-square kernel */
+    {"conv2d", "C=32,H=6,W=9,K=48,R=3,S=3", "bias,add,relu", 1, 1, 1, 8}, /* blocked residual */
     {"dense", "M=5,N=20,K=32", "", 0, 0, 0, 10},
     {"dense", "M=3,N=17,K=13", "bias,relu", 0, 0, 0, 8},     /* K prime: scalar reduction */
     {"dense", "M=1,N=37,K=48", "bias", 0, 0, 0, 8},
@@ -33,7 +34,7 @@ static const wcase k_cases[] = {
     {"clip", "C=2,H=16,W=17,lo=-1,hi=1", "", 0, 0, 0, 8},
 };
 
-static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
+static void run_case_tmpl(ob_ctx *ctx, ob_runner *runner, const wcase *c, const char *tmpl) {
   ob_workload wl;
   ob_task *t = NULL;
   ob_status st = ob_workload_parse(ctx, c->op, c->shape, &wl);
@@ -41,8 +42,8 @@ static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   if (!st && c->pad) st = ob_workload_set(ctx, &wl, "pad", c->pad);
   if (!st && c->dil) st = ob_workload_set(ctx, &wl, "dilation", c->dil);
   if (!st) st = ob_workload_set_epilogue(ctx, &wl, c->epi);
-  if (!st) st = ob_task_new(ctx, &wl, NULL, &t);
-  CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
+  if (!st) st = ob_task_new(ctx, &wl, tmpl, &t);
+  CHECK_MSG(st == OB_OK, "%s %s %s: %s", c->op, c->shape, tmpl, ob_ctx_errmsg(ctx));
   if (st) return;
   const ob_space *sp = ob_task_space(t);
   ob_config cfgs[32];
@@ -65,11 +66,18 @@ static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   ob_workload_key(&wl, key, sizeof key);
   for (int i = 0; st == OB_OK && i < n; i++) {
     char *cs = ob_config_str(&cfgs[i]);
-    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s [%s]: error %d: %s", key, cs,
+    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s %s [%s]: error %d: %s", key, tmpl, cs,
               res[i].error_no, res[i].message);
     free(cs);
   }
   ob_task_free(t);
+}
+
+static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
+  const char *names[8];
+  int n = ob_op_templates(c->op, names, 8);
+  CHECK(n >= 1);
+  for (int i = 0; i < n && i < 8; i++) run_case_tmpl(ctx, runner, c, names[i]);
 }
 
 static void test_bad_input(ob_ctx *ctx) {
