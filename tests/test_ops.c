@@ -24,10 +24,17 @@ static const wcase k_cases[] = {
     {"conv2d", "N=2,C=16,H=7,W=7,K=17,R=1,S=1", "bias,add,relu", 1, 0, 1, 8},
     {"conv2d", "C=6,H=8,W=19,K=4,R=1,S=3", "", 1, 0, 1, 6},   /* non-square kernel */
     {"conv2d", "C=32,H=6,W=9,K=48,R=3,S=3", "bias,add,relu", 1, 1, 1, 8}, /* blocked residual */
+    {"depthwise_conv2d", "C=32,H=11,W=13,R=3,S=3", "", 1, 1, 1, 8},
+    {"depthwise_conv2d", "C=48,H=15,W=15,R=3,S=3", "bias,relu6", 2, 1, 1, 8},
+    {"depthwise_conv2d", "C=13,H=9,W=10,R=3,S=3", "", 2, 2, 1, 6}, /* prime C, pad > half */
+    {"depthwise_conv2d", "N=2,C=16,H=8,W=8,R=5,S=5", "add", 1, 2, 1, 6},
     {"dense", "M=5,N=20,K=32", "", 0, 0, 0, 10},
     {"dense", "M=3,N=17,K=13", "bias,relu", 0, 0, 0, 8},     /* K prime: scalar reduction */
     {"dense", "M=1,N=37,K=48", "bias", 0, 0, 0, 8},
     {"dense", "M=9,N=8,K=24", "relu6,add", 0, 0, 0, 6},
+    {"dense", "M=7,N=48,K=20", "bias,add", 0, 0, 0, 8}, /* packed: nb 8/16/48 */
+    {"batch_matmul", "B=3,M=5,N=32,K=24", "", 0, 0, 0, 8},
+    {"batch_matmul", "B=2,M=7,N=13,K=9", "relu", 0, 0, 0, 6},
     {"relu", "C=3,H=7,W=9", "", 0, 0, 0, 8},
     {"add", "N=2,C=5,H=3,W=11", "", 0, 0, 0, 8},
     {"bias_add", "C=13,H=5,W=5", "", 0, 0, 0, 8},
@@ -110,7 +117,7 @@ static void test_bad_input(ob_ctx *ctx) {
   CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG);
 
   /* unknown template; configs outside the space */
-  CHECK(ob_workload_parse(ctx, "dense", "M=4,N=8,K=16", &wl) == OB_OK);
+  CHECK(ob_workload_parse(ctx, "dense", "M=64,N=64,K=16", &wl) == OB_OK);
   CHECK(ob_task_new(ctx, &wl, "dense.cuda", &t) == OB_ERR_NOT_FOUND);
   CHECK(strstr(ob_ctx_errmsg(ctx), "dense.x86") != NULL);
   CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);

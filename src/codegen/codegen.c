@@ -25,6 +25,7 @@ typedef struct cg {
   ob_ivar *loops[64]; /* enclosing loop variables, for closures */
   int nloops;
   ob_buffer *locals[64]; /* local buffers in scope, for closures */
+  int local_lanes[64];   /* > 0: declared as an array of vectors of this width */
   int nlocals;
   int vec_lanes[8]; /* vector widths used, for typedefs */
   int nvec;
@@ -64,6 +65,38 @@ static void float_lit(ob_str *o, double v, ob_dtype t) {
   snprintf(buf, sizeof buf, "%.9g", v);
   if (!strpbrk(buf, ".eEn")) strcat(buf, ".0");
   ob_str_appendf(o, "%s%s", buf, t == OB_F32 ? "f" : "");
+}
+
+/* Lanes of a local buffer promoted to an array of vectors, else 0; the
+ * innermost declaration in scope wins. */
+static int promoted(const cg *g, const ob_buffer *b) {
+  for (int i = g->nlocals - 1; i >= 0; i--)
+    if (g->locals[i] == b) return g->local_lanes[i];
+  return 0;
+}
+
+static void emit_expr(cg *g, ob_str *o, const ob_expr *e);
+
+/* Element i of a buffer, in either declaration form. */
+static void emit_elem(cg *g, ob_str *o, const ob_buffer *b, const ob_expr *idx) {
+  int L = promoted(g, b);
+  buf_name(o, b);
+  if (!L) {
+    ob_str_append(o, "[");
+    emit_expr(g, o, idx);
+    ob_str_append(o, "]");
+    return;
+  }
+  int64_t c;
+  if (ob_is_const(idx, &c)) {
+    ob_str_appendf(o, "[%lld][%lld]", (long long)(c / L), (long long)(c % L));
+    return;
+  }
+  ob_str_append(o, "[(");
+  emit_expr(g, o, idx);
+  ob_str_appendf(o, ") / %d][(", L);
+  emit_expr(g, o, idx);
+  ob_str_appendf(o, ") %% %d]", L);
 }
 
 static bool nonneg(const ob_expr *e) {
@@ -122,12 +155,7 @@ static void emit_expr(cg *g, ob_str *o, const ob_expr *e) {
     emit_expr(g, o, e->a);
     ob_str_append(o, ")");
     break;
-  case OB_E_BLOAD:
-    buf_name(o, e->buf);
-    ob_str_append(o, "[");
-    emit_expr(g, o, e->idx[0]);
-    ob_str_append(o, "]");
-    break;
+  case OB_E_BLOAD: emit_elem(g, o, e->buf, e->idx[0]); break;
   default: OB_ASSERT(!"unexpected expression in lowered code");
   }
 }
@@ -172,6 +200,8 @@ static void emit_lanewise(cg *g, ob_str *o, const ob_expr *e, const vctx *vc) {
   ob_str_append(o, "})");
 }
 
+static void emit_vec_operand(cg *g, ob_str *o, const ob_expr *e, const vctx *vc);
+
 /* Emits e; *is_vec tells whether the text is a vector or a scalar. */
 static void emit_vexpr(cg *g, ob_str *o, const ob_expr *e, const vctx *vc, bool *is_vec) {
   if (!ob_expr_uses_var(e, vc->v)) {
@@ -190,7 +220,11 @@ static void emit_vexpr(cg *g, ob_str *o, const ob_expr *e, const vctx *vc, bool 
     ob_expr *i0 = at_lane(g, e->idx[0], vc->v, 0);
     if (!stride_of(e->idx[0], vc->v, &s)) {
       emit_lanewise(g, o, e, vc);
-    } else if (s == 1) {
+    } else if (s == 1 && promoted(g, e->buf) == vc->lanes && ob_is_const(i0, NULL) &&
+               i0->ival % vc->lanes == 0) {
+      buf_name(o, e->buf);
+      ob_str_appendf(o, "[%lld]", (long long)(i0->ival / vc->lanes));
+    } else if (s == 1 && !promoted(g, e->buf)) {
       ob_str_appendf(o, "OB_VLOAD(%s, &", vc->vt);
       buf_name(o, e->buf);
       ob_str_append(o, "[");
@@ -212,26 +246,23 @@ static void emit_vexpr(cg *g, ob_str *o, const ob_expr *e, const vctx *vc, bool 
       return;
     }
     if (e->op == OB_MIN || e->op == OB_MAX) {
-      bool va, vb;
-      ob_str_appendf(o, "%s(%s, %s, OB_VBC(%s, ", e->op == OB_MIN ? "OB_VMIN" : "OB_VMAX", vc->vt,
-                     vc->it, vc->vt);
-      emit_vexpr(g, o, e->a, vc, &va);
-      ob_str_appendf(o, "), OB_VBC(%s, ", vc->vt);
-      emit_vexpr(g, o, e->b, vc, &vb);
-      ob_str_append(o, "))");
+      ob_str_appendf(o, "%s(%s, %s, ", e->op == OB_MIN ? "OB_VMIN" : "OB_VMAX", vc->vt, vc->it);
+      emit_vec_operand(g, o, e->a, vc);
+      ob_str_append(o, ", ");
+      emit_vec_operand(g, o, e->b, vc);
+      ob_str_append(o, ")");
       return;
     }
     break;
   case OB_E_SELECT:
     if (!ob_expr_uses_var(e->c, vc->v)) {
-      bool va, vb;
       ob_str_append(o, "(");
       emit_expr(g, o, e->c);
-      ob_str_appendf(o, " ? OB_VBC(%s, ", vc->vt);
-      emit_vexpr(g, o, e->a, vc, &va);
-      ob_str_appendf(o, ") : OB_VBC(%s, ", vc->vt);
-      emit_vexpr(g, o, e->b, vc, &vb);
-      ob_str_append(o, "))");
+      ob_str_append(o, " ? ");
+      emit_vec_operand(g, o, e->a, vc);
+      ob_str_append(o, " : ");
+      emit_vec_operand(g, o, e->b, vc);
+      ob_str_append(o, ")");
       return;
     }
     if (!has_load(e->a) && !has_load(e->b)) break; /* lanewise is fine and safe */
@@ -239,6 +270,18 @@ static void emit_vexpr(cg *g, ob_str *o, const ob_expr *e, const vctx *vc, bool 
   default: break;
   }
   emit_lanewise(g, o, e, vc);
+}
+
+/* Emits e as a vector: a scalar operand is broadcast (ob_bcL), a vector
+ * operand is used as it is (wrapping it in an add of zero would cost an
+ * instruction per use: without fast-math x + 0.0f cannot fold). */
+static void emit_vec_operand(cg *g, ob_str *o, const ob_expr *e, const vctx *vc) {
+  ob_str tmp = {0};
+  bool isv;
+  emit_vexpr(g, &tmp, e, vc, &isv);
+  if (isv) ob_str_append(o, tmp.data);
+  else ob_str_appendf(o, "ob_bc%d(%s)", vc->lanes, tmp.data);
+  ob_str_free(&tmp);
 }
 
 /* ---- statements ------------------------------------------------------------ */
@@ -325,48 +368,48 @@ static void emit_vstmt(cg *g, const ob_stmt *s, int d, const vctx *vc) {
     return;
   case OB_S_STORE: {
     int64_t st;
-    bool isv;
     ob_expr *i0 = at_lane(g, s->index, vc->v, 0);
     bool affine = stride_of(s->index, vc->v, &st);
     ind(g, d);
-    if (affine && st == 1) {
+    int L = promoted(g, s->buf);
+    if (affine && st == 1 && L == vc->lanes && ob_is_const(i0, NULL) && i0->ival % L == 0) {
+      buf_name(g->out, s->buf);
+      ob_str_appendf(g->out, "[%lld] = ", (long long)(i0->ival / L));
+      emit_vec_operand(g, g->out, s->value, vc);
+      ob_str_append(g->out, ";\n");
+      return;
+    }
+    if (affine && st == 1 && !L) {
       ob_str_append(g->out, "OB_VSTORE(&");
       buf_name(g->out, s->buf);
       ob_str_append(g->out, "[");
       emit_expr(g, g->out, i0);
-      ob_str_appendf(g->out, "], OB_VBC(%s, ", vc->vt);
-      emit_vexpr(g, g->out, s->value, vc, &isv);
-      ob_str_append(g->out, "));\n");
+      ob_str_append(g->out, "], ");
+      emit_vec_operand(g, g->out, s->value, vc);
+      ob_str_append(g->out, ");\n");
       return;
     }
     const ob_expr *rest;
     ob_binop op;
     if (affine && st == 0 && is_reduce_update(s, &rest, &op)) {
       /* reduction along the vector axis: lanes combine, then one update */
-      buf_name(g->out, s->buf);
-      ob_str_append(g->out, "[");
-      emit_expr(g, g->out, i0);
-      ob_str_append(g->out, "] = ");
+      emit_elem(g, g->out, s->buf, i0);
+      ob_str_append(g->out, " = ");
       ob_str_append(g->out, op == OB_ADD ? "(" : "ob_maxf(");
-      buf_name(g->out, s->buf);
-      ob_str_append(g->out, "[");
-      emit_expr(g, g->out, i0);
-      ob_str_appendf(g->out, "]%s%s(OB_VBC(%s, ", op == OB_ADD ? " + " : ", ",
-                     op == OB_ADD ? "OB_HSUM" : "OB_HMAX", vc->vt);
-      emit_vexpr(g, g->out, rest, vc, &isv);
-      ob_str_appendf(g->out, "), %d));\n", vc->lanes);
+      emit_elem(g, g->out, s->buf, i0);
+      ob_str_appendf(g->out, "%s%s(", op == OB_ADD ? " + " : ", ", op == OB_ADD ? "OB_HSUM" : "OB_HMAX");
+      emit_vec_operand(g, g->out, rest, vc);
+      ob_str_appendf(g->out, ", %d));\n", vc->lanes);
       return;
     }
     /* scatter: compute the vector once, store lane by lane in lane order */
-    ob_str_appendf(g->out, "{ %s ob_t_ = OB_VBC(%s, ", vc->vt, vc->vt);
-    emit_vexpr(g, g->out, s->value, vc, &isv);
-    ob_str_append(g->out, ");");
+    ob_str_appendf(g->out, "{ %s ob_t_ = ", vc->vt);
+    emit_vec_operand(g, g->out, s->value, vc);
+    ob_str_append(g->out, ";");
     for (int l = 0; l < vc->lanes; l++) {
       ob_str_append(g->out, " ");
-      buf_name(g->out, s->buf);
-      ob_str_append(g->out, "[");
-      emit_expr(g, g->out, at_lane(g, s->index, vc->v, l));
-      ob_str_appendf(g->out, "] = ob_t_[%d];", l);
+      emit_elem(g, g->out, s->buf, at_lane(g, s->index, vc->v, l));
+      ob_str_appendf(g->out, " = ob_t_[%d];", l);
     }
     ob_str_append(g->out, " }\n");
     return;
@@ -458,7 +501,8 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
     ob_str_append(&fn, ";\n");
   }
   for (int i = 0; i < g->nlocals; i++) {
-    ob_str_appendf(&fn, "  %s *", ctype(g->locals[i]->dtype));
+    if (g->local_lanes[i]) ob_str_appendf(&fn, "  ob_f32x%d *", g->local_lanes[i]);
+    else ob_str_appendf(&fn, "  %s *", ctype(g->locals[i]->dtype));
     buf_name(&fn, g->locals[i]);
     ob_str_append(&fn, ";\n");
   }
@@ -482,7 +526,8 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
     ob_str_append(&fn, ";\n");
   }
   for (int i = 0; i < g->nlocals; i++) {
-    ob_str_appendf(&fn, "  %s *", ctype(g->locals[i]->dtype));
+    if (g->local_lanes[i]) ob_str_appendf(&fn, "  ob_f32x%d *", g->local_lanes[i]);
+    else ob_str_appendf(&fn, "  %s *", ctype(g->locals[i]->dtype));
     buf_name(&fn, g->locals[i]);
     ob_str_append(&fn, " = ob_cl->");
     buf_name(&fn, g->locals[i]);
@@ -542,7 +587,75 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
   ob_str_append(g->out, "}\n");
 }
 
+#define OB_UNROLL_MAX 64 /* longer unrolled loops stay loops under a pragma */
+/* float32 lanes of one vector register (AVX-512); wider vectorized loops are
+ * split into pieces of this width */
+#define OB_NATIVE_LANES 16
 #define OB_STACK_BUF_MAX (256 * 1024) /* bytes; larger locals go to the heap */
+#define OB_PROMOTE_MAX_VECS 32           /* at most this many vector registers */
+
+/* Can buffer b be declared as an array of L-lane vectors? Every access in
+ * a vectorized loop must be a whole aligned vector at a constant offset
+ * (after unrolling), all with one width; other accesses are elements. */
+typedef struct promo {
+  const ob_buffer *b;
+  int lanes; /* 0 none seen yet, -1 refused */
+} promo;
+
+static void promo_access(cg *g, promo *p, const ob_expr *idx, ob_ivar *v, int lanes) {
+  if (p->lanes < 0 || !v) return;
+  int64_t st;
+  ob_expr *i0 = at_lane(g, idx, v, 0);
+  if (!stride_of(idx, v, &st) || st != 1 || !ob_is_const(i0, NULL) || i0->ival % lanes ||
+      (p->lanes && p->lanes != lanes))
+    p->lanes = -1;
+  else
+    p->lanes = lanes;
+}
+
+static void promo_expr(cg *g, promo *p, const ob_expr *e, ob_ivar *v, int lanes) {
+  if (!e || p->lanes < 0) return;
+  if (e->kind == OB_E_BLOAD && e->buf == p->b) promo_access(g, p, e->idx[0], v, lanes);
+  promo_expr(g, p, e->a, v, lanes);
+  promo_expr(g, p, e->b, v, lanes);
+  promo_expr(g, p, e->c, v, lanes);
+  if (e->kind == OB_E_BLOAD) promo_expr(g, p, e->idx[0], v, lanes);
+}
+
+static void promo_stmt(cg *g, promo *p, const ob_stmt *s, ob_ivar *v, int lanes) {
+  if (p->lanes < 0) return;
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++) promo_stmt(g, p, s->seq[i], v, lanes);
+    return;
+  case OB_S_FOR:
+    if (s->ann == OB_IT_VECTORIZE && s->var->extent >= 2 && s->var->extent <= 64 &&
+        !(s->var->extent & (s->var->extent - 1)))
+      promo_stmt(g, p, s->body, s->var, (int)s->var->extent);
+    else
+      promo_stmt(g, p, s->body, v, lanes);
+    return;
+  case OB_S_IF:
+    promo_expr(g, p, s->cond, v, lanes);
+    promo_stmt(g, p, s->body, v, lanes);
+    return;
+  case OB_S_STORE:
+    if (s->buf == p->b) promo_access(g, p, s->index, v, lanes);
+    promo_expr(g, p, s->index, v, lanes);
+    promo_expr(g, p, s->value, v, lanes);
+    return;
+  default: return;
+  }
+}
+
+static int promote_lanes(cg *g, const ob_buffer *b, ob_stmt *const *rest, int n) {
+  if (b->dtype != OB_F32) return 0;
+  promo p = {b, 0};
+  for (int i = 0; i < n; i++) promo_stmt(g, &p, rest[i], NULL, 0);
+  if (p.lanes <= 0 || b->numel % p.lanes || b->numel / p.lanes > OB_PROMOTE_MAX_VECS) return 0;
+  note_lanes(g, p.lanes);
+  return p.lanes;
+}
 
 static void emit_seq(cg *g, const ob_stmt *s, int d) {
   const ob_buffer *heap[64];
@@ -551,8 +664,13 @@ static void emit_seq(cg *g, const ob_stmt *s, int d) {
     const ob_stmt *c = s->seq[i];
     if (c->kind == OB_S_ALLOC) {
       size_t bytes = (size_t)c->buf->numel * ob_dtype_size(c->buf->dtype);
+      int lanes = promote_lanes(g, c->buf, s->seq + i + 1, s->nseq - i - 1);
       ind(g, d);
-      if (bytes <= OB_STACK_BUF_MAX) {
+      if (lanes) { /* register tile: GCC keeps constant-indexed vectors in registers */
+        ob_str_appendf(g->out, "ob_f32x%d ", lanes);
+        buf_name(g->out, c->buf);
+        ob_str_appendf(g->out, "[%lld];\n", (long long)(c->buf->numel / lanes));
+      } else if (bytes <= OB_STACK_BUF_MAX) {
         ob_str_appendf(g->out, "%s ", ctype(c->buf->dtype));
         buf_name(g->out, c->buf);
         ob_str_appendf(g->out, "[%lld] __attribute__((aligned(64)));\n", (long long)c->buf->numel);
@@ -562,7 +680,10 @@ static void emit_seq(cg *g, const ob_stmt *s, int d) {
         ob_str_appendf(g->out, " = (%s *)ob_alloc(%zu);\n", ctype(c->buf->dtype), bytes);
         if (nheap < 64) heap[nheap++] = c->buf;
       }
-      if (g->nlocals < 64) g->locals[g->nlocals++] = c->buf;
+      if (g->nlocals < 64) {
+        g->local_lanes[g->nlocals] = lanes;
+        g->locals[g->nlocals++] = c->buf;
+      }
       continue;
     }
     emit_stmt(g, c, d);
@@ -575,8 +696,6 @@ static void emit_seq(cg *g, const ob_stmt *s, int d) {
   }
   g->nlocals = saved_nlocals;
 }
-
-#define OB_UNROLL_MAX 64
 
 static void emit_stmt(cg *g, const ob_stmt *s, int d) {
   switch (s->kind) {
@@ -596,20 +715,7 @@ static void emit_stmt(cg *g, const ob_stmt *s, int d) {
       emit_parallel_for(g, s, d);
     } else if (s->ann == OB_IT_VECTORIZE) {
       emit_vector_for(g, s, d);
-    } else if (s->ann == OB_IT_UNROLL && s->var->extent <= OB_UNROLL_MAX) {
-      /* real unrolling: one block per iteration with the index a constant */
-      for (int64_t i = 0; i < s->var->extent; i++) {
-        ind(g, d);
-        ob_str_append(g->out, "{ const int64_t ");
-        var_name(g->out, s->var);
-        ob_str_appendf(g->out, " = %lldLL;\n", (long long)i);
-        g->loops[g->nloops++] = s->var;
-        emit_stmt(g, s->body, d + 1);
-        g->nloops--;
-        ind(g, d);
-        ob_str_append(g->out, "}\n");
-      }
-    } else {
+    } else { /* short unrolled loops were expanded by expand_unroll */
       if (s->ann == OB_IT_UNROLL) {
         ind(g, d);
         ob_str_appendf(g->out, "#pragma GCC unroll %lld\n", (long long)s->var->extent);
@@ -628,15 +734,65 @@ static void emit_stmt(cg *g, const ob_stmt *s, int d) {
     return;
   case OB_S_STORE:
     ind(g, d);
-    buf_name(g->out, s->buf);
-    ob_str_append(g->out, "[");
-    emit_expr(g, g->out, s->index);
-    ob_str_append(g->out, "] = ");
+    emit_elem(g, g->out, s->buf, s->index);
+    ob_str_append(g->out, " = ");
     emit_expr(g, g->out, s->value);
     ob_str_append(g->out, ";\n");
     return;
   case OB_S_ALLOC: /* handled by emit_seq */
   default: OB_ASSERT(!"unexpected statement");
+  }
+}
+
+/* Unrolled loops become straight-line copies with the index a constant, so
+ * that every index is known to the emitter (register tiles need it). */
+static ob_stmt *expand_unroll(cg *g, const ob_stmt *s) {
+  ob_stmt *c = ob_stmt_new(g->a, s->kind);
+  *c = *s;
+  switch (s->kind) {
+  case OB_S_SEQ:
+    c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
+    for (int i = 0; i < s->nseq; i++) c->seq[i] = expand_unroll(g, s->seq[i]);
+    return c;
+  case OB_S_IF: {
+    int64_t v;
+    if (ob_is_const(s->cond, &v)) return v ? expand_unroll(g, s->body) : ob_stmt_new(g->a, OB_S_SEQ);
+    c->body = expand_unroll(g, s->body);
+    return c;
+  }
+  case OB_S_FOR:
+    if (s->ann == OB_IT_UNROLL && s->var->extent <= OB_UNROLL_MAX) {
+      int64_t n = s->var->extent;
+      c = ob_stmt_new(g->a, OB_S_SEQ);
+      c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n);
+      c->nseq = (int)n;
+      for (int64_t i = 0; i < n; i++)
+        c->seq[i] = expand_unroll(g, ob_stmt_subst(g->a, s->body, s->var, ob_e_int(g->a, i)));
+      return c;
+    }
+    if (s->ann == OB_IT_VECTORIZE && s->var->extent > OB_NATIVE_LANES &&
+        s->var->extent % OB_NATIVE_LANES == 0) {
+      /* wider than a register: native-width pieces (a 128-byte vector type
+       * would live in memory) */
+      int64_t n = s->var->extent / OB_NATIVE_LANES;
+      c = ob_stmt_new(g->a, OB_S_SEQ);
+      c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n);
+      c->nseq = (int)n;
+      for (int64_t i = 0; i < n; i++) {
+        ob_ivar *v = ob_iv_new(g->a, s->var->name, OB_NATIVE_LANES, s->var->kind, s->var->id * 64 + (int)i);
+        v->ann = OB_IT_VECTORIZE;
+        ob_expr *at = ob_e_bin(g->a, OB_ADD, ob_e_var(g->a, v), ob_e_int(g->a, i * OB_NATIVE_LANES));
+        ob_stmt *f = ob_stmt_new(g->a, OB_S_FOR);
+        f->var = v;
+        f->ann = OB_IT_VECTORIZE;
+        f->body = expand_unroll(g, ob_stmt_subst(g->a, s->body, s->var, at));
+        c->seq[i] = f;
+      }
+      return c;
+    }
+    c->body = expand_unroll(g, s->body);
+    return c;
+  default: return c;
   }
 }
 
@@ -658,7 +814,6 @@ static const char k_prelude[] =
     " * horizontal reductions (GCC vector extensions) */\n"
     "#define OB_VLOAD(T, p) ({ T ob_v_; __builtin_memcpy(&ob_v_, (p), sizeof ob_v_); ob_v_; })\n"
     "#define OB_VSTORE(p, x) ({ __typeof__(x) ob_s_ = (x); __builtin_memcpy((p), &ob_s_, sizeof ob_s_); })\n"
-    "#define OB_VBC(T, x) ((T){} + (x))\n"
     "#define OB_VMAX(T, IT, a, b) ({ T ob_a_ = (a), ob_b_ = (b); IT ob_m_ = ob_a_ > ob_b_; "
     "(T)((ob_m_ & (IT)ob_a_) | (~ob_m_ & (IT)ob_b_)); })\n"
     "#define OB_VMIN(T, IT, a, b) ({ T ob_a_ = (a), ob_b_ = (b); IT ob_m_ = ob_a_ < ob_b_; "
@@ -683,7 +838,7 @@ ob_status ob_codegen_c(ob_ctx *ctx, const ob_lowered *f, const char *name, char 
     ob_str_appendf(&body, " = (%s *)ob_alloc(%zu);\n", ctype(f->temps[i]->dtype),
                    (size_t)f->temps[i]->numel * ob_dtype_size(f->temps[i]->dtype));
   }
-  emit_stmt(&g, f->body, 1);
+  emit_stmt(&g, expand_unroll(&g, f->body), 1);
   for (int i = 0; i < f->ntemps; i++) {
     ob_str_append(&body, "  free(");
     buf_name(&body, f->temps[i]);
@@ -696,6 +851,9 @@ ob_status ob_codegen_c(ob_ctx *ctx, const ob_lowered *f, const char *name, char 
     int L = g.vec_lanes[i];
     ob_str_appendf(&src, "typedef float ob_f32x%d __attribute__((vector_size(%d)));\n", L, 4 * L);
     ob_str_appendf(&src, "typedef int32_t ob_i32x%d __attribute__((vector_size(%d)));\n", L, 4 * L);
+    ob_str_appendf(&src, "static inline ob_f32x%d ob_bc%d(float s) { return (ob_f32x%d){", L, L, L);
+    for (int l = 0; l < L; l++) ob_str_append(&src, l ? ", s" : "s");
+    ob_str_append(&src, "}; }\n");
   }
   ob_str_append(&src, "\n");
   if (g.fns.data) ob_str_append(&src, g.fns.data);

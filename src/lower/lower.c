@@ -265,7 +265,7 @@ static void derive_values(lctx *lc, ob_stage *st, ivmap *m, guard *g, int *ng) {
 static ob_stmt *seq_of(lctx *lc, ob_stmt **items, int n) {
   ob_stmt *s = ob_stmt_new(lc->a, OB_S_SEQ);
   s->seq = ob_arena_alloc(lc->a, sizeof(ob_stmt *) * (size_t)(n ? n : 1));
-  memcpy(s->seq, items, sizeof(ob_stmt *) * (size_t)n);
+  if (n) memcpy(s->seq, items, sizeof(ob_stmt *) * (size_t)n);
   s->nseq = n;
   return s;
 }
@@ -573,28 +573,17 @@ static void collect_safe(lctx *lc, const ob_stmt *s, ob_ivar *o, int64_t *safe) 
   }
 }
 
-static ob_stmt *stmt_subst(lctx *lc, const ob_stmt *s, ob_ivar *from, ob_expr *to) {
-  ob_stmt *c = ob_stmt_new(lc->a, s->kind);
-  *c = *s;
-  ob_ivar *f[1] = {from};
-  ob_expr *t[1] = {to};
+/* No store below s (a tail whose guards all turned out false). */
+static bool stmt_empty(const ob_stmt *s) {
   switch (s->kind) {
   case OB_S_SEQ:
-    c->seq = ob_arena_alloc(lc->a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
-    for (int i = 0; i < s->nseq; i++) c->seq[i] = stmt_subst(lc, s->seq[i], from, to);
-    break;
-  case OB_S_FOR: c->body = stmt_subst(lc, s->body, from, to); break;
-  case OB_S_IF:
-    c->cond = ob_expr_subst(lc->a, s->cond, 1, f, t);
-    c->body = stmt_subst(lc, s->body, from, to);
-    break;
-  case OB_S_STORE:
-    c->index = ob_expr_subst(lc->a, s->index, 1, f, t);
-    c->value = ob_expr_subst(lc->a, s->value, 1, f, t);
-    break;
-  default: break;
+    for (int i = 0; i < s->nseq; i++)
+      if (!stmt_empty(s->seq[i])) return false;
+    return true;
+  case OB_S_FOR:
+  case OB_S_IF: return stmt_empty(s->body);
+  default: return false;
   }
-  return c;
 }
 
 static ob_stmt *partition(lctx *lc, ob_stmt *s) {
@@ -619,16 +608,16 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
     if (s->ann != OB_IT_VECTORIZE) collect_safe(lc, s->body, o, &safe);
     if (safe <= 0 || safe >= ext) {
       s->body = partition(lc, s->body);
-      return s;
+      return stmt_empty(s->body) ? seq_of(lc, NULL, 0) : s; /* no empty loops */
     }
     ob_ivar *v1 = ob_iv_new(lc->a, o->name, safe, o->kind, lc->next_id++);
     ob_ivar *v2 = ob_iv_new(lc->a, o->name, ext - safe, o->kind, lc->next_id++);
     v1->ann = v2->ann = o->ann;
     ob_expr *e2 = ob_e_bin(lc->a, OB_ADD, ob_e_var(lc->a, v2), ob_e_int(lc->a, safe));
     ob_stmt *parts[2];
-    parts[0] = partition(lc, for_of(lc, v1, stmt_subst(lc, s->body, o, ob_e_var(lc->a, v1))));
-    ob_stmt *tail = stmt_subst(lc, s->body, o, e2);
-    parts[1] = ext - safe == 1 ? stmt_subst(lc, s->body, o, ob_e_int(lc->a, safe))
+    parts[0] = partition(lc, for_of(lc, v1, ob_stmt_subst(lc->a, s->body, o, ob_e_var(lc->a, v1))));
+    ob_stmt *tail = ob_stmt_subst(lc->a, s->body, o, e2);
+    parts[1] = ext - safe == 1 ? ob_stmt_subst(lc->a, s->body, o, ob_e_int(lc->a, safe))
                                : for_of(lc, v2, tail);
     parts[1] = partition(lc, parts[1]);
     return seq_of(lc, parts, 2);

@@ -77,5 +77,7 @@ ob_expr *ob_simplify(ob_arena *a, ob_expr *e);
 bool ob_is_const(const ob_expr *e, int64_t *v);
 
 ob_stmt *ob_stmt_new(ob_arena *a, ob_stmt_kind k);
+/* Copy of s with var `from` replaced by `to`, expressions simplified. */
+ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to);
 
 #endif

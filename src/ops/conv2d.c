@@ -262,6 +262,8 @@ static ob_status build_nchw(ob_te *te, const ob_workload *wl, const ob_config *c
   if (!st) st = ob_sched_fuse(s, so, f1, yo, &f2);
   if (!st) st = ob_sched_parallel(s, so, f2);
   if (!st && ow[1] > 1) st = ob_sched_vectorize(s, so, xi);
+  if (!st) st = ob_sched_unroll(s, so, ki); /* the tile stays in registers */
+  if (!st) st = ob_sched_unroll(s, so, yi);
   if (!st) st = ob_sched_compute_at(s, sacc, so, xo);
 
   ob_ivar *rco, *rci;
@@ -426,6 +428,8 @@ static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *
   if (!st) st = ob_sched_fuse(s, so, f1, yo, &f2);
   if (!st) st = ob_sched_parallel(s, so, f2);
   if (!st && ocb > 1) st = ob_sched_vectorize(s, so, ob_stage_axis(so, 4));
+  if (!st) st = ob_sched_unroll(s, so, xi); /* the tile stays in registers */
+  if (!st) st = ob_sched_unroll(s, so, yi);
   if (!st) st = ob_sched_compute_at(s, sacc, so, xo);
   ob_ivar *an = ob_stage_axis(sacc, 0), *ak = ob_stage_axis(sacc, 1), *ay = ob_stage_axis(sacc, 2),
           *ax = ob_stage_axis(sacc, 3), *ab = ob_stage_axis(sacc, 4);

@@ -172,7 +172,11 @@ static ob_status build_dense(ob_te *te, const ob_workload *wl, const ob_config *
   return OB_OK;
 }
 
-static const ob_tmpl_def k_tmpls[] = {{.name = "dense.x86", .define = define_dense, .build = build_dense}};
+static const ob_tmpl_def k_tmpls[] = {
+    {.name = "dense_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
+     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack},
+    {.name = "dense.x86", .define = define_dense, .build = build_dense},
+};
 
 const ob_op_def ob_op_dense = {
     .name = "dense",
@@ -187,5 +191,5 @@ const ob_op_def ob_op_dense = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 1,
+    .ntmpls = 2,
 };

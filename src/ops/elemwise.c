@@ -1,20 +1,30 @@
 /* elemwise.c: elementwise and broadcast operators on NCHW float32 tensors:
- * relu, add (two tensors), bias_add (bias over C), clip (lo/hi). One
- * template, elemwise.x86: (n, c) fused and parallel, (h, w) fused and split
- * by the vector width, the outer part optionally unrolled. */
+ * relu, add (two tensors), bias_add (bias over C), clip (lo/hi), mul (two
+ * tensors), sigmoid, tanh, gelu (the tanh approximation
+ * 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), relu6 (clip to [0, 6]).
+ * One template, elemwise.x86: (n, c) fused and parallel, (h, w) fused and
+ * split by the vector width, the outer part optionally unrolled. Flops are
+ * counted as one per element whatever the function. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ops/ops_impl.h"
 
-typedef enum ew_kind { EW_RELU = 0, EW_ADD, EW_BIAS_ADD, EW_CLIP, EW_KIND_COUNT } ew_kind;
+typedef enum ew_kind {
+  EW_RELU = 0, EW_ADD, EW_BIAS_ADD, EW_CLIP, EW_MUL, EW_SIGMOID, EW_TANH, EW_GELU, EW_RELU6,
+  EW_KIND_COUNT
+} ew_kind;
 
 static const char *const k_attrs[] = {"N", "C", "H", "W"};
 static const int64_t k_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED};
 static const char *const k_clip_attrs[] = {"N", "C", "H", "W", "lo", "hi"};
 static const int64_t k_clip_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, 0, 6};
-static const char *const k_names[EW_KIND_COUNT] = {"relu", "add", "bias_add", "clip"};
+static const char *const k_names[EW_KIND_COUNT] = {"relu", "add",  "bias_add", "clip", "mul",
+                                                   "sigmoid", "tanh", "gelu", "relu6"};
+/* sqrt(2 / pi) and the cubic coefficient of gelu's tanh approximation */
+#define EW_GELU_K 0.7978845608028654
+#define EW_GELU_C 0.044715
 
 static ew_kind kind_of(const ob_workload *wl) {
   for (int k = 0; k < EW_KIND_COUNT; k++)
@@ -63,7 +73,7 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   int64_t n = d[0] * d[1] * d[2] * d[3];
   int c = 0;
   out[c++] = (ob_arg_info){"x", n, true};
-  if (kind_of(wl) == EW_ADD) out[c++] = (ob_arg_info){"y", n, true};
+  if (kind_of(wl) == EW_ADD || kind_of(wl) == EW_MUL) out[c++] = (ob_arg_info){"y", n, true};
   if (kind_of(wl) == EW_BIAS_ADD) out[c++] = (ob_arg_info){"bias", d[1], true};
   out[c++] = (ob_arg_info){"out", n, false};
   return c;
@@ -75,7 +85,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   int64_t n = d[0] * d[1] * d[2] * d[3], hw = d[2] * d[3];
   const float *x = bufs[0], *y = bufs[1];
   ew_kind k = kind_of(wl);
-  float *o = bufs[k == EW_RELU || k == EW_CLIP ? 1 : 2];
+  float *o = bufs[k == EW_ADD || k == EW_BIAS_ADD || k == EW_MUL ? 2 : 1];
   double lo = k == EW_CLIP ? (double)ob_workload_get(wl, "lo") : 0;
   double hi = k == EW_CLIP ? (double)ob_workload_get(wl, "hi") : 0;
   for (int64_t i = 0; i < n; i++) {
@@ -84,6 +94,15 @@ static void reference(const ob_workload *wl, void *const *bufs) {
     case EW_ADD: o[i] = x[i] + y[i]; break;
     case EW_BIAS_ADD: o[i] = x[i] + y[(i / hw) % d[1]]; break;
     case EW_CLIP: o[i] = (float)(x[i] < lo ? lo : x[i] > hi ? hi : x[i]); break;
+    case EW_MUL: o[i] = (float)((double)x[i] * y[i]); break;
+    case EW_SIGMOID: o[i] = (float)(1.0 / (1.0 + exp(-(double)x[i]))); break;
+    case EW_TANH: o[i] = (float)tanh((double)x[i]); break;
+    case EW_GELU: {
+      double v = x[i];
+      o[i] = (float)(0.5 * v * (1.0 + tanh(EW_GELU_K * (v + EW_GELU_C * v * v * v))));
+      break;
+    }
+    case EW_RELU6: o[i] = x[i] < 0 ? 0.0f : x[i] > 6 ? 6.0f : x[i]; break;
     default: break;
     }
   }
@@ -108,7 +127,7 @@ static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg
   dims(wl, d);
   ew_kind k = kind_of(wl);
   ob_tensor *x = ob_te_placeholder(te, "x", 4, d, OB_F32), *y = NULL;
-  if (k == EW_ADD) y = ob_te_placeholder(te, "y", 4, d, OB_F32);
+  if (k == EW_ADD || k == EW_MUL) y = ob_te_placeholder(te, "y", 4, d, OB_F32);
   if (k == EW_BIAS_ADD) y = ob_te_placeholder(te, "bias", 1, &d[1], OB_F32);
   ob_ivar *ax[4];
   ob_expr *idx[4];
@@ -126,6 +145,25 @@ static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg
     body = ob_te_bin(te, OB_MIN,
                      ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, (double)ob_workload_get(wl, "lo"))),
                      ob_te_float(te, OB_F32, (double)ob_workload_get(wl, "hi")));
+    break;
+  case EW_MUL: body = OB_TE_MUL(te, v, ob_te_load(te, y, 4, idx)); break;
+  case EW_SIGMOID: /* 1 / (1 + exp(-x)) */
+    body = ob_te_bin(te, OB_FDIV, ob_te_float(te, OB_F32, 1.0),
+                     OB_TE_ADD(te, ob_te_float(te, OB_F32, 1.0),
+                               ob_te_call(te, OB_EXP, OB_TE_SUB(te, ob_te_float(te, OB_F32, 0.0), v))));
+    break;
+  case EW_TANH: body = ob_te_call(te, OB_TANH, v); break;
+  case EW_GELU: {
+    ob_expr *v3 = OB_TE_MUL(te, OB_TE_MUL(te, v, v), v);
+    ob_expr *in = OB_TE_MUL(te, ob_te_float(te, OB_F32, EW_GELU_K),
+                            OB_TE_ADD(te, v, OB_TE_MUL(te, ob_te_float(te, OB_F32, EW_GELU_C), v3)));
+    body = OB_TE_MUL(te, OB_TE_MUL(te, ob_te_float(te, OB_F32, 0.5), v),
+                     OB_TE_ADD(te, ob_te_float(te, OB_F32, 1.0), ob_te_call(te, OB_TANH, in)));
+    break;
+  }
+  case EW_RELU6:
+    body = ob_te_bin(te, OB_MIN, ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, 0.0)),
+                     ob_te_float(te, OB_F32, 6.0));
     break;
   default: break;
   }
@@ -170,3 +208,8 @@ EW_DEF(ob_op_relu, "relu", k_attrs, k_defaults);
 EW_DEF(ob_op_add, "add", k_attrs, k_defaults);
 EW_DEF(ob_op_bias_add, "bias_add", k_attrs, k_defaults);
 EW_DEF(ob_op_clip, "clip", k_clip_attrs, k_clip_defaults);
+EW_DEF(ob_op_mul, "mul", k_attrs, k_defaults);
+EW_DEF(ob_op_sigmoid, "sigmoid", k_attrs, k_defaults);
+EW_DEF(ob_op_tanh, "tanh", k_attrs, k_defaults);
+EW_DEF(ob_op_gelu, "gelu", k_attrs, k_defaults);
+EW_DEF(ob_op_relu6, "relu6", k_attrs, k_defaults);

@@ -49,11 +49,36 @@ typedef struct ob_op_def {
 const ob_op_def *ob_op_def_find(const char *name);
 
 extern const ob_op_def ob_op_conv2d;
+extern const ob_op_def ob_op_depthwise_conv2d;
 extern const ob_op_def ob_op_dense;
+extern const ob_op_def ob_op_batch_matmul;
 extern const ob_op_def ob_op_relu;
 extern const ob_op_def ob_op_add;
 extern const ob_op_def ob_op_bias_add;
 extern const ob_op_def ob_op_clip;
+extern const ob_op_def ob_op_mul;
+extern const ob_op_def ob_op_sigmoid;
+extern const ob_op_def ob_op_tanh;
+extern const ob_op_def ob_op_gelu;
+extern const ob_op_def ob_op_relu6;
+extern const ob_op_def ob_op_pool2d;
+extern const ob_op_def ob_op_global_avg_pool;
+extern const ob_op_def ob_op_softmax;
+extern const ob_op_def ob_op_layer_norm;
+extern const ob_op_def ob_op_batch_norm;
+extern const ob_op_def ob_op_concat;
+
+/* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);
+ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+
+/* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);
+ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 
 /* ---- epilogues (epilogue.c) --------------------------------------------- */
 typedef enum ob_epi {

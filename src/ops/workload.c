@@ -7,7 +7,7 @@
 
 #include "ops/ops_impl.h"
 
-static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_dense, &ob_op_relu,
+static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_depthwise_conv2d, &ob_op_dense, &ob_op_batch_matmul, &ob_op_relu,
                                          &ob_op_add,    &ob_op_bias_add, &ob_op_clip};
 #define NOPS ((int)(sizeof k_ops / sizeof k_ops[0]))
 

@@ -1,0 +1,256 @@
+/* matmul.c: the packed-weight GEMM template shared by dense (dense_pack.x86)
+ * and batch_matmul, and the batch_matmul operator (C[b] = A[b] * B[b]^T).
+ * Weights are pre-packed outside the kernel as [N/nb, K, nb]: the hot loop
+ * broadcasts A[m, k] into FMAs with one vector of nb packed columns, over a
+ * register block of (mb rows x nb columns), as a BLAS micro-kernel does. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops_impl.h"
+
+typedef struct mm_p {
+  int64_t b, m, n, k; /* b = 0: no batch axis (dense) */
+} mm_p;
+
+static mm_p params(const ob_workload *wl) {
+  mm_p p = {0, ob_workload_get(wl, "M"), ob_workload_get(wl, "N"), ob_workload_get(wl, "K")};
+  if (!strcmp(wl->op, "batch_matmul")) p.b = ob_workload_get(wl, "B");
+  return p;
+}
+
+static bool pack_ok(const ob_config *cfg, void *user) {
+  (void)user;
+  int64_t y[2], x[2];
+  ob_config_split(cfg, "tile_y", y);
+  ob_config_split(cfg, "tile_x", x);
+  return y[1] * ((x[1] + 15) / 16) <= 24;
+}
+
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+  (void)ctx;
+  mm_p p = params(wl);
+  int64_t cand[16];
+  int nc = 0;
+  static const int64_t k_nb[] = {8, 16, 32, 48, 64};
+  for (size_t i = 0; i < sizeof k_nb / sizeof k_nb[0]; i++)
+    if (p.n % k_nb[i] == 0) {
+      cand[2 * nc] = -1;
+      cand[2 * nc + 1] = k_nb[i];
+      nc++;
+    }
+  if (!nc) {
+    cand[0] = -1;
+    cand[1] = 1;
+    nc = 1;
+  }
+  ob_status st = ob_space_define_split(sp, "tile_y", p.m, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 12});
+  if (!st) st = ob_space_define_split(sp, "tile_x", p.n, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = cand, .ncandidates = nc});
+  if (!st) st = ob_space_define_split(sp, "tile_k", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
+  if (st) return st;
+  ob_space_set_filter(sp, pack_ok, NULL);
+  ob_config c = ob_space_first(sp);
+  int64_t nb = 1;
+  for (int i = 0; i < nc; i++)
+    if (cand[2 * i + 1] <= 32) nb = cand[2 * i + 1];
+  ob_config_set_split(&c, "tile_x", (int64_t[]){nb}, 1);
+  ob_config_set_split(&c, "tile_y", (int64_t[]){nb >= 32 ? 6 : 8}, 1);
+  ob_config_set_split(&c, "tile_k", (int64_t[]){2}, 1);
+  *dflt = c;
+  return OB_OK;
+}
+
+ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  mm_p p = params(wl);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
+  if (st) return st;
+  int64_t ty[2], tx[2], tk[2];
+  ob_config_split(cfg, "tile_y", ty);
+  ob_config_split(cfg, "tile_x", tx);
+  ob_config_split(cfg, "tile_k", tk);
+  int64_t nb = tx[1], bt = p.b ? p.b : 1;
+  int nd = p.b ? 3 : 2; /* output rank */
+  ob_tensor *A = p.b ? ob_te_placeholder(te, "A", 3, (int64_t[]){p.b, p.m, p.k}, OB_F32)
+                     : ob_te_placeholder(te, "A", 2, (int64_t[]){p.m, p.k}, OB_F32);
+  ob_tensor *B = ob_te_placeholder(te, "B_packed", 4, (int64_t[]){bt, p.n / nb, p.k, nb}, OB_F32);
+  ob_ivar *ab = p.b ? ob_te_axis(te, "b", p.b) : NULL;
+  ob_ivar *am = ob_te_axis(te, "m", p.m), *an = ob_te_axis(te, "n", p.n), *rk = ob_te_reduce_axis(te, "k", p.k);
+  ob_expr *vb = ab ? ob_te_var(te, ab) : ob_te_int(te, 0);
+  ob_expr *va = ab ? ob_te_load(te, A, 3, (ob_expr *[]){vb, ob_te_var(te, am), ob_te_var(te, rk)})
+                   : ob_te_load(te, A, 2, (ob_expr *[]){ob_te_var(te, am), ob_te_var(te, rk)});
+  ob_expr *vn = ob_te_var(te, an);
+  ob_expr *vw = ob_te_load(te, B, 4,
+                           (ob_expr *[]){vb, ob_te_bin(te, OB_DIV, vn, ob_te_int(te, nb)), ob_te_var(te, rk),
+                                         ob_te_bin(te, OB_MOD, vn, ob_te_int(te, nb))});
+  ob_ivar *axes[3];
+  int na = 0;
+  if (ab) axes[na++] = ab;
+  axes[na++] = am;
+  axes[na++] = an;
+  ob_tensor *C = ob_te_compute(te, p.b ? "batch_matmul" : "dense", nd, axes,
+                               ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, va, vw), 1, &rk));
+  if (!A || !B || !C) return OB_ERR_INVALID_ARG;
+  ob_epi_inputs ein;
+  ob_epilogue_placeholders(te, &e, C, nd - 1, &ein);
+  ob_tensor *mid[8];
+  int nmid;
+  ob_tensor *O = ob_epilogue_apply(te, &e, C, nd - 1, &ein, mid, &nmid);
+  ob_sched *s = NULL;
+  st = ob_sched_new(te, 1, &O, &s);
+  if (st) return st;
+  ob_stage *so = ob_sched_stage(s, O), *sc = ob_sched_stage(s, C);
+  for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
+  if (!st && O == C) st = ob_sched_cache_write(s, so, &sc);
+  int off = p.b ? 1 : 0;
+  ob_ivar *yo, *yi, *xo, *xi, *f;
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off), ty[1], &yo, &yi);
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off + 1), nb, &xo, &xi);
+  if (!st) st = ob_sched_reorder(s, so, 4, (ob_ivar *[]){xo, yo, yi, xi}); /* a B panel is reused across row blocks */
+  if (!st) st = ob_sched_fuse(s, so, xo, yo, &f);
+  if (!st && p.b) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), f, &f);
+  if (!st) st = ob_sched_parallel(s, so, f);
+  if (!st && nb > 1) st = ob_sched_vectorize(s, so, xi);
+  if (!st) st = ob_sched_unroll(s, so, yi); /* the tile stays in registers */
+  if (!st) st = ob_sched_compute_at(s, sc, so, f);
+  ob_ivar *ko, *ki;
+  if (!st) st = ob_sched_split(s, sc, ob_stage_reduce_axis(sc, 0), tk[1], &ko, &ki);
+  ob_ivar *cm = ob_stage_axis(sc, off), *cn = ob_stage_axis(sc, off + 1);
+  if (!st) {
+    ob_ivar *ord[5];
+    int no = 0;
+    if (p.b) ord[no++] = ob_stage_axis(sc, 0);
+    ord[no++] = ko;
+    ord[no++] = ki;
+    ord[no++] = cm;
+    ord[no++] = cn;
+    st = ob_sched_reorder(s, sc, no, ord);
+  }
+  if (!st && nb > 1) st = ob_sched_vectorize(s, sc, cn);
+  if (!st) st = ob_sched_unroll(s, sc, cm);
+  if (!st && tk[1] > 1) st = ob_sched_unroll(s, sc, ki);
+  if (st) {
+    ob_sched_free(s);
+    return st;
+  }
+  *out = s;
+  return OB_OK;
+}
+
+/* B [b, N, K] <-> [b, N/nb, K, nb]; other arguments keep their layout. */
+static void move(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst, bool to_blk) {
+  mm_p p = params(wl);
+  int64_t tx[2];
+  ob_config_split(cfg, "tile_x", tx);
+  int64_t nb = tx[1], bt = p.b ? p.b : 1;
+  if (arg != 1) {
+    int64_t numel = arg == 0 ? bt * p.m * p.k : -1;
+    if (numel < 0) { /* bias [N], residual/output [b, M, N] */
+      ob_epilogue e;
+      OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+      numel = ob_epilogue_has(&e, OB_EPI_BIAS) && arg == 2 ? p.n : bt * p.m * p.n;
+    }
+    memcpy(dst, src, sizeof(float) * (size_t)numel);
+    return;
+  }
+  for (int64_t b = 0; b < bt; b++)
+    for (int64_t n = 0; n < p.n; n++)
+      for (int64_t k = 0; k < p.k; k++) {
+        int64_t plain = (b * p.n + n) * p.k + k;
+        int64_t blk = ((b * (p.n / nb) + n / nb) * p.k + k) * nb + n % nb;
+        if (to_blk) dst[blk] = src[plain];
+        else dst[plain] = src[blk];
+      }
+}
+
+void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
+  move(wl, cfg, arg, src, dst, true);
+}
+void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
+  move(wl, cfg, arg, src, dst, false);
+}
+
+/* ---- batch_matmul ------------------------------------------------------------ */
+static const char *const k_attrs[] = {"B", "M", "N", "K"};
+static const int64_t k_defaults[] = {OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED};
+
+static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
+  for (int i = 0; i < 4; i++)
+    if (ob_workload_get(wl, k_attrs[i]) < 1)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_matmul: %s must be >= 1 (got %lld)", k_attrs[i],
+                     (long long)ob_workload_get(wl, k_attrs[i]));
+  mm_p p = params(wl);
+  if (p.b * p.m * p.k > (1LL << 31) || p.b * p.n * p.k > (1LL << 31) || p.b * p.m * p.n > (1LL << 31))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_matmul: tensors over 2^31 elements are not supported");
+  return OB_OK;
+}
+
+static void key(const ob_workload *wl, char *out, size_t cap) {
+  mm_p p = params(wl);
+  snprintf(out, cap, "batch_matmul/f32/B%lldM%lldN%lldK%lld", (long long)p.b, (long long)p.m, (long long)p.n,
+           (long long)p.k);
+}
+
+static double flops(const ob_workload *wl) {
+  mm_p p = params(wl);
+  return 2.0 * (double)p.b * (double)p.m * (double)p.n * (double)p.k;
+}
+
+static int64_t reduce_len(const ob_workload *wl) { return ob_workload_get(wl, "K"); }
+
+static int args(const ob_workload *wl, ob_arg_info *out) {
+  mm_p p = params(wl);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int c = 0;
+  out[c++] = (ob_arg_info){"A", p.b * p.m * p.k, true};
+  out[c++] = (ob_arg_info){"B", p.b * p.n * p.k, true};
+  c += ob_epilogue_args(&e, p.n, p.b * p.m * p.n, out + c);
+  out[c++] = (ob_arg_info){"C", p.b * p.m * p.n, false};
+  return c;
+}
+
+static void reference(const ob_workload *wl, void *const *bufs) {
+  mm_p p = params(wl);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  const float *A = bufs[0], *B = bufs[1];
+  int a = 2;
+  const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
+  const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
+  float *C = bufs[a];
+  int64_t numel = p.b * p.m * p.n;
+  double *acc = malloc(sizeof(double) * (size_t)numel);
+  OB_ASSERT(acc);
+  for (int64_t b = 0; b < p.b; b++)
+    for (int64_t i = 0; i < p.m; i++)
+      for (int64_t j = 0; j < p.n; j++) {
+        double s = 0;
+        for (int64_t k = 0; k < p.k; k++) s += (double)A[(b * p.m + i) * p.k + k] * B[(b * p.n + j) * p.k + k];
+        acc[(b * p.m + i) * p.n + j] = s;
+      }
+  ob_epilogue_ref(&e, acc, numel, p.n, 1, bias, res);
+  for (int64_t i = 0; i < numel; i++) C[i] = (float)acc[i];
+  free(acc);
+}
+
+static const ob_tmpl_def k_tmpls[] = {
+    {.name = "batch_matmul_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
+     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack},
+};
+
+const ob_op_def ob_op_batch_matmul = {
+    .name = "batch_matmul",
+    .attrs = k_attrs,
+    .defaults = k_defaults,
+    .nattrs = 4,
+    .epilogue_ok = true,
+    .validate = validate,
+    .key = key,
+    .flops = flops,
+    .reduce_len = reduce_len,
+    .args = args,
+    .reference = reference,
+    .tmpls = k_tmpls,
+    .ntmpls = 1,
+};
