@@ -164,6 +164,30 @@ OB_API ob_status ob_measure_configs(ob_ctx *ctx, struct ob_task *task, ob_runner
                                     const ob_measure_opts *opts, const ob_config *cfgs, int n,
                                     ob_measure_result *out);
 
+
+/* ---- searching a task's space (search.c) --------------------------------- */
+typedef struct ob_search_opts {
+  int budget;        /* configs to measure; the space is enumerated if it fits */
+  uint64_t seed;     /* random sampling */
+  int batch;         /* configs compiled together; <= 0: 16 */
+  int search_repeat; /* repeats while searching; <= 0: 3 */
+  int top_k;         /* re-measured with the full protocol; <= 0: 3 */
+} ob_search_opts;
+
+typedef struct ob_search_result {
+  ob_config best;
+  ob_measure_result best_result; /* from the full-protocol re-measurement */
+  int measured, failed;
+  bool exhaustive;
+  double seconds;
+} ob_search_result;
+
+/* Best config of a task within the budget (the default config always takes
+ * part). OB_ERR_RUNTIME when no config ran correctly. */
+OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_runner *runner,
+                                const ob_measure_opts *opts, const ob_search_opts *so,
+                                ob_search_result *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,7 +40,7 @@ typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
   F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
-  F_PRINT_IR, F_JSON, F_COUNT
+  F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -75,6 +75,8 @@ static const flag_def flags[F_COUNT] = {
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
     [F_JSON] = {"--json", false, M_MEASURE},
+    [F_VS] = {"--vs", true, M_BENCH},
+    [F_SEARCH] = {"--search", true, M_BENCH},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -121,9 +123,16 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     break;
   case CLI_CMD_BENCH:
     fprintf(f,
-            "usage: opbench bench --suite FILE|resnet18 [--dry-run] [measurement flags]\n"
+            "usage: opbench bench --suite FILE|resnet18 [--vs onednn] [--search exhaustive|random:N]\n"
+            "                     [--dry-run] [measurement flags]\n"
             "Measures the default config of every workload of a suite and prints a table,\n"
             "the geometric mean of GFLOPS and the total latency weighted by count.\n"
+            "--search finds each workload's best config over every template of its operator:\n"
+            "  all configs (exhaustive, or random:N when the space has at most N), else N\n"
+            "  random ones per template; the best few are re-measured in full.\n"
+            "--vs onednn measures oneDNN on the same workloads in the same process and ends\n"
+            "  with 'geomean speed ratio opbench/onednn: X (default: Y)' (oneDNN time /\n"
+            "  opbench time: above 1 opbench is faster).\n"
             "Suite lines: 'op shape [stride pad] count'; '#' starts a comment. The name\n"
             "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
             "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
@@ -224,6 +233,25 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_SUITE: a->suite = v; break;
   case F_DRY_RUN: a->dry_run = true; break;
+  case F_VS:
+    if (strcmp(v, "onednn") != 0) {
+      cli_error("--vs: unknown baseline '%s' (known: onednn)", v);
+      return false;
+    }
+    a->vs = v;
+    break;
+  case F_SEARCH: {
+    int64_t budget = 0;
+    if (strcmp(v, "exhaustive") == 0) {
+      a->search_budget = 1 << 30; /* the whole space */
+    } else if (strncmp(v, "random:", 7) == 0 && cli_parse_i64(v + 7, 1, 1 << 24, &budget)) {
+      a->search_budget = (int)budget;
+    } else {
+      cli_error("--search: bad value '%s' (expected exhaustive or random:N)", v);
+      return false;
+    }
+    break;
+  }
   case F_THREADS:
     if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
     a->threads_set = true;

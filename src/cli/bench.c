@@ -4,8 +4,13 @@
  * every workload and prints a table plus the geometric mean of GFLOPS and
  * the count-weighted total latency. The suite text, its entries and their
  * tasks belong to this file and are freed on every path.
- * Issue 3 adds --vs onednn (baseline side by side) and --search. */
+ * --search finds each workload's best config over all templates of its
+ * operator (ob_search_best); --vs onednn measures oneDNN on the same
+ * workloads in the same process and prints speed ratios (oneDNN time /
+ * opbench time). */
 #include "cli.h"
+
+#include "opbench/baseline.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -21,7 +26,15 @@ typedef struct bench_entry {
   int64_t count;
   ob_workload wl;
   ob_task *task;
-  ob_measure_result res;
+  ob_measure_result res;          /* default config of the default template */
+  bool searched;
+  ob_measure_result best;         /* best found (res when not searched) */
+  char best_tmpl[64];
+  char best_cfg[512];
+  double search_s;
+  int measured;
+  bool have_base;
+  ob_baseline_result base;
 } bench_entry;
 
 /* Reads a whole file into a malloc'd string; NULL with errno on failure. */
@@ -160,6 +173,32 @@ static void print_header(void) {
          "pad", "count", "GFLOPS", "median ms", "CV %", "error");
 }
 
+static void print_vs_header(bool vs) {
+  printf("%3s %-16s %-34s %4s %3s %5s %9s %9s %9s %8s %8s %8s  %s\n", "#", "workload", "shape", "str", "pad",
+         "count", "best", "default", vs ? "onednn" : "-", vs ? "best/dnn" : "-", vs ? "dflt/dnn" : "-",
+         "search s", "best template / config");
+}
+
+/* Speed ratio: baseline time / opbench time (> 1: opbench is faster). */
+static double ratio(const ob_measure_result *r, const ob_baseline_result *b) {
+  return r->error_no || b->error_no || r->median_s <= 0 ? 0 : b->median_s / r->median_s;
+}
+
+static void print_vs_row(int i, const bench_entry *e) {
+  printf("%3d %-16s %-34s %4s %3s %5lld", i + 1, e->op, e->shape, e->stride[0] ? e->stride : "-",
+         e->pad[0] ? e->pad : "-", (long long)e->count);
+  printf(" %9.2f %9.2f", e->best.error_no ? 0 : e->best.gflops, e->res.error_no ? 0 : e->res.gflops);
+  if (e->have_base && !e->base.error_no)
+    printf(" %9.2f %8.3f %8.3f", e->base.gflops, ratio(&e->best, &e->base), ratio(&e->res, &e->base));
+  else if (e->have_base)
+    printf(" %9s %8s %8s", "err", "-", "-");
+  else
+    printf(" %9s %8s %8s", "-", "-", "-");
+  printf(" %8.1f  %s %s\n", e->search_s, e->best_tmpl, e->best_cfg);
+  if (e->have_base && e->base.error_no)
+    printf("    onednn: error %d %s: %.200s\n", e->base.error_no, ob_merr_str(e->base.error_no), e->base.message);
+}
+
 static void print_row(int i, const bench_entry *e, bool measured) {
   printf("%3d %-8s %-36s %6s %6s %5lld", i + 1, e->op, e->shape, e->stride[0] ? e->stride : "-",
          e->pad[0] ? e->pad : "-", (long long)e->count);
@@ -179,6 +218,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   bench_entry *es = NULL;
   int n = 0;
   ob_runner *runner = NULL;
+  ob_baseline *base = NULL;
   cJSON *root = NULL;
   char *json = NULL;
   const char *file = a->suite;
@@ -215,14 +255,80 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
 
-  int nok = 0, nfail = 0;
-  double logsum = 0, total_ms = 0;
+  if (a->vs && ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, &base) != OB_OK) {
+    cli_error("--vs onednn: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  bool wide = a->vs || a->search_budget;
+  int nok = 0, nfail = 0, nratio = 0;
+  double logsum = 0, total_ms = 0, log_best = 0, log_dflt = 0;
   for (int i = 0; i < n; i++) {
     bench_entry *e = &es[i];
     ob_config cfg = ob_task_default_config(e->task);
     if (ob_measure_configs(ctx, e->task, runner, &a->mo, &cfg, 1, &e->res) != OB_OK) {
       cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
       goto done;
+    }
+    e->best = e->res;
+    snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", ob_task_template(e->task));
+    char *cs = ob_config_str(&cfg);
+    snprintf(e->best_cfg, sizeof e->best_cfg, "%s", cs ? cs : "");
+    free(cs);
+    if (a->search_budget) {
+      const char *names[8];
+      int nt = ob_op_templates(e->op, names, 8);
+      for (int t = 0; t < nt && t < 8; t++) {
+        ob_task *tk = NULL;
+        ob_search_result sr;
+        ob_search_opts so = {.budget = a->search_budget, .seed = a->mo.seed + (uint64_t)i};
+        if (ob_task_new(ctx, &e->wl, names[t], &tk) != OB_OK) {
+          cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
+          goto done;
+        }
+        ob_status st = ob_search_best(ctx, tk, runner, &a->mo, &so, &sr);
+        if (st == OB_OK) {
+          e->search_s += sr.seconds;
+          e->measured += sr.measured;
+          if (e->best.error_no || sr.best_result.median_s < e->best.median_s) {
+            e->best = sr.best_result;
+            snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", names[t]);
+            cs = ob_config_str(&sr.best);
+            snprintf(e->best_cfg, sizeof e->best_cfg, "%s", cs ? cs : "");
+            free(cs);
+          }
+        } else if (st != OB_ERR_RUNTIME) { /* no config ran is a result; the rest is not */
+          cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
+          ob_task_free(tk);
+          goto done;
+        }
+        ob_task_free(tk);
+      }
+      e->searched = true;
+    }
+    if (base) {
+      if (ob_baseline_measure(base, &e->wl, &a->mo.timing, a->mo.seed, &e->base) != OB_OK) {
+        cli_error("%s:%d: onednn: %s", file, e->line, ob_ctx_errmsg(ctx));
+        goto done;
+      }
+      e->have_base = true;
+      double rb = ratio(&e->best, &e->base), rd = ratio(&e->res, &e->base);
+      if (rb > 0 && rd > 0) {
+        log_best += log(rb);
+        log_dflt += log(rd);
+        nratio++;
+      }
+    }
+    if (wide && !a->json) {
+      if (i == 0) {
+        printf("suite %s: %d workloads, %d thread(s), number %d, repeat %d, search %s, baseline %s%s%s\n",
+               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, a->mo.nthreads,
+               a->mo.timing.number, a->mo.timing.repeat, a->search_budget ? "on" : "off",
+               base ? ob_baseline_describe(base) : "none", a->search_budget ? "" : "",
+               "; GFLOPS columns, ratios = oneDNN time / opbench time");
+        print_vs_header(base != NULL);
+      }
+      print_vs_row(i, e);
+      fflush(stdout);
     }
     if (e->res.error_no == OB_MERR_NONE && e->res.gflops > 0) {
       nok++;
@@ -231,7 +337,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     } else {
       nfail++;
     }
-    if (!a->json) {
+    if (!a->json && !wide) {
       /* The heading waits for the first result, so that a failure to measure
        * at all (no compiler) leaves stdout empty. */
       if (i == 0) {
@@ -284,11 +390,31 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       for (int k = 0; k < e->res.ncosts; k++)
         cJSON_AddItemToArray(costs, cJSON_CreateNumber(e->res.costs[k] * 1e3));
       cJSON_AddNumberToObject(o, "build_s", e->res.build_s);
+      if (e->searched) {
+        cJSON_AddNumberToObject(o, "best_gflops", e->best.gflops);
+        cJSON_AddNumberToObject(o, "best_median_ms", e->best.median_s * 1e3);
+        cJSON_AddStringToObject(o, "best_template", e->best_tmpl);
+        cJSON_AddStringToObject(o, "best_config", e->best_cfg);
+        cJSON_AddNumberToObject(o, "search_s", e->search_s);
+        cJSON_AddNumberToObject(o, "configs_measured", e->measured);
+      }
+      if (e->have_base) {
+        cJSON_AddNumberToObject(o, "onednn_error_no", e->base.error_no);
+        cJSON_AddNumberToObject(o, "onednn_gflops", e->base.gflops);
+        cJSON_AddNumberToObject(o, "onednn_median_ms", e->base.median_s * 1e3);
+        cJSON_AddStringToObject(o, "onednn_impl", e->base.impl);
+        cJSON_AddNumberToObject(o, "ratio_best", ratio(&e->best, &e->base));
+        cJSON_AddNumberToObject(o, "ratio_default", ratio(&e->res, &e->base));
+      }
       cJSON_AddItemToArray(arr, o);
     }
     cJSON_AddNumberToObject(root, "geomean_gflops", geomean);
     cJSON_AddNumberToObject(root, "total_weighted_ms", total_ms);
     cJSON_AddNumberToObject(root, "failed", nfail);
+    if (base) {
+      cJSON_AddNumberToObject(root, "geomean_ratio_best", nratio ? exp(log_best / nratio) : 0);
+      cJSON_AddNumberToObject(root, "geomean_ratio_default", nratio ? exp(log_dflt / nratio) : 0);
+    }
     if (!(json = cJSON_Print(root))) {
       cli_error("out of memory printing JSON");
       goto done;
@@ -298,6 +424,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     printf("total weighted latency (sum of count x median): %.3f ms%s\n", total_ms,
            nfail ? " (failed workloads excluded)" : "");
     printf("geomean GFLOPS (default configs): %.2f\n", geomean);
+    if (base)
+      printf("geomean speed ratio opbench/onednn: %.3f (default: %.3f)%s\n",
+             nratio ? exp(log_best / nratio) : 0, nratio ? exp(log_dflt / nratio) : 0,
+             nratio < n ? " (workloads where either side failed excluded)" : "");
   }
   fflush(stdout);
   if (nfail) {
@@ -313,5 +443,6 @@ done:
   free(es);
   free(text);
   ob_runner_free(runner);
+  ob_baseline_free(base);
   return rc;
 }

@@ -41,6 +41,8 @@ typedef struct cli_args {
   bool threads_set;
   ob_measure_opts mo;      /* ob_measure_opts_default() plus the flags */
   bool print_source, print_ir, json, dry_run, help;
+  const char *vs;    /* bench: baseline to measure beside opbench ("onednn") */
+  int search_budget; /* bench: configs per template to search; 0: defaults only */
   int verbose;
 } cli_args;
 

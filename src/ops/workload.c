@@ -8,7 +8,10 @@
 #include "ops/ops_impl.h"
 
 static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_depthwise_conv2d, &ob_op_dense, &ob_op_batch_matmul, &ob_op_relu,
-                                         &ob_op_add,    &ob_op_bias_add, &ob_op_clip};
+                                         &ob_op_add,    &ob_op_bias_add, &ob_op_clip,
+                                         &ob_op_mul, &ob_op_sigmoid, &ob_op_tanh, &ob_op_gelu, &ob_op_relu6,
+                                         &ob_op_pool2d, &ob_op_global_avg_pool, &ob_op_softmax,
+                                         &ob_op_layer_norm, &ob_op_batch_norm, &ob_op_concat};
 #define NOPS ((int)(sizeof k_ops / sizeof k_ops[0]))
 
 int ob_op_count(void) { return NOPS; }

@@ -1,0 +1,96 @@
+/* baseline: vendor libraries executing the same workloads as opbench, in the
+ * same process, timed with the runner's protocol and checked against the
+ * same naive reference, so every comparison is measured side by side. The
+ * one baseline today is oneDNN (libdnnl, C API, v2.x).
+ *
+ * Operators (opbench's, workloads from ob_workload_parse) and the layouts
+ * the caller's data is in (what ob_task_fill produces; the library's own
+ * formats are reached by reorders done once, outside the timed region):
+ *   conv2d            data NCHW, weight [K, C/groups, R, S], bias [K],
+ *                     residual and output [N, K, OH, OW]; stride, asymmetric
+ *                     padding, dilation, groups (grouped and depthwise).
+ *   depthwise_conv2d  as conv2d with groups = C, K = C; weight [C, 1, R, S]
+ *                     (a depth multiplier is conv2d with groups = C, K = m*C).
+ *   dense             C[M,N] = A[M,K] * B[N,K]^T; A, B, C row-major; bias [N].
+ *   batch_matmul      C[b] = A[b] * B[b]^T: A [B,M,K], B [B,N,K], C [B,M,N]
+ *                     (attributes B, M, N, K); bias [N].
+ *   pool2d            data NCHW -> output NCHW (floor output size); mode 0
+ *                     max, 1 average dividing by the window's in-bounds
+ *                     elements (incl_pad 0) or by R*S (incl_pad 1).
+ *   global_avg_pool   [N, C, H, W] -> [N, C, 1, 1].
+ * Attributes and their meaning are those of ob_workload_parse (src/ops);
+ * pooling GFLOPS count one operation per window element.
+ * Epilogues (ob_workload.epilogue, "bias,relu"...) for conv2d,
+ * depthwise_conv2d, dense and batch_matmul: bias (first step only, as the
+ * libraries add it before any post-op), relu, relu6 and add (residual). */
+#ifndef OPBENCH_BASELINE_H
+#define OPBENCH_BASELINE_H
+
+#include "opbench/core.h"
+#include "opbench/measure.h"
+#include "opbench/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One measurement at a time per handle (it sets process-wide thread state). */
+typedef struct ob_baseline ob_baseline;
+
+typedef struct ob_baseline_result {
+  int error_no;        /* ob_merr: NONE; INSTANTIATION (the baseline does not
+                          support the workload); RUNTIME (the library failed:
+                          its status text is in message); WRONG_ANSWER;
+                          RUN_TIMEOUT (timing passed timing.timeout_s) */
+  char message[512];   /* why, for any error */
+  char impl[96];       /* implementation the library picked, e.g.
+                          "brg:avx512_core", or "" when none was created */
+  int ncosts;          /* repeats kept */
+  double costs[64];    /* seconds per call, one per repeat group */
+  int number;          /* the final calls per group */
+  double median_s;     /* median of costs */
+  double mean_s;       /* mean without min and max when ncosts > 2 */
+  double cv;           /* stddev / mean of costs */
+  double flops;        /* floating-point operations per call */
+  double gflops;       /* flops / median_s / 1e9 */
+  double run_s;        /* wall time of the whole measurement (setup included) */
+} ob_baseline_result;
+
+/* oneDNN on `nthreads` threads pinned one to one on cores[0..nthreads-1]
+ * (cores NULL: 0..nthreads-1), as ob_runner pins opbench's kernels. With
+ * oneDNN's OpenMP runtime the thread count is set with omp_set_num_threads
+ * on the measuring thread for the span of each ob_baseline_measure call
+ * (oneDNN sizes its kernels by it at primitive creation), and the OpenMP
+ * team is pinned for that span too; both are restored afterwards. A
+ * sequential build accepts nthreads == 1 only. Fails with
+ * OB_ERR_INVALID_ARG for nthreads < 1 or a core this process may not use
+ * (or listed twice), OB_ERR_UNSUPPORTED when the build's threading runtime
+ * cannot honour the request, OB_ERR_SYSTEM when no CPU engine can be made;
+ * *out is then NULL. The caller frees the handle with ob_baseline_free. */
+OB_API ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads,
+                                        ob_baseline **out);
+OB_API void ob_baseline_free(ob_baseline *b); /* accepts NULL */
+OB_API const char *ob_baseline_name(const ob_baseline *b); /* "onednn" */
+/* Library version, threading runtime and core set, e.g. "oneDNN 2.6.3
+ * (OpenMP, 1 thread on cores 0, isa avx512_core)". Owned by b. */
+OB_API const char *ob_baseline_describe(const ob_baseline *b);
+
+/* Measures one workload (float32): inputs from seed (ob_task_fill's values
+ * when opbench has a task for the workload, the same generator otherwise),
+ * the library's preferred formats for data, weights and output, weights and
+ * inputs reordered once before timing; one discarded warm-up whose output is
+ * reordered back and checked against the naive reference (ob_task_check
+ * where a task exists); then `repeat` groups of `number` primitive
+ * executions, a group shorter than min_repeat_ms growing `number` by x1.618
+ * and redone, flushing the primitive's inputs before each call when
+ * timing->flush. timing NULL: ob_timing_default(). Workload failures are
+ * results (out->error_no); the call fails only when the baseline itself
+ * cannot work (out of memory). */
+OB_API ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl,
+                                     const ob_timing_opts *timing, uint64_t seed,
+                                     ob_baseline_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

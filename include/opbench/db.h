@@ -1,0 +1,267 @@
+/* db: the record store. One SQLite file (WAL mode) holds hosts, workloads,
+ * configs and one row per measured trial, keyed so that nothing is measured
+ * twice: (host fingerprint, workload key, target, resource setting,
+ * template, config index). Also here: CSV export and AutoTVM v0.2 JSON-lines
+ * import/export.
+ *
+ * Concurrency: several processes may open and write the same file at once;
+ * a writer waits up to the busy timeout (5 s by default) for another's
+ * transaction, then fails with OB_ERR_BUSY naming the file. One ob_db handle
+ * belongs to one thread at a time.
+ *
+ * Durability: every write is one transaction (synchronous=NORMAL under WAL),
+ * so a process killed at any moment loses at most the write in flight and
+ * never leaves the file corrupt. */
+#ifndef OPBENCH_DB_H
+#define OPBENCH_DB_H
+
+
+#include "opbench/core.h"
+#include "opbench/measure.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ob_workload;       /* ops.h */
+struct ob_measure_result; /* tune.h */
+
+/* The schema this build writes and understands; a file with a larger
+ * version is refused (OB_ERR_UNSUPPORTED), never modified. */
+#define OB_DB_SCHEMA_VERSION 1
+#define OB_DB_DEFAULT_BUSY_MS 5000
+
+typedef struct ob_db ob_db;
+
+/* ---- open / close ----------------------------------------------------------- */
+enum ob_db_open_flags {
+  OB_DB_READONLY = 1 << 0,  /* never write; the file must exist */
+  OB_DB_NO_CREATE = 1 << 1, /* the file must exist (OB_ERR_NOT_FOUND otherwise) */
+};
+
+typedef struct ob_db_open_opts {
+  unsigned flags;      /* ob_db_open_flags */
+  int busy_timeout_ms; /* <= 0: OB_DB_DEFAULT_BUSY_MS */
+} ob_db_open_opts;
+
+/* Opens (creating if needed) the database at `path`. Fails with
+ *   OB_ERR_IO          not an SQLite file / corrupt / unreadable (path and
+ *                      SQLite's message; the file is left untouched),
+ *   OB_ERR_UNSUPPORTED an SQLite file that is not opbench's, or a schema
+ *                      version newer than OB_DB_SCHEMA_VERSION,
+ *   OB_ERR_BUSY        locked by another process beyond the busy timeout,
+ *   OB_ERR_NOT_FOUND   missing file with OB_DB_READONLY / OB_DB_NO_CREATE.
+ * *out is NULL on failure; on success the caller owns it (ob_db_close). */
+OB_API ob_status ob_db_open(ob_ctx *ctx, const char *path, unsigned flags, ob_db **out);
+OB_API ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_opts *opts,
+                               ob_db **out);
+OB_API void ob_db_close(ob_db *db); /* accepts NULL */
+OB_API const char *ob_db_path(const ob_db *db);
+OB_API void ob_db_set_busy_timeout(ob_db *db, int ms);
+
+/* PRAGMA integrity_check: OB_OK, or OB_ERR_IO with SQLite's first findings. */
+OB_API ob_status ob_db_check(ob_db *db);
+/* Runs SQL text (no result rows) on the connection: maintenance, explicit
+ * transactions around many puts ("BEGIN IMMEDIATE" ... "COMMIT"). Writes
+ * made here bypass every invariant the other calls keep. */
+OB_API ob_status ob_db_exec(ob_db *db, const char *sql);
+
+/* ---- hosts and workloads ---------------------------------------------------- */
+typedef struct ob_db_host {
+  ob_host host;
+  char compiler[64];           /* e.g. "gcc" */
+  char compiler_version[128];  /* e.g. "12.2.0" */
+  double first_seen, last_seen; /* unix seconds */
+} ob_db_host;
+
+/* Inserts the host or refreshes its facts and last_seen (first_seen is
+ * kept). compiler / compiler_version may be NULL (then left as stored). */
+OB_API ob_status ob_db_put_host(ob_db *db, const ob_host *h, const char *compiler,
+                                const char *compiler_version);
+/* OB_ERR_NOT_FOUND when the fingerprint is unknown. */
+OB_API ob_status ob_db_get_host(ob_db *db, const char *fingerprint, ob_db_host *out);
+
+/* Stores a workload under ob_workload_key with its operator, attributes
+ * (JSON object) and FLOPs; an existing row is refreshed. */
+OB_API ob_status ob_db_put_workload(ob_db *db, const struct ob_workload *wl);
+/* Same, for callers that have no ob_workload (attrs_json: a JSON object or
+ * NULL; flops <= 0: unknown). */
+OB_API ob_status ob_db_put_workload_raw(ob_db *db, const char *key, const char *op,
+                                        const char *attrs_json, double flops);
+
+/* ---- measurements ----------------------------------------------------------- */
+/* One trial. In puts, strings are borrowed; NULL target/resources mean "".
+ * Unknown doubles are NAN (stored as NULL). In query results every pointer
+ * lives in the result's arena. */
+typedef struct ob_db_record {
+  const char *host;      /* fingerprint */
+  const char *workload;  /* workload key */
+  const char *target;    /* "llvm -mcpu=native" */
+  const char *resources; /* "threads=2;cores=0,1" */
+  const char *tmpl;      /* template name, e.g. "conv2d_nchw.x86" */
+  uint64_t config_index;
+  const char *entity;    /* config entity JSON (AutoTVM list, or the object
+                            ob_config_to_json makes); NULL: none / unknown */
+  int error_no;          /* ob_merr */
+  const char *error_msg; /* NULL or "" when none */
+  double median_s, mean_s, cv;
+  int ncosts;
+  const double *costs;   /* every repeat, seconds per call */
+  int number;            /* calls per repeat; 0: unknown */
+  double build_s, run_s;
+  int nthreads;          /* 0: unknown */
+  const char *cores;     /* "0,1"; NULL: unknown */
+  double timestamp;      /* unix seconds; 0 in a put: now */
+  /* query results only: */
+  const char *op;        /* the workload's operator */
+  const char *attrs;     /* the workload's attributes (JSON object) */
+  double flops;          /* the workload's FLOPs; 0: unknown */
+  double gflops;         /* flops / median_s / 1e9; 0 on error or unknown */
+} ob_db_record;
+
+/* Copies error class, message, median/mean/cv, repeats and build/run
+ * seconds from a measurement result (pointers borrow from *r). */
+OB_API void ob_db_record_set_result(ob_db_record *rec, const struct ob_measure_result *r);
+
+enum ob_db_put_flags {
+  /* Remeasure: the new trial replaces the stored one under the same key;
+   * the replaced row is kept in table measurements_history. Without it an
+   * existing key keeps its trial and the put stores nothing. */
+  OB_DB_REPLACE = 1 << 0,
+};
+
+/* Stores one trial (and its config entity, and stub host/workload rows if
+ * those are missing) in one transaction. *stored (may be NULL) tells
+ * whether it was written. OB_ERR_INVALID_ARG for a malformed record (an
+ * empty key part, an error-free trial without a positive median). */
+OB_API ob_status ob_db_put_measurement(ob_db *db, const ob_db_record *rec, unsigned flags,
+                                       bool *stored);
+
+/* Selects the records of one task. In has_measurement and ob_db_measured
+ * every field is required; elsewhere NULL means "any". */
+typedef struct ob_db_key {
+  const char *host, *workload, *target, *resources, *tmpl;
+} ob_db_key;
+
+OB_API ob_status ob_db_has_measurement(ob_db *db, const ob_db_key *key, uint64_t config_index,
+                                       bool *out);
+/* Config indices already measured (errors included: they count as tried)
+ * for the key, sorted ascending, for resuming a tuning run. *out is
+ * malloc'd (free() it; NULL when *n == 0). */
+OB_API ob_status ob_db_measured(ob_db *db, const ob_db_key *key, uint64_t **out, int64_t *n);
+
+typedef enum ob_db_order {
+  OB_DB_ORDER_KEY = 0, /* workload, template, host, target, resources, config index */
+  OB_DB_ORDER_FASTEST, /* error-free by median ascending, then the failures */
+  OB_DB_ORDER_TIME,    /* by timestamp, then insertion */
+  OB_DB_ORDER_COUNT
+} ob_db_order;
+
+typedef struct ob_db_filter {
+  ob_db_key key;     /* NULL fields match anything */
+  const char *op;    /* operator of the workload; NULL: any */
+  bool ok_only;      /* error-free trials only */
+  ob_db_order order;
+  int64_t limit;     /* <= 0: all */
+} ob_db_filter;
+
+typedef struct ob_db_records {
+  int64_t n;
+  ob_db_record *rec;
+  ob_arena *arena; /* owns every string and cost array */
+} ob_db_records;
+OB_API void ob_db_records_free(ob_db_records *r); /* accepts NULL */
+
+/* Records matching the filter (NULL: all). *out owned by the caller. */
+OB_API ob_status ob_db_query(ob_db *db, const ob_db_filter *f, ob_db_records **out);
+/* The k fastest error-free records for the key (tmpl NULL: any template). */
+OB_API ob_status ob_db_top_k(ob_db *db, const ob_db_key *key, int64_t k, ob_db_records **out);
+/* The fastest error-free record; OB_ERR_NOT_FOUND (message names the key)
+ * when there is none. out->rec[0] is the best. */
+OB_API ob_status ob_db_best(ob_db *db, const ob_db_key *key, ob_db_records **out);
+/* All records of a workload, ordered by key. */
+OB_API ob_status ob_db_workload_records(ob_db *db, const char *workload, ob_db_records **out);
+
+/* ---- statistics ---------------------------------------------------------------- */
+typedef struct ob_db_stat_row {
+  const char *name;             /* workload key, or operator in by_op */
+  const char *op;
+  int64_t total;
+  int64_t by_error[OB_MERR_COUNT]; /* per error class; unknown codes in UNKNOWN */
+  double best_s;                /* fastest error-free median; NAN if none */
+  double best_gflops;           /* 0 if unknown */
+  int64_t nworkloads;           /* in by_op and total */
+} ob_db_stat_row;
+
+typedef struct ob_db_stats {
+  int64_t nworkloads, nops;
+  ob_db_stat_row *workloads; /* sorted by operator, then key */
+  ob_db_stat_row *by_op;     /* sorted by operator */
+  ob_db_stat_row total;
+  int64_t nhosts, nconfigs;  /* rows of those tables */
+  int64_t nreplaced;         /* trials superseded by a remeasure (history) */
+  ob_arena *arena;
+} ob_db_stats;
+OB_API ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out);
+OB_API void ob_db_stats_free(ob_db_stats *s); /* accepts NULL */
+
+/* ---- export / import ------------------------------------------------------------- */
+/* Writes the filtered records (NULL: all) as CSV with a header line. `path`
+ * "-" is stdout; a file is written next to its destination and renamed into
+ * place, so a failed export leaves no half file. *nrows may be NULL. */
+OB_API ob_status ob_db_export_csv(ob_db *db, const ob_db_filter *f, const char *path,
+                                  int64_t *nrows);
+
+/* Supplies the config entity JSON of a record that has none stored;
+ * *entity_json malloc'd (the db frees it) or left NULL. */
+typedef ob_status (*ob_db_entity_fn)(void *user, const ob_db_record *rec, char **entity_json);
+
+/* Writes AutoTVM v0.2 JSON lines, one per record, oldest first: input =
+ * [target, template, args, kwargs] with args rebuilt from the workload
+ * (conv2d and dense in TVM's x86 argument form, imported records exactly as
+ * they came), config = {index, code_hash null, entity}, result = [costs (or
+ * [1e9] on error), error_no, build_s + run_s, timestamp]. kwargs carry
+ * {"opbench": {workload, op, attrs, flops}} where the args alone would not
+ * give back the same workload key (TVM ignores kwargs). A record without
+ * an entity from the db or entity_fn is written with "entity": []. */
+OB_API ob_status ob_db_export_autotvm(ob_db *db, const ob_db_filter *f, const char *path,
+                                      ob_db_entity_fn entity_fn, void *user, int64_t *nrows);
+
+typedef struct ob_db_import_opts {
+  const char *host;      /* fingerprint to file the records under; NULL: "unknown" */
+  const char *resources; /* resource setting; NULL: "" */
+  unsigned flags;        /* OB_DB_REPLACE: a record replaces a stored one */
+} ob_db_import_opts;
+
+typedef struct ob_db_bad_line {
+  int64_t line; /* 1-based */
+  char why[160];
+} ob_db_bad_line;
+
+#define OB_DB_MAX_BAD_LINES 10000 /* lines kept in `bad`; nbroken counts all */
+
+typedef struct ob_db_import_result {
+  int64_t nlines;     /* non-blank lines read */
+  int64_t nimported;  /* records stored */
+  int64_t nduplicate; /* already stored under the same key and kept */
+  int64_t nbroken;    /* lines skipped as malformed */
+  int64_t nunmapped;  /* stored under their AutoTVM task key (no opbench op) */
+  int64_t nbad;       /* entries in bad (min(nbroken, OB_DB_MAX_BAD_LINES)) */
+  ob_db_bad_line *bad; /* malloc'd; ob_db_import_result_clear frees it */
+} ob_db_import_result;
+OB_API void ob_db_import_result_clear(ob_db_import_result *r);
+
+/* Imports an AutoTVM v0.2 log. conv2d_NCHWc / conv2d_nchw (NCHW, float32)
+ * and dense_nopack / dense_pack (float32) tasks become opbench workloads;
+ * any other task is stored under "autotvm:<task>:<args JSON>". Broken lines
+ * are skipped and listed in *res, never aborting the import. Returns an
+ * error only when the file cannot be read or the database cannot be written
+ * (records committed before that point stay; *res counts them). *res must
+ * be cleared by the caller even on failure. */
+OB_API ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_opts *o,
+                                      ob_db_import_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,571 @@
+/* onednn.c: the oneDNN baseline (libdnnl C API, v2.x: op descriptors made
+ * with *_desc_init, then dnnl_primitive_desc_create). Per measurement: the
+ * primitive descriptor with format "any" for data, weights and output (the
+ * library's best formats; pooling, which cannot choose its source format,
+ * gets the blocked layout a convolution before it would leave), bias from
+ * the bias argument and the other epilogue steps as post-ops (relu: eltwise
+ * relu; relu6: eltwise clip 0..6; add: sum post-op, the output buffer
+ * preloaded with the residual); the caller-layout inputs reordered into the
+ * primitive's formats once; a user-managed scratchpad; one discarded
+ * warm-up whose output is reordered back and checked; then only
+ * dnnl_primitive_execute (+ stream wait) is timed. Under the sum post-op the
+ * timed calls keep accumulating into the output, as an in-place residual
+ * add does; values stay finite.
+ *
+ * Threading: the installed build's CPU runtime decides. OpenMP: the thread
+ * count is the measuring thread's OpenMP ICV (omp_set_num_threads), set for
+ * the span of one measurement, primitive creation included (oneDNN sizes
+ * its work split by it there), and the OpenMP team is pinned one thread per
+ * core, as ob_runner pins opbench's pool; both are restored afterwards. The
+ * OpenMP entry points are looked up at run time (libdnnl brought libgomp
+ * in), so libopbench is not built with -fopenmp. Sequential builds run on
+ * the pinned calling thread. The handle owns the engine and the stream. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include "baseline/baseline_impl.h"
+
+typedef struct omp_api {
+  void *lib; /* an already-loaded OpenMP runtime reopened with RTLD_NOLOAD, or NULL */
+  void (*set_num_threads)(int);
+  int (*get_max_threads)(void);
+  int (*get_thread_num)(void);
+  /* libgomp's ABI for "#pragma omp parallel num_threads(n)" (libiomp5
+   * exports it too) */
+  void (*parallel)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+} omp_api;
+
+typedef struct onednn {
+  ob_ctx *ctx;
+  dnnl_engine_t eng;
+  dnnl_stream_t strm;
+  unsigned runtime; /* DNNL_RUNTIME_* of the CPU engine */
+  omp_api omp;
+  int nthreads;
+  int *cores;
+  char desc[192];
+} onednn;
+
+/* ---- threads ------------------------------------------------------------ */
+
+static void *omp_sym(omp_api *o, const char *name) {
+  void *p = dlsym(RTLD_DEFAULT, name);
+  if (p) return p;
+  static const char *const libs[] = {"libgomp.so.1", "libiomp5.so", "libomp.so"};
+  for (size_t i = 0; !o->lib && i < sizeof libs / sizeof libs[0]; i++)
+    o->lib = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+  return o->lib ? dlsym(o->lib, name) : NULL;
+}
+
+typedef struct pin_job {
+  const onednn *d;
+  cpu_set_t *saved; /* [nthreads] */
+  bool restore;
+  atomic_int fails;
+} pin_job;
+
+/* Runs on every thread of the team: thread i to cores[i], or back to the
+ * mask it had. */
+static void pin_body(void *arg) {
+  pin_job *j = arg;
+  int tid = j->d->omp.get_thread_num ? j->d->omp.get_thread_num() : 0;
+  if (tid < 0 || tid >= j->d->nthreads) return;
+  pthread_t self = pthread_self();
+  if (j->restore) {
+    pthread_setaffinity_np(self, sizeof(cpu_set_t), &j->saved[tid]);
+    return;
+  }
+  if (pthread_getaffinity_np(self, sizeof(cpu_set_t), &j->saved[tid])) atomic_fetch_add(&j->fails, 1);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(j->d->cores[tid], &set);
+  if (pthread_setaffinity_np(self, sizeof set, &set)) atomic_fetch_add(&j->fails, 1);
+}
+
+typedef struct thread_state {
+  int old_max;      /* OpenMP ICV to restore, or 0 */
+  cpu_set_t *saved; /* masks to restore, or NULL */
+  bool team;        /* saved[] holds the whole team's masks */
+} thread_state;
+
+static void threads_enter(onednn *d, thread_state *ts) {
+  memset(ts, 0, sizeof *ts);
+  bool omp = d->runtime == DNNL_RUNTIME_OMP;
+  if (omp) {
+    ts->old_max = d->omp.get_max_threads();
+    d->omp.set_num_threads(d->nthreads);
+  }
+  ts->saved = calloc((size_t)d->nthreads, sizeof(cpu_set_t));
+  if (!ts->saved) return; /* unpinned, still correct */
+  pin_job j = {.d = d, .saved = ts->saved, .restore = false};
+  atomic_init(&j.fails, 0);
+  if (omp && d->omp.parallel && d->omp.get_thread_num) {
+    d->omp.parallel(pin_body, &j, (unsigned)d->nthreads, 0);
+    ts->team = true;
+  } else {
+    pin_body(&j); /* the calling thread: all of a sequential build */
+  }
+  if (atomic_load(&j.fails))
+    ob_log(d->ctx, OB_LOG_WARN, "onednn: could not pin %d thread(s) to their cores", atomic_load(&j.fails));
+}
+
+static void threads_leave(onednn *d, thread_state *ts) {
+  if (ts->saved) {
+    pin_job j = {.d = d, .saved = ts->saved, .restore = true};
+    atomic_init(&j.fails, 0);
+    if (ts->team) d->omp.parallel(pin_body, &j, (unsigned)d->nthreads, 0);
+    else pin_body(&j);
+    free(ts->saved);
+  }
+  if (d->runtime == DNNL_RUNTIME_OMP && ts->old_max > 0) d->omp.set_num_threads(ts->old_max);
+  memset(ts, 0, sizeof *ts);
+}
+
+/* ---- memory descriptors ----------------------------------------------- */
+
+static dnnl_status_t md_tag(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_format_tag_t tag) {
+  dnnl_dims_t d;
+  for (int i = 0; i < nd; i++) d[i] = dims[i];
+  return dnnl_memory_desc_init_by_tag(md, nd, d, dnnl_f32, tag);
+}
+
+/* The caller's layout of an argument (what ob_task_fill produced). */
+static dnnl_status_t user_md(const ob_bl_problem *p, ob_bl_role role, dnnl_memory_desc_t *md) {
+  switch (p->kind) {
+  case OB_BL_CONV2D:
+    switch (role) {
+    case OB_BL_DATA: return md_tag(md, 4, (int64_t[]){p->n, p->c, p->h, p->w}, dnnl_nchw);
+    case OB_BL_WEIGHT:
+      if (p->g == 1) return md_tag(md, 4, (int64_t[]){p->k, p->c, p->r, p->s}, dnnl_oihw);
+      return md_tag(md, 5, (int64_t[]){p->g, p->k / p->g, p->c / p->g, p->r, p->s}, dnnl_goihw);
+    case OB_BL_BIAS: return md_tag(md, 1, (int64_t[]){p->k}, dnnl_a);
+    default: return md_tag(md, 4, (int64_t[]){p->n, p->k, p->oh, p->ow}, dnnl_nchw);
+    }
+  case OB_BL_MATMUL: {
+    /* batch 1 is a 2-D matmul */
+    int nd = p->batch > 1 ? 3 : 2, o = nd - 2;
+    int64_t dims[3] = {p->batch};
+    switch (role) {
+    case OB_BL_DATA:
+      dims[o] = p->m, dims[o + 1] = p->kk;
+      return md_tag(md, nd, dims, nd == 3 ? dnnl_abc : dnnl_ab);
+    case OB_BL_WEIGHT: {
+      /* logical [K, N] over B[N, K] row-major: element (k, n) at n*K + k */
+      dnnl_dims_t dd = {p->batch}, st = {p->nn * p->kk};
+      dd[o] = p->kk, dd[o + 1] = p->nn;
+      st[o] = 1, st[o + 1] = p->kk;
+      return dnnl_memory_desc_init_by_strides(md, nd, dd, dnnl_f32, st);
+    }
+    case OB_BL_BIAS:
+      dims[0] = 1, dims[o] = 1, dims[o + 1] = p->nn;
+      return md_tag(md, nd, dims, nd == 3 ? dnnl_abc : dnnl_ab);
+    default:
+      dims[o] = p->m, dims[o + 1] = p->nn;
+      return md_tag(md, nd, dims, nd == 3 ? dnnl_abc : dnnl_ab);
+    }
+  }
+  case OB_BL_POOL2D:
+    if (role == OB_BL_DATA) return md_tag(md, 4, (int64_t[]){p->n, p->c, p->h, p->w}, dnnl_nchw);
+    return md_tag(md, 4, (int64_t[]){p->n, p->c, p->oh, p->ow}, dnnl_nchw);
+  default: return dnnl_invalid_arguments;
+  }
+}
+
+/* The same shape, format left to the library. */
+static dnnl_status_t any_md(const ob_bl_problem *p, ob_bl_role role, dnnl_memory_desc_t *md) {
+  dnnl_status_t s = user_md(p, role, md);
+  if (s != dnnl_success) return s;
+  dnnl_dims_t dims;
+  memcpy(dims, md->dims, sizeof dims);
+  return dnnl_memory_desc_init_by_tag(md, md->ndims, dims, dnnl_f32, dnnl_format_tag_any);
+}
+
+static int dnnl_arg_of(ob_bl_role role) {
+  switch (role) {
+  case OB_BL_DATA: return DNNL_ARG_SRC;
+  case OB_BL_WEIGHT: return DNNL_ARG_WEIGHTS;
+  case OB_BL_BIAS: return DNNL_ARG_BIAS;
+  default: return DNNL_ARG_DST; /* the residual is preloaded into dst */
+  }
+}
+
+/* ---- primitive descriptors -------------------------------------------- */
+
+static dnnl_status_t make_attr(const ob_bl_problem *p, dnnl_primitive_attr_t *out) {
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  /* scratchpad passed at execution: no allocation inside the timed call */
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = dnnl_post_ops_create(&po);
+  for (int i = 0; i < p->nepi && s == dnnl_success; i++) {
+    switch (p->epi[i]) {
+    case OB_BL_EPI_BIAS: break; /* the bias argument; first step only */
+    case OB_BL_EPI_RELU: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f); break;
+    case OB_BL_EPI_RELU6: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f); break;
+    case OB_BL_EPI_ADD: s = dnnl_post_ops_append_sum(po, 1.0f); break;
+    default: s = dnnl_invalid_arguments; break;
+    }
+  }
+  if (s == dnnl_success && dnnl_post_ops_len(po) > 0) s = dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  if (s != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
+  *out = attr;
+  return dnnl_success;
+}
+
+/* The blocked activation layout of the widest vector the library uses. */
+static dnnl_format_tag_t blocked_tag(void) {
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if ((isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core) return dnnl_nChw16c;
+  if ((isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2) return dnnl_nChw8c;
+  return dnnl_nchw;
+}
+
+static dnnl_status_t make_pd(onednn *d, const ob_bl_problem *p, dnnl_primitive_desc_t *pd) {
+  dnnl_memory_desc_t src, wei, bias, dst;
+  bool has_bias = ob_bl_problem_has(p, OB_BL_EPI_BIAS);
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t s = make_attr(p, &attr);
+  if (s != dnnl_success) return s;
+  switch (p->kind) {
+  case OB_BL_CONV2D: {
+    dnnl_convolution_desc_t cd;
+    s = any_md(p, OB_BL_DATA, &src);
+    if (s == dnnl_success) s = any_md(p, OB_BL_WEIGHT, &wei);
+    if (s == dnnl_success && has_bias) s = user_md(p, OB_BL_BIAS, &bias);
+    if (s == dnnl_success) s = any_md(p, OB_BL_OUTPUT, &dst);
+    /* oneDNN counts dilation as the gap between taps: d - 1 */
+    dnnl_dims_t strides = {p->sh, p->sw}, dil = {p->dh - 1, p->dw - 1};
+    dnnl_dims_t pad_l = {p->pt, p->pl}, pad_r = {p->pb, p->pr};
+    if (s == dnnl_success)
+      s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                     &src, &wei, has_bias ? &bias : NULL, &dst, strides,
+                                                     dil, pad_l, pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, attr, d->eng, NULL);
+    break;
+  }
+  case OB_BL_MATMUL: {
+    dnnl_matmul_desc_t md;
+    s = any_md(p, OB_BL_DATA, &src);
+    /* weights may be pre-packed into the library's format, as a deployment
+     * would; the caller's B[N,K] is read through a transposed descriptor */
+    if (s == dnnl_success) s = any_md(p, OB_BL_WEIGHT, &wei);
+    if (s == dnnl_success && has_bias) s = user_md(p, OB_BL_BIAS, &bias);
+    if (s == dnnl_success) s = any_md(p, OB_BL_OUTPUT, &dst);
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &src, &wei, has_bias ? &bias : NULL, &dst);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &md, attr, d->eng, NULL);
+    break;
+  }
+  case OB_BL_POOL2D: {
+    dnnl_pooling_v2_desc_t pool;
+    static const dnnl_alg_kind_t alg[OB_BL_POOL_COUNT] = {
+        dnnl_pooling_max, dnnl_pooling_avg_include_padding, dnnl_pooling_avg_exclude_padding};
+    s = md_tag(&src, 4, (int64_t[]){p->n, p->c, p->h, p->w}, blocked_tag());
+    if (s == dnnl_success) s = any_md(p, OB_BL_OUTPUT, &dst);
+    dnnl_dims_t strides = {p->sh, p->sw}, kernel = {p->r, p->s}, dil = {0, 0};
+    dnnl_dims_t pad_l = {p->pt, p->pl}, pad_r = {p->pb, p->pr};
+    if (s == dnnl_success)
+      s = dnnl_pooling_v2_forward_desc_init(&pool, dnnl_forward_inference, alg[p->pool], &src, &dst,
+                                            strides, kernel, dil, pad_l, pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &pool, attr, d->eng, NULL);
+    break;
+  }
+  default: s = dnnl_invalid_arguments; break;
+  }
+  dnnl_primitive_attr_destroy(attr);
+  return s;
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+static dnnl_status_t reorder(onednn *d, dnnl_memory_t from, dnnl_memory_t to) {
+  const dnnl_memory_desc_t *fmd, *tmd;
+  dnnl_primitive_desc_t rpd = NULL;
+  dnnl_primitive_t r = NULL;
+  dnnl_status_t s = dnnl_memory_get_memory_desc(from, &fmd);
+  if (s == dnnl_success) s = dnnl_memory_get_memory_desc(to, &tmd);
+  if (s == dnnl_success) s = dnnl_reorder_primitive_desc_create(&rpd, fmd, d->eng, tmd, d->eng, NULL);
+  if (s == dnnl_success) s = dnnl_primitive_create(&r, rpd);
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+  if (s == dnnl_success) s = dnnl_primitive_execute(r, d->strm, 2, args);
+  if (s == dnnl_success) s = dnnl_stream_wait(d->strm);
+  dnnl_primitive_destroy(r);
+  dnnl_primitive_desc_destroy(rpd);
+  return s;
+}
+
+typedef struct dn_run {
+  dnnl_primitive_t prim;
+  dnnl_stream_t strm;
+  int nargs;
+  dnnl_exec_arg_t args[OB_BL_MAX_ARGS];
+  int nflush;
+  const void *flush_ptr[OB_BL_MAX_ARGS];
+  size_t flush_bytes[OB_BL_MAX_ARGS];
+} dn_run;
+
+static int run_once(void *user) {
+  dn_run *r = user;
+  dnnl_status_t s = dnnl_primitive_execute(r->prim, r->strm, r->nargs, r->args);
+  if (s == dnnl_success) s = dnnl_stream_wait(r->strm);
+  return (int)s;
+}
+
+static void flush_inputs(void *user) {
+  dn_run *r = user;
+  for (int i = 0; i < r->nflush; i++) ob_bl_flush_range(r->flush_ptr[i], r->flush_bytes[i]);
+}
+
+static void dn_error(ob_baseline_result *res, dnnl_status_t s, const char *op, const char *what) {
+  res->error_no = s == dnnl_unimplemented ? OB_MERR_INSTANTIATION : OB_MERR_RUNTIME;
+  snprintf(res->message, sizeof res->message, "onednn: %s: %s failed: %s%s", op, what, dnnl_status2str(s),
+           s == dnnl_unimplemented ? " (no implementation for this workload)" : "");
+}
+
+#define DN(call, what)                                                                             \
+  do {                                                                                             \
+    dnnl_status_t s_ = (call);                                                                     \
+    if (s_ != dnnl_success) {                                                                      \
+      dn_error(res, s_, wl->op, what);                                                             \
+      goto out;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_problem *p,
+                            const ob_timing_opts *t, uint64_t seed, ob_baseline_result *res) {
+  onednn *d = self;
+  const double deadline = ob_now_s() + t->timeout_s;
+  ob_status st = OB_OK;
+  ob_bl_checker ck;
+  memset(&ck, 0, sizeof ck);
+  void *ubuf[OB_BL_MAX_ARGS] = {0};
+  dnnl_memory_t umem[OB_BL_MAX_ARGS] = {0}, pmem[OB_BL_MAX_ARGS] = {0};
+  dnnl_memory_t dst = NULL, scratch = NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dn_run run;
+  memset(&run, 0, sizeof run);
+  run.strm = d->strm;
+  const int o = p->nargs - 1;
+  thread_state ts;
+  threads_enter(d, &ts);
+
+  st = ob_bl_checker_init(d->ctx, wl, p, seed, &ck);
+  if (st) goto out;
+  if (ck.task) res->flops = ob_task_flops(ck.task);
+  for (int i = 0; i < p->nargs; i++) {
+    size_t bytes = ((size_t)p->args[i].numel * sizeof(float) + 63) / 64 * 64;
+    ubuf[i] = aligned_alloc(64, bytes ? bytes : 64);
+    if (!ubuf[i]) {
+      st = ob_fail(d->ctx, OB_ERR_NOMEM, "onednn: out of memory for %s's buffers", wl->op);
+      goto out;
+    }
+  }
+  ob_bl_checker_fill(&ck, ubuf);
+
+  DN(make_pd(d, p, &pd), "creating the primitive descriptor");
+  const char *impl = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+    snprintf(res->impl, sizeof res->impl, "%s", impl);
+
+  /* caller-layout memories over ubuf, the primitive's own memories, and the
+   * reorders between them, all before timing */
+  for (int i = 0; i < p->nargs; i++) {
+    dnnl_memory_desc_t umd;
+    DN(user_md(p, p->args[i].role, &umd), "describing an argument");
+    DN(dnnl_memory_create(&umem[i], &umd, d->eng, ubuf[i]), "creating a memory");
+  }
+  const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_DST);
+  DN(dmd ? dnnl_success : dnnl_runtime_error, "querying the destination format");
+  DN(dnnl_memory_create(&dst, dmd, d->eng, DNNL_MEMORY_ALLOCATE), "allocating the destination");
+  for (int i = 0; i < o; i++) {
+    ob_bl_role role = p->args[i].role;
+    if (role == OB_BL_RESIDUAL) {
+      DN(reorder(d, umem[i], dst), "preloading the residual");
+      continue;
+    }
+    int arg = dnnl_arg_of(role);
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+    DN(md ? dnnl_success : dnnl_runtime_error, "querying an argument's format");
+    DN(dnnl_memory_create(&pmem[i], md, d->eng, DNNL_MEMORY_ALLOCATE), "allocating an argument");
+    DN(reorder(d, umem[i], pmem[i]), "reordering an input");
+    run.args[run.nargs++] = (dnnl_exec_arg_t){arg, pmem[i]};
+    void *h = NULL;
+    dnnl_memory_get_data_handle(pmem[i], &h);
+    run.flush_ptr[run.nflush] = h;
+    run.flush_bytes[run.nflush++] = dnnl_memory_desc_get_size(md);
+  }
+  run.args[run.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
+  if (ob_bl_problem_has(p, OB_BL_EPI_ADD)) { /* dst is an input too */
+    void *h = NULL;
+    dnnl_memory_get_data_handle(dst, &h);
+    run.flush_ptr[run.nflush] = h;
+    run.flush_bytes[run.nflush++] = dnnl_memory_desc_get_size(dmd);
+  }
+  const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (smd && dnnl_memory_desc_get_size(smd) > 0) {
+    DN(dnnl_memory_create(&scratch, smd, d->eng, DNNL_MEMORY_ALLOCATE), "allocating the scratchpad");
+    run.args[run.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
+  }
+  DN(dnnl_primitive_create(&run.prim, pd), "creating the primitive");
+
+  /* the discarded warm-up is the call that is checked, as in ob_runner */
+  DN((dnnl_status_t)run_once(&run), "executing");
+  DN(reorder(d, dst, umem[o]), "reordering the output back");
+  char msg[sizeof res->message];
+  msg[0] = 0;
+  ob_status cst = ob_bl_checker_check(&ck, ubuf, msg, sizeof msg);
+  if (cst == OB_ERR_WRONG_ANSWER) {
+    res->error_no = OB_MERR_WRONG_ANSWER;
+    snprintf(res->message, sizeof res->message, "onednn (%s): %.400s", res->impl, msg);
+    goto out;
+  }
+  if (cst) {
+    st = cst;
+    goto out;
+  }
+
+  int rc = ob_bl_time(t, deadline, run_once, flush_inputs, &run, res);
+  if (rc == -1) {
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "onednn: %s: timing ran past %g s", wl->op, t->timeout_s);
+  } else if (rc) {
+    DN((dnnl_status_t)rc, "executing");
+  }
+
+out:
+  dnnl_primitive_destroy(run.prim);
+  dnnl_memory_destroy(scratch);
+  dnnl_memory_destroy(dst);
+  for (int i = 0; i < OB_BL_MAX_ARGS; i++) {
+    dnnl_memory_destroy(pmem[i]);
+    dnnl_memory_destroy(umem[i]);
+    free(ubuf[i]);
+  }
+  dnnl_primitive_desc_destroy(pd);
+  ob_bl_checker_clear(&ck);
+  threads_leave(d, &ts);
+  if (res->error_no != OB_MERR_NONE) res->ncosts = 0, res->median_s = res->mean_s = res->cv = 0;
+  return st;
+}
+
+/* ---- the handle --------------------------------------------------------- */
+
+static const char *dn_describe(const void *self) { return ((const onednn *)self)->desc; }
+
+static void dn_free(void *self) {
+  onednn *d = self;
+  if (!d) return;
+  if (d->strm) dnnl_stream_destroy(d->strm);
+  if (d->eng) dnnl_engine_destroy(d->eng);
+  if (d->omp.lib) dlclose(d->omp.lib);
+  free(d->cores);
+  free(d);
+}
+
+static const struct ob_baseline_i k_onednn_i = {
+    .name = "onednn", .measure = dn_measure, .describe = dn_describe, .free = dn_free};
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+  switch (isa) {
+  case dnnl_cpu_isa_sse41: return "sse41";
+  case dnnl_cpu_isa_avx: return "avx";
+  case dnnl_cpu_isa_avx2: return "avx2";
+  case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+  case dnnl_cpu_isa_avx512_core: return "avx512_core";
+  case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+  case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+  case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+  default: return "other";
+  }
+}
+
+ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads, ob_baseline **out) {
+  OB_ASSERT(out);
+  *out = NULL;
+  if (nthreads < 1) return ob_fail(ctx, OB_ERR_INVALID_ARG, "onednn: nthreads must be >= 1 (got %d)", nthreads);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed))
+    return ob_fail(ctx, OB_ERR_SYSTEM, "onednn: cannot read the process's CPU affinity");
+  for (int i = 0; i < nthreads; i++) {
+    int c = cores ? cores[i] : i;
+    if (c < 0 || c >= CPU_SETSIZE || !CPU_ISSET(c, &allowed))
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "onednn: core %d is not available to this process", c);
+    for (int k = 0; k < i; k++)
+      if ((cores ? cores[k] : k) == c)
+        return ob_fail(ctx, OB_ERR_INVALID_ARG, "onednn: core %d is listed twice", c);
+  }
+  ob_status st = OB_OK;
+  ob_baseline *b = calloc(1, sizeof *b);
+  onednn *d = calloc(1, sizeof *d);
+  if (!b || !d || !(d->cores = malloc((size_t)nthreads * sizeof(int)))) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "onednn: out of memory");
+    goto fail;
+  }
+  b->vt = &k_onednn_i;
+  b->self = d;
+  b->ctx = ctx;
+  d->ctx = ctx;
+  d->nthreads = nthreads;
+  for (int i = 0; i < nthreads; i++) d->cores[i] = cores ? cores[i] : i;
+
+  const dnnl_version_t *v = dnnl_version();
+  d->runtime = v->cpu_runtime;
+  const char *rt = "?";
+  if (d->runtime == DNNL_RUNTIME_OMP) {
+    rt = "OpenMP";
+    d->omp.set_num_threads = (void (*)(int))omp_sym(&d->omp, "omp_set_num_threads");
+    d->omp.get_max_threads = (int (*)(void))omp_sym(&d->omp, "omp_get_max_threads");
+    d->omp.get_thread_num = (int (*)(void))omp_sym(&d->omp, "omp_get_thread_num");
+    d->omp.parallel = (void (*)(void (*)(void *), void *, unsigned, unsigned))omp_sym(&d->omp, "GOMP_parallel");
+    if (!d->omp.set_num_threads || !d->omp.get_max_threads) {
+      st = ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "onednn: the library uses OpenMP but omp_set_num_threads is not found in the process");
+      goto fail;
+    }
+    if (!d->omp.parallel || !d->omp.get_thread_num)
+      ob_log(ctx, OB_LOG_WARN, "onednn: GOMP_parallel not found; only the calling thread is pinned");
+  } else if (d->runtime == DNNL_RUNTIME_SEQ) {
+    rt = "sequential";
+    if (nthreads != 1) {
+      st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "onednn: this build is sequential; %d threads were asked for",
+                   nthreads);
+      goto fail;
+    }
+  } else {
+    st = ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                 "onednn: CPU runtime %u (TBB or threadpool) cannot be given a thread count here", d->runtime);
+    goto fail;
+  }
+  dnnl_status_t s = dnnl_engine_create(&d->eng, dnnl_cpu, 0);
+  if (s == dnnl_success) s = dnnl_stream_create(&d->strm, d->eng, dnnl_stream_default_flags);
+  if (s != dnnl_success) {
+    st = ob_fail(ctx, OB_ERR_SYSTEM, "onednn: cannot create a CPU engine and stream: %s", dnnl_status2str(s));
+    goto fail;
+  }
+  int n = snprintf(d->desc, sizeof d->desc, "oneDNN %d.%d.%d (%s, %d thread%s on cores ", v->major, v->minor,
+                   v->patch, rt, nthreads, nthreads == 1 ? "" : "s");
+  for (int i = 0; i < nthreads && n > 0 && (size_t)n < sizeof d->desc; i++)
+    n += snprintf(d->desc + n, sizeof d->desc - (size_t)n, "%s%d", i ? "," : "", d->cores[i]);
+  if (n > 0 && (size_t)n < sizeof d->desc)
+    snprintf(d->desc + n, sizeof d->desc - (size_t)n, ", isa %s)", isa_name(dnnl_get_effective_cpu_isa()));
+  *out = b;
+  return OB_OK;
+fail:
+  if (b) b->self = NULL;
+  dn_free(d);
+  free(b);
+  return st;
+}

@@ -1,0 +1,606 @@
+/* record.c: measurements. Storing a trial (one transaction, with its config
+ * entity), the resume set, and the filtered queries behind best / top-k /
+ * records-of-a-workload / stats. Query results own their memory in one
+ * arena (ob_db_records_free, ob_db_stats_free). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "db/db_impl.h"
+#include "opbench/tune.h"
+
+void ob_db_record_set_result(ob_db_record *rec, const struct ob_measure_result *r) {
+  OB_ASSERT(rec && r);
+  rec->error_no = r->error_no;
+  rec->error_msg = r->message;
+  rec->median_s = r->median_s;
+  rec->mean_s = r->mean_s;
+  rec->cv = r->cv;
+  rec->ncosts = r->ncosts;
+  rec->costs = r->costs;
+  rec->build_s = r->build_s;
+  rec->run_s = r->run_s;
+}
+
+ob_status ob_db_entity_normalize(const char *json, char **out) {
+  *out = NULL;
+  cJSON *j = cJSON_Parse(json);
+  const cJSON *list = j;
+  if (cJSON_IsObject(j)) list = cJSON_GetObjectItemCaseSensitive(j, "entity");
+  ob_status s = OB_ERR_PARSE;
+  if (cJSON_IsArray(list)) {
+    *out = cJSON_PrintUnformatted(list);
+    s = *out ? OB_OK : OB_ERR_NOMEM;
+  }
+  cJSON_Delete(j);
+  return s;
+}
+
+/* ---- storing ------------------------------------------------------------------------ */
+
+static ob_status validate(ob_db *db, const ob_db_record *r) {
+  char what[768];
+  const char *why = NULL;
+  if (!r->host || !*r->host) why = "no host fingerprint";
+  else if (!r->workload || !*r->workload) why = "no workload key";
+  else if (!r->tmpl || !*r->tmpl) why = "no template";
+  else if (r->config_index > (uint64_t)INT64_MAX) why = "config index above 2^63";
+  else if (r->ncosts < 0 || (r->ncosts > 0 && !r->costs)) why = "bad cost list";
+  else if (r->error_no == 0 && !(isfinite(r->median_s) && r->median_s > 0))
+    why = "an error-free trial needs a positive median_s";
+  for (int i = 0; !why && i < r->ncosts; i++)
+    if (!isfinite(r->costs[i])) why = "a repeat's cost is not finite";
+  if (!why) return OB_OK;
+  ob_db_describe(r, what, sizeof what);
+  return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "database '%s': cannot store measurement (%s): %s",
+                 db->path, what, why);
+}
+
+static void bind_key(sqlite3_stmt *st, const ob_db_record *r) {
+  ob_db_bind_text(st, 1, r->host);
+  ob_db_bind_text(st, 2, r->workload);
+  ob_db_bind_text(st, 3, r->target ? r->target : "");
+  ob_db_bind_text(st, 4, r->resources ? r->resources : "");
+  ob_db_bind_text(st, 5, r->tmpl);
+  sqlite3_bind_int64(st, 6, (sqlite3_int64)r->config_index);
+}
+
+/* The stub's operator: the key up to its first '/', as in "dense/f32/...". */
+static void op_of_key(const char *key, char *op, size_t cap) {
+  size_t n = strcspn(key, "/");
+  if (n >= cap) n = cap - 1;
+  memcpy(op, key, n);
+  op[n] = '\0';
+}
+
+ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, bool *stored) {
+  char what[768];
+  ob_status s = validate(db, r);
+  if (s) return s;
+  ob_db_describe(r, what, sizeof what);
+  double now = ob_db_unix_now();
+  char *entity = NULL;
+  ob_str costs = {0};
+  sqlite3_stmt *st;
+  int rc = SQLITE_DONE;
+
+  if (r->entity) {
+    s = ob_db_entity_normalize(r->entity, &entity);
+    if (s) {
+      s = ob_fail(db->ctx, s, "database '%s': config entity of measurement (%s) is not a JSON "
+                              "entity list: %.200s",
+                  db->path, what, r->entity);
+      goto done;
+    }
+  }
+
+  /* Stub rows keep every measurement's host and workload resolvable. */
+  if ((s = ob_db_stmt(db, OB_DBS_HOST_STUB, &st))) goto done;
+  ob_db_bind_text(st, 1, r->host);
+  sqlite3_bind_double(st, 2, now);
+  if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
+  sqlite3_reset(st);
+
+  if ((s = ob_db_stmt(db, OB_DBS_WL_STUB, &st))) goto done;
+  char op[64];
+  op_of_key(r->workload, op, sizeof op);
+  ob_db_bind_text(st, 1, r->workload);
+  ob_db_bind_text(st, 2, op);
+  sqlite3_bind_double(st, 3, now);
+  if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
+  sqlite3_reset(st);
+
+  bool replace = flags & OB_DB_REPLACE;
+  if (replace) {
+    if ((s = ob_db_stmt(db, OB_DBS_MEAS_HISTORY, &st))) goto done;
+    bind_key(st, r);
+    sqlite3_bind_double(st, 7, now);
+    if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
+    sqlite3_reset(st);
+  }
+
+  ob_str_append(&costs, "[");
+  for (int i = 0; i < r->ncosts; i++) ob_str_appendf(&costs, "%s%.17g", i ? "," : "", r->costs[i]);
+  ob_str_append(&costs, "]");
+
+  if ((s = ob_db_stmt(db, replace ? OB_DBS_MEAS_REPLACE : OB_DBS_MEAS_INSERT, &st))) goto done;
+  bind_key(st, r);
+  sqlite3_bind_int(st, 7, r->error_no);
+  ob_db_bind_text(st, 8, r->error_msg ? r->error_msg : "");
+  ob_db_bind_real(st, 9, r->median_s);
+  ob_db_bind_real(st, 10, r->mean_s);
+  ob_db_bind_real(st, 11, r->cv);
+  ob_db_bind_text(st, 12, costs.data);
+  sqlite3_bind_int(st, 13, r->number);
+  ob_db_bind_real(st, 14, r->build_s);
+  ob_db_bind_real(st, 15, r->run_s);
+  sqlite3_bind_int(st, 16, r->nthreads);
+  ob_db_bind_text(st, 17, r->cores);
+  sqlite3_bind_double(st, 18, r->timestamp > 0 ? r->timestamp : now);
+  if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
+  sqlite3_reset(st);
+  bool wrote = sqlite3_changes(db->sql) > 0;
+  if (stored) *stored = wrote;
+
+  /* The entity goes with the trial: a put that stores nothing changes
+   * nothing. */
+  if (entity && wrote) {
+    if ((s = ob_db_stmt(db, OB_DBS_CONFIG_PUT, &st))) goto done;
+    ob_db_bind_text(st, 1, r->workload);
+    ob_db_bind_text(st, 2, r->tmpl);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)r->config_index);
+    ob_db_bind_text(st, 4, entity);
+    if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
+    sqlite3_reset(st);
+  }
+  goto done;
+
+sqlfail:
+  sqlite3_reset(st);
+  s = ob_db_sqlfail(db, rc, "storing measurement (%s)", what);
+done:
+  free(entity);
+  ob_str_free(&costs);
+  return s;
+}
+
+ob_status ob_db_put_measurement(ob_db *db, const ob_db_record *rec, unsigned flags,
+                                bool *stored) {
+  OB_ASSERT(db && rec);
+  if (stored) *stored = false;
+  if (db->readonly)
+    return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "database '%s' was opened read-only", db->path);
+  ob_status s = ob_db_txn_begin(db);
+  if (s) return s;
+  bool ok = false;
+  s = ob_db_put_locked(db, rec, flags, &ok);
+  if (s) {
+    ob_db_txn_rollback(db);
+    return s;
+  }
+  s = ob_db_txn_commit(db);
+  if (!s && stored) *stored = ok;
+  return s;
+}
+
+/* ---- resume ---------------------------------------------------------------------- */
+
+static ob_status check_full_key(ob_db *db, const ob_db_key *k) {
+  OB_ASSERT(k);
+  if (k->host && k->workload && k->target && k->resources && k->tmpl) return OB_OK;
+  return ob_fail(db->ctx, OB_ERR_INVALID_ARG,
+                 "database '%s': a task key needs host, workload, target, resources and template "
+                 "(workload %s, template %s)",
+                 db->path, k->workload ? k->workload : "(null)", k->tmpl ? k->tmpl : "(null)");
+}
+
+static void bind_task_key(sqlite3_stmt *st, const ob_db_key *k) {
+  ob_db_bind_text(st, 1, k->host);
+  ob_db_bind_text(st, 2, k->workload);
+  ob_db_bind_text(st, 3, k->target);
+  ob_db_bind_text(st, 4, k->resources);
+  ob_db_bind_text(st, 5, k->tmpl);
+}
+
+ob_status ob_db_has_measurement(ob_db *db, const ob_db_key *key, uint64_t config_index,
+                                bool *out) {
+  OB_ASSERT(db && out);
+  *out = false;
+  ob_status s = check_full_key(db, key);
+  if (s) return s;
+  if (config_index > (uint64_t)INT64_MAX) return OB_OK;
+  sqlite3_stmt *st;
+  if ((s = ob_db_stmt(db, OB_DBS_MEAS_HAS, &st))) return s;
+  bind_task_key(st, key);
+  sqlite3_bind_int64(st, 6, (sqlite3_int64)config_index);
+  int rc = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (rc == SQLITE_ROW) *out = true;
+  else if (rc != SQLITE_DONE)
+    return ob_db_sqlfail(db, rc, "looking up config %llu of workload %s",
+                         (unsigned long long)config_index, key->workload);
+  return OB_OK;
+}
+
+ob_status ob_db_measured(ob_db *db, const ob_db_key *key, uint64_t **out, int64_t *n) {
+  OB_ASSERT(db && out && n);
+  *out = NULL;
+  *n = 0;
+  ob_status s = check_full_key(db, key);
+  if (s) return s;
+  sqlite3_stmt *st;
+  if ((s = ob_db_stmt(db, OB_DBS_MEAS_MEASURED, &st))) return s;
+  bind_task_key(st, key);
+  uint64_t *v = NULL;
+  int64_t cnt = 0, cap = 0;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (cnt == cap) {
+      cap = cap ? cap * 2 : 256;
+      uint64_t *nv = realloc(v, (size_t)cap * sizeof *v);
+      if (!nv) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      v = nv;
+    }
+    v[cnt++] = (uint64_t)sqlite3_column_int64(st, 0);
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) {
+    free(v);
+    return ob_db_sqlfail(db, rc, "reading the measured configs of workload %s, template %s",
+                         key->workload, key->tmpl);
+  }
+  *out = v;
+  *n = cnt;
+  return OB_OK;
+}
+
+/* ---- queries ---------------------------------------------------------------------- */
+
+enum { OB_Q_RECORDS = 0, OB_Q_STATS = 1 };
+
+/* Builds (or finds) the statement for a filter's shape and binds it. */
+static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3_stmt **out) {
+  static const char *const k_cond[6] = {"m.host = ?1",      "m.workload_key = ?2",
+                                        "w.op = ?3",        "m.target = ?4",
+                                        "m.resources = ?5", "m.template = ?6"};
+  const char *val[6] = {f->key.host,      f->key.workload, f->op,
+                        f->key.target,    f->key.resources, f->key.tmpl};
+  unsigned shape = 0;
+  for (int i = 0; i < 6; i++)
+    if (val[i]) shape |= 1u << i;
+  if (f->ok_only) shape |= 1u << 6;
+  OB_ASSERT(f->order >= 0 && f->order < OB_DB_ORDER_COUNT);
+  shape |= (unsigned)f->order << 7;
+  shape |= (unsigned)kind << 9;
+
+  ob_str sql = {0};
+  if (kind == OB_Q_RECORDS) {
+    ob_str_append(&sql,
+                  "SELECT m.host, m.workload_key, m.target, m.resources, m.template, m.config_index,"
+                  " c.entity, m.error_no, m.error_msg, m.median_s, m.mean_s, m.cv, m.costs,"
+                  " m.number, m.build_s, m.run_s, m.nthreads, m.cores, m.timestamp,"
+                  " w.op, w.attrs, w.flops"
+                  " FROM measurements m"
+                  " LEFT JOIN workloads w ON w.key = m.workload_key"
+                  " LEFT JOIN configs c ON c.workload_key = m.workload_key"
+                  " AND c.template = m.template AND c.config_index = m.config_index");
+  } else {
+    ob_str_append(&sql, "SELECT m.workload_key, coalesce(w.op, ''), count(*)");
+    for (int e = 0; e < OB_MERR_UNKNOWN; e++) ob_str_appendf(&sql, ", sum(m.error_no = %d)", e);
+    ob_str_appendf(&sql, ", sum(m.error_no >= %d OR m.error_no < 0)", OB_MERR_UNKNOWN);
+    ob_str_append(&sql, ", min(CASE WHEN m.error_no = 0 THEN m.median_s END), w.flops"
+                        " FROM measurements m LEFT JOIN workloads w ON w.key = m.workload_key");
+  }
+  bool first = true;
+  for (int i = 0; i < 6; i++) {
+    if (!val[i]) continue;
+    ob_str_appendf(&sql, " %s %s", first ? "WHERE" : "AND", k_cond[i]);
+    first = false;
+  }
+  if (f->ok_only)
+    ob_str_appendf(&sql, " %s m.error_no = 0 AND m.median_s IS NOT NULL", first ? "WHERE" : "AND");
+  if (kind == OB_Q_RECORDS) {
+    switch (f->order) {
+    case OB_DB_ORDER_FASTEST:
+      /* error-free only: exactly the partial index's order, no sort */
+      if (f->ok_only) ob_str_append(&sql, " ORDER BY m.median_s, m.config_index");
+      else
+        ob_str_append(&sql, " ORDER BY (m.error_no <> 0 OR m.median_s IS NULL), m.median_s,"
+                            " m.config_index");
+      break;
+    case OB_DB_ORDER_TIME:
+      ob_str_append(&sql, " ORDER BY m.timestamp, m.id");
+      break;
+    default:
+      /* the unique key's order: an index walk, no sort */
+      ob_str_append(&sql, " ORDER BY m.workload_key, m.template, m.host, m.target,"
+                          " m.resources, m.config_index");
+      break;
+    }
+    ob_str_append(&sql, " LIMIT ?7");
+  } else {
+    ob_str_append(&sql, " GROUP BY m.workload_key ORDER BY coalesce(w.op, ''), m.workload_key");
+  }
+  sqlite3_stmt *st;
+  ob_status s = ob_db_stmt_shape(db, shape, sql.data, &st);
+  ob_str_free(&sql);
+  if (s) return s;
+  for (int i = 0; i < 6; i++)
+    if (val[i]) ob_db_bind_text(st, i + 1, val[i]);
+  if (kind == OB_Q_RECORDS) sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
+  *out = st;
+  return OB_OK;
+}
+
+/* "[1e-05,2e-05]" -> doubles; anything unparsable ends the list. */
+static int parse_costs(const char *text, double **buf, int *cap) {
+  int n = 0;
+  const char *p = text ? strchr(text, '[') : NULL;
+  if (!p) return 0;
+  p++;
+  for (;;) {
+    while (*p == ' ' || *p == ',') p++;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p) break;
+    if (n == *cap) {
+      int nc = *cap ? *cap * 2 : 16;
+      double *nb = realloc(*buf, (size_t)nc * sizeof **buf);
+      if (!nb) break;
+      *buf = nb;
+      *cap = nc;
+    }
+    (*buf)[n++] = v;
+    p = end;
+  }
+  return n;
+}
+
+ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void *user) {
+  ob_db_filter all = {0};
+  if (!f) f = &all;
+  sqlite3_stmt *st;
+  ob_status s = filter_stmt(db, f, OB_Q_RECORDS, &st);
+  if (s) return s;
+  double *costs = NULL;
+  int cap = 0, rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    ob_db_record r = {0};
+    r.host = ob_db_col_text(st, 0);
+    r.workload = ob_db_col_text(st, 1);
+    r.target = ob_db_col_text(st, 2);
+    r.resources = ob_db_col_text(st, 3);
+    r.tmpl = ob_db_col_text(st, 4);
+    r.config_index = (uint64_t)sqlite3_column_int64(st, 5);
+    r.entity = ob_db_col_text(st, 6);
+    r.error_no = sqlite3_column_int(st, 7);
+    r.error_msg = ob_db_col_text(st, 8);
+    r.median_s = ob_db_col_real(st, 9);
+    r.mean_s = ob_db_col_real(st, 10);
+    r.cv = ob_db_col_real(st, 11);
+    r.ncosts = parse_costs(ob_db_col_text(st, 12), &costs, &cap);
+    r.costs = costs;
+    r.number = sqlite3_column_int(st, 13);
+    r.build_s = ob_db_col_real(st, 14);
+    r.run_s = ob_db_col_real(st, 15);
+    r.nthreads = sqlite3_column_int(st, 16);
+    r.cores = ob_db_col_text(st, 17);
+    r.timestamp = sqlite3_column_double(st, 18);
+    r.op = ob_db_col_text(st, 19);
+    r.attrs = ob_db_col_text(st, 20);
+    double flops = ob_db_col_real(st, 21);
+    r.flops = isfinite(flops) && flops > 0 ? flops : 0;
+    r.gflops = r.error_no == 0 && r.flops > 0 && r.median_s > 0 ? r.flops / r.median_s / 1e9 : 0;
+    if ((s = fn(user, &r))) break;
+  }
+  sqlite3_reset(st);
+  free(costs);
+  if (s) return s;
+  if (rc != SQLITE_DONE) return ob_db_sqlfail(db, rc, "reading measurements");
+  return OB_OK;
+}
+
+static const char *arena_dup(ob_arena *a, const char *s) { return s ? ob_arena_strdup(a, s) : NULL; }
+
+typedef struct collect {
+  ob_db *db;
+  ob_db_records *out;
+  int64_t cap;
+} collect;
+
+static ob_status collect_one(void *user, const ob_db_record *r) {
+  collect *c = user;
+  ob_db_records *o = c->out;
+  if (o->n == c->cap) {
+    int64_t nc = c->cap ? c->cap * 2 : 64;
+    ob_db_record *nr = realloc(o->rec, (size_t)nc * sizeof *nr);
+    if (!nr)
+      return ob_fail(c->db->ctx, OB_ERR_NOMEM, "database '%s': out of memory reading %lld records",
+                     c->db->path, (long long)nc);
+    o->rec = nr;
+    c->cap = nc;
+  }
+  ob_db_record *d = &o->rec[o->n++];
+  ob_arena *a = o->arena;
+  *d = *r;
+  d->host = arena_dup(a, r->host);
+  d->workload = arena_dup(a, r->workload);
+  d->target = arena_dup(a, r->target);
+  d->resources = arena_dup(a, r->resources);
+  d->tmpl = arena_dup(a, r->tmpl);
+  d->entity = arena_dup(a, r->entity);
+  d->error_msg = arena_dup(a, r->error_msg);
+  d->cores = arena_dup(a, r->cores);
+  d->op = arena_dup(a, r->op);
+  d->attrs = arena_dup(a, r->attrs);
+  if (r->ncosts > 0) {
+    double *cs = ob_arena_alloc(a, (size_t)r->ncosts * sizeof *cs);
+    memcpy(cs, r->costs, (size_t)r->ncosts * sizeof *cs);
+    d->costs = cs;
+  } else {
+    d->costs = NULL;
+  }
+  return OB_OK;
+}
+
+void ob_db_records_free(ob_db_records *r) {
+  if (!r) return;
+  free(r->rec);
+  ob_arena_free(r->arena);
+  free(r);
+}
+
+ob_status ob_db_query(ob_db *db, const ob_db_filter *f, ob_db_records **out) {
+  OB_ASSERT(db && out);
+  *out = NULL;
+  ob_db_records *res = calloc(1, sizeof *res);
+  if (!res) return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': out of memory", db->path);
+  res->arena = ob_arena_new(0);
+  collect c = {db, res, 0};
+  ob_status s = ob_db_visit(db, f, collect_one, &c);
+  if (s) {
+    ob_db_records_free(res);
+    return s;
+  }
+  *out = res;
+  return OB_OK;
+}
+
+ob_status ob_db_top_k(ob_db *db, const ob_db_key *key, int64_t k, ob_db_records **out) {
+  OB_ASSERT(db && key && out);
+  ob_db_filter f = {.key = *key, .ok_only = true, .order = OB_DB_ORDER_FASTEST, .limit = k};
+  if (k <= 0) {
+    *out = NULL;
+    return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "database '%s': top-k needs k >= 1 (got %lld)",
+                   db->path, (long long)k);
+  }
+  return ob_db_query(db, &f, out);
+}
+
+ob_status ob_db_best(ob_db *db, const ob_db_key *key, ob_db_records **out) {
+  ob_status s = ob_db_top_k(db, key, 1, out);
+  if (s) return s;
+  if ((*out)->n > 0) return OB_OK;
+  ob_db_records_free(*out);
+  *out = NULL;
+  return ob_fail(db->ctx, OB_ERR_NOT_FOUND,
+                 "database '%s' has no error-free measurement of workload %s (host %s, target "
+                 "'%s', resources '%s', template %s)",
+                 db->path, key->workload ? key->workload : "(any)", key->host ? key->host : "(any)",
+                 key->target ? key->target : "(any)", key->resources ? key->resources : "(any)",
+                 key->tmpl ? key->tmpl : "(any)");
+}
+
+ob_status ob_db_workload_records(ob_db *db, const char *workload, ob_db_records **out) {
+  OB_ASSERT(db && workload && out);
+  ob_db_filter f = {.key.workload = workload, .order = OB_DB_ORDER_KEY};
+  return ob_db_query(db, &f, out);
+}
+
+/* ---- statistics --------------------------------------------------------------------- */
+
+static ob_status count_rows(ob_db *db, ob_db_stmt_id id, int64_t *n) {
+  sqlite3_stmt *st;
+  ob_status s = ob_db_stmt(db, id, &st);
+  if (s) return s;
+  int rc = sqlite3_step(st);
+  *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_reset(st);
+  return rc == SQLITE_ROW ? OB_OK : ob_db_sqlfail(db, rc, "counting rows");
+}
+
+static void stat_add(ob_db_stat_row *acc, const ob_db_stat_row *r) {
+  acc->total += r->total;
+  for (int e = 0; e < OB_MERR_COUNT; e++) acc->by_error[e] += r->by_error[e];
+  if (isfinite(r->best_s) && (!isfinite(acc->best_s) || r->best_s < acc->best_s))
+    acc->best_s = r->best_s;
+  if (r->best_gflops > acc->best_gflops) acc->best_gflops = r->best_gflops;
+  acc->nworkloads += r->nworkloads;
+}
+
+void ob_db_stats_free(ob_db_stats *s) {
+  if (!s) return;
+  free(s->workloads);
+  free(s->by_op);
+  ob_arena_free(s->arena);
+  free(s);
+}
+
+ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
+  OB_ASSERT(db && out);
+  *out = NULL;
+  ob_db_filter all = {0};
+  if (!f) f = &all;
+  ob_db_stats *res = calloc(1, sizeof *res);
+  if (!res) return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': out of memory", db->path);
+  res->arena = ob_arena_new(0);
+  res->total.name = "total";
+  res->total.op = "";
+  res->total.best_s = NAN;
+  int64_t cap = 0, opcap = 0;
+  sqlite3_stmt *st = NULL;
+  ob_status s = filter_stmt(db, f, OB_Q_STATS, &st);
+  if (s) goto fail;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (res->nworkloads == cap) {
+      cap = cap ? cap * 2 : 64;
+      ob_db_stat_row *nw = realloc(res->workloads, (size_t)cap * sizeof *nw);
+      if (!nw) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      res->workloads = nw;
+    }
+    ob_db_stat_row *w = &res->workloads[res->nworkloads++];
+    memset(w, 0, sizeof *w);
+    w->name = ob_arena_strdup(res->arena, ob_db_col_text(st, 0));
+    w->op = ob_arena_strdup(res->arena, ob_db_col_text(st, 1));
+    w->total = sqlite3_column_int64(st, 2);
+    for (int e = 0; e < OB_MERR_COUNT; e++) w->by_error[e] = sqlite3_column_int64(st, 3 + e);
+    w->best_s = ob_db_col_real(st, 3 + OB_MERR_COUNT);
+    double flops = ob_db_col_real(st, 4 + OB_MERR_COUNT);
+    w->best_gflops = isfinite(flops) && flops > 0 && isfinite(w->best_s) && w->best_s > 0
+                         ? flops / w->best_s / 1e9
+                         : 0;
+    w->nworkloads = 1;
+    /* Rows come sorted by operator: a new operator opens a by_op row. */
+    if (res->nops == 0 || strcmp(res->by_op[res->nops - 1].name, w->op)) {
+      if (res->nops == opcap) {
+        opcap = opcap ? opcap * 2 : 16;
+        ob_db_stat_row *no = realloc(res->by_op, (size_t)opcap * sizeof *no);
+        if (!no) {
+          rc = SQLITE_NOMEM;
+          break;
+        }
+        res->by_op = no;
+      }
+      ob_db_stat_row *o = &res->by_op[res->nops++];
+      memset(o, 0, sizeof *o);
+      o->name = w->op;
+      o->op = w->op;
+      o->best_s = NAN;
+    }
+    stat_add(&res->by_op[res->nops - 1], w);
+    stat_add(&res->total, w);
+  }
+  sqlite3_reset(st);
+  if (rc != SQLITE_DONE) {
+    s = ob_db_sqlfail(db, rc, "computing statistics");
+    goto fail;
+  }
+  if ((s = count_rows(db, OB_DBS_COUNT_HOSTS, &res->nhosts))) goto fail;
+  if ((s = count_rows(db, OB_DBS_COUNT_CONFIGS, &res->nconfigs))) goto fail;
+  if ((s = count_rows(db, OB_DBS_COUNT_HISTORY, &res->nreplaced))) goto fail;
+  *out = res;
+  return OB_OK;
+fail:
+  ob_db_stats_free(res);
+  return s;
+}

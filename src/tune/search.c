@@ -1,0 +1,124 @@
+/* search.c: finding a task's best config within a budget: every valid
+ * config when the space fits, otherwise a random sample without repeats.
+ * Candidates are measured with a short protocol in compile-parallel
+ * batches; the top few are re-measured with the caller's full protocol and
+ * the best median of that second measurement wins (one lucky short run does
+ * not decide). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+typedef struct cand {
+  ob_config cfg;
+  double cost;
+} cand;
+
+static int cmp_cost(const void *x, const void *y) {
+  const cand *a = x, *b = y;
+  return (a->cost > b->cost) - (a->cost < b->cost);
+}
+
+static bool seen(const uint64_t *set, size_t cap, uint64_t v) {
+  for (size_t h = (size_t)(v * 0x9E3779B97F4A7C15ULL) % cap;; h = (h + 1) % cap) {
+    if (set[h] == v + 1) return true;
+    if (!set[h]) return false;
+  }
+}
+
+static void insert(uint64_t *set, size_t cap, uint64_t v) {
+  size_t h = (size_t)(v * 0x9E3779B97F4A7C15ULL) % cap;
+  while (set[h]) h = (h + 1) % cap;
+  set[h] = v + 1;
+}
+
+ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob_measure_opts *opts,
+                         const ob_search_opts *so, ob_search_result *out) {
+  memset(out, 0, sizeof *out);
+  if (so->budget < 1) return ob_fail(ctx, OB_ERR_INVALID_ARG, "search budget must be >= 1 (got %d)", so->budget);
+  double t0 = ob_now_s();
+  const ob_space *sp = ob_task_space(task);
+  uint64_t len = ob_space_len(sp);
+  int budget = so->budget;
+  bool exhaustive = len <= (uint64_t)budget;
+  out->exhaustive = exhaustive;
+  cand *cs = calloc((size_t)budget + 1, sizeof *cs);
+  size_t setcap = (size_t)budget * 4 + 16;
+  uint64_t *set = calloc(setcap, sizeof *set);
+  ob_config *batch = calloc(64, sizeof *batch);
+  ob_measure_result *res = calloc(64, sizeof *res);
+  ob_status st = OB_OK;
+  if (!cs || !set || !batch || !res) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  ob_measure_opts quick = *opts;
+  quick.timing.repeat = so->search_repeat > 0 ? so->search_repeat : 3;
+  int nc = 0, bsz = so->batch > 0 && so->batch <= 64 ? so->batch : 16;
+  ob_rng rng = {so->seed ? so->seed : 1};
+  uint64_t next = 0;         /* exhaustive: next index to try */
+  int64_t tries = 0, max_tries = (int64_t)budget * 64 + 1000;
+  /* the default config always competes */
+  ob_config dflt = ob_task_default_config(task);
+  batch[0] = dflt;
+  insert(set, setcap, dflt.index);
+  int nb = 1;
+  for (;;) {
+    while (nb < bsz && out->measured + nb < budget) {
+      uint64_t idx;
+      if (exhaustive) {
+        if (next >= len) break;
+        idx = next++;
+      } else {
+        if (tries++ > max_tries) break; /* a filter that rejects almost everything */
+        idx = ob_rng_next(&rng) % len;
+      }
+      if (seen(set, setcap, idx) || !ob_space_is_valid(sp, idx)) continue;
+      insert(set, setcap, idx);
+      if (ob_space_get(ctx, sp, idx, &batch[nb]) == OB_OK) nb++;
+    }
+    if (!nb) break;
+    st = ob_measure_configs(ctx, task, runner, &quick, batch, nb, res);
+    if (st) goto done;
+    for (int i = 0; i < nb; i++) {
+      out->measured++;
+      if (res[i].error_no) {
+        out->failed++;
+        continue;
+      }
+      cs[nc].cfg = batch[i];
+      cs[nc++].cost = res[i].median_s;
+    }
+    nb = 0;
+    if (out->measured >= budget) break;
+  }
+  if (!nc) {
+    st = ob_fail(ctx, OB_ERR_RUNTIME, "no config of template '%s' ran correctly (%d tried)",
+                 ob_task_template(task), out->measured);
+    goto done;
+  }
+  qsort(cs, (size_t)nc, sizeof *cs, cmp_cost);
+  int top = so->top_k > 0 ? so->top_k : 3;
+  if (top > nc) top = nc;
+  for (int i = 0; i < top; i++) batch[i] = cs[i].cfg;
+  st = ob_measure_configs(ctx, task, runner, opts, batch, top, res);
+  if (st) goto done;
+  int best = -1;
+  for (int i = 0; i < top; i++)
+    if (!res[i].error_no && (best < 0 || res[i].median_s < res[best].median_s)) best = i;
+  if (best < 0) {
+    st = ob_fail(ctx, OB_ERR_RUNTIME, "the best configs of template '%s' failed when re-measured: %s",
+                 ob_task_template(task), res[0].message);
+    goto done;
+  }
+  out->best = batch[best];
+  out->best_result = res[best];
+  out->seconds = ob_now_s() - t0;
+done:
+  free(cs);
+  free(set);
+  free(batch);
+  free(res);
+  return st;
+}

@@ -1,0 +1,900 @@
+/* test_db.c: the record store. Round trips of every query, the resume set,
+ * key uniqueness and remeasure, concurrent writers (two processes), a
+ * writer killed with SIGKILL, a garbage file, a newer schema, a locked
+ * database, AutoTVM import with broken lines, export/import round trips and
+ * CSV. Files live in a temporary directory under /tmp, removed at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "opbench/db.h"
+#include "opbench/ops.h"
+
+static ob_ctx *ctx;
+static char dir[64];
+
+#define TARGET "llvm -mcpu=native"
+#define RES "threads=1;cores=0"
+#define HOST "00112233aabbccdd"
+
+static const char *path_in(const char *name) {
+  static char buf[8][256];
+  static int k;
+  char *p = buf[k++ % 8];
+  snprintf(p, 256, "%s/%s", dir, name);
+  return p;
+}
+
+static bool msg_has(const char *part) {
+  bool ok = strstr(ob_ctx_errmsg(ctx), part) != NULL;
+  if (!ok) fprintf(stderr, "  message '%s' lacks '%s'\n", ob_ctx_errmsg(ctx), part);
+  return ok;
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  size_t got = fread(b, 1, (size_t)n, f);
+  fclose(f);
+  b[got] = '\0';
+  if (len) *len = got;
+  return b;
+}
+
+static void write_all(const char *path, const char *text, size_t len) {
+  FILE *f = fopen(path, "wb");
+  OB_ASSERT(f);
+  fwrite(text, 1, len, f);
+  fclose(f);
+}
+
+static ob_db *open_db(const char *name) {
+  ob_db *db = NULL;
+  ob_status st = ob_db_open(ctx, path_in(name), 0, &db);
+  CHECK_MSG(st == OB_OK, "open %s: %s", name, ob_ctx_errmsg(ctx));
+  return db;
+}
+
+/* A trial whose costs have median `m`. */
+typedef struct trial {
+  ob_db_record r;
+  double costs[3];
+} trial;
+
+static void make_trial(trial *t, const char *wl, const char *tmpl, uint64_t idx, double m) {
+  memset(t, 0, sizeof *t);
+  t->costs[0] = m * 1.1;
+  t->costs[1] = m;
+  t->costs[2] = m * 0.95;
+  t->r = (ob_db_record){.host = HOST, .workload = wl, .target = TARGET, .resources = RES,
+                        .tmpl = tmpl, .config_index = idx, .error_no = 0, .median_s = m,
+                        .mean_s = m * 1.01, .cv = 0.02, .ncosts = 3, .costs = t->costs,
+                        .number = 4, .build_s = 0.25, .run_s = 0.05, .nthreads = 1,
+                        .cores = "0", .timestamp = 1700000000.0 + (double)idx};
+}
+
+static int64_t count_records(ob_db *db, const char *wl) {
+  ob_db_records *r = NULL;
+  ob_db_filter f = {.key.workload = wl};
+  if (ob_db_query(db, &f, &r) != OB_OK) return -1;
+  int64_t n = r->n;
+  ob_db_records_free(r);
+  return n;
+}
+
+static ob_db_key task_key(const char *wl, const char *tmpl) {
+  return (ob_db_key){.host = HOST, .workload = wl, .target = TARGET, .resources = RES, .tmpl = tmpl};
+}
+
+static void conv_key(char *key, size_t cap, const char *shape, const char *epi) {
+  ob_workload wl;
+  OB_ASSERT(ob_workload_parse(ctx, "conv2d", shape, &wl) == OB_OK);
+  if (epi) OB_ASSERT(ob_workload_set_epilogue(ctx, &wl, epi) == OB_OK);
+  ob_workload_key(&wl, key, cap);
+}
+
+/* ---- open / hosts / workloads ---------------------------------------------------------- */
+
+static void test_open(void) {
+  ob_db *db = NULL;
+  CHECK(ob_db_open(ctx, path_in("missing.db"), OB_DB_READONLY, &db) == OB_ERR_NOT_FOUND && !db);
+  CHECK(msg_has("missing.db"));
+  CHECK(ob_db_open(ctx, path_in("missing.db"), OB_DB_NO_CREATE, &db) == OB_ERR_NOT_FOUND);
+  CHECK(ob_db_open(ctx, "", 0, &db) == OB_ERR_INVALID_ARG);
+  db = open_db("open.db");
+  CHECK(db && !strcmp(ob_db_path(db), path_in("open.db")));
+  CHECK(ob_db_check(db) == OB_OK);
+  ob_db_close(db);
+  ob_db_close(NULL);
+  /* Reopening finds the schema; read-only opening works too. */
+  db = open_db("open.db");
+  ob_db_close(db);
+  db = NULL;
+  CHECK(ob_db_open(ctx, path_in("open.db"), OB_DB_READONLY, &db) == OB_OK);
+  trial t;
+  make_trial(&t, "dense/f32/M1N2K3", "dense.x86", 0, 1e-3);
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_ERR_INVALID_ARG);
+  ob_db_close(db);
+}
+
+static void test_hosts(void) {
+  ob_db *db = open_db("hosts.db");
+  ob_host h = {.ncores = 2, .npus = 4, .l1d_bytes = 32768, .l2_bytes = 1 << 20,
+               .l3_bytes = 32 << 20, .vector_bits = 512};
+  snprintf(h.cpu_model, sizeof h.cpu_model, "Test CPU @ 2.0GHz");
+  snprintf(h.isa, sizeof h.isa, "avx2 fma avx512f");
+  snprintf(h.os, sizeof h.os, "Linux 6.1");
+  snprintf(h.fingerprint, sizeof h.fingerprint, HOST);
+  CHECK(ob_db_put_host(db, &h, "gcc", "12.2.0") == OB_OK);
+  ob_db_host got;
+  CHECK(ob_db_get_host(db, HOST, &got) == OB_OK);
+  CHECK(!strcmp(got.host.cpu_model, h.cpu_model) && !strcmp(got.host.isa, h.isa));
+  CHECK(got.host.ncores == 2 && got.host.npus == 4 && got.host.l1d_bytes == 32768);
+  CHECK(got.host.l2_bytes == 1 << 20 && got.host.l3_bytes == 32 << 20 && got.host.vector_bits == 512);
+  CHECK(!strcmp(got.host.os, "Linux 6.1") && !strcmp(got.host.fingerprint, HOST));
+  CHECK(!strcmp(got.compiler, "gcc") && !strcmp(got.compiler_version, "12.2.0"));
+  CHECK(got.first_seen > 1e9 && got.last_seen >= got.first_seen);
+  /* A refresh without compiler keeps the stored one and first_seen. */
+  double first = got.first_seen;
+  h.ncores = 3;
+  CHECK(ob_db_put_host(db, &h, NULL, NULL) == OB_OK);
+  CHECK(ob_db_get_host(db, HOST, &got) == OB_OK);
+  CHECK(got.host.ncores == 3 && !strcmp(got.compiler, "gcc") && got.first_seen == first);
+  CHECK(ob_db_get_host(db, "ffffffffffffffff", &got) == OB_ERR_NOT_FOUND);
+  CHECK(msg_has("ffffffffffffffff"));
+  ob_host none = {0};
+  CHECK(ob_db_put_host(db, &none, NULL, NULL) == OB_ERR_INVALID_ARG);
+  /* The detected host goes in too. */
+  ob_host me;
+  if (ob_host_detect(ctx, &me) == OB_OK) {
+    CHECK(ob_db_put_host(db, &me, "cc", NULL) == OB_OK);
+    CHECK(ob_db_get_host(db, me.fingerprint, &got) == OB_OK && got.host.npus == me.npus);
+  }
+  ob_db_close(db);
+}
+
+/* ---- measurements -------------------------------------------------------------------------- */
+
+static void test_measurements(void) {
+  ob_db *db = open_db("meas.db");
+  ob_workload wl;
+  CHECK(ob_workload_parse(ctx, "conv2d", "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", &wl) == OB_OK);
+  char key[256];
+  ob_workload_key(&wl, key, sizeof key);
+  CHECK(ob_db_put_workload(db, &wl) == OB_OK);
+
+  /* Configs 0..9 of conv2d_nchw.x86; config 3 fails; config 7 is fastest. */
+  for (int i = 0; i < 10; i++) {
+    trial t;
+    make_trial(&t, key, "conv2d_nchw.x86", (uint64_t)(9 - i), 1e-3 * (1 + ((9 - i) * 7) % 10));
+    char ent[96];
+    snprintf(ent, sizeof ent, "{\"index\": %d, \"entity\": [[\"tile_ow\", \"sp\", [-1, %d]]]}", 9 - i,
+             9 - i + 1);
+    t.r.entity = ent;
+    if (9 - i == 3) {
+      t.r.error_no = OB_MERR_RUNTIME;
+      t.r.error_msg = "SIGSEGV in kernel, at \"x\"";
+      t.r.median_s = t.r.mean_s = t.r.cv = NAN;
+      t.r.ncosts = 0;
+    }
+    bool stored = false;
+    CHECK(ob_db_put_measurement(db, &t.r, 0, &stored) == OB_OK && stored);
+  }
+  /* medians: idx*7%10+1 ms -> idx 7 has 1 ms (9*7=63 -> 4, 7*7=49 -> 10...) */
+  double want_best = INFINITY;
+  uint64_t want_idx = 0;
+  for (uint64_t i = 0; i < 10; i++) {
+    double m = 1e-3 * (double)(1 + (i * 7) % 10);
+    if (i != 3 && m < want_best) {
+      want_best = m;
+      want_idx = i;
+    }
+  }
+  /* A second template and another resource setting. */
+  trial t;
+  make_trial(&t, key, "conv2d_other.x86", 0, want_best / 2);
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  make_trial(&t, key, "conv2d_nchw.x86", 100, want_best / 4);
+  t.r.resources = "threads=2;cores=0,1";
+  t.r.nthreads = 2;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+
+  /* Uniqueness: the same key is not stored twice... */
+  make_trial(&t, key, "conv2d_nchw.x86", 5, 9.0);
+  bool stored = true;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, &stored) == OB_OK && !stored);
+  CHECK(count_records(db, key) == 12);
+  /* ...unless remeasured. */
+  make_trial(&t, key, "conv2d_nchw.x86", 5, 0.5e-3);
+  CHECK(ob_db_put_measurement(db, &t.r, OB_DB_REPLACE, &stored) == OB_OK && stored);
+  CHECK(count_records(db, key) == 12);
+
+  ob_db_key k = task_key(key, "conv2d_nchw.x86");
+  bool has = false;
+  CHECK(ob_db_has_measurement(db, &k, 3, &has) == OB_OK && has);
+  CHECK(ob_db_has_measurement(db, &k, 10, &has) == OB_OK && !has);
+  CHECK(ob_db_has_measurement(db, &k, 100, &has) == OB_OK && !has); /* other resources */
+  ob_db_key partial = k;
+  partial.target = NULL;
+  CHECK(ob_db_has_measurement(db, &partial, 3, &has) == OB_ERR_INVALID_ARG);
+
+  /* Resume set: sorted, errors included, only this task's key. */
+  uint64_t *idx = NULL;
+  int64_t n = 0;
+  CHECK(ob_db_measured(db, &k, &idx, &n) == OB_OK && n == 10);
+  for (int64_t i = 0; i < n; i++) CHECK(idx[i] == (uint64_t)i);
+  free(idx);
+  ob_db_key other = task_key("dense/f32/M1N1K1", "dense.x86");
+  CHECK(ob_db_measured(db, &other, &idx, &n) == OB_OK && n == 0 && !idx);
+
+  /* Best: the remeasured config 5 (0.5 ms) wins within the template. */
+  ob_db_records *r = NULL;
+  CHECK(ob_db_best(db, &k, &r) == OB_OK && r && r->n == 1);
+  if (r && r->n == 1) {
+    CHECK(r->rec[0].config_index == 5 && fabs(r->rec[0].median_s - 0.5e-3) < 1e-15);
+    CHECK(r->rec[0].gflops > 0 && fabs(r->rec[0].gflops - ob_workload_flops(&wl) / 0.5e-3 / 1e9) < 1e-6);
+    CHECK(!strcmp(r->rec[0].op, "conv2d") && r->rec[0].flops == ob_workload_flops(&wl));
+  }
+  ob_db_records_free(r);
+  /* Any template: conv2d_other.x86 (want_best / 2) is faster than 0.5 ms? */
+  ob_db_key anyt = k;
+  anyt.tmpl = NULL;
+  CHECK(ob_db_best(db, &anyt, &r) == OB_OK);
+  double fastest = fmin(0.5e-3, want_best / 2);
+  if (r) CHECK(fabs(r->rec[0].median_s - fastest) < 1e-15);
+  ob_db_records_free(r);
+  (void)want_idx;
+  /* Any resources too: the 2-thread trial. */
+  anyt.resources = NULL;
+  CHECK(ob_db_best(db, &anyt, &r) == OB_OK);
+  if (r) CHECK(r->rec[0].config_index == 100 && r->rec[0].nthreads == 2);
+  ob_db_records_free(r);
+  ob_db_key nothing = task_key("dense/f32/M9N9K9", NULL);
+  r = (ob_db_records *)1;
+  CHECK(ob_db_best(db, &nothing, &r) == OB_ERR_NOT_FOUND && r == NULL);
+  CHECK(msg_has("dense/f32/M9N9K9"));
+
+  /* Top-k: ascending medians, error-free only. */
+  CHECK(ob_db_top_k(db, &k, 4, &r) == OB_OK && r->n == 4);
+  for (int64_t i = 1; r && i < r->n; i++) CHECK(r->rec[i - 1].median_s <= r->rec[i].median_s);
+  for (int64_t i = 0; r && i < r->n; i++) CHECK(r->rec[i].error_no == 0);
+  ob_db_records_free(r);
+  CHECK(ob_db_top_k(db, &k, 100, &r) == OB_OK && r->n == 9);
+  ob_db_records_free(r);
+  CHECK(ob_db_top_k(db, &k, 0, &r) == OB_ERR_INVALID_ARG);
+
+  /* All records of the workload: every field back. */
+  CHECK(ob_db_workload_records(db, key, &r) == OB_OK && r->n == 12);
+  int seen_err = 0;
+  for (int64_t i = 0; r && i < r->n; i++) {
+    const ob_db_record *x = &r->rec[i];
+    CHECK(!strcmp(x->host, HOST) && !strcmp(x->workload, key) && !strcmp(x->target, TARGET));
+    CHECK(x->attrs && strstr(x->attrs, "\"C\":64"));
+    if (strcmp(x->tmpl, "conv2d_nchw.x86") || x->config_index >= 10) continue;
+    char want[64];
+    snprintf(want, sizeof want, "[[\"tile_ow\",\"sp\",[-1,%d]]]", (int)x->config_index + 1);
+    CHECK_MSG(x->entity && !strcmp(x->entity, want), "entity %s", x->entity ? x->entity : "(null)");
+    if (x->config_index == 3) {
+      seen_err++;
+      CHECK(x->error_no == OB_MERR_RUNTIME && !strcmp(x->error_msg, "SIGSEGV in kernel, at \"x\""));
+      CHECK(isnan(x->median_s) && x->ncosts == 0 && x->gflops == 0);
+    } else if (x->config_index != 5) {
+      double m = 1e-3 * (double)(1 + (x->config_index * 7) % 10);
+      CHECK(x->median_s == m && x->mean_s == m * 1.01 && x->cv == 0.02);
+      CHECK(x->ncosts == 3 && x->costs[0] == m * 1.1 && x->costs[1] == m && x->costs[2] == m * 0.95);
+      CHECK(x->number == 4 && x->build_s == 0.25 && x->run_s == 0.05 && x->nthreads == 1);
+      CHECK(!strcmp(x->cores, "0") && x->timestamp == 1700000000.0 + (double)x->config_index);
+    }
+  }
+  CHECK(seen_err == 1);
+  /* Ordered by key: template, then config index. */
+  for (int64_t i = 1; r && i < r->n; i++) {
+    int c = strcmp(r->rec[i - 1].tmpl, r->rec[i].tmpl);
+    CHECK(c < 0 || (c == 0 && r->rec[i - 1].config_index <= r->rec[i].config_index));
+  }
+  ob_db_records_free(r);
+
+  /* Filters: by operator, ok only, limit, time order. */
+  ob_db_filter f = {.op = "conv2d", .ok_only = true};
+  CHECK(ob_db_query(db, &f, &r) == OB_OK && r->n == 11);
+  ob_db_records_free(r);
+  f = (ob_db_filter){.op = "dense"};
+  CHECK(ob_db_query(db, &f, &r) == OB_OK && r->n == 0);
+  ob_db_records_free(r);
+  f = (ob_db_filter){.order = OB_DB_ORDER_TIME, .limit = 3};
+  CHECK(ob_db_query(db, &f, &r) == OB_OK && r->n == 3);
+  for (int64_t i = 1; r && i < r->n; i++) CHECK(r->rec[i - 1].timestamp <= r->rec[i].timestamp);
+  ob_db_records_free(r);
+
+  /* Malformed records are refused with the record named. */
+  make_trial(&t, key, "conv2d_nchw.x86", 50, 1e-3);
+  t.r.host = "";
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_ERR_INVALID_ARG && msg_has("host fingerprint"));
+  make_trial(&t, key, "conv2d_nchw.x86", 50, 0);
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_ERR_INVALID_ARG && msg_has("config 50"));
+  make_trial(&t, key, "conv2d_nchw.x86", 50, 1e-3);
+  t.r.entity = "[[\"tile\", ";
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_ERR_PARSE && msg_has("entity"));
+  CHECK(count_records(db, key) == 12);
+
+  /* From a measurement result. */
+  ob_measure_result mr = {.error_no = 0, .median_s = 2e-3, .mean_s = 2.1e-3, .cv = 0.05,
+                          .ncosts = 2, .costs = {2e-3, 2.2e-3}, .build_s = 0.3, .run_s = 0.1};
+  snprintf(mr.message, sizeof mr.message, "%s", "");
+  ob_db_record rec = {.host = HOST, .workload = key, .target = TARGET, .resources = RES,
+                      .tmpl = "conv2d_nchw.x86", .config_index = 42};
+  ob_db_record_set_result(&rec, &mr);
+  CHECK(ob_db_put_measurement(db, &rec, 0, &stored) == OB_OK && stored);
+  CHECK(ob_db_has_measurement(db, &k, 42, &has) == OB_OK && has);
+
+  /* Stats per workload, per operator, per error class. */
+  trial d;
+  make_trial(&d, "dense/f32/M1N1000K512", "dense.x86", 1, 1e-4);
+  CHECK(ob_db_put_measurement(db, &d.r, 0, NULL) == OB_OK);
+  make_trial(&d, "dense/f32/M1N1000K512", "dense.x86", 2, 1e-4);
+  d.r.error_no = OB_MERR_WRONG_ANSWER;
+  CHECK(ob_db_put_measurement(db, &d.r, 0, NULL) == OB_OK);
+  d.r.error_no = 42; /* an unknown class counts as UNKNOWN */
+  d.r.config_index = 3;
+  CHECK(ob_db_put_measurement(db, &d.r, 0, NULL) == OB_OK);
+  ob_db_stats *s = NULL;
+  CHECK(ob_db_stats_get(db, NULL, &s) == OB_OK && s);
+  if (s) {
+    CHECK(s->nworkloads == 2 && s->nops == 2);
+    CHECK(s->total.total == 16 && s->total.nworkloads == 2);
+    CHECK(s->total.by_error[0] == 13 && s->total.by_error[OB_MERR_RUNTIME] == 1);
+    CHECK(s->total.by_error[OB_MERR_WRONG_ANSWER] == 1 && s->total.by_error[OB_MERR_UNKNOWN] == 1);
+    /* sorted by operator: conv2d, then dense */
+    CHECK(!strcmp(s->by_op[0].name, "conv2d") && s->by_op[0].total == 13);
+    CHECK(!strcmp(s->by_op[1].name, "dense") && s->by_op[1].total == 3);
+    CHECK(!strcmp(s->workloads[0].name, key) && s->workloads[0].best_s == want_best / 4);
+    CHECK(s->workloads[0].best_gflops > 0 && s->workloads[1].best_gflops == 0);
+    CHECK(s->nhosts == 1 && s->nconfigs == 10 && s->nreplaced == 1);
+  }
+  ob_db_stats_free(s);
+  ob_db_filter fd = {.op = "dense"};
+  CHECK(ob_db_stats_get(db, &fd, &s) == OB_OK && s->nworkloads == 1 && s->total.total == 3);
+  ob_db_stats_free(s);
+
+  /* CSV: a header and one line per record; quoting keeps fields intact. */
+  int64_t rows = 0;
+  CHECK(ob_db_export_csv(db, NULL, path_in("meas.csv"), &rows) == OB_OK && rows == 16);
+  char *csv = read_all(path_in("meas.csv"), NULL);
+  int lines = 0;
+  for (char *p = csv; p && *p; p++) lines += *p == '\n';
+  CHECK(lines == 17);
+  CHECK(csv && !strncmp(csv, "host,workload,op,target,resources,template,config_index,", 56));
+  CHECK(csv && strstr(csv, "\"SIGSEGV in kernel, at \"\"x\"\"\""));
+  char cls[64];
+  snprintf(cls, sizeof cls, ",%d,%s,", OB_MERR_RUNTIME, ob_merr_str(OB_MERR_RUNTIME));
+  CHECK(csv && strstr(csv, cls));
+  free(csv);
+  CHECK(ob_db_export_csv(db, NULL, path_in("no/such/dir/x.csv"), &rows) == OB_ERR_IO);
+  CHECK(access(path_in("meas.csv"), F_OK) == 0);
+  ob_db_close(db);
+}
+
+/* ---- robustness ------------------------------------------------------------------------------ */
+
+static void test_garbage(void) {
+  char junk[8192];
+  uint64_t x = 12345;
+  for (size_t i = 0; i < sizeof junk; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    junk[i] = (char)(x >> 56);
+  }
+  const char *p = path_in("garbage.db");
+  write_all(p, junk, sizeof junk);
+  ob_db *db = (ob_db *)1;
+  CHECK(ob_db_open(ctx, p, 0, &db) == OB_ERR_IO && db == NULL);
+  CHECK(msg_has(p) && msg_has("not a database"));
+  size_t len = 0;
+  char *back = read_all(p, &len);
+  CHECK(back && len == sizeof junk && !memcmp(back, junk, sizeof junk));
+  free(back);
+  char wal[300];
+  snprintf(wal, sizeof wal, "%s-wal", p);
+  CHECK(access(wal, F_OK) != 0);
+  /* A text file is no better. */
+  p = path_in("text.db");
+  write_all(p, "hello, I am not a database\n", 27);
+  CHECK(ob_db_open(ctx, p, 0, &db) == OB_ERR_IO);
+  back = read_all(p, &len);
+  CHECK(back && len == 27 && !memcmp(back, "hello, I am not a database\n", 27));
+  free(back);
+  /* A truncated database: its header survives, its pages do not. */
+  ob_db *good = open_db("trunc.db");
+  trial t;
+  for (int i = 0; i < 200; i++) {
+    make_trial(&t, "dense/f32/M1N1K1", "dense.x86", (uint64_t)i, 1e-3);
+    ob_db_put_measurement(good, &t.r, 0, NULL);
+  }
+  ob_db_close(good);
+  back = read_all(path_in("trunc.db"), &len);
+  CHECK(len > 8192);
+  write_all(path_in("trunc.db"), back, len / 2);
+  free(back);
+  db = NULL;
+  ob_status st = ob_db_open(ctx, path_in("trunc.db"), 0, &db);
+  if (st == OB_OK) { /* the damage shows on the first full read */
+    CHECK(ob_db_check(db) == OB_ERR_IO && msg_has("trunc.db"));
+    ob_db_close(db);
+  } else {
+    CHECK(st == OB_ERR_IO && msg_has("trunc.db"));
+  }
+}
+
+static void test_newer_schema(void) {
+  ob_db *db = open_db("newer.db");
+  CHECK(ob_db_exec(db, "UPDATE meta SET value = '999' WHERE key = 'schema_version'") == OB_OK);
+  ob_db_close(db);
+  size_t len0 = 0, len1 = 0;
+  char *before = read_all(path_in("newer.db"), &len0);
+  db = (ob_db *)1;
+  CHECK(ob_db_open(ctx, path_in("newer.db"), 0, &db) == OB_ERR_UNSUPPORTED && db == NULL);
+  CHECK(msg_has("newer.db") && msg_has("schema version 999") && msg_has("understands up to 1"));
+  char *after = read_all(path_in("newer.db"), &len1);
+  CHECK(before && after && len0 == len1 && !memcmp(before, after, len0));
+  free(before);
+  free(after);
+  /* An SQLite file that is not opbench's is refused, not adopted. */
+  db = open_db("foreign.db");
+  CHECK(ob_db_exec(db, "DROP TABLE meta") == OB_OK);
+  ob_db_close(db);
+  CHECK(ob_db_open(ctx, path_in("foreign.db"), 0, &db) == OB_ERR_UNSUPPORTED);
+  CHECK(msg_has("not an opbench database"));
+}
+
+static void test_locked(void) {
+  ob_db *a = open_db("locked.db");
+  trial t;
+  make_trial(&t, "dense/f32/M1N1K1", "dense.x86", 0, 1e-3);
+  CHECK(ob_db_put_measurement(a, &t.r, 0, NULL) == OB_OK);
+  CHECK(ob_db_exec(a, "BEGIN EXCLUSIVE") == OB_OK);
+  ob_db *b = NULL;
+  ob_db_open_opts o = {.busy_timeout_ms = 150};
+  CHECK(ob_db_open_ex(ctx, path_in("locked.db"), &o, &b) == OB_OK);
+  if (b) {
+    /* Readers are not blocked under WAL. */
+    CHECK(count_records(b, "dense/f32/M1N1K1") == 1);
+    make_trial(&t, "dense/f32/M1N1K1", "dense.x86", 1, 1e-3);
+    double t0 = ob_now_s();
+    CHECK(ob_db_put_measurement(b, &t.r, 0, NULL) == OB_ERR_BUSY);
+    double waited = ob_now_s() - t0;
+    CHECK_MSG(waited >= 0.1 && waited < 3.0, "waited %.3f s", waited);
+    CHECK(msg_has("locked.db") && msg_has("locked"));
+    CHECK(count_records(b, "dense/f32/M1N1K1") == 1);
+    CHECK(ob_db_exec(a, "COMMIT") == OB_OK);
+    CHECK(ob_db_put_measurement(b, &t.r, 0, NULL) == OB_OK);
+    CHECK(count_records(a, "dense/f32/M1N1K1") == 2);
+    /* The timeout can also be changed on an open handle. */
+    CHECK(ob_db_exec(a, "BEGIN IMMEDIATE") == OB_OK);
+    ob_db_set_busy_timeout(b, 10);
+    make_trial(&t, "dense/f32/M1N1K1", "dense.x86", 2, 1e-3);
+    CHECK(ob_db_put_measurement(b, &t.r, 0, NULL) == OB_ERR_BUSY);
+    CHECK(ob_db_exec(a, "ROLLBACK") == OB_OK);
+  }
+  /* Puts inside a caller's transaction nest as savepoints. */
+  CHECK(ob_db_exec(a, "BEGIN IMMEDIATE") == OB_OK);
+  for (int i = 10; i < 20; i++) {
+    make_trial(&t, "dense/f32/M1N1K1", "dense.x86", (uint64_t)i, 1e-3);
+    CHECK(ob_db_put_measurement(a, &t.r, 0, NULL) == OB_OK);
+  }
+  make_trial(&t, "dense/f32/M1N1K1", "dense.x86", 30, 0); /* refused, rolled back alone */
+  CHECK(ob_db_put_measurement(a, &t.r, 0, NULL) == OB_ERR_INVALID_ARG);
+  CHECK(ob_db_exec(a, "COMMIT") == OB_OK);
+  CHECK(count_records(a, "dense/f32/M1N1K1") == 12);
+  ob_db_close(b);
+  ob_db_close(a);
+}
+
+/* Each child inserts 200 trials of its own configs, both at once. */
+static void test_concurrent(void) {
+  const char *p = path_in("concurrent.db");
+  ob_db *db = open_db("concurrent.db");
+  ob_db_close(db);
+  int go[2];
+  CHECK(pipe(go) == 0);
+  pid_t kids[2];
+  for (int c = 0; c < 2; c++) {
+    kids[c] = fork();
+    if (kids[c] == 0) {
+      close(go[1]);
+      char b;
+      if (read(go[0], &b, 1) != 1) _exit(3);
+      ob_ctx *cc = NULL;
+      ob_ctx_new(&cc);
+      ob_db *d = NULL;
+      if (ob_db_open(cc, p, 0, &d) != OB_OK) _exit(2);
+      int bad = 0;
+      for (int i = 0; i < 200; i++) {
+        trial t;
+        make_trial(&t, "dense/f32/M8N8K8", "dense.x86", (uint64_t)(c * 1000 + i), 1e-3);
+        bool stored = false;
+        if (ob_db_put_measurement(d, &t.r, 0, &stored) != OB_OK || !stored) {
+          fprintf(stderr, "child %d trial %d: %s\n", c, i, ob_ctx_errmsg(cc));
+          bad++;
+        }
+      }
+      ob_db_close(d);
+      ob_ctx_free(cc);
+      _exit(bad ? 1 : 0);
+    }
+  }
+  close(go[0]);
+  CHECK(write(go[1], "gg", 2) == 2);
+  close(go[1]);
+  for (int c = 0; c < 2; c++) {
+    int status = 0;
+    CHECK(waitpid(kids[c], &status, 0) == kids[c]);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d status %d", c, status);
+  }
+  db = open_db("concurrent.db");
+  CHECK(count_records(db, "dense/f32/M8N8K8") == 400);
+  ob_db_key k = task_key("dense/f32/M8N8K8", "dense.x86");
+  uint64_t *idx = NULL;
+  int64_t n = 0;
+  CHECK(ob_db_measured(db, &k, &idx, &n) == OB_OK && n == 400);
+  for (int64_t i = 0; i < n; i++) CHECK(idx[i] == (uint64_t)(i < 200 ? i : 1000 + i - 200));
+  free(idx);
+  CHECK(ob_db_check(db) == OB_OK);
+  ob_db_close(db);
+}
+
+/* A writer killed with SIGKILL mid-run loses at most the trial in flight. */
+static void test_kill9(void) {
+  const char *p = path_in("kill.db");
+  ob_db *db = open_db("kill.db");
+  ob_db_close(db);
+  int fd[2];
+  CHECK(pipe(fd) == 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    close(fd[0]);
+    ob_ctx *cc = NULL;
+    ob_ctx_new(&cc);
+    ob_db *d = NULL;
+    if (ob_db_open(cc, p, 0, &d) != OB_OK) _exit(2);
+    for (uint64_t i = 0;; i++) {
+      trial t;
+      make_trial(&t, "dense/f32/M4N4K4", "dense.x86", i, 1e-3 + 1e-6 * (double)i);
+      char ent[64];
+      snprintf(ent, sizeof ent, "[[\"k\",\"ot\",%llu]]", (unsigned long long)i);
+      t.r.entity = ent;
+      if (ob_db_put_measurement(d, &t.r, 0, NULL) != OB_OK) _exit(1);
+      if (write(fd[1], &i, sizeof i) != sizeof i) _exit(1); /* committed */
+    }
+  }
+  close(fd[1]);
+  uint64_t last = 0, got = 0, v;
+  double t0 = ob_now_s();
+  while (got < 300 && ob_now_s() - t0 < 20 && read(fd[0], &v, sizeof v) == sizeof v) {
+    last = v;
+    got++;
+  }
+  kill(kid, SIGKILL);
+  int status = 0;
+  waitpid(kid, &status, 0);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  while (read(fd[0], &v, sizeof v) == sizeof v) { /* reported before dying */
+    last = v;
+    got++;
+  }
+  close(fd[0]);
+  CHECK_MSG(got >= 300, "child committed only %llu trials", (unsigned long long)got);
+  db = open_db("kill.db");
+  CHECK(ob_db_check(db) == OB_OK);
+  ob_db_key k = task_key("dense/f32/M4N4K4", "dense.x86");
+  uint64_t *idx = NULL;
+  int64_t n = 0;
+  CHECK(ob_db_measured(db, &k, &idx, &n) == OB_OK);
+  /* Every reported trial is there; at most the one in flight beyond. */
+  CHECK_MSG((uint64_t)n == last + 1 || (uint64_t)n == last + 2, "n %lld, last reported %llu",
+            (long long)n, (unsigned long long)last);
+  for (int64_t i = 0; i < n; i++) CHECK(idx[i] == (uint64_t)i);
+  free(idx);
+  ob_db_records *r = NULL;
+  CHECK(ob_db_workload_records(db, "dense/f32/M4N4K4", &r) == OB_OK && r->n == n);
+  for (int64_t i = 0; r && i < r->n; i++) {
+    char ent[64];
+    snprintf(ent, sizeof ent, "[[\"k\",\"ot\",%lld]]", (long long)i);
+    CHECK(r->rec[i].entity && !strcmp(r->rec[i].entity, ent));
+    CHECK(r->rec[i].ncosts == 3 && r->rec[i].median_s == 1e-3 + 1e-6 * (double)i);
+  }
+  ob_db_records_free(r);
+  /* And the file takes new writes. */
+  trial t;
+  make_trial(&t, "dense/f32/M4N4K4", "dense.x86", (uint64_t)n, 1e-3);
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  ob_db_close(db);
+}
+
+/* ---- AutoTVM logs ------------------------------------------------------------------------------ */
+
+static const char *k_log =
+    /* 1: conv2d_NCHWc, ResNet-18 layer */
+    "{\"input\": [\"llvm -keys=cpu -mcpu=skylake-avx512 -num-threads=2\", \"conv2d_NCHWc.x86\", "
+    "[[\"TENSOR\", [1, 64, 56, 56], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], \"float32\"], [1, 1], "
+    "[1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"], {}], \"config\": {\"index\": 1234, "
+    "\"code_hash\": null, \"entity\": [[\"tile_ic\", \"sp\", [-1, 16]], [\"tile_oc\", \"sp\", [-1, 16]], "
+    "[\"tile_ow\", \"sp\", [-1, 8]], [\"unroll_kw\", \"ot\", true]]}, \"result\": [[0.00012, 0.00013, "
+    "0.000125], 0, 1.5, 1600000000.5], \"version\": 0.2, \"tvm_version\": \"0.8.0\"}\n"
+    /* 2: truncated */
+    "{\"input\": [\"llvm\", \"conv2d_NCHWc.x86\", [[\"TENSOR\", [1, 64, 56\n"
+    /* 3: blank */
+    "   \n"
+    /* 4: conv2d_nchw with the 6-argument form and (pad_h, pad_w), stride 2; an error */
+    "{\"input\": [\"llvm\", \"conv2d_nchw.x86\", [[\"TENSOR\", [1, 3, 224, 224], \"float32\"], "
+    "[\"TENSOR\", [64, 3, 7, 7], \"float32\"], [2, 2], [3, 3], [1, 1], \"float32\"], {}], "
+    "\"config\": {\"index\": 7, \"code_hash\": null, \"entity\": [[\"tile_oc\", \"sp\", [-1, 8]]]}, "
+    "\"result\": [[1000000000.0], 4, 2.0, 1600000001.0], \"version\": 0.2, \"tvm_version\": \"0.8.0\"}\n"
+    /* 5: missing result */
+    "{\"input\": [\"llvm\", \"dense_pack.x86\", [], {}], \"config\": {\"index\": 1, \"entity\": []}, "
+    "\"version\": 0.2}\n"
+    /* 6: dense_pack with bias */
+    "{\"input\": [\"llvm\", \"dense_pack.x86\", [[\"TENSOR\", [1, 512], \"float32\"], [\"TENSOR\", "
+    "[1000, 512], \"float32\"], [\"TENSOR\", [1000], \"float32\"], \"float32\"], {}], \"config\": "
+    "{\"index\": 3, \"code_hash\": null, \"entity\": [[\"tile_y\", \"sp\", [-1, 1, 1]]]}, \"result\": "
+    "[[2e-05, 2.2e-05], 0, 0.8, 1600000002.0], \"version\": 0.2, \"tvm_version\": \"0.8.0\"}\n"
+    /* 7: wrong type: index is a string */
+    "{\"input\": [\"llvm\", \"dense_nopack.x86\", [], {}], \"config\": {\"index\": \"7\", \"entity\": "
+    "[]}, \"result\": [[1e-05], 0, 0.1, 1600000003.0], \"version\": 0.2}\n"
+    /* 8: wrong type: error_no is a string */
+    "{\"input\": [\"llvm\", \"dense_nopack.x86\", [], {}], \"config\": {\"index\": 7, \"entity\": []}, "
+    "\"result\": [[1e-05], \"0\", 0.1, 1600000003.0], \"version\": 0.2}\n"
+    /* 9: not JSON at all */
+    "hello world\n"
+    /* 10: depthwise: not an opbench operator, kept under its task key */
+    "{\"input\": [\"llvm\", \"depthwise_conv2d_NCHWc.x86\", [[\"TENSOR\", [1, 32, 112, 112], "
+    "\"float32\"], [\"TENSOR\", [32, 1, 3, 3], \"float32\"], [1, 1], [1, 1, 1, 1], [1, 1], \"NCHW\", "
+    "\"NCHW\", \"float32\"], {}], \"config\": {\"index\": 11, \"code_hash\": null, \"entity\": "
+    "[[\"tile_ic\", \"sp\", [-1, 8]]]}, \"result\": [[3e-05], 0, 0.7, 1600000004.0], \"version\": "
+    "0.2, \"tvm_version\": \"0.8.0\"}\n"
+    /* 11: the same trial as line 1 again: a duplicate */
+    "{\"input\": [\"llvm -keys=cpu -mcpu=skylake-avx512 -num-threads=2\", \"conv2d_NCHWc.x86\", "
+    "[[\"TENSOR\", [1, 64, 56, 56], \"float32\"], [\"TENSOR\", [64, 64, 3, 3], \"float32\"], [1, 1], "
+    "[1, 1, 1, 1], [1, 1], \"NCHW\", \"NCHW\", \"float32\"], {}], \"config\": {\"index\": 1234, "
+    "\"code_hash\": null, \"entity\": []}, \"result\": [[0.5], 0, 1.5, 1600000000.5], \"version\": "
+    "0.2, \"tvm_version\": \"0.8.0\"}\n"
+    /* 12: an error-free result with a cost that is not a number */
+    "{\"input\": [\"llvm\", \"dense_nopack.x86\", [], {}], \"config\": {\"index\": 8, \"entity\": []}, "
+    "\"result\": [[\"fast\"], 0, 0.1, 1600000003.0], \"version\": 0.2}\n"
+    /* 13: version 0.1 */
+    "{\"i\": [\"llvm\", \"x\"], \"r\": [[1e-05], 0, 0.1, 1.0], \"v\": 0.1}\n"
+    /* 14: a JSON array */
+    "[1, 2, 3]\n"
+    /* 15: trailing text */
+    "{\"input\": 1} trailing\n"
+    /* 16: last line without a newline, an NCHW layout conv2d with int stride/padding */
+    "{\"input\": [\"llvm\", \"conv2d_NCHWc.x86\", [[\"TENSOR\", [1, 128, 28, 28], \"float32\"], "
+    "[\"TENSOR\", [256, 128, 1, 1], \"float32\"], 2, 0, 1, \"NCHW\", \"NCHW\", \"float32\"], {}], "
+    "\"config\": {\"index\": 0, \"code_hash\": null, \"entity\": [[\"tile_ic\", \"sp\", [-1, 4]]]}, "
+    "\"result\": [[7e-05, 6e-05, 8e-05], 0, 0.9, 1600000005.0], \"version\": 0.2, \"tvm_version\": "
+    "\"0.8.0\"}";
+
+static void test_autotvm_import(void) {
+  write_all(path_in("log.json"), k_log, strlen(k_log));
+  ob_db *db = open_db("import.db");
+  /* Something stored before the import must survive it. */
+  trial pre;
+  make_trial(&pre, "dense/f32/M2N2K2", "dense.x86", 0, 1e-3);
+  CHECK(ob_db_put_measurement(db, &pre.r, 0, NULL) == OB_OK);
+
+  ob_db_import_opts o = {.host = HOST, .resources = "threads=2"};
+  ob_db_import_result res;
+  ob_ctx_set_log_level(ctx, OB_LOG_ERROR); /* the summary warnings are expected */
+  CHECK_MSG(ob_db_import_autotvm(db, path_in("log.json"), &o, &res) == OB_OK, "%s",
+            ob_ctx_errmsg(ctx));
+  CHECK_MSG(res.nlines == 15, "nlines %lld", (long long)res.nlines);
+  CHECK_MSG(res.nimported == 5, "imported %lld", (long long)res.nimported);
+  CHECK(res.nduplicate == 1 && res.nunmapped == 1);
+  CHECK_MSG(res.nbroken == 9 && res.nbad == 9, "broken %lld", (long long)res.nbroken);
+  static const int64_t want_bad[] = {2, 5, 7, 8, 9, 12, 13, 14, 15};
+  for (int i = 0; i < 9 && i < res.nbad; i++)
+    CHECK_MSG(res.bad[i].line == want_bad[i], "bad[%d] = line %lld (%s)", i,
+              (long long)res.bad[i].line, res.bad[i].why);
+  if (res.nbad == 9) {
+    CHECK(strstr(res.bad[0].why, "not valid JSON"));
+    CHECK(strstr(res.bad[1].why, "'result'"));
+    CHECK(strstr(res.bad[2].why, "config.index"));
+    CHECK(strstr(res.bad[3].why, "'result'"));
+    CHECK(strstr(res.bad[5].why, "cost 1"));
+    CHECK(strstr(res.bad[6].why, "0.1"));
+    CHECK(strstr(res.bad[7].why, "not a JSON object"));
+    CHECK(strstr(res.bad[8].why, "after the JSON"));
+  }
+  ob_db_import_result_clear(&res);
+
+  /* Mapped workloads carry opbench keys, operators and FLOPs. */
+  char k1[256], k4[256], k16[256];
+  conv_key(k1, sizeof k1, "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", NULL);
+  conv_key(k4, sizeof k4, "N=1,C=3,H=224,W=224,K=64,R=7,S=7,stride_h=2,stride_w=2,pad_t=3,pad_l=3,pad_b=3,pad_r=3", NULL);
+  conv_key(k16, sizeof k16, "N=1,C=128,H=28,W=28,K=256,R=1,S=1,stride_h=2,stride_w=2", NULL);
+  ob_db_records *r = NULL;
+  CHECK(ob_db_workload_records(db, k1, &r) == OB_OK && r->n == 1);
+  if (r && r->n == 1) {
+    const ob_db_record *x = &r->rec[0];
+    CHECK(!strcmp(x->tmpl, "conv2d_NCHWc.x86") && x->config_index == 1234);
+    CHECK(!strcmp(x->target, "llvm -keys=cpu -mcpu=skylake-avx512 -num-threads=2"));
+    CHECK(!strcmp(x->host, HOST) && !strcmp(x->resources, "threads=2") && x->nthreads == 2);
+    CHECK(x->error_no == 0 && x->ncosts == 3 && x->median_s == 0.000125);
+    CHECK(fabs(x->mean_s - 0.000125) < 1e-12 && x->run_s == 1.5 && isnan(x->build_s));
+    CHECK(x->timestamp == 1600000000.5 && !strcmp(x->op, "conv2d") && x->gflops > 0);
+    CHECK(x->entity && !strcmp(x->entity, "[[\"tile_ic\",\"sp\",[-1,16]],[\"tile_oc\",\"sp\",[-1,16]],"
+                                          "[\"tile_ow\",\"sp\",[-1,8]],[\"unroll_kw\",\"ot\",true]]"));
+  }
+  ob_db_records_free(r);
+  CHECK(ob_db_workload_records(db, k4, &r) == OB_OK && r->n == 1);
+  if (r && r->n == 1) CHECK(r->rec[0].error_no == 4 && r->rec[0].ncosts == 0 && isnan(r->rec[0].median_s));
+  ob_db_records_free(r);
+  CHECK(count_records(db, k16) == 1);
+  CHECK(count_records(db, "dense/f32/M1N1000K512/epi:bias") == 1);
+  ob_db_filter f = {.op = "depthwise_conv2d_NCHWc"};
+  CHECK(ob_db_query(db, &f, &r) == OB_OK && r->n == 1);
+  if (r && r->n == 1)
+    CHECK(!strncmp(r->rec[0].workload, "autotvm:depthwise_conv2d_NCHWc.x86:[[\"TENSOR\"", 45));
+  ob_db_records_free(r);
+  CHECK(count_records(db, "dense/f32/M2N2K2") == 1);
+
+  /* A second import adds nothing new; REPLACE overwrites. */
+  CHECK(ob_db_import_autotvm(db, path_in("log.json"), &o, &res) == OB_OK);
+  CHECK(res.nimported == 0 && res.nduplicate == 6 && res.nbroken == 9);
+  ob_db_import_result_clear(&res);
+  o.flags = OB_DB_REPLACE;
+  CHECK(ob_db_import_autotvm(db, path_in("log.json"), &o, &res) == OB_OK);
+  CHECK(res.nimported == 6 && res.nduplicate == 0);
+  ob_db_import_result_clear(&res);
+  CHECK(ob_db_workload_records(db, k1, &r) == OB_OK && r->n == 1);
+  if (r && r->n == 1) CHECK(r->rec[0].median_s == 0.5); /* line 11 came last */
+  ob_db_records_free(r);
+
+  /* A missing file is an I/O error naming it. */
+  CHECK(ob_db_import_autotvm(db, path_in("nope.json"), &o, &res) == OB_ERR_IO && msg_has("nope.json"));
+  ob_db_import_result_clear(&res);
+  /* An empty file imports nothing. */
+  write_all(path_in("empty.json"), "", 0);
+  CHECK(ob_db_import_autotvm(db, path_in("empty.json"), &o, &res) == OB_OK && res.nlines == 0);
+  ob_db_import_result_clear(&res);
+  ob_ctx_set_log_level(ctx, OB_LOG_WARN);
+  ob_db_close(db);
+}
+
+static ob_status entity_from_caller(void *user, const ob_db_record *rec, char **out) {
+  (*(int *)user)++;
+  char buf[64];
+  snprintf(buf, sizeof buf, "[[\"given\",\"ot\",%llu]]", (unsigned long long)rec->config_index);
+  *out = strdup(buf);
+  return OB_OK;
+}
+
+static void test_autotvm_roundtrip(void) {
+  ob_db *a = open_db("rt_a.db");
+  /* opbench workloads: plain conv2d, conv2d with an epilogue, dense with
+   * bias, an elementwise op; one record without a stored entity. */
+  const char *ops[4][2] = {{"conv2d", "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1"},
+                           {"conv2d", "N=1,C=64,H=56,W=56,K=128,R=3,S=3,stride_h=2,stride_w=2,pad_t=1,pad_l=1,pad_b=1,pad_r=1"},
+                           {"dense", "M=1,N=1000,K=512"},
+                           {"relu", "N=1,C=64,H=56,W=56"}};
+  const char *epis[4] = {NULL, "bias,relu", "bias", NULL};
+  const char *tmpls[4] = {"conv2d_nchw.x86", "conv2d_nchw.x86", "dense.x86", "elemwise.x86"};
+  char keys[4][256];
+  int nrec = 0;
+  for (int w = 0; w < 4; w++) {
+    ob_workload wl;
+    CHECK(ob_workload_parse(ctx, ops[w][0], ops[w][1], &wl) == OB_OK);
+    if (epis[w]) CHECK(ob_workload_set_epilogue(ctx, &wl, epis[w]) == OB_OK);
+    ob_workload_key(&wl, keys[w], sizeof keys[w]);
+    CHECK(ob_db_put_workload(a, &wl) == OB_OK);
+    for (int i = 0; i < 5; i++) {
+      trial t;
+      make_trial(&t, keys[w], tmpls[w], (uint64_t)(i * 3), 1e-4 * (w + 1) + 1e-5 * i);
+      char ent[64];
+      snprintf(ent, sizeof ent, "[[\"tile\",\"sp\",[-1,%d]],[\"u\",\"ot\",false]]", i + 1);
+      t.r.entity = w == 3 && i == 4 ? NULL : ent;
+      if (i == 2) {
+        t.r.error_no = OB_MERR_COMPILE_HOST;
+        t.r.error_msg = "cc failed";
+        t.r.ncosts = 0;
+        t.r.median_s = t.r.mean_s = t.r.cv = NAN;
+      }
+      CHECK(ob_db_put_measurement(a, &t.r, 0, NULL) == OB_OK);
+      nrec++;
+    }
+  }
+  int calls = 0;
+  int64_t n = 0;
+  CHECK(ob_db_export_autotvm(a, NULL, path_in("rt.json"), entity_from_caller, &calls, &n) == OB_OK);
+  CHECK(n == nrec && calls == 1);
+  char *text = read_all(path_in("rt.json"), NULL);
+  int lines = 0;
+  for (char *p = text; p && *p; p++) lines += *p == '\n';
+  CHECK(lines == nrec);
+  CHECK(text && strstr(text, "\"conv2d_nchw.x86\",[[\"TENSOR\",[1,64,56,56],\"float32\"],"
+                             "[\"TENSOR\",[64,64,3,3],\"float32\"],[1,1],[1,1,1,1],[1,1],\"NCHW\","
+                             "\"NCHW\",\"float32\"],{}]"));
+  CHECK(text && strstr(text, "\"opbench\":{\"workload\":\"conv2d_nchw/f32/N1C64H56W56/K128"));
+  CHECK(text && strstr(text, "[\"TENSOR\",[1000],\"float32\"],\"float32\"],{}]"));
+  CHECK(text && strstr(text, "[[1000000000],2,"));
+  CHECK(text && strstr(text, "\"version\":0.2"));
+  CHECK(text && strstr(text, "[[\"given\",\"ot\",12]]"));
+  free(text);
+
+  ob_db *b = open_db("rt_b.db");
+  ob_db_import_opts o = {.host = HOST, .resources = RES};
+  ob_db_import_result res;
+  CHECK(ob_db_import_autotvm(b, path_in("rt.json"), &o, &res) == OB_OK);
+  CHECK_MSG(res.nimported == nrec && res.nbroken == 0 && res.nunmapped == 0,
+            "imported %lld broken %lld unmapped %lld", (long long)res.nimported,
+            (long long)res.nbroken, (long long)res.nunmapped);
+  ob_db_import_result_clear(&res);
+  ob_db_records *ra = NULL, *rb = NULL;
+  CHECK(ob_db_query(a, NULL, &ra) == OB_OK && ob_db_query(b, NULL, &rb) == OB_OK);
+  CHECK(ra && rb && ra->n == rb->n);
+  for (int64_t i = 0; ra && rb && i < ra->n && i < rb->n; i++) {
+    const ob_db_record *x = &ra->rec[i], *y = &rb->rec[i];
+    CHECK_MSG(!strcmp(x->workload, y->workload), "%s vs %s", x->workload, y->workload);
+    CHECK(!strcmp(x->tmpl, y->tmpl) && x->config_index == y->config_index);
+    CHECK(!strcmp(x->target, y->target) && x->error_no == y->error_no);
+    CHECK(x->timestamp == y->timestamp && !strcmp(x->op, y->op));
+    CHECK(x->flops == y->flops && !strcmp(x->attrs, y->attrs));
+    if (x->entity) CHECK(y->entity && !strcmp(x->entity, y->entity));
+    else CHECK(y->entity && !strcmp(y->entity, "[[\"given\",\"ot\",12]]"));
+    if (x->error_no == 0) {
+      CHECK(x->median_s == y->median_s && x->ncosts == y->ncosts);
+      for (int c = 0; c < x->ncosts && c < y->ncosts; c++) CHECK(x->costs[c] == y->costs[c]);
+    }
+  }
+  ob_db_records_free(ra);
+  ob_db_records_free(rb);
+
+  /* Exporting the imported records gives the same lines back. */
+  CHECK(ob_db_export_autotvm(b, NULL, path_in("rt2.json"), NULL, NULL, &n) == OB_OK && n == nrec);
+  char *t1 = read_all(path_in("rt.json"), NULL), *t2 = read_all(path_in("rt2.json"), NULL);
+  CHECK(t1 && t2 && !strcmp(t1, t2));
+  free(t1);
+  free(t2);
+  /* A filtered export. */
+  ob_db_filter f = {.op = "dense", .ok_only = true};
+  CHECK(ob_db_export_autotvm(b, &f, path_in("dense.json"), NULL, NULL, &n) == OB_OK && n == 4);
+  ob_db_close(a);
+  ob_db_close(b);
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(p);
+}
+
+int main(void) {
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  snprintf(dir, sizeof dir, "/tmp/opbench-test-db-XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  test_open();
+  test_hosts();
+  test_measurements();
+  test_garbage();
+  test_newer_schema();
+  test_locked();
+  test_concurrent();
+  test_kill9();
+  test_autotvm_import();
+  test_autotvm_roundtrip();
+  if (!getenv("OPBENCH_KEEP_TEST_FILES")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  ob_ctx_free(ctx);
+  return CHECK_DONE();
+}
