@@ -24,6 +24,9 @@ static const wcase k_cases[] = {
     {"conv2d", "N=2,C=16,H=7,W=7,K=17,R=1,S=1", "bias,add,relu", 1, 0, 1, 8},
     {"conv2d", "C=6,H=8,W=19,K=4,R=1,S=3", "", 1, 0, 1, 6},   /* non-square kernel */
     {"conv2d", "C=32,H=6,W=9,K=48,R=3,S=3", "bias,add,relu", 1, 1, 1, 8}, /* blocked residual */
+    {"conv2d", "C=32,H=7,W=9,K=64,R=3,S=3,groups=2", "bias,relu", 1, 1, 1, 8}, /* grouped */
+    {"conv2d", "C=12,H=6,W=7,K=9,R=3,S=3,groups=3", "", 2, 1, 1, 6},          /* odd groups */
+    {"conv2d", "C=16,H=6,W=6,K=16,R=3,S=3,groups=16", "", 1, 1, 1, 4},        /* depthwise as conv2d */
     {"depthwise_conv2d", "C=32,H=11,W=13,R=3,S=3", "", 1, 1, 1, 8},
     {"depthwise_conv2d", "C=48,H=15,W=15,R=3,S=3", "bias,relu6", 2, 1, 1, 8},
     {"depthwise_conv2d", "C=13,H=9,W=10,R=3,S=3", "", 2, 2, 1, 6}, /* prime C, pad > half */
@@ -35,6 +38,8 @@ static const wcase k_cases[] = {
     {"dense", "M=7,N=48,K=20", "bias,add", 0, 0, 0, 8}, /* packed: nb 8/16/48 */
     {"batch_matmul", "B=3,M=5,N=32,K=24", "", 0, 0, 0, 8},
     {"batch_matmul", "B=2,M=7,N=13,K=9", "relu", 0, 0, 0, 6},
+    {"to_nchwc", "C=32,H=5,W=19,cb=16", "", 0, 0, 0, 4},
+    {"from_nchwc", "N=2,C=24,H=3,W=7,cb=8", "", 0, 0, 0, 4},
     {"relu", "C=3,H=7,W=9", "", 0, 0, 0, 8},
     {"add", "N=2,C=5,H=3,W=11", "", 0, 0, 0, 8},
     {"bias_add", "C=13,H=5,W=5", "", 0, 0, 0, 8},

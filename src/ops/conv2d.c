@@ -55,9 +55,9 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
   for (int i = 0; i < 4; i++)
     if (ob_workload_get(wl, pads[i]) < 0)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: %s must be >= 0", pads[i]);
-  if (p.g != 1)
-    return ob_fail(ctx, OB_ERR_UNSUPPORTED, "conv2d: groups=%lld is not supported yet (groups=1 only)",
-                   (long long)p.g);
+  if (p.g < 1 || p.c % p.g || p.k % p.g)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: groups=%lld must divide C=%lld and K=%lld",
+                   (long long)p.g, (long long)p.c, (long long)p.k);
   if (p.oh < 1 || p.ow < 1)
     return ob_fail(ctx, OB_ERR_INVALID_ARG,
                    "conv2d: empty output (%lldx%lld) for input %lldx%lld, kernel %lldx%lld", (long long)p.oh,
@@ -78,12 +78,12 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   conv_p p = params(wl);
-  return 2.0 * (double)(p.n * p.k * p.oh * p.ow) * (double)(p.c * p.r * p.s);
+  return 2.0 * (double)(p.n * p.k * p.oh * p.ow) * (double)(p.c / p.g * p.r * p.s);
 }
 
 static int64_t reduce_len(const ob_workload *wl) {
   conv_p p = params(wl);
-  return p.c * p.r * p.s;
+  return p.c / p.g * p.r * p.s;
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
@@ -92,7 +92,7 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int n = 0;
   out[n++] = (ob_arg_info){"data", p.n * p.c * p.h * p.w, true};
-  out[n++] = (ob_arg_info){"weight", p.k * p.c * p.r * p.s, true};
+  out[n++] = (ob_arg_info){"weight", p.k * (p.c / p.g) * p.r * p.s, true};
   n += ob_epilogue_args(&e, p.k, p.n * p.k * p.oh * p.ow, out + n);
   out[n++] = (ob_arg_info){"output", p.n * p.k * p.oh * p.ow, false};
   return n;
@@ -115,7 +115,8 @@ static void reference(const ob_workload *wl, void *const *bufs) {
       for (int64_t y = 0; y < p.oh; y++)
         for (int64_t x = 0; x < p.ow; x++) {
           double s = 0;
-          for (int64_t c = 0; c < p.c; c++)
+          int64_t cpg = p.c / p.g, c0 = k / (p.k / p.g) * cpg;
+          for (int64_t c = c0; c < c0 + cpg; c++)
             for (int64_t ry = 0; ry < p.r; ry++) {
               int64_t iy = y * p.sh + ry * p.dh - p.pt;
               if (iy < 0 || iy >= p.h) continue;
@@ -123,7 +124,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
                 int64_t ix = x * p.sw + rx * p.dw - p.pl;
                 if (ix < 0 || ix >= p.w) continue;
                 s += (double)in[((n * p.c + c) * p.h + iy) * p.w + ix] *
-                     wt[((k * p.c + c) * p.r + ry) * p.s + rx];
+                     wt[((k * cpg + c - c0) * p.r + ry) * p.s + rx];
               }
             }
           acc[((n * p.k + k) * p.oh + y) * p.ow + x] = s;
@@ -147,7 +148,8 @@ static ob_status declare(ob_te *te, const ob_workload *wl, conv_t *c) {
   if (st) return st;
   memset(c, 0, sizeof *c);
   c->data = ob_te_placeholder(te, "data", 4, (int64_t[]){p.n, p.c, p.h, p.w}, OB_F32);
-  c->weight = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.k, p.c, p.r, p.s}, OB_F32);
+  int64_t cpg = p.c / p.g, kpg = p.k / p.g;
+  c->weight = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.k, cpg, p.r, p.s}, OB_F32);
   ob_tensor *src = c->data;
   if (p.pt || p.pl || p.pb || p.pr) {
     int64_t ph = p.h + p.pt + p.pb, pw = p.w + p.pl + p.pr;
@@ -170,13 +172,17 @@ static ob_status declare(ob_te *te, const ob_workload *wl, conv_t *c) {
   }
   ob_ivar *n = ob_te_axis(te, "n", p.n), *k = ob_te_axis(te, "k", p.k);
   ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow);
-  ob_ivar *rc = ob_te_reduce_axis(te, "rc", p.c), *ry = ob_te_reduce_axis(te, "ry", p.r);
+  ob_ivar *rc = ob_te_reduce_axis(te, "rc", cpg), *ry = ob_te_reduce_axis(te, "ry", p.r);
   ob_ivar *rx = ob_te_reduce_axis(te, "rx", p.s);
+  /* input channel of reduction step rc for output channel k (groups) */
+  ob_expr *ic = ob_te_var(te, rc);
+  if (p.g > 1)
+    ic = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_bin(te, OB_DIV, ob_te_var(te, k), ob_te_int(te, kpg)), ob_te_int(te, cpg)), ic);
   ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, y), ob_te_int(te, p.sh)),
                           OB_TE_MUL(te, ob_te_var(te, ry), ob_te_int(te, p.dh)));
   ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, x), ob_te_int(te, p.sw)),
                           OB_TE_MUL(te, ob_te_var(te, rx), ob_te_int(te, p.dw)));
-  ob_expr *a = ob_te_load(te, src, 4, (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, rc), iy, ix});
+  ob_expr *a = ob_te_load(te, src, 4, (ob_expr *[]){ob_te_var(te, n), ic, iy, ix});
   ob_expr *b = ob_te_load(te, c->weight, 4,
                           (ob_expr *[]){ob_te_var(te, k), ob_te_var(te, rc), ob_te_var(te, ry),
                                         ob_te_var(te, rx)});
@@ -209,7 +215,7 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, o
   st = ob_space_define_split(sp, "tile_oc", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 32});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 32});
-  if (!st) st = ob_space_define_split(sp, "tile_ic", p.c, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
+  if (!st) st = ob_space_define_split(sp, "tile_ic", p.c / p.g, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
   if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "unroll_oc", (int64_t[]){0, 1}, 2);
@@ -317,15 +323,15 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
   int64_t occ[4];
   int nocc = 0;
   for (int64_t b = 8; b <= 32; b *= 2)
-    if (p.k % b == 0) occ[nocc++] = b;
+    if ((p.k / p.g) % b == 0) occ[nocc++] = b; /* blocks never straddle groups */
   if (!nocc) occ[nocc++] = 1; /* odd channel counts: still correct, one lane */
   int64_t ocand[8];
   for (int i = 0; i < nocc; i++) {
     ocand[2 * i] = -1;
     ocand[2 * i + 1] = occ[i];
   }
-  ob_status st = ob_space_define_split(sp, "tile_ic", p.c, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
-  if (!st) st = ob_space_define_split(sp, "tile_oc", p.k, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = ocand, .ncandidates = nocc});
+  ob_status st = ob_space_define_split(sp, "tile_ic", p.c / p.g, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
+  if (!st) st = ob_space_define_split(sp, "tile_oc", p.k / p.g, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = ocand, .ncandidates = nocc});
   if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 28});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 2});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
@@ -367,9 +373,10 @@ static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *
   bool ukw = ob_config_knob(cfg, "unroll_kw"), pad_inline = ob_config_knob(cfg, "pad_inline");
   int64_t order = ob_config_knob(cfg, "reduce_order");
   int64_t icc = p.c / icb, occ = p.k / ocb;
+  int64_t cpgb = p.c / p.g / icb, kpgb = p.k / p.g / ocb; /* channel blocks per group */
 
   ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, icc, p.h, p.w, icb}, OB_F32);
-  ob_tensor *wt = ob_te_placeholder(te, "weight", 6, (int64_t[]){occ, icc, p.r, p.s, icb, ocb}, OB_F32);
+  ob_tensor *wt = ob_te_placeholder(te, "weight", 6, (int64_t[]){occ, cpgb, p.r, p.s, icb, ocb}, OB_F32);
   ob_tensor *src = data, *pad = NULL;
   if (p.pt || p.pl || p.pb || p.pr) {
     ob_ivar *a[5] = {ob_te_axis(te, "n", p.n), ob_te_axis(te, "cc", icc),
@@ -391,13 +398,16 @@ static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *
   }
   ob_ivar *n = ob_te_axis(te, "n", p.n), *oc = ob_te_axis(te, "occ", occ);
   ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow), *ob = ob_te_axis(te, "ocb", ocb);
-  ob_ivar *rco = ob_te_reduce_axis(te, "icc", icc), *rci = ob_te_reduce_axis(te, "icb", icb);
+  ob_ivar *rco = ob_te_reduce_axis(te, "icc", cpgb), *rci = ob_te_reduce_axis(te, "icb", icb);
   ob_ivar *ry = ob_te_reduce_axis(te, "ry", p.r), *rx = ob_te_reduce_axis(te, "rx", p.s);
   ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, y), ob_te_int(te, p.sh)),
                           OB_TE_MUL(te, ob_te_var(te, ry), ob_te_int(te, p.dh)));
   ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, x), ob_te_int(te, p.sw)),
                           OB_TE_MUL(te, ob_te_var(te, rx), ob_te_int(te, p.dw)));
-  ob_expr *a = ob_te_load(te, src, 5, (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, rco), iy, ix, ob_te_var(te, rci)});
+  ob_expr *icblk = ob_te_var(te, rco);
+  if (p.g > 1)
+    icblk = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_bin(te, OB_DIV, ob_te_var(te, oc), ob_te_int(te, kpgb)), ob_te_int(te, cpgb)), icblk);
+  ob_expr *a = ob_te_load(te, src, 5, (ob_expr *[]){ob_te_var(te, n), icblk, iy, ix, ob_te_var(te, rci)});
   ob_expr *b = ob_te_load(te, wt, 6,
                           (ob_expr *[]){ob_te_var(te, oc), ob_te_var(te, rco), ob_te_var(te, ry),
                                         ob_te_var(te, rx), ob_te_var(te, rci), ob_te_var(te, ob)});
@@ -476,12 +486,13 @@ static void nchwc_move(const ob_workload *wl, const ob_config *cfg, int arg, con
         }
     return;
   }
-  if (arg == 1) { /* weight: KCRS <-> K/ocb C/icb R S icb ocb */
+  if (arg == 1) { /* weight: K (C/g) R S <-> K/ocb (C/g)/icb R S icb ocb */
+    int64_t cpg = p.c / p.g;
     for (int64_t k = 0; k < p.k; k++)
-      for (int64_t c = 0; c < p.c; c++)
+      for (int64_t c = 0; c < cpg; c++)
         for (int64_t rs = 0; rs < p.r * p.s; rs++) {
-          int64_t plain = (k * p.c + c) * p.r * p.s + rs;
-          int64_t blk = (((k / ocb) * (p.c / icb) + c / icb) * p.r * p.s + rs) * icb * ocb + (c % icb) * ocb + k % ocb;
+          int64_t plain = (k * cpg + c) * p.r * p.s + rs;
+          int64_t blk = (((k / ocb) * (cpg / icb) + c / icb) * p.r * p.s + rs) * icb * ocb + (c % icb) * ocb + k % ocb;
           if (to_blocked) dst[blk] = src[plain];
           else dst[plain] = src[blk];
         }

@@ -67,6 +67,8 @@ extern const ob_op_def ob_op_softmax;
 extern const ob_op_def ob_op_layer_norm;
 extern const ob_op_def ob_op_batch_norm;
 extern const ob_op_def ob_op_concat;
+extern const ob_op_def ob_op_to_nchwc;
+extern const ob_op_def ob_op_from_nchwc;
 
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
 ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);

@@ -11,7 +11,7 @@ static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_depthwise_conv2d,
                                          &ob_op_add,    &ob_op_bias_add, &ob_op_clip,
                                          &ob_op_mul, &ob_op_sigmoid, &ob_op_tanh, &ob_op_gelu, &ob_op_relu6,
                                          &ob_op_pool2d, &ob_op_global_avg_pool, &ob_op_softmax,
-                                         &ob_op_layer_norm, &ob_op_batch_norm, &ob_op_concat};
+                                         &ob_op_layer_norm, &ob_op_batch_norm, &ob_op_concat, &ob_op_to_nchwc, &ob_op_from_nchwc};
 #define NOPS ((int)(sizeof k_ops / sizeof k_ops[0]))
 
 int ob_op_count(void) { return NOPS; }
