@@ -17,9 +17,7 @@ static const int64_t k_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_A
                                      OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED,
                                      1, 1, 0, 0, 0, 0, 1, 1, 1};
 
-typedef struct conv_p {
-  int64_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g, oh, ow;
-} conv_p;
+typedef ob_conv_geom conv_p;
 
 static conv_p params(const ob_workload *wl) {
   conv_p p;
@@ -100,38 +98,7 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
 
 static void reference(const ob_workload *wl, void *const *bufs) {
   conv_p p = params(wl);
-  ob_epilogue e;
-  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
-  const float *in = bufs[0], *wt = bufs[1];
-  int a = 2;
-  const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
-  const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
-  float *out = bufs[a];
-  int64_t numel = p.n * p.k * p.oh * p.ow;
-  double *acc = malloc(sizeof(double) * (size_t)numel);
-  OB_ASSERT(acc);
-  for (int64_t n = 0; n < p.n; n++)
-    for (int64_t k = 0; k < p.k; k++)
-      for (int64_t y = 0; y < p.oh; y++)
-        for (int64_t x = 0; x < p.ow; x++) {
-          double s = 0;
-          int64_t cpg = p.c / p.g, c0 = k / (p.k / p.g) * cpg;
-          for (int64_t c = c0; c < c0 + cpg; c++)
-            for (int64_t ry = 0; ry < p.r; ry++) {
-              int64_t iy = y * p.sh + ry * p.dh - p.pt;
-              if (iy < 0 || iy >= p.h) continue;
-              for (int64_t rx = 0; rx < p.s; rx++) {
-                int64_t ix = x * p.sw + rx * p.dw - p.pl;
-                if (ix < 0 || ix >= p.w) continue;
-                s += (double)in[((n * p.c + c) * p.h + iy) * p.w + ix] *
-                     wt[((k * cpg + c - c0) * p.r + ry) * p.s + rx];
-              }
-            }
-          acc[((n * p.k + k) * p.oh + y) * p.ow + x] = s;
-        }
-  ob_epilogue_ref(&e, acc, numel, p.k, p.oh * p.ow, bias, res);
-  for (int64_t i = 0; i < numel; i++) out[i] = (float)acc[i];
-  free(acc);
+  ob_conv_ref(&p, wl->epilogue, bufs);
 }
 
 /* ---- compute declaration --------------------------------------------------- */
@@ -150,26 +117,8 @@ static ob_status declare(ob_te *te, const ob_workload *wl, conv_t *c) {
   c->data = ob_te_placeholder(te, "data", 4, (int64_t[]){p.n, p.c, p.h, p.w}, OB_F32);
   int64_t cpg = p.c / p.g, kpg = p.k / p.g;
   c->weight = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.k, cpg, p.r, p.s}, OB_F32);
-  ob_tensor *src = c->data;
-  if (p.pt || p.pl || p.pb || p.pr) {
-    int64_t ph = p.h + p.pt + p.pb, pw = p.w + p.pl + p.pr;
-    ob_ivar *n = ob_te_axis(te, "n", p.n), *ch = ob_te_axis(te, "c", p.c);
-    ob_ivar *h = ob_te_axis(te, "h", ph), *w = ob_te_axis(te, "w", pw);
-    ob_expr *vh = ob_te_var(te, h), *vw = ob_te_var(te, w);
-    ob_expr *cond = ob_te_bin(
-        te, OB_AND,
-        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vh, ob_te_int(te, p.pt)),
-                  ob_te_bin(te, OB_LT, vh, ob_te_int(te, p.h + p.pt))),
-        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vw, ob_te_int(te, p.pl)),
-                  ob_te_bin(te, OB_LT, vw, ob_te_int(te, p.w + p.pl))));
-    ob_expr *ld = ob_te_load(te, c->data, 4,
-                             (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, ch),
-                                           OB_TE_SUB(te, vh, ob_te_int(te, p.pt)),
-                                           OB_TE_SUB(te, vw, ob_te_int(te, p.pl))});
-    c->pad = ob_te_compute(te, "data_pad", 4, (ob_ivar *[]){n, ch, h, w},
-                           ob_te_select(te, cond, ld, ob_te_float(te, OB_F32, 0.0)));
-    src = c->pad;
-  }
+  ob_tensor *src = ob_pad_spatial(te, c->data, 2, 3, p.pt, p.pl, p.pb, p.pr);
+  if (src != c->data) c->pad = src;
   ob_ivar *n = ob_te_axis(te, "n", p.n), *k = ob_te_axis(te, "k", p.k);
   ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow);
   ob_ivar *rc = ob_te_reduce_axis(te, "rc", cpg), *ry = ob_te_reduce_axis(te, "ry", p.r);
@@ -377,25 +326,8 @@ static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *
 
   ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, icc, p.h, p.w, icb}, OB_F32);
   ob_tensor *wt = ob_te_placeholder(te, "weight", 6, (int64_t[]){occ, cpgb, p.r, p.s, icb, ocb}, OB_F32);
-  ob_tensor *src = data, *pad = NULL;
-  if (p.pt || p.pl || p.pb || p.pr) {
-    ob_ivar *a[5] = {ob_te_axis(te, "n", p.n), ob_te_axis(te, "cc", icc),
-                     ob_te_axis(te, "h", p.h + p.pt + p.pb), ob_te_axis(te, "w", p.w + p.pl + p.pr),
-                     ob_te_axis(te, "cb", icb)};
-    ob_expr *vh = ob_te_var(te, a[2]), *vw = ob_te_var(te, a[3]);
-    ob_expr *cond = ob_te_bin(
-        te, OB_AND,
-        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vh, ob_te_int(te, p.pt)),
-                  ob_te_bin(te, OB_LT, vh, ob_te_int(te, p.h + p.pt))),
-        ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vw, ob_te_int(te, p.pl)),
-                  ob_te_bin(te, OB_LT, vw, ob_te_int(te, p.w + p.pl))));
-    ob_expr *ld = ob_te_load(te, data, 5,
-                             (ob_expr *[]){ob_te_var(te, a[0]), ob_te_var(te, a[1]),
-                                           OB_TE_SUB(te, vh, ob_te_int(te, p.pt)),
-                                           OB_TE_SUB(te, vw, ob_te_int(te, p.pl)), ob_te_var(te, a[4])});
-    pad = ob_te_compute(te, "data_pad", 5, a, ob_te_select(te, cond, ld, ob_te_float(te, OB_F32, 0.0)));
-    src = pad;
-  }
+  ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
+  ob_tensor *pad = src != data ? src : NULL;
   ob_ivar *n = ob_te_axis(te, "n", p.n), *oc = ob_te_axis(te, "occ", occ);
   ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow), *ob = ob_te_axis(te, "ocb", ocb);
   ob_ivar *rco = ob_te_reduce_axis(te, "icc", cpgb), *rci = ob_te_reduce_axis(te, "icb", icb);

@@ -74,56 +74,11 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   return n;
 }
 
+/* A depthwise convolution is a grouped one with groups = C = K. */
 static void reference(const ob_workload *wl, void *const *bufs) {
   dw_p p = params(wl);
-  ob_epilogue e;
-  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
-  const float *in = bufs[0], *wt = bufs[1];
-  int a = 2;
-  const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
-  const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
-  float *out = bufs[a];
-  int64_t numel = p.n * p.c * p.oh * p.ow;
-  double *acc = malloc(sizeof(double) * (size_t)numel);
-  OB_ASSERT(acc);
-  for (int64_t n = 0; n < p.n; n++)
-    for (int64_t c = 0; c < p.c; c++)
-      for (int64_t y = 0; y < p.oh; y++)
-        for (int64_t x = 0; x < p.ow; x++) {
-          double s = 0;
-          for (int64_t ry = 0; ry < p.r; ry++) {
-            int64_t iy = y * p.sh + ry * p.dh - p.pt;
-            if (iy < 0 || iy >= p.h) continue;
-            for (int64_t rx = 0; rx < p.s; rx++) {
-              int64_t ix = x * p.sw + rx * p.dw - p.pl;
-              if (ix >= 0 && ix < p.w)
-                s += (double)in[((n * p.c + c) * p.h + iy) * p.w + ix] * wt[(c * p.r + ry) * p.s + rx];
-            }
-          }
-          acc[((n * p.c + c) * p.oh + y) * p.ow + x] = s;
-        }
-  ob_epilogue_ref(&e, acc, numel, p.c, p.oh * p.ow, bias, res);
-  for (int64_t i = 0; i < numel; i++) out[i] = (float)acc[i];
-  free(acc);
-}
-
-/* Padding as a select over the input; cb = 0 for the plain layout. */
-static ob_tensor *padded(ob_te *te, const dw_p *p, ob_tensor *data, int64_t cb) {
-  if (!(p->pt || p->pl || p->pb || p->pr)) return data;
-  int nd = cb ? 5 : 4;
-  int64_t cc = cb ? p->c / cb : p->c;
-  ob_ivar *a[5] = {ob_te_axis(te, "n", p->n), ob_te_axis(te, "c", cc), ob_te_axis(te, "h", p->h + p->pt + p->pb),
-                   ob_te_axis(te, "w", p->w + p->pl + p->pr), cb ? ob_te_axis(te, "cb", cb) : NULL};
-  ob_expr *vh = ob_te_var(te, a[2]), *vw = ob_te_var(te, a[3]);
-  ob_expr *cond = ob_te_bin(te, OB_AND,
-                            ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vh, ob_te_int(te, p->pt)),
-                                      ob_te_bin(te, OB_LT, vh, ob_te_int(te, p->h + p->pt))),
-                            ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vw, ob_te_int(te, p->pl)),
-                                      ob_te_bin(te, OB_LT, vw, ob_te_int(te, p->w + p->pl))));
-  ob_expr *idx[5] = {ob_te_var(te, a[0]), ob_te_var(te, a[1]), OB_TE_SUB(te, vh, ob_te_int(te, p->pt)),
-                     OB_TE_SUB(te, vw, ob_te_int(te, p->pl)), cb ? ob_te_var(te, a[4]) : NULL};
-  return ob_te_compute(te, "data_pad", nd, a,
-                       ob_te_select(te, cond, ob_te_load(te, data, nd, idx), ob_te_float(te, OB_F32, 0.0)));
+  ob_conv_geom g = {p.n, p.c, p.h, p.w, p.c, p.r, p.s, p.sh, p.sw, p.pt, p.pl, p.pb, p.pr, p.dh, p.dw, p.c, p.oh, p.ow};
+  ob_conv_ref(&g, wl->epilogue, bufs);
 }
 
 /* ---- template depthwise_NCHWc.x86 ----------------------------------------- */
@@ -198,7 +153,7 @@ static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *
   bool ukw = ob_config_knob(cfg, "unroll_kw"), pad_inline = ob_config_knob(cfg, "pad_inline");
   ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, cc, p.h, p.w, cb}, OB_F32);
   ob_tensor *wt = ob_te_placeholder(te, "weight", 4, (int64_t[]){cc, p.r, p.s, cb}, OB_F32);
-  ob_tensor *src = padded(te, &p, data, cb);
+  ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
   ob_ivar *n = ob_te_axis(te, "n", p.n), *c = ob_te_axis(te, "cc", cc), *y = ob_te_axis(te, "y", p.oh),
           *x = ob_te_axis(te, "x", p.ow), *b = ob_te_axis(te, "cb", cb);
   ob_ivar *ry = ob_te_reduce_axis(te, "ry", p.r), *rx = ob_te_reduce_axis(te, "rx", p.s);
@@ -304,7 +259,7 @@ static ob_status build_nchw(ob_te *te, const ob_workload *wl, const ob_config *c
   bool ukw = ob_config_knob(cfg, "unroll_kw");
   ob_tensor *data = ob_te_placeholder(te, "data", 4, (int64_t[]){p.n, p.c, p.h, p.w}, OB_F32);
   ob_tensor *wt = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.c, 1, p.r, p.s}, OB_F32);
-  ob_tensor *src = padded(te, &p, data, 0);
+  ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
   ob_ivar *n = ob_te_axis(te, "n", p.n), *c = ob_te_axis(te, "c", p.c), *y = ob_te_axis(te, "y", p.oh),
           *x = ob_te_axis(te, "x", p.ow);
   ob_ivar *ry = ob_te_reduce_axis(te, "ry", p.r), *rx = ob_te_reduce_axis(te, "rx", p.s);

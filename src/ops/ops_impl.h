@@ -70,17 +70,25 @@ extern const ob_op_def ob_op_concat;
 extern const ob_op_def ob_op_to_nchwc;
 extern const ob_op_def ob_op_from_nchwc;
 
-/* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
-ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);
-ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
-void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
-void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+/* ---- convolution helpers (convutil.c) ------------------------------------ */
+typedef struct ob_conv_geom {
+  int64_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g, oh, ow;
+} ob_conv_geom;
+/* Naive grouped convolution (data NCHW, weight [K, C/g, R, S]) in double,
+ * then the epilogue; bufs in argument order: data, weight, [bias],
+ * [residual], output. */
+void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs);
+/* data with zeros around spatial dims hdim and wdim (data itself when no
+ * padding): a select-based stage, materialized or inlined by templates. */
+ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_t pt, int64_t pl,
+                          int64_t pb, int64_t pr);
 
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
 ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);
 ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+
 
 /* ---- epilogues (epilogue.c) --------------------------------------------- */
 typedef enum ob_epi {

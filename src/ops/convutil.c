@@ -1,0 +1,66 @@
+/* convutil.c: what the convolution operators share: the naive grouped
+ * convolution reference (double accumulation, epilogue applied) and zero
+ * padding of the spatial dimensions as a select-based compute stage. */
+#include <stdlib.h>
+
+#include "ops/ops_impl.h"
+
+void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs) {
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, epilogue, &e) == OB_OK);
+  const float *in = bufs[0], *wt = bufs[1];
+  int a = 2;
+  const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
+  const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
+  float *out = bufs[a];
+  int64_t numel = p->n * p->k * p->oh * p->ow, cpg = p->c / p->g, kpg = p->k / p->g;
+  double *acc = malloc(sizeof(double) * (size_t)numel);
+  OB_ASSERT(acc);
+  for (int64_t n = 0; n < p->n; n++)
+    for (int64_t k = 0; k < p->k; k++)
+      for (int64_t y = 0; y < p->oh; y++)
+        for (int64_t x = 0; x < p->ow; x++) {
+          double s = 0;
+          int64_t c0 = k / kpg * cpg;
+          for (int64_t c = 0; c < cpg; c++)
+            for (int64_t ry = 0; ry < p->r; ry++) {
+              int64_t iy = y * p->sh + ry * p->dh - p->pt;
+              if (iy < 0 || iy >= p->h) continue;
+              for (int64_t rx = 0; rx < p->s; rx++) {
+                int64_t ix = x * p->sw + rx * p->dw - p->pl;
+                if (ix < 0 || ix >= p->w) continue;
+                s += (double)in[((n * p->c + c0 + c) * p->h + iy) * p->w + ix] *
+                     wt[((k * cpg + c) * p->r + ry) * p->s + rx];
+              }
+            }
+          acc[((n * p->k + k) * p->oh + y) * p->ow + x] = s;
+        }
+  ob_epilogue_ref(&e, acc, numel, p->k, p->oh * p->ow, bias, res);
+  for (int64_t i = 0; i < numel; i++) out[i] = (float)acc[i];
+  free(acc);
+}
+
+ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_t pt, int64_t pl,
+                          int64_t pb, int64_t pr) {
+  if (!(pt || pl || pb || pr)) return data;
+  static const char *const names[8] = {"i0", "i1", "i2", "i3", "i4", "i5", "i6", "i7"};
+  int nd = ob_tensor_ndim(data);
+  ob_ivar *ax[8];
+  ob_expr *idx[8];
+  for (int d = 0; d < nd; d++) {
+    int64_t ext = ob_tensor_dim(data, d) + (d == hdim ? pt + pb : d == wdim ? pl + pr : 0);
+    ax[d] = ob_te_axis(te, names[d], ext);
+    idx[d] = ob_te_var(te, ax[d]);
+  }
+  ob_expr *vh = idx[hdim], *vw = idx[wdim];
+  int64_t h = ob_tensor_dim(data, hdim), w = ob_tensor_dim(data, wdim);
+  ob_expr *cond = ob_te_bin(te, OB_AND,
+                            ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vh, ob_te_int(te, pt)),
+                                      ob_te_bin(te, OB_LT, vh, ob_te_int(te, h + pt))),
+                            ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, vw, ob_te_int(te, pl)),
+                                      ob_te_bin(te, OB_LT, vw, ob_te_int(te, w + pl))));
+  idx[hdim] = OB_TE_SUB(te, vh, ob_te_int(te, pt));
+  idx[wdim] = OB_TE_SUB(te, vw, ob_te_int(te, pl));
+  return ob_te_compute(te, "data_pad", nd, ax,
+                       ob_te_select(te, cond, ob_te_load(te, data, nd, idx), ob_te_float(te, OB_F32, 0.0)));
+}
