@@ -115,8 +115,11 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, pd ? 2 : 1);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, NULL);
+  /* fallback from searches on MobileNetV2's layers: padding inlined (a
+   * materialized copy costs a whole extra pass over memory in this
+   * memory-bound operator), blocks of up to 8 columns */
   int64_t owb = 1;
-  for (int64_t b = 14; b >= 1; b--)
+  for (int64_t b = 8; b >= 1; b--)
     if (p.ow % b == 0) {
       owb = b;
       break;
@@ -126,7 +129,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
   ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "unroll_kw", 1);
-  ob_config_set_knob(&c, "pad_inline", 0);
+  ob_config_set_knob(&c, "pad_inline", 1);
   *dflt = c;
   return OB_OK;
 }
