@@ -148,14 +148,15 @@ static void test_keys_and_ir(ob_ctx *ctx) {
   ob_workload_key(&wl, key, sizeof key);
   CHECK_MSG(!strcmp(key, "concat/f32/N1H7W9/C3+5"), "%s", key);
 
-  /* each template's default config is parallel and vectorized */
-  static const struct { const char *op, *shape; } k_ir[] = {
-      {"pool2d", "C=8,H=32,W=32,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1,mode=1"},
-      {"global_avg_pool", "C=8,H=14,W=14"},
-      {"softmax", "M=8,N=128"},
-      {"layer_norm", "M=8,N=128"},
-      {"batch_norm", "C=8,H=14,W=14"},
-      {"concat", "C1=8,C2=8,H=14,W=14"},
+  /* each template's default config is parallel and, but for pool2d's
+   * (whose column loop is left to the C compiler's vectorizer), vectorized */
+  static const struct { const char *op, *shape; bool vec; } k_ir[] = {
+      {"pool2d", "C=8,H=32,W=32,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1,mode=1", false},
+      {"global_avg_pool", "C=8,H=14,W=14", true},
+      {"softmax", "M=8,N=128", true},
+      {"layer_norm", "M=8,N=128", true},
+      {"batch_norm", "C=8,H=14,W=14", true},
+      {"concat", "C1=8,C2=8,H=14,W=14", true},
   };
   for (size_t i = 0; i < sizeof k_ir / sizeof k_ir[0]; i++) {
     ob_task *t = NULL;
@@ -166,7 +167,8 @@ static void test_keys_and_ir(ob_ctx *ctx) {
     ob_config d = ob_task_default_config(t);
     CHECK(ob_task_lower(t, &d, &f) == OB_OK && f);
     char *ir = f ? ob_lowered_str(f) : NULL;
-    CHECK_MSG(ir && strstr(ir, "parallel") && strstr(ir, "vectorized"), "%s: %s", k_ir[i].op, ir ? ir : "");
+    CHECK_MSG(ir && strstr(ir, "parallel") && (!k_ir[i].vec || strstr(ir, "vectorized")), "%s: %s", k_ir[i].op,
+              ir ? ir : "");
     free(ir);
     ob_lowered_free(f);
     ob_task_free(t);

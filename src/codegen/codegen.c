@@ -459,11 +459,16 @@ static void emit_vector_for(cg *g, const ob_stmt *s, int d) {
   note_lanes(g, (int)L);
   if (guard) {
     /* guards are monotone in the lane: true at both ends -> true for all */
+    ob_expr *all = ob_simplify(g->a, ob_e_bin(g->a, OB_AND, at_lane(g, guard, s->var, 0),
+                                               at_lane(g, guard, s->var, L - 1)));
+    int64_t known;
+    if (ob_is_const(all, &known) && !known) { /* never all lanes: the scalar loop alone */
+      emit_scalar_for(g, s, d);
+      return;
+    }
     ind(g, d);
     ob_str_append(g->out, "if (");
-    emit_expr(g, g->out, at_lane(g, guard, s->var, 0));
-    ob_str_append(g->out, " && ");
-    emit_expr(g, g->out, at_lane(g, guard, s->var, L - 1));
+    emit_expr(g, g->out, all);
     ob_str_append(g->out, ") {\n");
     emit_vstmt(g, s->body, d + 1, &vc);
     ind(g, d);

@@ -68,9 +68,36 @@ static bool lin_rec(const ob_expr *e, int64_t scale, ob_lin *l) {
   return lin_add_atom(l, (ob_expr *)e, scale);
 }
 
+/* (x / c) * c*k + (x % c) * k -> x * k: what fuse followed by a split
+ * leaves behind; without it a contiguous vector load looks like a gather. */
+static int merge_divmod(ob_lin *l) { /* 1 merged, 0 nothing to merge, -1 full */
+  for (int i = 0; i < l->n; i++) {
+    if (!l->coef[i]) continue;
+    ob_expr *d = l->atom[i];
+    int64_t c;
+    if (d->kind != OB_E_BIN || d->op != OB_DIV || !ob_is_const(d->b, &c) || c <= 0) continue;
+    for (int j = 0; j < l->n; j++) {
+      ob_expr *m = l->atom[j];
+      int64_t c2;
+      if (j == i || !l->coef[j] || m->kind != OB_E_BIN || m->op != OB_MOD || !ob_is_const(m->b, &c2) || c2 != c ||
+          !ob_expr_equal(d->a, m->a) || l->coef[i] != l->coef[j] * c)
+        continue;
+      int64_t k = l->coef[j];
+      l->coef[i] = l->coef[j] = 0;
+      return lin_rec(m->a, k, l) ? 1 : -1;
+    }
+  }
+  return 0;
+}
+
 bool ob_lin_of(const ob_expr *e, ob_lin *out) {
   memset(out, 0, sizeof *out);
   if (!lin_rec(e, 1, out)) return false;
+  for (int pass = 0; pass < 4; pass++) {
+    int r = merge_divmod(out);
+    if (r < 0) return false;
+    if (!r) break;
+  }
   int j = 0; /* drop cancelled atoms */
   for (int i = 0; i < out->n; i++)
     if (out->coef[i]) {

@@ -2,8 +2,9 @@
  * a [N, C1, H, W] and b [N, C2, H, W] -> out [N, C1 + C2, H, W]. Each output
  * plane is a copy of one input plane, chosen by a select on the channel
  * (uniform over the plane, so the copy stays a vector load and store).
- * Template concat.x86: the NCHW elementwise nest (rowred.c) with knobs vec,
- * unroll and hw_parts (planes cut into that many parallel pieces). Flops:
+ * Template concat.x86: the elementwise nest over [N, C, H*W] planes
+ * (rowred.c) with knobs vec, unroll and hw_parts (planes cut into that many
+ * parallel pieces). Flops:
  * one per output element. */
 #include <stdio.h>
 #include <string.h>
@@ -83,21 +84,20 @@ static ob_status define_concat(ob_ctx *ctx, const ob_workload *wl, ob_space *sp,
 
 static ob_status build_concat(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
   cat_p p = params(wl);
-  ob_tensor *a = ob_te_placeholder(te, "a", 4, (int64_t[]){p.n, p.c1, p.h, p.w}, OB_F32);
-  ob_tensor *b = ob_te_placeholder(te, "b", 4, (int64_t[]){p.n, p.c2, p.h, p.w}, OB_F32);
-  ob_ivar *ax[4] = {ob_te_axis(te, "n", p.n), ob_te_axis(te, "c", p.c1 + p.c2), ob_te_axis(te, "h", p.h),
-                    ob_te_axis(te, "w", p.w)};
-  ob_expr *vn = ob_te_var(te, ax[0]), *vc = ob_te_var(te, ax[1]), *vh = ob_te_var(te, ax[2]),
-          *vw = ob_te_var(te, ax[3]);
-  ob_expr *from_a = ob_te_load(te, a, 4, (ob_expr *[]){vn, vc, vh, vw});
-  ob_expr *from_b = ob_te_load(te, b, 4, (ob_expr *[]){vn, OB_TE_SUB(te, vc, ob_te_int(te, p.c1)), vh, vw});
-  ob_tensor *o = ob_te_compute(te, "concat", 4, ax,
+  int64_t hw = p.h * p.w; /* NCHW viewed as planes [N, C, H*W] */
+  ob_tensor *a = ob_te_placeholder(te, "a", 3, (int64_t[]){p.n, p.c1, hw}, OB_F32);
+  ob_tensor *b = ob_te_placeholder(te, "b", 3, (int64_t[]){p.n, p.c2, hw}, OB_F32);
+  ob_ivar *ax[3] = {ob_te_axis(te, "n", p.n), ob_te_axis(te, "c", p.c1 + p.c2), ob_te_axis(te, "hw", hw)};
+  ob_expr *vn = ob_te_var(te, ax[0]), *vc = ob_te_var(te, ax[1]), *vhw = ob_te_var(te, ax[2]);
+  ob_expr *from_a = ob_te_load(te, a, 3, (ob_expr *[]){vn, vc, vhw});
+  ob_expr *from_b = ob_te_load(te, b, 3, (ob_expr *[]){vn, OB_TE_SUB(te, vc, ob_te_int(te, p.c1)), vhw});
+  ob_tensor *o = ob_te_compute(te, "concat", 3, ax,
                                ob_te_select(te, ob_te_bin(te, OB_LT, vc, ob_te_int(te, p.c1)), from_a, from_b));
   if (!a || !b || !o) return OB_ERR_INVALID_ARG;
   ob_sched *s = NULL;
   ob_status st = ob_sched_new(te, 1, &o, &s);
   if (st) return st;
-  st = ob_ew_schedule_nchw(s, ob_sched_stage(s, o), ob_config_knob(cfg, "vec"), ob_config_knob(cfg, "unroll"),
+  st = ob_ew_schedule_planes(s, ob_sched_stage(s, o), ob_config_knob(cfg, "vec"), ob_config_knob(cfg, "unroll"),
                            ob_config_knob(cfg, "hw_parts"));
   if (st) {
     ob_sched_free(s);

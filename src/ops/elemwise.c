@@ -2,14 +2,15 @@
  * relu, add (two tensors), bias_add (bias over C), clip (lo/hi), mul (two
  * tensors), sigmoid, tanh, gelu (the tanh approximation
  * 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))), relu6 (clip to [0, 6]).
- * One template, elemwise.x86: (n, c) fused and parallel, (h, w) fused and
- * split by the vector width, the outer part optionally unrolled. Flops are
+ * One template, elemwise.x86: tensors viewed as planes [N, C, H*W], (n, c)
+ * fused and parallel, the plane split by the vector width, the outer part
+ * optionally unrolled. Flops are
  * counted as one per element whatever the function. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "ops/ops_impl.h"
+#include "ops/rowred_impl.h"
 
 typedef enum ew_kind {
   EW_RELU = 0, EW_ADD, EW_BIAS_ADD, EW_CLIP, EW_MUL, EW_SIGMOID, EW_TANH, EW_GELU, EW_RELU6,
@@ -126,27 +127,28 @@ static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg
   int64_t d[4];
   dims(wl, d);
   ew_kind k = kind_of(wl);
-  ob_tensor *x = ob_te_placeholder(te, "x", 4, d, OB_F32), *y = NULL;
-  if (k == EW_ADD || k == EW_MUL) y = ob_te_placeholder(te, "y", 4, d, OB_F32);
+  int64_t pl[3] = {d[0], d[1], d[2] * d[3]}; /* the same buffers as planes */
+  ob_tensor *x = ob_te_placeholder(te, "x", 3, pl, OB_F32), *y = NULL;
+  if (k == EW_ADD || k == EW_MUL) y = ob_te_placeholder(te, "y", 3, pl, OB_F32);
   if (k == EW_BIAS_ADD) y = ob_te_placeholder(te, "bias", 1, &d[1], OB_F32);
-  ob_ivar *ax[4];
-  ob_expr *idx[4];
-  static const char *const an[4] = {"n", "c", "h", "w"};
-  for (int i = 0; i < 4; i++) {
-    ax[i] = ob_te_axis(te, an[i], d[i]);
+  ob_ivar *ax[3];
+  ob_expr *idx[3];
+  static const char *const an[3] = {"n", "c", "hw"};
+  for (int i = 0; i < 3; i++) {
+    ax[i] = ob_te_axis(te, an[i], pl[i]);
     idx[i] = ob_te_var(te, ax[i]);
   }
-  ob_expr *v = ob_te_load(te, x, 4, idx), *body = NULL;
+  ob_expr *v = ob_te_load(te, x, 3, idx), *body = NULL;
   switch (k) {
   case EW_RELU: body = ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, 0)); break;
-  case EW_ADD: body = OB_TE_ADD(te, v, ob_te_load(te, y, 4, idx)); break;
+  case EW_ADD: body = OB_TE_ADD(te, v, ob_te_load(te, y, 3, idx)); break;
   case EW_BIAS_ADD: body = OB_TE_ADD(te, v, ob_te_load(te, y, 1, &idx[1])); break;
   case EW_CLIP:
     body = ob_te_bin(te, OB_MIN,
                      ob_te_bin(te, OB_MAX, v, ob_te_float(te, OB_F32, (double)ob_workload_get(wl, "lo"))),
                      ob_te_float(te, OB_F32, (double)ob_workload_get(wl, "hi")));
     break;
-  case EW_MUL: body = OB_TE_MUL(te, v, ob_te_load(te, y, 4, idx)); break;
+  case EW_MUL: body = OB_TE_MUL(te, v, ob_te_load(te, y, 3, idx)); break;
   case EW_SIGMOID: /* 1 / (1 + exp(-x)) */
     body = ob_te_bin(te, OB_FDIV, ob_te_float(te, OB_F32, 1.0),
                      OB_TE_ADD(te, ob_te_float(te, OB_F32, 1.0),
@@ -167,21 +169,13 @@ static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg
     break;
   default: break;
   }
-  ob_tensor *o = ob_te_compute(te, k_names[k], 4, ax, body);
+  ob_tensor *o = ob_te_compute(te, k_names[k], 3, ax, body);
   if (!o) return OB_ERR_INVALID_ARG;
   ob_sched *s = NULL;
   ob_status st = ob_sched_new(te, 1, &o, &s);
   if (st) return st;
-  ob_stage *so = ob_sched_stage(s, o);
-  int64_t vec = ob_config_knob(cfg, "vec"), unroll = ob_config_knob(cfg, "unroll");
-  ob_ivar *nc, *hw, *o1, *vi, *uo, *ui;
-  st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), ob_stage_axis(so, 1), &nc);
-  if (!st) st = ob_sched_fuse(s, so, ob_stage_axis(so, 2), ob_stage_axis(so, 3), &hw);
-  if (!st) st = ob_sched_split(s, so, hw, vec, &o1, &vi);
-  if (!st) st = ob_sched_split(s, so, o1, unroll, &uo, &ui);
-  if (!st) st = ob_sched_parallel(s, so, nc);
-  if (!st) st = ob_sched_vectorize(s, so, vi);
-  if (!st && unroll > 1) st = ob_sched_unroll(s, so, ui);
+  st = ob_ew_schedule_planes(s, ob_sched_stage(s, o), ob_config_knob(cfg, "vec"),
+                             ob_config_knob(cfg, "unroll"), 1);
   if (st) {
     ob_sched_free(s);
     return st;

@@ -18,7 +18,8 @@
  * inputs of tests and measurements stay finite. Arguments x, gamma, beta,
  * mean, var, out. Template batch_norm.x86 folds the channel
  * parameters into scale/shift tables first, then one multiply-add per
- * element in the NCHW elementwise nest (vec, unroll, hw_parts). Flops: 2 per
+ * element in the elementwise nest over [N, C, H*W] planes (vec, unroll,
+ * hw_parts). Flops: 2 per
  * element. */
 #include <math.h>
 #include <stdio.h>
@@ -305,7 +306,8 @@ static ob_status define_bn(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_
 static ob_status build_bn(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
   int64_t d[4];
   bn_dims(wl, d);
-  ob_tensor *x = ob_te_placeholder(te, "x", 4, d, OB_F32);
+  int64_t pl[3] = {d[0], d[1], d[2] * d[3]}; /* NCHW as planes */
+  ob_tensor *x = ob_te_placeholder(te, "x", 3, pl, OB_F32);
   ob_tensor *prm[4];
   static const char *const pn[4] = {"gamma", "beta", "mean", "var"};
   for (int i = 0; i < 4; i++) prm[i] = ob_te_placeholder(te, pn[i], 1, &d[1], OB_F32);
@@ -324,21 +326,21 @@ static ob_status build_bn(ob_te *te, const ob_workload *wl, const ob_config *cfg
                                    OB_TE_SUB(te, ob_te_load(te, prm[1], 1, &v2),
                                              OB_TE_MUL(te, ob_te_load(te, prm[2], 1, &v2),
                                                        ob_te_load(te, scale, 1, &v2))));
-  ob_ivar *ax[4];
-  ob_expr *idx[4];
-  static const char *const an[4] = {"n", "c", "h", "w"};
-  for (int i = 0; i < 4; i++) {
-    ax[i] = ob_te_axis(te, an[i], d[i]);
+  ob_ivar *ax[3];
+  ob_expr *idx[3];
+  static const char *const an[3] = {"n", "c", "hw"};
+  for (int i = 0; i < 3; i++) {
+    ax[i] = ob_te_axis(te, an[i], pl[i]);
     idx[i] = ob_te_var(te, ax[i]);
   }
-  ob_tensor *o = ob_te_compute(te, "batch_norm", 4, ax,
-                               OB_TE_ADD(te, OB_TE_MUL(te, ob_te_load(te, x, 4, idx), ob_te_load(te, scale, 1, &idx[1])),
+  ob_tensor *o = ob_te_compute(te, "batch_norm", 3, ax,
+                               OB_TE_ADD(te, OB_TE_MUL(te, ob_te_load(te, x, 3, idx), ob_te_load(te, scale, 1, &idx[1])),
                                          ob_te_load(te, shift, 1, &idx[1])));
   if (!x || !scale || !shift || !o) return OB_ERR_INVALID_ARG;
   ob_sched *s = NULL;
   ob_status st = ob_sched_new(te, 1, &o, &s);
   if (st) return st;
-  st = ob_ew_schedule_nchw(s, ob_sched_stage(s, o), ob_config_knob(cfg, "vec"), ob_config_knob(cfg, "unroll"),
+  st = ob_ew_schedule_planes(s, ob_sched_stage(s, o), ob_config_knob(cfg, "vec"), ob_config_knob(cfg, "unroll"),
                            ob_config_knob(cfg, "hw_parts"));
   if (st) {
     ob_sched_free(s);

@@ -1,5 +1,6 @@
 /* rowred.c: the row reduction with vector-lane partials and the NCHW
- * elementwise nest that pool.c, norm.c, softmax.c and concat.c share.
+ * elementwise nest that pool.c, norm.c, softmax.c, concat.c and elemwise.c
+ * share.
  * Tensors are made in the caller's te and die with it. */
 #include <stdint.h>
 #include <stdio.h>
@@ -64,10 +65,10 @@ ob_status ob_rowred_schedule(ob_sched *s, const ob_rowred *r, ob_ivar *at) {
   for (int i = 0; i < nd - 1; i++) order[i] = ob_stage_axis(sp, i);
   order[nd - 1] = ob_stage_reduce_axis(sp, 0);
   order[nd] = ob_stage_axis(sp, nd - 1);
-  ob_status st_ = ob_sched_compute_at(s, sp, st, at);
-  if (!st_) st_ = ob_sched_reorder(s, sp, nd + 1, order);
-  if (!st_) st_ = ob_sched_vectorize(s, sp, ob_stage_axis(sp, nd - 1));
-  return st_;
+  ob_status rc = ob_sched_compute_at(s, sp, st, at);
+  if (!rc) rc = ob_sched_reorder(s, sp, nd + 1, order);
+  if (!rc) rc = ob_sched_vectorize(s, sp, ob_stage_axis(sp, nd - 1));
+  return rc;
 }
 
 int ob_rowred_lane_choices(int64_t len, int64_t *out) {
@@ -91,15 +92,13 @@ int64_t ob_rowred_default_lanes(int64_t len, int64_t cap) {
   return best;
 }
 
-ob_status ob_ew_schedule_nchw(ob_sched *s, ob_stage *st, int64_t vec, int64_t unroll,
-                              int64_t hw_parts) {
-  ob_ivar *nc, *hw, *hwo = NULL, *hwi, *f, *o1, *vi, *uo, *ui;
+ob_status ob_ew_schedule_planes(ob_sched *s, ob_stage *st, int64_t vec, int64_t unroll,
+                                int64_t hw_parts) {
+  ob_ivar *nc = NULL, *hwo = NULL, *hwi = ob_stage_axis(st, 2), *f = NULL, *o1, *vi, *uo, *ui;
   ob_status r = ob_sched_fuse(s, st, ob_stage_axis(st, 0), ob_stage_axis(st, 1), &nc);
-  if (!r) r = ob_sched_fuse(s, st, ob_stage_axis(st, 2), ob_stage_axis(st, 3), &hw);
-  if (!r && hw_parts > 1) r = ob_sched_split_nparts(s, st, hw, hw_parts, &hwo, &hwi);
-  else hwi = hw;
+  f = nc;
+  if (!r && hw_parts > 1) r = ob_sched_split_nparts(s, st, hwi, hw_parts, &hwo, &hwi);
   if (!r && hwo) r = ob_sched_fuse(s, st, nc, hwo, &f);
-  else f = nc;
   if (!r) r = ob_sched_split(s, st, hwi, vec, &o1, &vi);
   if (!r) r = ob_sched_split(s, st, o1, unroll, &uo, &ui);
   if (!r) r = ob_sched_parallel(s, st, f);

@@ -36,11 +36,13 @@ int ob_rowred_lane_choices(int64_t len, int64_t *out);
  * lanes), the larger on a tie. */
 int64_t ob_rowred_default_lanes(int64_t len, int64_t cap);
 
-/* Elementwise stage over [N, C, H, W]: (h, w) fused and cut into hw_parts
- * pieces that join the fused (n, c) axis in one parallel loop; each piece
- * split by vec (vectorized, tail guarded) and the vector loop's outer part
- * split by unroll (unrolled when > 1). */
-ob_status ob_ew_schedule_nchw(ob_sched *s, ob_stage *st, int64_t vec, int64_t unroll,
-                              int64_t hw_parts);
+/* Elementwise stage over planes [N, C, H*W] (an NCHW tensor with H and W
+ * declared as one axis, so that a vector along it never straddles a row
+ * boundary in the index arithmetic): the plane cut into hw_parts pieces
+ * that join the fused (n, c) axis in one parallel loop; each piece split by
+ * vec (vectorized, tail guarded) and the vector loop's outer part split by
+ * unroll (unrolled when > 1). */
+ob_status ob_ew_schedule_planes(ob_sched *s, ob_stage *st, int64_t vec, int64_t unroll,
+                                int64_t hw_parts);
 
 #endif

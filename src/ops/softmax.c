@@ -66,11 +66,10 @@ static ob_status define_softmax(ob_ctx *ctx, const ob_workload *wl, ob_space *sp
   if (!st) st = ob_space_define_split(sp, "tile_m", M, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 16});
   if (!st) st = ob_space_define_knob(sp, "stash_exp", (int64_t[]){0, 1}, 2);
   if (st) return st;
-  /* fallback: up to 16 lanes (one zmm; GCC 12 compiles the codegen's vector max
-   * on wider generic vectors to scalar code), a row per parallel
+  /* fallback: up to 32 lanes (two zmm per partial), a row per parallel
    * iteration, exp computed once (it is a libm call per lane) */
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(N, 16));
+  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(N, 32));
   ob_config_set_split(&c, "tile_m", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "stash_exp", 1);
   *dflt = c;

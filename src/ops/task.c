@@ -36,13 +36,12 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_t
     for (int i = 0; i < op->ntmpls; i++)
       if (!strcmp(op->tmpls[i].name, tmpl)) td = &op->tmpls[i];
     if (!td) {
-      char known[256] = "";
-      for (int i = 0; i < op->ntmpls; i++) {
-        if (i) strcat(known, ", ");
-        strcat(known, op->tmpls[i].name);
-      }
-      return ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates: %s)",
-                     wl->op, tmpl, known);
+      ob_str known = {0};
+      for (int i = 0; i < op->ntmpls; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", op->tmpls[i].name);
+      st = ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates: %s)", wl->op, tmpl,
+                   known.data);
+      ob_str_free(&known);
+      return st;
     }
   }
   ob_task *t = calloc(1, sizeof *t);

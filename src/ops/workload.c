@@ -45,25 +45,23 @@ int64_t ob_workload_get(const ob_workload *wl, const char *name) {
 }
 
 static ob_status unknown_op(ob_ctx *ctx, const char *op) {
-  char known[256] = "";
-  for (int i = 0; i < NOPS; i++) {
-    if (i) strcat(known, ", ");
-    strcat(known, k_ops[i]->name);
-  }
-  return ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op, known);
+  ob_str known = {0};
+  for (int i = 0; i < NOPS; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", k_ops[i]->name);
+  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op, known.data);
+  ob_str_free(&known);
+  return st;
 }
 
 static ob_status set_one(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t v) {
   int i = attr_index(wl, name);
   if (i < 0) {
     const ob_op_def *d = ob_op_def_find(wl->op);
-    char known[256] = "";
-    for (int k = 0; d && k < d->nattrs; k++) {
-      if (k) strcat(known, ",");
-      strcat(known, d->attrs[k]);
-    }
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "operator '%s' has no attribute '%s' (attributes: %s)",
-                   wl->op, name, known);
+    ob_str known = {0};
+    for (int k = 0; d && k < d->nattrs; k++) ob_str_appendf(&known, "%s%s", k ? "," : "", d->attrs[k]);
+    ob_status st = ob_fail(ctx, OB_ERR_INVALID_ARG, "operator '%s' has no attribute '%s' (attributes: %s)",
+                           wl->op, name, known.data ? known.data : "");
+    ob_str_free(&known);
+    return st;
   }
   wl->attr[i] = v;
   return OB_OK;
