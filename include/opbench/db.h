@@ -261,6 +261,25 @@ OB_API void ob_db_import_result_clear(ob_db_import_result *r);
 OB_API ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_opts *o,
                                       ob_db_import_result *res);
 
+/* ---- confirmed bests (confirm.c) ---------------------------------------------------
+ * The tuning loop ends by re-measuring a task's best configs with the full
+ * protocol; the winner is stored here, one row per task key (host,
+ * workload, target, resources, template), a later confirmation replacing an
+ * earlier one. The table is created on first use: files made before it
+ * keep their schema version and older builds simply ignore it. */
+typedef struct ob_db_confirmed {
+  uint64_t config_index;
+  double median_s, mean_s, cv; /* the full-protocol re-measurement */
+  int candidates;              /* configs re-measured to pick it */
+  double timestamp;            /* unix seconds; 0 in a put: now */
+} ob_db_confirmed;
+
+/* key: every field required. OB_ERR_INVALID_ARG for a missing key part or a
+ * median that is not positive. */
+OB_API ob_status ob_db_put_confirmed(ob_db *db, const ob_db_key *key, const ob_db_confirmed *c);
+/* OB_ERR_NOT_FOUND (message names the key) when the task has none. */
+OB_API ob_status ob_db_get_confirmed(ob_db *db, const ob_db_key *key, ob_db_confirmed *out);
+
 #ifdef __cplusplus
 }
 #endif

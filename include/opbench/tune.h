@@ -188,6 +188,204 @@ OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_runner *ru
                                 const ob_measure_opts *opts, const ob_search_opts *so,
                                 ob_search_result *out);
 
+
+/* ---- tuners (tuner.c; xgb.c and feature.c for the cost model) ------------
+ * AutoTVM's loop: next_batch proposes configs not measured before, update
+ * feeds the measured results back. Names: random, gridsearch, ga, xgb
+ * (= xgb_itervar, reg loss), xgb-rank, xgb_knob, xgb_itervar, xgb_curve. */
+typedef struct ob_tuner ob_tuner;
+
+typedef struct ob_tuner_opts {
+  uint64_t seed;
+  int plan_size;        /* xgb: configs planned per model fit; <= 0: 64 */
+  int pop_size;         /* ga: population; <= 0: 100 */
+  int elite_num;        /* ga: <= 0: 3 */
+  double mutation_prob; /* ga: <= 0: 0.1 */
+  const char *db_path;  /* xgb transfer: records of the same operator kind
+                           from this database seed the cost model; NULL: none */
+} ob_tuner_opts;
+
+/* OB_ERR_NOT_FOUND naming the known tuners for an unknown name. */
+OB_API ob_status ob_tuner_new(ob_ctx *ctx, const char *name, struct ob_task *task,
+                              const ob_tuner_opts *opts, ob_tuner **out);
+OB_API void ob_tuner_free(ob_tuner *t);
+OB_API const char *ob_tuner_name(const ob_tuner *t);
+/* Up to n configs never proposed before (*got < n when the space is spent). */
+OB_API ob_status ob_tuner_next_batch(ob_tuner *t, int n, ob_config *out, int *got);
+/* Results of configs (proposed by this tuner or not, e.g. when resuming). */
+OB_API ob_status ob_tuner_update(ob_tuner *t, const ob_config *cfgs, const ob_measure_result *res,
+                                 int n);
+OB_API bool ob_tuner_has_next(const ob_tuner *t);
+
+
+/* ---- cost-model features (feature.c) -------------------------------------
+ * Fixed-length float vectors that the xgb tuners learn from. Numbers are
+ * log2(1 + x) unless said otherwise; one-hot entries are 0 or 1.
+ *
+ * knob: each knob's entity values in declaration order (split: every
+ *   factor, the outer one computed as ceil(extent / inner); reorder: the
+ *   permutation; annotate: ob_ann per axis; other: the value), raw. Its
+ *   length is the sum of the knobs' widths, so it depends on the space.
+ *
+ * itervar: from the lowered loop nest. The main nest is the store executed
+ *   most often (weighted by 1 + its arithmetic). For its innermost
+ *   OB_FEATURE_LOOPS loops (slot 0 = innermost; absent loops zero), 25
+ *   numbers each:
+ *     extent, nest level (1 = outermost), product of the extents from the
+ *     outermost loop down to this one, product from this one inward,
+ *     one-hot serial/unroll/vectorize/parallel,
+ *     arithmetic executed per iteration of the loop (every store below it,
+ *     index arithmetic excluded): add/sub, mul, fma (a mul under an add),
+ *     div/mod/intrinsic, compare/min/max/select,
+ *     then per buffer slot (OB_FEATURE_BUFS: the stored buffer, then the
+ *     loaded ones in order of appearance): stride along this loop
+ *     (elements; the coefficient of the loop variable in the flat index,
+ *     the mean step where it sits under a div/mod), accesses in one run of
+ *     the loop (occurrences x extents of this loop and the inner ones),
+ *     reuse (product of the extents, this loop and inner, that the index
+ *     does not depend on);
+ *   then 8 whole-function numbers: stores, iterations of all stores,
+ *   iterations of the main store, depth of the main nest, bytes of local
+ *   allocations, bytes of global temporaries, vector lanes (product of
+ *   vectorized extents of the main nest), unrolled product of the main nest.
+ *
+ * curve: loop-structure-free, for transfer across shapes. x_j = 1.5 j
+ *   (j < OB_FEATURE_CURVE_POINTS) is the log2 of an iteration volume of the
+ *   main nest counted from the innermost loop outward; at each x_j (piecewise
+ *   linear between loop boundaries, held past the whole nest):
+ *     per buffer slot: log2 footprint bytes, log2 reuse (volume / footprint),
+ *     then log2 of all the slots' footprints together;
+ *   then per buffer slot the innermost stride, then vector lanes, unrolled
+ *   product, parallel extent, local allocation bytes, and the 5 arithmetic
+ *   counts per innermost iteration. */
+typedef enum ob_feature_kind {
+  OB_FEATURE_KNOB = 0,
+  OB_FEATURE_ITERVAR,
+  OB_FEATURE_CURVE,
+  OB_FEATURE_KIND_COUNT
+} ob_feature_kind;
+
+#define OB_FEATURE_LOOPS 10
+#define OB_FEATURE_BUFS 4
+#define OB_FEATURE_CURVE_POINTS 16
+#define OB_FEATURE_ITERVAR_LEN (OB_FEATURE_LOOPS * (13 + 3 * OB_FEATURE_BUFS) + 8)
+#define OB_FEATURE_CURVE_LEN                                                       \
+  (OB_FEATURE_CURVE_POINTS * (2 * OB_FEATURE_BUFS + 1) + OB_FEATURE_BUFS + 4 + 5)
+
+OB_API const char *ob_feature_kind_name(ob_feature_kind kind); /* "knob", ... */
+/* Vector length of `kind` for configs of `s`. */
+OB_API int ob_feature_len(const ob_space *s, ob_feature_kind kind);
+/* Features of one config into out[ob_feature_len(...)] (itervar and curve
+ * lower the config: OB_ERR_OUT_OF_SPACE / OB_ERR_SCHEDULE as ob_task_lower,
+ * with out zeroed). Deterministic. */
+OB_API ob_status ob_feature_extract(ob_ctx *ctx, struct ob_task *task, const ob_config *cfg,
+                                    ob_feature_kind kind, float *out);
+
+/* ---- the tuning loop (loop.c) ----------------------------------------------
+ * AutoTVM's tune(): the tuner proposes a batch, it is built and measured,
+ * every trial is stored, the results go back to the tuner. Beyond AutoTVM:
+ *  - resume: trials already in the database under the task's key (host,
+ *    workload, target, resources, template) are not measured again; they
+ *    count toward n_trial and are fed to the tuner first;
+ *  - the builds of batch k+1 (lowering, codegen, compiler processes) run
+ *    while batch k is measured, pinned to the allowed cores the
+ *    measurement does not use (with none free: build, then measure);
+ *  - at the end the top configs are re-measured with the full protocol,
+ *    their stored trials replaced (the old ones kept as history) and the
+ *    winner stored as the task's confirmed best (ob_db_put_confirmed).
+ * Trials time with `measure` but timing.repeat lowered to search_repeat;
+ * the re-measurement uses `measure` as given. */
+#include <stdio.h>
+
+struct ob_db; /* db.h */
+
+typedef struct ob_tune_progress {
+  int task_index, ntasks; /* "[Task i/n]" */
+  int trials, n_trial;    /* trials so far (resumed included), budget */
+  double cur_gflops;      /* last error-free trial of the latest batch; 0: none */
+  double best_gflops;     /* best trial so far; 0: none */
+  double elapsed_s;       /* since ob_tune_task started */
+  bool done;              /* the call's last report */
+} ob_tune_progress;
+
+/* After every batch, and once more at the end with done set. */
+typedef void (*ob_tune_progress_fn)(void *user, const ob_tune_progress *p);
+/* Every trial in order (1-based), resumed ones first. false stops the loop
+ * after this trial. */
+typedef bool (*ob_tune_trial_fn)(void *user, int trial, const ob_config *cfg,
+                                 const ob_measure_result *res, bool resumed);
+/* Stands in for building and measuring (replay from a table, tests): fills
+ * res[0..n). A failure status stops the loop with it. */
+typedef ob_status (*ob_tune_measure_fn)(void *user, struct ob_task *task, const ob_config *cfgs,
+                                        int n, ob_measure_result *res);
+
+typedef struct ob_tune_opts {
+  int n_trial;             /* trial budget, >= 1; resumed trials count */
+  int early_stopping;      /* stop after this many trials without a new best; <= 0: never */
+  int batch;               /* configs per batch; <= 0: 16 */
+  ob_measure_opts measure; /* the full protocol: threads, cores, timing, builds */
+  int search_repeat;       /* timing.repeat of a trial; <= 0: 3 (at most measure's) */
+  int confirm_top;         /* configs re-measured at the end; 0: 5; < 0: none */
+  const ob_host *host;     /* the records' host; NULL: ob_host_detect */
+  const char *target;      /* NULL: "llvm -mcpu=native" */
+  const char *resources;   /* NULL: "threads=N;cores=LIST" from measure */
+  const char *log_path;    /* with a db: at the end, append to this file the
+                              AutoTVM v0.2 lines of the task's records that
+                              it does not hold yet; NULL: none */
+  FILE *progress;          /* AutoTVM's progress line, redrawn with \r on a
+                              terminal, one line per update otherwise */
+  int task_index, ntasks;  /* <= 0: 1 and 1 */
+  ob_tune_progress_fn progress_fn;
+  ob_tune_trial_fn trial_fn;
+  ob_tune_measure_fn measure_fn;
+  void *user;              /* for the three callbacks */
+  bool no_overlap;         /* build each batch only after the previous one is measured */
+} ob_tune_opts;
+
+/* n_trial 200, batch 16, ob_measure_opts_default(), everything else 0. */
+OB_API ob_tune_opts ob_tune_opts_default(void);
+
+typedef struct ob_tune_stats {
+  int trials;      /* counted toward n_trial: resumed + measured */
+  int resumed;     /* found in the database, not measured */
+  int measured;    /* measured by this call (re-measurements not counted) */
+  int failed;      /* trials with an error, resumed included */
+  int best_trial;  /* 1-based trial of the best; 0: none ran correctly */
+  ob_config best;  /* valid when best_trial > 0 */
+  ob_measure_result best_result;
+  bool early_stopped; /* early_stopping trials passed without a new best */
+  bool exhausted;     /* the tuner had nothing left to propose */
+  bool stopped;       /* a trial_fn returned false */
+  bool confirmed;     /* confirmed_* hold the best re-measured config (now,
+                         or by an earlier run that measured the same trials) */
+  int confirm_candidates;
+  ob_config confirmed_cfg;
+  ob_measure_result confirmed_result;
+  double seconds;     /* wall time of the call */
+  double build_s;     /* compile seconds of this call's trials */
+  double run_s;       /* seconds spent measuring them */
+  double wait_s;      /* seconds the measurement waited for builds */
+  int64_t log_lines;  /* lines appended to log_path */
+} ob_tune_stats;
+
+/* Tunes one task with a tuner made for it. runner may be NULL only with a
+ * measure_fn; db may be NULL (then no records, no resume, nothing
+ * confirmed in a database). Per-trial failures are results. Fails with
+ * OB_ERR_INVALID_ARG for n_trial < 1 ("a trial budget of 0"), OB_ERR_COMPILE
+ * when the compiler is missing, OB_ERR_BUSY / OB_ERR_IO when the database
+ * cannot be written (every trial stored before stays). *stats holds what
+ * was done, on failure too. */
+OB_API ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner,
+                              ob_runner *runner, struct ob_db *db, const ob_tune_opts *opts,
+                              ob_tune_stats *stats);
+
+/* "[Task 1/12] Current/Best:   22.37/  52.19 GFLOPS | Progress: (544/1000) | 406.59 s" */
+OB_API void ob_tune_progress_format(const ob_tune_progress *p, char *buf, size_t cap);
+
+/* The tuner names ob_tuner_new knows, in a fixed order (i < ob_tuner_count()). */
+OB_API int ob_tuner_count(void);
+OB_API const char *ob_tuner_name_at(int i);
+
 #ifdef __cplusplus
 }
 #endif

@@ -20,7 +20,7 @@ int cli_error(const char *fmt, ...) {
   return OB_CLI_EXIT_ERROR;
 }
 
-static const char *const cmd_names[CLI_CMD_COUNT] = {"op", "bench", "space", "ops"};
+static const char *const cmd_names[CLI_CMD_COUNT] = {"op", "bench", "space", "ops", "tune"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -31,16 +31,18 @@ enum {
   M_BENCH = 1u << CLI_CMD_BENCH,
   M_SPACE = 1u << CLI_CMD_SPACE,
   M_OPS = 1u << CLI_CMD_OPS,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS,
-  M_MEASURE = M_OP | M_BENCH,
-  M_WORKLOAD = M_OP | M_SPACE,
+  M_TUNE = 1u << CLI_CMD_TUNE,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE,
+  M_MEASURE = M_OP | M_BENCH | M_TUNE,
+  M_WORKLOAD = M_OP | M_SPACE | M_TUNE,
 };
 
 typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
   F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
-  F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_COUNT
+  F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
+  F_DB, F_LOG, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -77,6 +79,13 @@ static const flag_def flags[F_COUNT] = {
     [F_JSON] = {"--json", false, M_MEASURE},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
+    [F_OP] = {"--op", true, M_TUNE},
+    [F_TUNER] = {"--tuner", true, M_TUNE},
+    [F_TRIALS] = {"--trials", true, M_TUNE},
+    [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
+    [F_BATCH] = {"--batch", true, M_TUNE},
+    [F_DB] = {"--db", true, M_TUNE},
+    [F_LOG] = {"--log", true, M_TUNE},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -146,6 +155,32 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     break;
   case CLI_CMD_OPS:
     fprintf(f, "usage: opbench ops\nLists the operators and their schedule templates.\n");
+    break;
+  case CLI_CMD_TUNE:
+    fprintf(f,
+            "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
+            "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
+            "                    [--log FILE] [--seed N] [measurement flags]\n"
+            "Searches the template's config space with a tuner, as AutoTVM does, printing\n"
+            "AutoTVM's progress line. Every trial is stored in the database as soon as it\n"
+            "is measured; run again with the same flags after an interruption (even kill -9)\n"
+            "and it resumes: configs already measured are not measured again and count\n"
+            "toward --trials. Builds of the next batch overlap the measurement of the\n"
+            "current one on the cores the measurement does not use. At the end the 5 best\n"
+            "configs are re-measured with the full protocol (--repeat etc.; trials use 3\n"
+            "repeats) and the winner is stored as the confirmed best.\n\n"
+            "tuning:\n"
+            "  --op OP              operator (or give it as the first argument)\n"
+            "  --tuner NAME         xgb (default), xgb-rank, xgb_knob, xgb_itervar, xgb_curve,\n"
+            "                       ga, random or gridsearch\n"
+            "  --trials N           trial budget (default 200)\n"
+            "  --early-stopping N   stop after N trials without a better config (default off)\n"
+            "  --batch N            configs per batch (default 16)\n"
+            "  --db FILE            the record database (default ./opbench.db)\n"
+            "  --log FILE           append the task's records as AutoTVM v0.2 JSON lines\n"
+            "                       (only those the file does not hold yet)\n"
+            "  --seed N             seed of the tuner and of the random inputs\n\n%s%s",
+            workload_help, measure_help);
     break;
   case CLI_CMD_COUNT:
     break;
@@ -295,6 +330,37 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->mo.seed = s;
     break;
   }
+  case F_OP: a->op = v; break;
+  case F_TUNER: a->tuner = v; break;
+  case F_TRIALS: {
+    int64_t zero;
+    if (cli_parse_i64(v, 0, 0, &zero)) {
+      cli_error("--trials: a trial budget of 0 tunes nothing (expected an integer >= 1)");
+      return false;
+    }
+    if (!int_flag(name, v, 1, INT32_MAX, &a->trials)) return false;
+    break;
+  }
+  case F_EARLY_STOPPING:
+    if (!int_flag(name, v, 0, INT32_MAX, &a->early_stopping)) return false;
+    break;
+  case F_BATCH:
+    if (!int_flag(name, v, 1, 1024, &a->batch)) return false;
+    break;
+  case F_DB:
+    if (!*v) {
+      cli_error("--db: empty file name");
+      return false;
+    }
+    a->db_path = v;
+    break;
+  case F_LOG:
+    if (!*v) {
+      cli_error("--log: empty file name");
+      return false;
+    }
+    a->log_path = v;
+    break;
   case F_PRINT_SOURCE: a->print_source = true; break;
   case F_PRINT_IR: a->print_ir = true; break;
   case F_JSON: a->json = true; break;
@@ -307,13 +373,18 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   memset(a, 0, sizeof *a);
   a->cmd = cmd;
   a->mo = ob_measure_opts_default();
+  if (cmd == CLI_CMD_TUNE) {
+    a->tuner = "xgb";
+    a->trials = 200;
+    a->db_path = "./opbench.db";
+  }
   const char *cname = cmd_names[cmd];
   for (int i = 2; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "-h") == 0) arg = "--help";
     if (strcmp(arg, "-v") == 0) arg = "--verbose";
     if (arg[0] != '-' || arg[1] == '\0') {
-      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE) && !a->op) {
+      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE || cmd == CLI_CMD_TUNE) && !a->op) {
         a->op = arg;
         continue;
       }
@@ -347,6 +418,10 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   }
   if (a->help) return true;
 
+  if (cmd == CLI_CMD_TUNE && !a->op) {
+    cli_error("'opbench tune' needs --op OP (see opbench ops)");
+    return false;
+  }
   if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE) && !a->op) {
     cli_error("'opbench %s' needs an operator name (see opbench ops)", cname);
     return false;

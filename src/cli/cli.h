@@ -23,6 +23,7 @@ typedef enum cli_cmd {
   CLI_CMD_BENCH,
   CLI_CMD_SPACE,
   CLI_CMD_OPS,
+  CLI_CMD_TUNE,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -44,6 +45,13 @@ typedef struct cli_args {
   const char *vs;    /* bench: baseline to measure beside opbench ("onednn") */
   int search_budget; /* bench: configs per template to search; 0: defaults only */
   int verbose;
+  /* tune */
+  const char *tuner;       /* --tuner (default xgb) */
+  int trials;              /* --trials (default 200) */
+  int early_stopping;      /* --early-stopping (0: off) */
+  int batch;               /* --batch (0: the loop's default) */
+  const char *db_path;     /* --db (default ./opbench.db) */
+  const char *log_path;    /* --log */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -71,6 +79,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_space(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_bench(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_tune(ob_ctx *ctx, const cli_args *a);
 
 /* The built-in suite "resnet18" (suite_resnet18.c). */
 extern const char cli_suite_resnet18[];

@@ -14,6 +14,7 @@ static void usage(FILE *f) {
           "                          (--suite resnet18: the built-in ResNet-18 conv2d suite)\n"
           "  space <op> --shape ...  show a template's config space and default config\n"
           "  ops                     list operators and their schedule templates\n"
+          "  tune --op OP --shape ... tune one operator's config (resumable; see tune --help)\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -52,7 +53,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space or ops)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops or tune)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
   case CLI_CMD_BENCH: rc = cli_cmd_bench(ctx, &args); break;
   case CLI_CMD_SPACE: rc = cli_cmd_space(ctx, &args); break;
   case CLI_CMD_OPS: rc = cli_cmd_ops(ctx, &args); break;
+  case CLI_CMD_TUNE: rc = cli_cmd_tune(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:

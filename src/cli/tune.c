@@ -1,0 +1,167 @@
+/* tune.c: `opbench tune`: tunes one operator's config with a tuner through
+ * ob_tune_task (which stores every trial in the database, resumes, overlaps
+ * builds with measurement and confirms the best), then prints a summary.
+ * The command owns its task, tuner, runner and database handle and frees
+ * them on every path. */
+#include "cli.h"
+
+#include "opbench/db.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void put_config(cJSON *o, const char *name, const ob_config *c,
+                       const ob_measure_result *r) {
+  cJSON *j = cJSON_AddObjectToObject(o, name);
+  cJSON_AddNumberToObject(j, "index", (double)c->index);
+  char *s = ob_config_str(c);
+  cJSON_AddStringToObject(j, "config", s ? s : "");
+  free(s);
+  cJSON_AddNumberToObject(j, "gflops", r->gflops);
+  cJSON_AddNumberToObject(j, "median_ms", r->median_s * 1e3);
+  cJSON_AddNumberToObject(j, "cv", r->cv);
+}
+
+int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
+  int rc = OB_CLI_EXIT_ERROR;
+  ob_task *task = NULL;
+  ob_tuner *tuner = NULL;
+  ob_runner *runner = NULL;
+  ob_db *db = NULL;
+  cJSON *root = NULL;
+  char *text = NULL, *best_str = NULL, *conf_str = NULL;
+  ob_workload wl;
+  ob_host host;
+
+  if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
+                   &wl) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
+    if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
+    else cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  /* An existing database is checked first (a corrupt one is reported as
+   * such, not as a failed transfer of the xgb tuners); a new one is only
+   * created once the tuner exists. */
+  ob_status st = ob_db_open(ctx, a->db_path, OB_DB_NO_CREATE, &db);
+  if (!st) st = ob_db_check(db);
+  if (st && st != OB_ERR_NOT_FOUND) {
+    cli_error("--db: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_tuner_opts to = {.seed = a->mo.seed, .db_path = db ? a->db_path : NULL};
+  if (ob_tuner_new(ctx, a->tuner, task, &to, &tuner) != OB_OK) {
+    cli_error("--tuner: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (!db && ob_db_open(ctx, a->db_path, 0, &db) != OB_OK) {
+    cli_error("--db: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_host_detect(ctx, &host) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_runner_new(ctx, &runner) != OB_OK) {
+    cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+
+  ob_tune_opts o = ob_tune_opts_default();
+  o.n_trial = a->trials;
+  o.early_stopping = a->early_stopping;
+  o.batch = a->batch;
+  o.measure = a->mo;
+  o.host = &host;
+  o.log_path = a->log_path;
+  o.progress = a->json ? stderr : stdout;
+  ob_tune_stats s;
+  if (ob_tune_task(ctx, task, tuner, runner, db, &o, &s) != OB_OK) {
+    if (s.trials && !a->json && isatty(fileno(stdout))) printf("\n"); /* end the redrawn line */
+    fflush(stdout);
+    cli_error("%s (%d trials stored before the failure are kept in %s)", ob_ctx_errmsg(ctx),
+              s.measured, a->db_path);
+    goto done;
+  }
+
+  char key[256];
+  ob_workload_key(&wl, key, sizeof key);
+  const char *why = s.early_stopped ? "early stopped"
+                    : s.exhausted   ? "space exhausted"
+                                    : NULL;
+  if (s.best_trial) best_str = ob_config_str(&s.best);
+  if (s.confirmed) conf_str = ob_config_str(&s.confirmed_cfg);
+  if (a->json) {
+    root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "workload", key);
+    cJSON_AddStringToObject(root, "template", ob_task_template(task));
+    cJSON_AddStringToObject(root, "tuner", ob_tuner_name(tuner));
+    cJSON_AddNumberToObject(root, "seed", (double)a->mo.seed);
+    cJSON_AddNumberToObject(root, "trials", s.trials);
+    cJSON_AddNumberToObject(root, "resumed", s.resumed);
+    cJSON_AddNumberToObject(root, "measured", s.measured);
+    cJSON_AddNumberToObject(root, "failed", s.failed);
+    cJSON_AddBoolToObject(root, "early_stopped", s.early_stopped);
+    cJSON_AddBoolToObject(root, "exhausted", s.exhausted);
+    cJSON_AddNumberToObject(root, "best_trial", s.best_trial);
+    if (s.best_trial) put_config(root, "best", &s.best, &s.best_result);
+    if (s.confirmed) {
+      put_config(root, "confirmed", &s.confirmed_cfg, &s.confirmed_result);
+      cJSON_AddNumberToObject(root, "confirm_candidates", s.confirm_candidates);
+    }
+    cJSON_AddNumberToObject(root, "seconds", s.seconds);
+    cJSON_AddNumberToObject(root, "build_s", s.build_s);
+    cJSON_AddNumberToObject(root, "run_s", s.run_s);
+    cJSON_AddStringToObject(root, "db", a->db_path);
+    if (a->log_path) {
+      cJSON_AddStringToObject(root, "log", a->log_path);
+      cJSON_AddNumberToObject(root, "log_lines", (double)s.log_lines);
+    }
+    if (!(text = cJSON_Print(root))) {
+      cli_error("out of memory printing JSON");
+      goto done;
+    }
+    printf("%s\n", text);
+  } else {
+    printf("workload   %s\n", key);
+    printf("template   %s\n", ob_task_template(task));
+    printf("tuner      %s, seed %llu\n", ob_tuner_name(tuner), (unsigned long long)a->mo.seed);
+    printf("trials     %d of %d (resumed %d, measured %d, failed %d)%s%s\n", s.trials, a->trials,
+           s.resumed, s.measured, s.failed, why ? ", " : "", why ? why : "");
+    if (s.best_trial)
+      printf("best       #%llu %s: %.2f GFLOPS, %.4g ms (trial %d)\n",
+             (unsigned long long)s.best.index, best_str ? best_str : "", s.best_result.gflops,
+             s.best_result.median_s * 1e3, s.best_trial);
+    if (s.confirmed)
+      printf("confirmed  #%llu %s: %.2f GFLOPS, %.4g ms, CV %.2f %% (best of %d re-measured)\n",
+             (unsigned long long)s.confirmed_cfg.index, conf_str ? conf_str : "",
+             s.confirmed_result.gflops, s.confirmed_result.median_s * 1e3,
+             s.confirmed_result.cv * 100, s.confirm_candidates);
+    if (s.measured)
+      printf("time       %.2f s, %.3f s per measured trial (build %.2f s, measure %.2f s)\n",
+             s.seconds, s.seconds / s.measured, s.build_s, s.run_s);
+    printf("db         %s\n", a->db_path);
+    if (a->log_path) printf("log        %s (%lld lines appended)\n", a->log_path, (long long)s.log_lines);
+  }
+  fflush(stdout);
+  if (!s.best_trial) {
+    cli_error("no config of %s ran correctly in %d trials (see opbench db stats)", key, s.trials);
+    goto done;
+  }
+  rc = 0;
+done:
+  cJSON_free(text);
+  cJSON_Delete(root);
+  free(best_str);
+  free(conf_str);
+  ob_runner_free(runner);
+  ob_db_close(db);
+  ob_tuner_free(tuner);
+  ob_task_free(task);
+  return rc;
+}

@@ -1,0 +1,35 @@
+/* feature.h: the cost model's feature extraction, inside the tune module.
+ * The public half (kinds, lengths, one-config extraction) is in tune.h;
+ * here are the pieces xgb.c needs: extraction from an already lowered
+ * function, and a per-task cache keyed by config index. The cache owns its
+ * rows; callers get copies. */
+#ifndef OB_TUNE_FEATURE_H
+#define OB_TUNE_FEATURE_H
+
+#include "opbench/lower.h"
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+/* Itervar and/or curve features of a lowered function (either out may be
+ * NULL). Never fails: an empty function gives zeros. */
+void ob_feature_of_lowered(const ob_lowered *f, float *itervar, float *curve);
+/* Knob features of a config: each knob's entity values, split factors with
+ * the outer one computed. */
+void ob_feature_of_knobs(const ob_config *cfg, float *out);
+
+typedef struct ob_feat_cache ob_feat_cache;
+
+/* A cache over `task`'s space that keeps the kinds in the bit set `kinds`
+ * (1u << OB_FEATURE_KNOB | ...) in about max_bytes of rows (0: 64 MiB);
+ * when full it starts over. The task is borrowed and must outlive it. */
+ob_status ob_feat_cache_new(ob_ctx *ctx, struct ob_task *task, unsigned kinds, size_t max_bytes,
+                            ob_feat_cache **out);
+void ob_feat_cache_free(ob_feat_cache *c); /* accepts NULL */
+/* Copies the features of `kind` (one of the cache's kinds) for cfg into
+ * out[ob_feature_len(space, kind)]. A config that does not lower gets
+ * zeros (it is also cached); the return says whether it lowered. */
+bool ob_feat_cache_get(ob_feat_cache *c, const ob_config *cfg, ob_feature_kind kind, float *out);
+/* Lowerings done and lookups answered from the cache (for logs). */
+void ob_feat_cache_stats(const ob_feat_cache *c, int64_t *lowered, int64_t *hits);
+
+#endif

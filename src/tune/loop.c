@@ -1,0 +1,863 @@
+/* loop.c: ob_tune_task, AutoTVM's tuning loop with resume, overlapped
+ * builds, early stopping and a confirmed best.
+ *
+ * Pipeline: one build worker per allowed core, pinned to it (the compilers
+ * a worker spawns inherit its CPU mask: posix_spawn keeps the calling
+ * thread's affinity). While batch k is measured, the workers on cores the
+ * measurement does not use lower, generate and compile batch k+1; once the
+ * measurement is over, the workers on the measuring cores help with what
+ * is left, and the loop waits until the batch is built, so a compiler never
+ * runs on a core while a kernel is being timed there. With no free core
+ * the loop builds a batch on every core, then measures it. Each worker has
+ * its own ctx and copy of the task, so it shares no mutable state with the
+ * measuring thread.
+ *
+ * The tuner proposes batch k+1 before it sees the results of batch k (one
+ * batch of delay, as any pipelined tuner); a tuner that must wait for
+ * results (ga between generations) proposes fewer and the loop asks again
+ * after the update.
+ *
+ * Every trial is stored in the database as soon as it is measured (one
+ * transaction each), so a process killed at any moment loses at most the
+ * trial in flight. The loop owns everything it allocates and frees it on
+ * every path; the task, tuner, runner and db are borrowed. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "opbench/db.h"
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+#define OB_TUNE_DEFAULT_BATCH 16
+#define OB_TUNE_MAX_BATCH 1024
+#define OB_TUNE_CONFIRM_TOP 5
+#define OB_TUNE_DEFAULT_TARGET "llvm -mcpu=native"
+
+ob_tune_opts ob_tune_opts_default(void) {
+  ob_tune_opts o;
+  memset(&o, 0, sizeof o);
+  o.n_trial = 200;
+  o.batch = OB_TUNE_DEFAULT_BATCH;
+  o.measure = ob_measure_opts_default();
+  return o;
+}
+
+void ob_tune_progress_format(const ob_tune_progress *p, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "[Task %d/%d] Current/Best: %7.2f/%7.2f GFLOPS | Progress: (%d/%d) | %.2f s",
+           p->task_index > 0 ? p->task_index : 1, p->ntasks > 0 ? p->ntasks : 1, p->cur_gflops,
+           p->best_gflops, p->trials, p->n_trial, p->elapsed_s);
+}
+
+/* ---- a batch being built --------------------------------------------------------- */
+
+typedef struct batch {
+  int n;
+  ob_config *cfg;
+  ob_measure_result *res; /* instantiation / build errors land here first */
+  char **so, **sym;       /* malloc'd; NULL where the config failed */
+  bool built;
+} batch;
+
+static void batch_clear(batch *b) {
+  for (int i = 0; i < b->n; i++) {
+    free(b->so[i]);
+    free(b->sym[i]);
+    b->so[i] = b->sym[i] = NULL;
+  }
+  b->n = 0;
+  b->built = false;
+}
+
+static bool batch_alloc(batch *b, int cap) {
+  memset(b, 0, sizeof *b);
+  b->cfg = calloc((size_t)cap, sizeof *b->cfg);
+  b->res = calloc((size_t)cap, sizeof *b->res);
+  b->so = calloc((size_t)cap, sizeof *b->so);
+  b->sym = calloc((size_t)cap, sizeof *b->sym);
+  return b->cfg && b->res && b->so && b->sym;
+}
+
+static void batch_free(batch *b) {
+  if (b->so && b->sym) batch_clear(b);
+  free(b->cfg);
+  free(b->res);
+  free(b->so);
+  free(b->sym);
+  memset(b, 0, sizeof *b);
+}
+
+/* Build workers, one per allowed core, each pinned to its core and owning
+ * a ctx and a copy of the task (lowering touches both). A batch is a queue:
+ * workers take configs one at a time until none is left. Workers on free
+ * cores start as soon as a batch is proposed; workers on measurement cores
+ * join in only once the measurement is over and the loop waits for the
+ * batch, and the wait ends when the last config is built, so no compiler
+ * outlives it on a measuring core. */
+typedef struct bworker {
+  struct bpool *pool;
+  ob_ctx *ctx;
+  ob_task *task;
+  int core;
+  bool on_meas; /* a measurement core */
+  pthread_t th;
+  bool running;
+  ob_status st; /* nothing could be built (no compiler); message in ctx */
+} bworker;
+
+typedef struct bpool {
+  bworker *w;
+  int nw;
+  bool overlap;       /* some worker is on a free core */
+  ob_build_opts bopts; /* one compiler per worker */
+  batch *job;
+  atomic_int next;    /* the next config of job to take */
+} bpool;
+
+/* Lowers, generates and compiles config i of b. Per-config failures go to
+ * b->res[i]; a failure to build anything at all is the return status. */
+static ob_status build_one(bworker *w, batch *b, int i) {
+  ob_measure_result *r = &b->res[i];
+  memset(r, 0, sizeof *r);
+  ob_config c;
+  char *src = NULL;
+  ob_status st = ob_space_get(w->ctx, ob_task_space(w->task), b->cfg[i].index, &c);
+  if (!st) st = ob_task_source(w->task, &c, &src, &b->sym[i]);
+  if (st) {
+    r->error_no = OB_MERR_INSTANTIATION;
+    snprintf(r->message, sizeof r->message, "%s", ob_ctx_errmsg(w->ctx));
+    free(src);
+    return OB_OK;
+  }
+  ob_build_input in = {src, b->sym[i]};
+  ob_build_result br;
+  memset(&br, 0, sizeof br);
+  st = ob_build_batch(w->ctx, &w->pool->bopts, &in, 1, &br);
+  if (!st) {
+    r->build_s = br.build_s;
+    if (br.error_no) {
+      r->error_no = br.error_no;
+      snprintf(r->message, sizeof r->message, "%s", br.message ? br.message : "build failed");
+    } else {
+      b->so[i] = br.so_path;
+      br.so_path = NULL;
+    }
+  }
+  ob_build_result_clear(&br);
+  free(src);
+  return st;
+}
+
+static void *build_worker(void *arg) {
+  bworker *w = arg;
+  bpool *p = w->pool;
+  if (w->core >= 0) {
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    CPU_SET(w->core, &m);
+    pthread_setaffinity_np(pthread_self(), sizeof m, &m); /* compilers inherit it */
+  }
+  int i;
+  while (!w->st && (i = atomic_fetch_add(&p->next, 1)) < p->job->n) w->st = build_one(w, p->job, i);
+  return NULL;
+}
+
+static ob_status pool_spawn(ob_ctx *ctx, bpool *p, bool meas) {
+  for (int k = 0; k < p->nw; k++) {
+    bworker *w = &p->w[k];
+    if (w->running || w->on_meas != meas) continue;
+    int rc = pthread_create(&w->th, NULL, build_worker, w);
+    if (rc) return ob_fail(ctx, OB_ERR_SYSTEM, "cannot start a build thread: %s", strerror(rc));
+    w->running = true;
+  }
+  return OB_OK;
+}
+
+/* Starts building b on the free cores (all cores when all is set). */
+static ob_status pool_start(ob_ctx *ctx, bpool *p, batch *b, bool all) {
+  p->job = b;
+  atomic_store(&p->next, 0);
+  for (int k = 0; k < p->nw; k++) p->w[k].st = OB_OK;
+  ob_status st = pool_spawn(ctx, p, false);
+  if (!st && (all || !p->overlap)) st = pool_spawn(ctx, p, true);
+  return st;
+}
+
+/* Lets the measurement cores help with what is left, then waits for the
+ * batch. The first worker failure is returned with its message. */
+static ob_status pool_finish(ob_ctx *ctx, bpool *p, double *wait_s) {
+  double t = ob_now_s();
+  ob_status st = p->job ? pool_spawn(ctx, p, true) : OB_OK;
+  ob_status wst = OB_OK;
+  for (int k = 0; k < p->nw; k++) {
+    bworker *w = &p->w[k];
+    if (!w->running) continue;
+    pthread_join(w->th, NULL);
+    w->running = false;
+    if (w->st && !wst) wst = ob_fail(ctx, w->st, "%s", ob_ctx_errmsg(w->ctx));
+  }
+  p->job = NULL;
+  if (wait_s) *wait_s += ob_now_s() - t;
+  return st ? st : wst;
+}
+
+static void pool_free(bpool *p) {
+  for (int k = 0; k < p->nw; k++) {
+    if (p->w[k].running) pthread_join(p->w[k].th, NULL);
+    ob_task_free(p->w[k].task);
+    ob_ctx_free(p->w[k].ctx);
+  }
+  free(p->w);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- measuring one built config ------------------------------------------------- */
+
+typedef struct fill_ctx {
+  ob_task *task;
+  const ob_config *cfg;
+  uint64_t seed;
+} fill_ctx;
+
+static void fill_cb(void *user, void *const *bufs) {
+  fill_ctx *c = user;
+  (void)ob_task_fill_for(c->task, c->cfg, c->seed, bufs); /* only OOM fails; check says so */
+}
+
+static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
+  fill_ctx *c = user;
+  return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
+}
+
+/* Runs config i of a built batch (its build errors are already in res). */
+static ob_status run_built(ob_task *task, ob_runner *runner, const ob_measure_opts *mo, batch *b,
+                           int i) {
+  ob_measure_result *r = &b->res[i];
+  if (r->error_no || !b->so[i]) return OB_OK;
+  int nargs = ob_task_num_args(task);
+  size_t bytes[16];
+  bool is_in[16];
+  OB_ASSERT(nargs <= 16);
+  for (int a = 0; a < nargs; a++) {
+    bytes[a] = ob_task_arg_bytes(task, a);
+    is_in[a] = ob_task_arg_is_input(task, a);
+  }
+  fill_ctx fc = {task, &b->cfg[i], mo->seed};
+  ob_run_request req = {
+      .so_path = b->so[i],
+      .symbol = b->sym[i],
+      .nbufs = nargs,
+      .buf_bytes = bytes,
+      .buf_is_input = is_in,
+      .cores = mo->cores,
+      .nthreads = mo->nthreads > 0 ? mo->nthreads : 1,
+      .timing = mo->timing,
+      .fill = fill_cb,
+      .check = check_cb,
+      .user = &fc,
+  };
+  ob_run_result rr;
+  ob_status st = ob_runner_run(runner, &req, &rr);
+  if (st) return st;
+  r->error_no = rr.error_no;
+  snprintf(r->message, sizeof r->message, "%s", rr.message);
+  r->run_s = rr.run_s;
+  if (rr.error_no) return OB_OK;
+  if (!(rr.median_s > 0)) { /* a timer that saw nothing cannot rank configs */
+    r->error_no = OB_MERR_UNKNOWN;
+    snprintf(r->message, sizeof r->message, "the kernel's measured time is %g s", rr.median_s);
+    return OB_OK;
+  }
+  r->median_s = rr.median_s;
+  r->mean_s = rr.mean_s;
+  r->cv = rr.cv;
+  r->ncosts = rr.ncosts;
+  memcpy(r->costs, rr.costs, sizeof r->costs);
+  r->gflops = ob_task_flops(task) / rr.median_s / 1e9;
+  return OB_OK;
+}
+
+/* ---- the loop's state -------------------------------------------------------------- */
+
+typedef struct trial {
+  uint64_t index;
+  double gflops; /* 0 on error */
+} trial;
+
+typedef struct loop {
+  ob_ctx *ctx;
+  ob_task *task;
+  ob_tuner *tuner;
+  ob_runner *runner;
+  ob_db *db;
+  const ob_tune_opts *o;
+  ob_tune_stats *stats;
+  ob_measure_opts trial_mo; /* measure with the trial repeat */
+  ob_db_key key;
+  char host[17], wl_key[512], resources[256], cores_text[192];
+  double flops, t0;
+  trial *trials; /* every trial counted, in order */
+  int ntrials, ctrials;
+  int batch_cap; /* configs per batch */
+  int alloc;     /* slots in each batch buffer (>= batch_cap, >= confirm_top) */
+  bpool pool;
+  bool stop;     /* a trial callback asked to stop */
+  double cur_gflops;
+  bool reported;       /* a progress line was printed */
+  int reported_trials; /* its trial count */
+} loop;
+
+static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
+  int nt = mo->nthreads > 0 ? mo->nthreads : 1;
+  if (nt > CPU_SETSIZE) nt = CPU_SETSIZE;
+  for (int i = 0; i < nt; i++) cores[i] = mo->cores ? mo->cores[i] : i;
+  *n = nt;
+}
+
+/* The allowed cores the measurement does not use. */
+static int free_cores(const ob_measure_opts *mo, cpu_set_t *out) {
+  CPU_ZERO(out);
+  if (sched_getaffinity(0, sizeof *out, out) != 0) return 0;
+  int cores[CPU_SETSIZE], n;
+  measurement_cores(mo, cores, &n);
+  for (int i = 0; i < n; i++)
+    if (cores[i] >= 0 && cores[i] < CPU_SETSIZE) CPU_CLR(cores[i], out);
+  return CPU_COUNT(out);
+}
+
+static ob_status record_trial(loop *L, const ob_config *cfg, const ob_measure_result *res) {
+  if (L->ntrials == L->ctrials) {
+    int c = L->ctrials ? L->ctrials * 2 : 256;
+    trial *t = realloc(L->trials, (size_t)c * sizeof *t);
+    if (!t) return ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory recording trials");
+    L->trials = t;
+    L->ctrials = c;
+  }
+  double g = res->error_no == OB_MERR_NONE ? res->gflops : 0;
+  L->trials[L->ntrials++] = (trial){cfg->index, g};
+  ob_tune_stats *s = L->stats;
+  s->trials++;
+  if (res->error_no) s->failed++;
+  if (g > 0 && (s->best_trial == 0 || g > s->best_result.gflops)) {
+    s->best_trial = s->trials;
+    s->best = *cfg;
+    s->best_result = *res;
+  }
+  return OB_OK;
+}
+
+static ob_status store(loop *L, const ob_config *cfg, const ob_measure_result *res,
+                       unsigned flags) {
+  if (!L->db) return OB_OK;
+  char *entity = NULL;
+  ob_status st = ob_config_to_json(L->ctx, cfg, &entity);
+  if (st) return st;
+  ob_db_record rec = {
+      .host = L->key.host,
+      .workload = L->key.workload,
+      .target = L->key.target,
+      .resources = L->key.resources,
+      .tmpl = L->key.tmpl,
+      .config_index = cfg->index,
+      .entity = entity,
+      .number = L->trial_mo.timing.number,
+      .nthreads = L->trial_mo.nthreads > 0 ? L->trial_mo.nthreads : 1,
+      .cores = L->cores_text,
+  };
+  ob_db_record_set_result(&rec, res);
+  st = ob_db_put_measurement(L->db, &rec, flags, NULL);
+  if (st) ob_fail_prefix(L->ctx, "storing trial of config %llu", (unsigned long long)cfg->index);
+  free(entity);
+  return st;
+}
+
+static void report(loop *L, bool done) {
+  const ob_tune_opts *o = L->o;
+  ob_tune_progress p = {
+      .task_index = o->task_index > 0 ? o->task_index : 1,
+      .ntasks = o->ntasks > 0 ? o->ntasks : 1,
+      .trials = L->stats->trials,
+      .n_trial = o->n_trial,
+      .cur_gflops = L->cur_gflops,
+      .best_gflops = L->stats->best_trial ? L->stats->best_result.gflops : 0,
+      .elapsed_s = ob_now_s() - L->t0,
+      .done = done,
+  };
+  if (o->progress) {
+    /* the closing report only ends a redrawn line, or adds one that says
+     * something new */
+    bool tty = isatty(fileno(o->progress));
+    bool same = L->reported && L->reported_trials == p.trials;
+    char line[256];
+    ob_tune_progress_format(&p, line, sizeof line);
+    if (tty && done && same) fputc('\n', o->progress);
+    else if (tty) fprintf(o->progress, "\r%s%s", line, done ? "\n" : "");
+    else if (!(done && same)) fprintf(o->progress, "%s\n", line);
+    fflush(o->progress);
+  }
+  L->reported = true;
+  L->reported_trials = p.trials;
+  if (o->progress_fn) o->progress_fn(o->user, &p);
+}
+
+/* ---- resume ------------------------------------------------------------------------ */
+
+static ob_status resume(loop *L) {
+  ob_db_records *recs = NULL;
+  ob_db_filter f = {.key = L->key, .order = OB_DB_ORDER_TIME};
+  ob_status st = ob_db_query(L->db, &f, &recs);
+  if (st) return st;
+  const ob_space *sp = ob_task_space(L->task);
+  int cap = (int)(recs->n < 256 ? recs->n : 256);
+  ob_config *cfgs = calloc((size_t)cap + 1, sizeof *cfgs);
+  ob_measure_result *res = calloc((size_t)cap + 1, sizeof *res);
+  if (!cfgs || !res) {
+    st = ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory resuming");
+    goto done;
+  }
+  int n = 0;
+  for (int64_t i = 0; i <= recs->n; i++) {
+    if (i < recs->n) {
+      const ob_db_record *r = &recs->rec[i];
+      if (!ob_space_is_valid(sp, r->config_index)) continue; /* another version's space */
+      ob_space_get(L->ctx, sp, r->config_index, &cfgs[n]);
+      ob_measure_result *m = &res[n];
+      memset(m, 0, sizeof *m);
+      m->error_no = r->error_no;
+      snprintf(m->message, sizeof m->message, "%s", r->error_msg ? r->error_msg : "");
+      m->median_s = isfinite(r->median_s) ? r->median_s : 0;
+      m->mean_s = isfinite(r->mean_s) ? r->mean_s : 0;
+      m->cv = isfinite(r->cv) ? r->cv : 0;
+      m->ncosts = r->ncosts < 64 ? r->ncosts : 64;
+      if (m->ncosts > 0) memcpy(m->costs, r->costs, (size_t)m->ncosts * sizeof *m->costs);
+      m->build_s = isfinite(r->build_s) ? r->build_s : 0;
+      m->run_s = isfinite(r->run_s) ? r->run_s : 0;
+      m->gflops = m->error_no == 0 && m->median_s > 0 ? L->flops / m->median_s / 1e9 : 0;
+      if ((st = record_trial(L, &cfgs[n], m))) goto done;
+      L->stats->resumed++;
+      if (L->o->trial_fn && !L->o->trial_fn(L->o->user, L->stats->trials, &cfgs[n], m, true))
+        L->stop = true;
+      n++;
+    }
+    if (n == cap || (i == recs->n && n > 0)) {
+      if ((st = ob_tuner_update(L->tuner, cfgs, res, n))) goto done;
+      n = 0;
+    }
+  }
+  if (L->stats->resumed)
+    ob_log(L->ctx, OB_LOG_INFO, "tune %s: resumed %d trials from %s", L->wl_key,
+           L->stats->resumed, ob_db_path(L->db));
+done:
+  free(cfgs);
+  free(res);
+  ob_db_records_free(recs);
+  return st;
+}
+
+/* ---- proposing and building --------------------------------------------------------- */
+
+static ob_status propose(loop *L, batch *b, int pending) {
+  batch_clear(b);
+  int want = L->o->n_trial - L->stats->trials - pending;
+  if (want > L->batch_cap) want = L->batch_cap;
+  if (want <= 0 || L->stop || !ob_tuner_has_next(L->tuner)) return OB_OK;
+  return ob_tuner_next_batch(L->tuner, want, b->cfg, &b->n);
+}
+
+/* Builds b on every allowed core (nothing measures meanwhile). */
+static ob_status build_now(loop *L, batch *b) {
+  if (L->o->measure_fn || b->n == 0) return OB_OK;
+  ob_status st = pool_start(L->ctx, &L->pool, b, true);
+  ob_status fs = pool_finish(L->ctx, &L->pool, NULL);
+  return st ? st : fs;
+}
+
+/* Measures (or simulates) batch b, stores and reports every trial, feeds
+ * the tuner. */
+static ob_status measure_batch(loop *L, batch *b) {
+  ob_status st = OB_OK;
+  const ob_tune_opts *o = L->o;
+  if (o->measure_fn) {
+    for (int i = 0; i < b->n; i++) memset(&b->res[i], 0, sizeof b->res[i]);
+    st = o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
+    if (st) return st;
+  }
+  int done = 0;
+  L->cur_gflops = 0;
+  for (int i = 0; i < b->n && !L->stop; i++) {
+    if (!o->measure_fn) {
+      double t = ob_now_s();
+      if ((st = run_built(L->task, L->runner, &L->trial_mo, b, i))) break;
+      L->stats->run_s += ob_now_s() - t;
+    }
+    const ob_measure_result *r = &b->res[i];
+    L->stats->build_s += r->build_s;
+    if ((st = store(L, &b->cfg[i], r, 0))) break;
+    if ((st = record_trial(L, &b->cfg[i], r))) break;
+    L->stats->measured++;
+    done++;
+    if (r->error_no == 0) L->cur_gflops = r->gflops;
+    else
+      ob_log(L->ctx, OB_LOG_DEBUG, "trial %d (config %llu): error %d %s: %.200s",
+             L->stats->trials, (unsigned long long)b->cfg[i].index, r->error_no,
+             ob_merr_str(r->error_no), r->message);
+    if (o->trial_fn && !o->trial_fn(o->user, L->stats->trials, &b->cfg[i], r, false))
+      L->stop = true;
+  }
+  if (done) {
+    ob_status us = ob_tuner_update(L->tuner, b->cfg, b->res, done);
+    if (!st) st = us;
+  }
+  return st;
+}
+
+/* ---- confirmation ---------------------------------------------------------------------- */
+
+static int cmp_trial_desc(const void *a, const void *b) {
+  const trial *x = a, *y = b;
+  if (x->gflops != y->gflops) return (x->gflops < y->gflops) - (x->gflops > y->gflops);
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+static ob_status confirm(loop *L, batch *b) {
+  ob_tune_stats *s = L->stats;
+  const ob_tune_opts *o = L->o;
+  int top = o->confirm_top == 0 ? OB_TUNE_CONFIRM_TOP : o->confirm_top;
+  if (top <= 0 || s->best_trial == 0) return OB_OK;
+  /* Confirmed before and nothing new since: keep that verdict. */
+  if (L->db && s->measured == 0) {
+    ob_db_confirmed c;
+    ob_status st = ob_db_get_confirmed(L->db, &L->key, &c);
+    if (st == OB_OK && ob_space_is_valid(ob_task_space(L->task), c.config_index)) {
+      ob_space_get(L->ctx, ob_task_space(L->task), c.config_index, &s->confirmed_cfg);
+      memset(&s->confirmed_result, 0, sizeof s->confirmed_result);
+      s->confirmed_result.median_s = c.median_s;
+      s->confirmed_result.mean_s = c.mean_s;
+      s->confirmed_result.cv = c.cv;
+      s->confirmed_result.gflops = c.median_s > 0 ? L->flops / c.median_s / 1e9 : 0;
+      s->confirm_candidates = c.candidates;
+      s->confirmed = true;
+      return OB_OK;
+    }
+    if (st != OB_OK && st != OB_ERR_NOT_FOUND) return st;
+    ob_ctx_clear_error(L->ctx);
+  }
+  trial *sorted = malloc((size_t)L->ntrials * sizeof *sorted);
+  if (!sorted) return ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory confirming the best");
+  memcpy(sorted, L->trials, (size_t)L->ntrials * sizeof *sorted);
+  qsort(sorted, (size_t)L->ntrials, sizeof *sorted, cmp_trial_desc);
+  batch_clear(b);
+  for (int i = 0; i < L->ntrials && b->n < top && b->n < L->alloc; i++) {
+    if (sorted[i].gflops <= 0) break;
+    bool dup = false;
+    for (int j = 0; j < b->n; j++) dup = dup || b->cfg[j].index == sorted[i].index;
+    if (!dup) ob_space_get(L->ctx, ob_task_space(L->task), sorted[i].index, &b->cfg[b->n++]);
+  }
+  free(sorted);
+  ob_status st = OB_OK;
+  if (o->measure_fn) {
+    st = o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
+  } else {
+    st = build_now(L, b);
+    for (int i = 0; i < b->n && !st; i++) st = run_built(L->task, L->runner, &o->measure, b, i);
+  }
+  if (st) return st;
+  int best = -1;
+  for (int i = 0; i < b->n; i++)
+    if (b->res[i].error_no == 0 && (best < 0 || b->res[i].median_s < b->res[best].median_s))
+      best = i;
+  s->confirm_candidates = b->n;
+  if (best < 0) {
+    ob_log(L->ctx, OB_LOG_WARN,
+           "tune %s: none of the %d best configs ran correctly when re-measured (first: %.200s)",
+           L->wl_key, b->n, b->n ? b->res[0].message : "");
+    return OB_OK;
+  }
+  /* The full-protocol numbers replace the trials' (the trials stay in the
+   * history table). */
+  for (int i = 0; i < b->n && !st; i++)
+    if (b->res[i].error_no == 0) st = store(L, &b->cfg[i], &b->res[i], OB_DB_REPLACE);
+  if (!st && L->db) {
+    ob_db_confirmed c = {
+        .config_index = b->cfg[best].index,
+        .median_s = b->res[best].median_s,
+        .mean_s = b->res[best].mean_s,
+        .cv = b->res[best].cv,
+        .candidates = b->n,
+    };
+    st = ob_db_put_confirmed(L->db, &L->key, &c);
+  }
+  if (st) return st;
+  s->confirmed = true;
+  s->confirmed_cfg = b->cfg[best];
+  s->confirmed_result = b->res[best];
+  return OB_OK;
+}
+
+/* ---- the AutoTVM log ------------------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static bool sorted_has(const uint64_t *v, size_t n, uint64_t x) {
+  return n && bsearch(&x, v, n, sizeof *v, cmp_u64) != NULL;
+}
+
+static uint64_t line_hash(const char *s, size_t n) { return ob_hash64(s, n, 0x6c6f67); }
+
+/* Hashes of the lines of a file (sorted); a missing file has none. */
+static ob_status file_line_hashes(ob_ctx *ctx, const char *path, uint64_t **out, size_t *n,
+                                  bool *ends_nl, bool *empty) {
+  *out = NULL;
+  *n = 0;
+  *ends_nl = true;
+  *empty = true;
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    if (errno == ENOENT) return OB_OK;
+    return ob_fail(ctx, OB_ERR_IO, "cannot read log '%s': %s", path, strerror(errno));
+  }
+  char *line = NULL;
+  size_t lcap = 0, cap = 0;
+  ssize_t len;
+  uint64_t *v = NULL;
+  ob_status st = OB_OK;
+  while ((len = getline(&line, &lcap, f)) >= 0) {
+    *empty = false;
+    *ends_nl = len > 0 && line[len - 1] == '\n';
+    size_t l = (size_t)len - (*ends_nl ? 1 : 0);
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 1024;
+      uint64_t *nv = realloc(v, cap * sizeof *nv);
+      if (!nv) {
+        st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory reading log '%s'", path);
+        break;
+      }
+      v = nv;
+    }
+    v[(*n)++] = line_hash(line, l);
+  }
+  if (!st && ferror(f)) st = ob_fail(ctx, OB_ERR_IO, "cannot read log '%s': %s", path, strerror(errno));
+  free(line);
+  fclose(f);
+  if (st) {
+    free(v);
+    *n = 0;
+    return st;
+  }
+  if (*n) qsort(v, *n, sizeof *v, cmp_u64);
+  *out = v;
+  return OB_OK;
+}
+
+static ob_status entity_of(void *user, const ob_db_record *rec, char **json) {
+  loop *L = user;
+  ob_config c;
+  *json = NULL;
+  if (ob_space_get(NULL, ob_task_space(L->task), rec->config_index, &c) != OB_OK) return OB_OK;
+  return ob_config_to_json(L->ctx, &c, json);
+}
+
+/* Appends the AutoTVM lines of the task's records that the log does not
+ * hold yet (a line exported twice is the same text), so a run killed
+ * before it wrote its log is made up for by the run that resumes it. */
+static ob_status append_log(loop *L) {
+  const char *path = L->o->log_path;
+  char tmp[] = "/tmp/opbench-log-XXXXXX";
+  int fd = mkstemp(tmp);
+  if (fd < 0) return ob_fail(L->ctx, OB_ERR_IO, "cannot create a temporary file: %s", strerror(errno));
+  close(fd);
+  uint64_t *have = NULL;
+  size_t nhave = 0;
+  bool ends_nl, empty;
+  FILE *in = NULL, *out = NULL;
+  char *line = NULL;
+  size_t lcap = 0;
+  ob_db_filter f = {.key = L->key, .order = OB_DB_ORDER_TIME};
+  ob_status st = ob_db_export_autotvm(L->db, &f, tmp, entity_of, L, NULL);
+  if (!st) st = file_line_hashes(L->ctx, path, &have, &nhave, &ends_nl, &empty);
+  if (st) goto done;
+  if (!(in = fopen(tmp, "r")) || !(out = fopen(path, "a"))) {
+    st = ob_fail(L->ctx, OB_ERR_IO, "cannot open log '%s': %s", in ? path : tmp, strerror(errno));
+    goto done;
+  }
+  if (!ends_nl && !empty) fputc('\n', out); /* a line cut by a kill stays on its own */
+  ssize_t len;
+  while ((len = getline(&line, &lcap, in)) > 0) {
+    size_t l = (size_t)len - (line[len - 1] == '\n');
+    if (sorted_has(have, nhave, line_hash(line, l))) continue;
+    fwrite(line, 1, l, out);
+    fputc('\n', out);
+    L->stats->log_lines++;
+  }
+  if (fflush(out) != 0 || ferror(out))
+    st = ob_fail(L->ctx, OB_ERR_IO, "writing log '%s': %s", path, strerror(errno));
+done:
+  if (in) fclose(in);
+  if (out && fclose(out) != 0 && !st)
+    st = ob_fail(L->ctx, OB_ERR_IO, "writing log '%s': %s", path, strerror(errno));
+  unlink(tmp);
+  free(line);
+  free(have);
+  return st;
+}
+
+/* ---- ob_tune_task ------------------------------------------------------------------------ */
+
+static ob_status setup_keys(loop *L) {
+  const ob_tune_opts *o = L->o;
+  ob_workload_key(ob_task_workload(L->task), L->wl_key, sizeof L->wl_key);
+  int cores[CPU_SETSIZE], n;
+  measurement_cores(&o->measure, cores, &n);
+  size_t off = 0;
+  L->cores_text[0] = '\0';
+  for (int i = 0; i < n && off + 12 < sizeof L->cores_text; i++)
+    off += (size_t)snprintf(L->cores_text + off, sizeof L->cores_text - off, "%s%d", i ? "," : "",
+                            cores[i]);
+  if (o->resources) snprintf(L->resources, sizeof L->resources, "%s", o->resources);
+  else snprintf(L->resources, sizeof L->resources, "threads=%d;cores=%s", n, L->cores_text);
+  ob_host h;
+  const ob_host *hp = o->host;
+  if (!hp && L->db) {
+    ob_status st = ob_host_detect(L->ctx, &h);
+    if (st) return st;
+    hp = &h;
+  }
+  snprintf(L->host, sizeof L->host, "%s", hp ? hp->fingerprint : "unknown");
+  L->key = (ob_db_key){.host = L->host,
+                       .workload = L->wl_key,
+                       .target = o->target ? o->target : OB_TUNE_DEFAULT_TARGET,
+                       .resources = L->resources,
+                       .tmpl = ob_task_template(L->task)};
+  if (!L->db) return OB_OK;
+  ob_status st = ob_db_put_host(L->db, hp, NULL, NULL);
+  if (!st) st = ob_db_put_workload(L->db, ob_task_workload(L->task));
+  return st;
+}
+
+/* One build worker per allowed core. Without a free core there is no
+ * overlap: each batch is built on every core, then measured. */
+static ob_status setup_pool(loop *L) {
+  const ob_tune_opts *o = L->o;
+  bpool *p = &L->pool;
+  cpu_set_t allowed, fr;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) == 0)
+    CPU_SET(0, &allowed);
+  int nfree = free_cores(&o->measure, &fr);
+  int n = CPU_COUNT(&allowed);
+  p->w = calloc((size_t)n, sizeof *p->w);
+  if (!p->w) return ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory");
+  p->bopts = o->measure.build;
+  p->bopts.jobs = 1;
+  p->overlap = !o->no_overlap && nfree > 0;
+  for (int c = 0; c < CPU_SETSIZE && p->nw < n; c++) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    bworker *w = &p->w[p->nw++];
+    w->pool = p;
+    w->core = c;
+    w->on_meas = !CPU_ISSET(c, &fr);
+    ob_status st = ob_ctx_new(&w->ctx);
+    if (st) return ob_fail(L->ctx, st, "out of memory");
+    st = ob_task_new(w->ctx, ob_task_workload(L->task), ob_task_template(L->task), &w->task);
+    if (st) return ob_fail(L->ctx, st, "%s", ob_ctx_errmsg(w->ctx));
+  }
+  ob_log(L->ctx, OB_LOG_INFO, "tune %s: %d build worker(s); %s", L->wl_key, p->nw,
+         p->overlap ? "builds overlap measurement on the free cores"
+                    : "no free core: each batch is built, then measured");
+  return OB_OK;
+}
+
+ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_runner *runner,
+                       struct ob_db *db, const ob_tune_opts *opts, ob_tune_stats *stats) {
+  OB_ASSERT(task && tuner && opts && stats);
+  memset(stats, 0, sizeof *stats);
+  if (opts->n_trial < 1)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "a trial budget of %d: tuning needs at least 1 trial",
+                   opts->n_trial);
+  if (!runner && !opts->measure_fn)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "tuning needs a runner (or a measure_fn)");
+  loop L;
+  memset(&L, 0, sizeof L);
+  L.ctx = ctx;
+  L.task = task;
+  L.tuner = tuner;
+  L.runner = runner;
+  L.db = db;
+  L.o = opts;
+  L.stats = stats;
+  L.t0 = ob_now_s();
+  L.flops = ob_task_flops(task);
+  L.trial_mo = opts->measure;
+  int rep = opts->search_repeat > 0 ? opts->search_repeat : 3;
+  if (opts->measure.timing.repeat > 0 && rep > opts->measure.timing.repeat)
+    rep = opts->measure.timing.repeat;
+  L.trial_mo.timing.repeat = rep;
+  L.batch_cap = opts->batch > 0 ? opts->batch : OB_TUNE_DEFAULT_BATCH;
+  if (L.batch_cap > OB_TUNE_MAX_BATCH) L.batch_cap = OB_TUNE_MAX_BATCH;
+  int cap = L.batch_cap > OB_TUNE_CONFIRM_TOP ? L.batch_cap : OB_TUNE_CONFIRM_TOP;
+  if (opts->confirm_top > cap) cap = opts->confirm_top;
+  if (cap > OB_TUNE_MAX_BATCH) cap = OB_TUNE_MAX_BATCH;
+  L.alloc = cap;
+  batch bufs[2];
+  memset(bufs, 0, sizeof bufs);
+  ob_status st = OB_OK;
+  if (!batch_alloc(&bufs[0], cap) || !batch_alloc(&bufs[1], cap)) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  if ((st = setup_keys(&L))) goto done;
+  if (!opts->measure_fn && (st = setup_pool(&L))) goto done;
+  if (db && (st = resume(&L))) goto done;
+  if (stats->resumed) report(&L, false);
+
+  batch *cur = &bufs[0], *next = &bufs[1];
+  if ((st = propose(&L, cur, 0))) goto done;
+  if ((st = build_now(&L, cur))) goto done;
+  while (cur->n > 0) {
+    /* batch k+1 builds while batch k is measured */
+    if ((st = propose(&L, next, cur->n))) goto done;
+    bool bg = L.pool.overlap && next->n > 0 && !opts->measure_fn;
+    if (bg && (st = pool_start(ctx, &L.pool, next, false))) goto done;
+    st = measure_batch(&L, cur);
+    ob_status js = bg ? pool_finish(ctx, &L.pool, &stats->wait_s) : OB_OK;
+    if (!st) st = js;
+    if (st) goto done;
+    report(&L, false);
+    if (opts->early_stopping > 0 && stats->trials - stats->best_trial >= opts->early_stopping &&
+        stats->trials < opts->n_trial) {
+      stats->early_stopped = true;
+      break;
+    }
+    if (L.stop || stats->trials >= opts->n_trial) break;
+    if (next->n == 0 && (st = propose(&L, next, 0))) goto done; /* the tuner waited for results */
+    if (!bg && (st = build_now(&L, next))) goto done;
+    batch *t = cur;
+    cur = next;
+    next = t;
+  }
+  stats->stopped = L.stop;
+  stats->exhausted = !L.stop && !stats->early_stopped && stats->trials < opts->n_trial &&
+                     !ob_tuner_has_next(tuner);
+  if ((st = confirm(&L, &bufs[0]))) goto done;
+  if (db && opts->log_path && (st = append_log(&L))) goto done;
+
+done:
+  stats->seconds = ob_now_s() - L.t0;
+  if (!st) report(&L, true);
+  batch_free(&bufs[0]);
+  batch_free(&bufs[1]);
+  pool_free(&L.pool);
+  free(L.trials);
+  return st;
+}
