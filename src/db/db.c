@@ -376,7 +376,7 @@ static ob_status create_schema(ob_db *db, long *version) {
   return ob_db_txn_commit(db);
 }
 
-static ob_status set_wal(ob_db *db) {
+static ob_status set_wal_once(ob_db *db) {
   char *mode = NULL;
   ob_status s = query_text(db, "PRAGMA journal_mode", "reading the journal mode", &mode);
   if (s) return s;
@@ -393,6 +393,20 @@ static ob_status set_wal(ob_db *db) {
                    "shared memory support?)",
                    db->path);
   return OB_OK;
+}
+
+/* Changing the journal mode needs the file to itself. When another process
+ * is opening (or creating) the same file at that moment, SQLite reports it
+ * busy at once instead of through the busy handler (a lock upgrade it
+ * cannot wait for), so the switch is retried within the busy timeout. */
+static ob_status set_wal(ob_db *db) {
+  double until = ob_now_s() + db->busy_ms / 1000.0;
+  for (;;) {
+    ob_status s = set_wal_once(db);
+    if (s != OB_ERR_BUSY || ob_now_s() >= until) return s;
+    struct timespec ts = {0, 5000000}; /* 5 ms */
+    nanosleep(&ts, NULL);
+  }
 }
 
 ob_status ob_db_open(ob_ctx *ctx, const char *path, unsigned flags, ob_db **out) {
