@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "opbench/ops.h"
+#include "ops_util.h"
 
 typedef struct wcase {
   const char *op, *shape, *epi;
@@ -46,50 +47,15 @@ static const wcase k_cases[] = {
     {"clip", "C=2,H=16,W=17,lo=-1,hi=1", "", 0, 0, 0, 8},
 };
 
-static void run_case_tmpl(ob_ctx *ctx, ob_runner *runner, const wcase *c, const char *tmpl) {
+static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   ob_workload wl;
-  ob_task *t = NULL;
   ob_status st = ob_workload_parse(ctx, c->op, c->shape, &wl);
   if (!st && c->stride) st = ob_workload_set(ctx, &wl, "stride", c->stride);
   if (!st && c->pad) st = ob_workload_set(ctx, &wl, "pad", c->pad);
   if (!st && c->dil) st = ob_workload_set(ctx, &wl, "dilation", c->dil);
   if (!st) st = ob_workload_set_epilogue(ctx, &wl, c->epi);
-  if (!st) st = ob_task_new(ctx, &wl, tmpl, &t);
-  CHECK_MSG(st == OB_OK, "%s %s %s: %s", c->op, c->shape, tmpl, ob_ctx_errmsg(ctx));
-  if (st) return;
-  const ob_space *sp = ob_task_space(t);
-  ob_config cfgs[32];
-  int n = 0;
-  cfgs[n++] = ob_task_default_config(t);
-  CHECK(ob_space_is_valid(sp, cfgs[0].index));
-  ob_rng rng = {(uint64_t)c->samples * 977 + strlen(c->shape)};
-  int tries = 0;
-  while (n < c->samples && tries++ < 10000) {
-    uint64_t i = ob_rng_next(&rng) % ob_space_len(sp);
-    if (ob_space_get(ctx, sp, i, &cfgs[n]) == OB_OK) n++;
-  }
-  ob_measure_opts o = ob_measure_opts_default();
-  o.timing.repeat = 1;
-  o.nthreads = 2;
-  ob_measure_result res[32];
-  st = ob_measure_configs(ctx, t, runner, &o, cfgs, n, res);
-  CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
-  char key[256];
-  ob_workload_key(&wl, key, sizeof key);
-  for (int i = 0; st == OB_OK && i < n; i++) {
-    char *cs = ob_config_str(&cfgs[i]);
-    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s %s [%s]: error %d: %s", key, tmpl, cs,
-              res[i].error_no, res[i].message);
-    free(cs);
-  }
-  ob_task_free(t);
-}
-
-static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
-  const char *names[8];
-  int n = ob_op_templates(c->op, names, 8);
-  CHECK(n >= 1);
-  for (int i = 0; i < n && i < 8; i++) run_case_tmpl(ctx, runner, c, names[i]);
+  CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
+  if (!st) ops_check_all_templates(ctx, runner, &wl, c->samples, (uint64_t)c->samples * 977 + strlen(c->shape));
 }
 
 static void test_bad_input(ob_ctx *ctx) {
