@@ -130,7 +130,7 @@ enum ob_db_put_flags {
   OB_DB_REPLACE = 1 << 0,
 };
 
-/* Stores one trial (and its config entity, and stub host/workload rows if
+/* Stores one trial (and its config entity, and placeholder host/workload rows if
  * those are missing) in one transaction. *stored (may be NULL) tells
  * whether it was written. OB_ERR_INVALID_ARG for a malformed record (an
  * empty key part, an error-free trial without a positive median). */

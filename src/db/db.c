@@ -80,7 +80,7 @@ static const char *const k_stmt_sql[OB_DBS_COUNT] = {
     [OB_DBS_SAVEPOINT] = "SAVEPOINT ob_txn",
     [OB_DBS_RELEASE] = "RELEASE ob_txn",
     [OB_DBS_ROLLBACK_TO] = "ROLLBACK TO ob_txn",
-    [OB_DBS_HOST_STUB] = "INSERT INTO hosts(fingerprint, first_seen, last_seen) VALUES (?1, ?2, ?2)"
+    [OB_DBS_HOST_PLACEHOLDER] = "INSERT INTO hosts(fingerprint, first_seen, last_seen) VALUES (?1, ?2, ?2)"
                          " ON CONFLICT(fingerprint) DO NOTHING",
     [OB_DBS_HOST_PUT] =
         "INSERT INTO hosts(fingerprint, cpu_model, isa, ncores, npus, l1d_bytes, l2_bytes, l3_bytes,"
@@ -95,7 +95,7 @@ static const char *const k_stmt_sql[OB_DBS_COUNT] = {
     [OB_DBS_HOST_GET] =
         "SELECT cpu_model, isa, ncores, npus, l1d_bytes, l2_bytes, l3_bytes, vector_bits, os,"
         " compiler, compiler_version, first_seen, last_seen FROM hosts WHERE fingerprint = ?1",
-    [OB_DBS_WL_STUB] = "INSERT INTO workloads(key, op, attrs, first_seen) VALUES (?1, ?2, '{}', ?3)"
+    [OB_DBS_WL_PLACEHOLDER] = "INSERT INTO workloads(key, op, attrs, first_seen) VALUES (?1, ?2, '{}', ?3)"
                        " ON CONFLICT(key) DO NOTHING",
     /* ?7: refresh (the caller describes the workload authoritatively);
      * otherwise only facts still missing are filled in. */

@@ -68,7 +68,7 @@ static void bind_key(sqlite3_stmt *st, const ob_db_record *r) {
   sqlite3_bind_int64(st, 6, (sqlite3_int64)r->config_index);
 }
 
-/* The stub's operator: the key up to its first '/', as in "dense/f32/...". */
+/* The placeholder's operator: the key up to its first '/', as in "dense/f32/...". */
 static void op_of_key(const char *key, char *op, size_t cap) {
   size_t n = strcspn(key, "/");
   if (n >= cap) n = cap - 1;
@@ -97,14 +97,14 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
     }
   }
 
-  /* Stub rows keep every measurement's host and workload resolvable. */
-  if ((s = ob_db_stmt(db, OB_DBS_HOST_STUB, &st))) goto done;
+  /* Placeholder rows keep every measurement's host and workload resolvable. */
+  if ((s = ob_db_stmt(db, OB_DBS_HOST_PLACEHOLDER, &st))) goto done;
   ob_db_bind_text(st, 1, r->host);
   sqlite3_bind_double(st, 2, now);
   if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
   sqlite3_reset(st);
 
-  if ((s = ob_db_stmt(db, OB_DBS_WL_STUB, &st))) goto done;
+  if ((s = ob_db_stmt(db, OB_DBS_WL_PLACEHOLDER, &st))) goto done;
   char op[64];
   op_of_key(r->workload, op, sizeof op);
   ob_db_bind_text(st, 1, r->workload);
