@@ -5,7 +5,10 @@
  * few random picks make the next plan. With a database path, records of the
  * same operator and template (other shapes, earlier runs) train a base
  * model first: it plans the first trials and its margin, discounted by
- * 2^(-n/64), is added to the online model (AutoTVM's transfer).
+ * 2^(-n/64), is added to the online model (AutoTVM's transfer). Without
+ * one (cold), the first batch is only what the first fit needs and the
+ * tuner then waits for its results rather than filling the loop's batch of
+ * delay with more random configs.
  *
  * The tuner object owns its feature cache, training rows, boosters and
  * plan; the task is borrowed and must outlive it. Model failures are not
@@ -77,7 +80,9 @@ typedef struct xgb {
   /* base model (transfer) */
   BoosterHandle base;
   ob_feature_kind base_kind;
-  int base_flen;
+  int base_flen, base_n; /* features, records learned from */
+
+  int outstanding; /* proposed, results not reported yet */
 
   /* plan */
   uint64_t *plan;
@@ -758,6 +763,7 @@ static ob_status load_transfer(xgb *t, const char *path) {
   if (st) goto skip;
   t->base_kind = kind;
   t->base_flen = d.flen;
+  t->base_n = d.n;
   ob_log(t->ctx, OB_LOG_INFO, "xgb: base model from %d records of %s/%s (%s features)", d.n,
          own->op, tmpl, ob_feature_kind_name(kind));
   goto out;
@@ -807,6 +813,15 @@ static ob_status xgb_next_batch(void *self, int n, ob_config *out, int *got) {
   *got = 0;
   ob_status st = maybe_replan(t);
   if (st) return st;
+  /* Cold (no model, no base model): a second random batch planned before
+   * the first one's results would waste the pipeline's batch of delay, so
+   * wait for them; the loop asks again after the update and the next batch
+   * comes from a model. Costs one batch of build overlap, once. */
+  if (!t->bst && !t->base && !t->model_broken && t->outstanding > 0 &&
+      t->n + t->outstanding >= MIN_TRAIN)
+    return OB_OK;
+  if (!t->bst && !t->base && !t->model_broken && n > MIN_TRAIN - t->n - t->outstanding)
+    n = MIN_TRAIN - t->n - t->outstanding > 0 ? MIN_TRAIN - t->n - t->outstanding : n;
   while (*got < n) {
     uint64_t idx = UINT64_MAX;
     bool greedy = urand(&t->rng) >= EPS_GREEDY;
@@ -823,6 +838,7 @@ static ob_status xgb_next_batch(void *self, int n, ob_config *out, int *got) {
     st = ob_space_get(t->ctx, t->space, idx, &out[*got]);
     OB_ASSERT(st == OB_OK); /* proposals are valid by construction */
     (*got)++;
+    t->outstanding++;
   }
   return OB_OK;
 }
@@ -830,6 +846,7 @@ static ob_status xgb_next_batch(void *self, int n, ob_config *out, int *got) {
 static ob_status xgb_update(void *self, const ob_config *cfgs, const ob_measure_result *res, int n) {
   xgb *t = self;
   double flops = ob_task_flops(t->task);
+  t->outstanding = t->outstanding > n ? t->outstanding - n : 0; /* resumed ones were never out */
   for (int i = 0; i < n; i++) {
     const ob_config *c = &cfgs[i];
     if (c->space != t->space || c->index >= ob_space_len(t->space))
@@ -866,11 +883,17 @@ static ob_status xgb_update(void *self, const ob_config *cfgs, const ob_measure_
   return OB_OK;
 }
 
+static int xgb_transfer_records(const void *self) {
+  const xgb *t = self;
+  return t->base_n;
+}
+
 static const struct ob_tuner_i k_xgb_vt = {
     .next_batch = xgb_next_batch,
     .update = xgb_update,
     .has_next = xgb_has_next,
     .free = xgb_free,
+    .transfer_records = xgb_transfer_records,
 };
 
 /* "xgb[_knob|_itervar|_curve][-rank]"; plain "xgb" is itervar. */
