@@ -11,13 +11,19 @@
  *    ob_tune_task with a measure_fn that looks the config up, the same
  *    batches of 16 and the same one-batch delay as a live run. Trials to
  *    95% = the 1-based trial whose config first reaches 95% of the table's
- *    best. All tuners see the same measured values. Rows without transfer
- *    see no database; the xgb+tl row transfers from a copy of the tables
- *    with the tuned workload's records deleted (the other workloads only).
- *    The headline compares plain xgb with random.
- * 3. Wall time per trial: one live 200-trial ob_tune_task per tuner (build
- *    + run, builds overlapped, confirmation included) on one workload, with
- *    a fresh kernel cache and database, so every config is compiled.
+ *    best. All tuners see the same measured values. random, ga and
+ *    xgb-cold see no database (xgb-cold: the first layer anyone tunes on
+ *    this host). The xgb row is xgb as `opbench tune --tuner xgb` runs it,
+ *    with its default transfer from the database, here a database holding
+ *    the other ResNet-18 layers' records: a copy of the tables without the
+ *    tuned workload and with only --transfer-records (200) pseudo-randomly
+ *    chosen records of each other layer, what a 200-trial random run of
+ *    each leaves. The headline compares that xgb with random; the cold
+ *    ratio is printed just before it.
+ * 3. Wall time per trial: one live 200-trial ob_tune_task per row (build
+ *    + run, builds overlapped, confirmation included, and for xgb the
+ *    training of its transfer model) on one workload, with a fresh kernel
+ *    cache and database, so every config is compiled.
  * Prints the table, then as the last two lines the median trials to 95% of
  * xgb and random with their ratio, and the worst live wall time per trial.
  *
@@ -49,8 +55,8 @@ typedef struct row {
 static const row k_rows[] = {
     {"random", "random", false},
     {"ga", "ga", false},
-    {"xgb", "xgb", false},
-    {"xgb+tl", "xgb", true},
+    {"xgb-cold", "xgb", false},
+    {"xgb", "xgb", true},
 };
 enum { NROWS = sizeof k_rows / sizeof k_rows[0], MAX_SEEDS = 16 };
 
@@ -217,7 +223,7 @@ static int trials_to_goal(ob_task *task, const char *name, uint64_t seed, const 
 typedef struct live {
   bool done;
   int measured;
-  double seconds, per_trial, build_s, run_s, wait_s, best_gflops;
+  double seconds, setup_s, per_trial, build_s, run_s, wait_s, best_gflops;
 } live;
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *f) {
@@ -227,7 +233,8 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
   return remove(p);
 }
 
-static live live_run(ob_task *task, const char *name, const ob_host *host, int trials) {
+static live live_run(ob_task *task, const char *name, const ob_host *host, int trials,
+                     const char *transfer) {
   live L = {0};
   char dir[64] = "/tmp/bench_tuners-XXXXXX";
   if (!mkdtemp(dir)) {
@@ -240,10 +247,11 @@ static live live_run(ob_task *task, const char *name, const ob_host *host, int t
   ob_db *db = NULL;
   ob_runner *runner = NULL;
   ob_tuner *tuner = NULL;
-  ob_tuner_opts to = {.seed = 1};
-  if (ob_db_open(ctx, dbpath, 0, &db) || ob_runner_new(ctx, &runner) ||
-      ob_tuner_new(ctx, name, task, &to, &tuner))
-    die(name);
+  ob_tuner_opts to = {.seed = 1, .db_path = transfer};
+  if (ob_db_open(ctx, dbpath, 0, &db) || ob_runner_new(ctx, &runner)) die(name);
+  double t0 = ob_now_s(); /* creating the tuner includes training the transfer model */
+  if (ob_tuner_new(ctx, name, task, &to, &tuner)) die(name);
+  L.setup_s = ob_now_s() - t0;
   ob_tune_opts o = ob_tune_opts_default();
   o.n_trial = trials;
   o.host = host;
@@ -253,8 +261,8 @@ static live live_run(ob_task *task, const char *name, const ob_host *host, int t
   if (ob_tune_task(ctx, task, tuner, runner, db, &o, &st)) die(name);
   L.done = true;
   L.measured = st.measured;
-  L.seconds = st.seconds;
-  L.per_trial = st.measured ? st.seconds / st.measured : 0;
+  L.seconds = L.setup_s + st.seconds;
+  L.per_trial = st.measured ? L.seconds / st.measured : 0;
   L.build_s = st.build_s;
   L.run_s = st.run_s;
   L.wait_s = st.wait_s;
@@ -266,8 +274,11 @@ static live live_run(ob_task *task, const char *name, const ob_host *host, int t
   return L;
 }
 
-/* A copy of the tables without the workload being tuned, for transfer. */
-static void transfer_db(ob_db *db, ob_task *task, const char *path) {
+/* A copy of the tables for transfer: without the workload being tuned, and
+ * of each other workload only `keep` records (a fixed pseudo-random sample,
+ * what a `--tuner random --trials keep` run of that layer leaves behind);
+ * keep <= 0 keeps every record. */
+static void transfer_db(ob_db *db, ob_task *task, const char *path, int keep) {
   char key[512], sql[1024];
   ob_workload_key(ob_task_workload(task), key, sizeof key);
   unlink(path);
@@ -277,6 +288,14 @@ static void transfer_db(ob_db *db, ob_task *task, const char *path) {
   if (ob_db_open(ctx, path, OB_DB_NO_CREATE, &cp)) die(path);
   snprintf(sql, sizeof sql, "DELETE FROM measurements WHERE workload_key = '%s'", key);
   if (ob_db_exec(cp, sql)) die(path);
+  if (keep > 0) {
+    snprintf(sql, sizeof sql,
+             "DELETE FROM measurements WHERE id IN (SELECT id FROM (SELECT id, row_number() "
+             "OVER (PARTITION BY workload_key ORDER BY (id * 2654435761) %% 4294967311) AS rn "
+             "FROM measurements) WHERE rn > %d)",
+             keep);
+    if (ob_db_exec(cp, sql)) die(path);
+  }
   ob_db_close(cp);
 }
 
@@ -315,12 +334,14 @@ static void usage(FILE *f) {
           "                     the first run measures every config, later runs reuse them\n"
           "  --live-trials N    trials of each live wall-time run (default 200; 0: none)\n"
           "  --live-workload I  ResNet-18 workload of the live runs, 1..11 (default 2)\n"
-          "  --tuners LIST      rows to run, comma-separated: random,ga,xgb,xgb+tl (default all)\n");
+          "  --tuners LIST      rows to run, comma-separated: random,ga,xgb-cold,xgb (default all)\n"
+          "  --transfer-records N  records of each other layer the xgb row transfers from\n"
+          "                     (default 200; 0: every record of the tables)\n");
 }
 
 int main(int argc, char **argv) {
   bool quick = false;
-  int nwl_limit = 0, nseeds = 3, live_trials = 200, live_wl = 2;
+  int nwl_limit = 0, nseeds = 3, live_trials = 200, live_wl = 2, tl_keep = 200;
   const char *dbpath = "./bench_tuners.db", *tuner_list = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -332,6 +353,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--live-trials") && v) live_trials = atoi(argv[++i]);
     else if (!strcmp(a, "--live-workload") && v) live_wl = atoi(argv[++i]);
     else if (!strcmp(a, "--tuners") && v) tuner_list = argv[++i];
+    else if (!strcmp(a, "--transfer-records") && v) tl_keep = atoi(argv[++i]);
     else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
@@ -340,7 +362,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (nseeds < 1 || nseeds > MAX_SEEDS || live_wl < 1 || live_wl > NWL || live_trials < 0) {
+  if (nseeds < 1 || nseeds > MAX_SEEDS || live_wl < 1 || live_wl > NWL || live_trials < 0 ||
+      tl_keep < 0) {
     usage(stderr);
     return 2;
   }
@@ -395,9 +418,9 @@ int main(int argc, char **argv) {
   printf("bench_tuners: %d ResNet-18 conv2d workload(s)%s, template conv2d_NCHWc.x86, %d seed(s),\n"
          "trials to 95%% of the best GFLOPS of the workload's exhaustively measured table\n"
          "(replayed: every tuner sees the same measurements, batches of 16, one batch of delay;\n"
-         "xgb+tl: xgb with transfer from the other workloads' tables)\n"
+         "xgb-cold: empty database; xgb: transfer from the other layers' records, %d per layer)\n"
          "host %s (%s, %d cores), tables in %s\n\n",
-         nw, quick ? " (--quick)" : "", nseeds, host.fingerprint, host.cpu_model, host.npus, dbpath);
+         nw, quick ? " (--quick)" : "", nseeds, tl_keep, host.fingerprint, host.cpu_model, host.npus, dbpath);
 
   int *all[NROWS];
   int nall[NROWS];
@@ -407,7 +430,7 @@ int main(int argc, char **argv) {
   }
   printf("%3s %-36s %6s %8s", "#", "workload (stride, pad)", "space", "best GF");
   for (int k = 0; k < NROWS; k++)
-    if (use[k]) printf(" | %-6s %-14s", k_rows[k].label, "to 95%: seeds");
+    if (use[k]) printf(" | %-8s %-12s", k_rows[k].label, "to 95%: seeds");
   printf("\n");
   for (int w = 0; w < nw; w++) {
     const wl_def *d = &k_resnet18[wls[w]];
@@ -419,7 +442,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < NROWS; k++) {
       if (!use[k]) continue;
       if (k_rows[k].transfer && !have_tl) {
-        transfer_db(db, tasks[w], tlpath);
+        transfer_db(db, tasks[w], tlpath, tl_keep);
         have_tl = true;
       }
       int v[MAX_SEEDS];
@@ -431,7 +454,7 @@ int main(int argc, char **argv) {
         all[k][nall[k]++] = v[sd];
         off += (size_t)snprintf(cell + off, sizeof cell - off, "%s%d", sd ? " " : "", v[sd]);
       }
-      printf(" | %-6.0f %-14s", median_int(v, nseeds), cell);
+      printf(" | %-8.0f %-12s", median_int(v, nseeds), cell);
     }
     printf("\n");
     fflush(stdout);
@@ -444,8 +467,6 @@ int main(int argc, char **argv) {
     free(tables[w].median);
     ob_task_free(tasks[w]);
   }
-  ob_db_close(db);
-  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 
   double med[NROWS];
   printf("\nmedian over workloads and seeds:");
@@ -455,22 +476,26 @@ int main(int argc, char **argv) {
   }
   printf("\n");
 
-  /* live wall time per trial (rows without transfer) */
+  /* live wall time per trial; the transfer row learns from the tables of
+   * the other workloads first, as in the replay */
   double worst = 0;
   const char *worst_name = NULL;
   if (live_trials > 0) {
     const wl_def *d = &k_resnet18[live_wl - 1];
     ob_task *task = make_task(d);
     printf("\nlive runs: %d trials each on workload #%d (%s s%d p%d), fresh kernel cache,\n"
-           "1 measuring thread on core 0, builds overlapped on the other cores\n",
+           "1 measuring thread on core 0, builds overlapped on the other cores;\n"
+           "seconds include creating the tuner (setup s: xgb trains its transfer model)\n",
            live_trials, live_wl, d->shape + 4, d->stride, d->pad);
-    printf("%-8s %8s %9s %10s %9s %9s %9s %9s\n", "tuner", "trials", "seconds", "s/trial",
-           "build s", "run s", "wait s", "best GF");
+    printf("%-8s %8s %9s %9s %10s %9s %9s %9s %9s\n", "tuner", "trials", "seconds", "setup s",
+           "s/trial", "build s", "run s", "wait s", "best GF");
     for (int k = 0; k < NROWS; k++) {
-      if (!use[k] || k_rows[k].transfer) continue;
-      live L = live_run(task, k_rows[k].tuner, &host, live_trials);
-      printf("%-8s %8d %9.2f %10.3f %9.2f %9.2f %9.2f %9.2f\n", k_rows[k].label, L.measured,
-             L.seconds, L.per_trial, L.build_s, L.run_s, L.wait_s, L.best_gflops);
+      if (!use[k]) continue;
+      if (k_rows[k].transfer) transfer_db(db, task, tlpath, tl_keep);
+      live L = live_run(task, k_rows[k].tuner, &host, live_trials,
+                        k_rows[k].transfer ? tlpath : NULL);
+      printf("%-8s %8d %9.2f %9.2f %10.3f %9.2f %9.2f %9.2f %9.2f\n", k_rows[k].label,
+             L.measured, L.seconds, L.setup_s, L.per_trial, L.build_s, L.run_s, L.wait_s, L.best_gflops);
       fflush(stdout);
       if (L.per_trial > worst) {
         worst = L.per_trial;
@@ -480,13 +505,21 @@ int main(int argc, char **argv) {
     ob_task_free(task);
     if (worst_name) printf("slowest per trial: %s\n", worst_name);
   }
+  ob_db_close(db);
+  nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 
   int kx = -1, kr = -1;
   for (int k = 0; k < NROWS; k++) {
     if (!strcmp(k_rows[k].label, "xgb") && use[k]) kx = k;
     if (!strcmp(k_rows[k].label, "random") && use[k]) kr = k;
   }
+  int kc = -1;
+  for (int k = 0; k < NROWS; k++)
+    if (!strcmp(k_rows[k].label, "xgb-cold") && use[k]) kc = k;
   printf("\n");
+  if (kc >= 0 && kr >= 0)
+    printf("cold start (empty database): xgb-cold %.1f, random %.1f, ratio %.3f\n", med[kc],
+           med[kr], med[kc] / med[kr]);
   if (kx >= 0 && kr >= 0)
     printf("median trials to 95%%: xgb %.1f, random %.1f, ratio %.3f (bar <= 1/3)\n", med[kx],
            med[kr], med[kx] / med[kr]);

@@ -6,6 +6,8 @@
 #     same arguments: it resumes, measures only what is missing, ends with
 #     exactly --trials rows, and its --log holds every record once;
 #  2. two tune processes on different workloads write one database at once;
+#     then xgb on a third shape transfers from the database (and not with
+#     --no-transfer);
 #  3. bad input: an unknown tuner, a budget of 0, a corrupt and a locked
 #     database: exit 2, one `opbench: error:` line, nothing lost.
 # Kernels are compiled into a fresh cache, so the tuning run is slow enough
@@ -123,6 +125,25 @@ check "two concurrent tune processes on one database" \
   "exits $r1 $r2, rows $n2, workloads $nw" "$(tail -2 "$tmp/w1.err")" "$(tail -2 "$tmp/w2.err")"
 ic=$(integrity "$db2")
 check "integrity_check after concurrent writers" $([ "$ic" = ok ]; echo $?) "$ic"
+
+# ---- transfer: records of other conv2d shapes seed the xgb model by default ------------
+db3=$tmp/transfer.db
+sqlite3 "$db" ".backup '$db3'"
+"$OB" tune --op conv2d --shape N=1,C=32,H=14,W=14,K=16,R=3,S=3 --pad 1 --tuner random \
+  --trials 28 --batch 4 --db "$db3" >"$tmp/tl1.out" 2>"$tmp/tl1.err"
+r0=$?
+XGB=(--op conv2d --shape N=1,C=32,H=7,W=7,K=32,R=3,S=3 --pad 1 --tuner xgb --trials 8 --batch 4)
+"$OB" tune "${XGB[@]}" --db "$db3" >"$tmp/tl2.out" 2>"$tmp/tl2.err"
+r1=$?
+ntl=$(sed -n 's/^transfer   base model from \([0-9]*\) records of conv2d.*/\1/p' "$tmp/tl2.out")
+check "xgb transfers from the other shapes' records in --db" \
+  $([ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ "${ntl:-0}" -ge 64 ]; echo $?) \
+  "exits $r0 $r1, transfer '${ntl}'" "$(tail -2 "$tmp/tl1.err")" "$(tail -2 "$tmp/tl2.err")"
+"$OB" tune "${XGB[@]}" --trials 12 --no-transfer --db "$db3" >"$tmp/tl3.out" 2>"$tmp/tl3.err"
+r2=$?
+check "--no-transfer starts cold (and resumes the 8 trials)" \
+  $([ $r2 -eq 0 ] && ! grep -q '^transfer' "$tmp/tl3.out" &&
+    grep -q "(resumed 8, measured 4, " "$tmp/tl3.out"; echo $?) "exit $r2" "$(cat "$tmp/tl3.out")"
 
 # ---- 3. bad input -----------------------------------------------------------------------
 # bad NAME PATTERN ARGS...: exit 2, one stderr line `opbench: error: ...` matching PATTERN

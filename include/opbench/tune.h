@@ -210,6 +210,9 @@ OB_API ob_status ob_tuner_new(ob_ctx *ctx, const char *name, struct ob_task *tas
                               const ob_tuner_opts *opts, ob_tuner **out);
 OB_API void ob_tuner_free(ob_tuner *t);
 OB_API const char *ob_tuner_name(const ob_tuner *t);
+/* Records of the database (opts->db_path) the tuner's transferred model
+ * learned from; 0 without transfer (not a model tuner, no usable records). */
+OB_API int ob_tuner_transfer_records(const ob_tuner *t);
 /* Up to n configs never proposed before (*got < n when the space is spent). */
 OB_API ob_status ob_tuner_next_batch(ob_tuner *t, int n, ob_config *out, int *got);
 /* Results of configs (proposed by this tuner or not, e.g. when resuming). */

@@ -42,7 +42,7 @@ typedef enum flag_id {
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
   F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
-  F_DB, F_LOG, F_COUNT
+  F_DB, F_LOG, F_NO_TRANSFER, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -86,6 +86,7 @@ static const flag_def flags[F_COUNT] = {
     [F_BATCH] = {"--batch", true, M_TUNE},
     [F_DB] = {"--db", true, M_TUNE},
     [F_LOG] = {"--log", true, M_TUNE},
+    [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -160,7 +161,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     fprintf(f,
             "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
             "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
-            "                    [--log FILE] [--seed N] [measurement flags]\n"
+            "                    [--log FILE] [--seed N] [--no-transfer] [measurement flags]\n"
             "Searches the template's config space with a tuner, as AutoTVM does, printing\n"
             "AutoTVM's progress line. Every trial is stored in the database as soon as it\n"
             "is measured; run again with the same flags after an interruption (even kill -9)\n"
@@ -179,7 +180,10 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --db FILE            the record database (default ./opbench.db)\n"
             "  --log FILE           append the task's records as AutoTVM v0.2 JSON lines\n"
             "                       (only those the file does not hold yet)\n"
-            "  --seed N             seed of the tuner and of the random inputs\n\n%s%s",
+            "  --seed N             seed of the tuner and of the random inputs\n"
+            "  --no-transfer        xgb tuners: start cold; by default the records of the\n"
+            "                       same operator and template already in --db (other\n"
+            "                       shapes, earlier runs) train a base model first\n\n%s%s",
             workload_help, measure_help);
     break;
   case CLI_CMD_COUNT:
@@ -268,6 +272,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_SUITE: a->suite = v; break;
   case F_DRY_RUN: a->dry_run = true; break;
+  case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_VS:
     if (strcmp(v, "onednn") != 0) {
       cli_error("--vs: unknown baseline '%s' (known: onednn)", v);

@@ -52,6 +52,7 @@ typedef struct cli_args {
   int batch;               /* --batch (0: the loop's default) */
   const char *db_path;     /* --db (default ./opbench.db) */
   const char *log_path;    /* --log */
+  bool no_transfer;        /* --no-transfer: xgb tuners ignore the db's records */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */

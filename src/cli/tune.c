@@ -54,7 +54,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cli_error("--db: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
-  ob_tuner_opts to = {.seed = a->mo.seed, .db_path = db ? a->db_path : NULL};
+  ob_tuner_opts to = {.seed = a->mo.seed, .db_path = db && !a->no_transfer ? a->db_path : NULL};
   if (ob_tuner_new(ctx, a->tuner, task, &to, &tuner) != OB_OK) {
     cli_error("--tuner: %s", ob_ctx_errmsg(ctx));
     goto done;
@@ -118,6 +118,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "build_s", s.build_s);
     cJSON_AddNumberToObject(root, "run_s", s.run_s);
     cJSON_AddStringToObject(root, "db", a->db_path);
+    cJSON_AddNumberToObject(root, "transfer_records", ob_tuner_transfer_records(tuner));
     if (a->log_path) {
       cJSON_AddStringToObject(root, "log", a->log_path);
       cJSON_AddNumberToObject(root, "log_lines", (double)s.log_lines);
@@ -146,6 +147,10 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
       printf("time       %.2f s, %.3f s per measured trial (build %.2f s, measure %.2f s)\n",
              s.seconds, s.seconds / s.measured, s.build_s, s.run_s);
     printf("db         %s\n", a->db_path);
+    int ntl = ob_tuner_transfer_records(tuner);
+    if (ntl)
+      printf("transfer   base model from %d records of %s/%s in the db\n", ntl, wl.op,
+             ob_task_template(task));
     if (a->log_path) printf("log        %s (%lld lines appended)\n", a->log_path, (long long)s.log_lines);
   }
   fflush(stdout);

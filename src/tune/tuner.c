@@ -67,6 +67,10 @@ void ob_tuner_free(ob_tuner *t) {
 
 const char *ob_tuner_name(const ob_tuner *t) { return t->name; }
 
+int ob_tuner_transfer_records(const ob_tuner *t) {
+  return t->vt->transfer_records ? t->vt->transfer_records(t->self) : 0;
+}
+
 ob_status ob_tuner_next_batch(ob_tuner *t, int n, ob_config *out, int *got) {
   OB_ASSERT(t && got && n >= 0 && (n == 0 || out));
   *got = 0;

@@ -23,6 +23,8 @@ struct ob_tuner_i {
   ob_status (*update)(void *self, const ob_config *cfgs, const ob_measure_result *res, int n);
   bool (*has_next)(const void *self);
   void (*free)(void *self);
+  /* optional: records a transferred base model learned from (0: none) */
+  int (*transfer_records)(const void *self);
 };
 
 struct ob_tuner {

@@ -146,7 +146,7 @@ static void rnd_free(void *self) {
   free(t);
 }
 
-static const struct ob_tuner_i k_random_i = {rnd_next, rnd_update, rnd_has_next, rnd_free};
+static const struct ob_tuner_i k_random_i = {rnd_next, rnd_update, rnd_has_next, rnd_free, NULL};
 
 static ob_status rnd_create(ob_ctx *ctx, const ob_space *s, const ob_tuner_opts *o, void **self) {
   rnd_tuner *t = calloc(1, sizeof *t);
@@ -210,7 +210,7 @@ static void grid_free(void *self) {
   free(t);
 }
 
-static const struct ob_tuner_i k_grid_i = {grid_next, grid_update, grid_has_next, grid_free};
+static const struct ob_tuner_i k_grid_i = {grid_next, grid_update, grid_has_next, grid_free, NULL};
 
 static ob_status grid_create(ob_ctx *ctx, const ob_space *s, const ob_tuner_opts *o, void **self) {
   grid_tuner *t = calloc(1, sizeof *t);
@@ -436,7 +436,7 @@ static void ga_free(void *self) {
   free(g);
 }
 
-static const struct ob_tuner_i k_ga_i = {ga_next, ga_update, ga_has_next, ga_free};
+static const struct ob_tuner_i k_ga_i = {ga_next, ga_update, ga_has_next, ga_free, NULL};
 
 static ob_status ga_create(ob_ctx *ctx, const ob_space *s, const ob_tuner_opts *o, void **self) {
   ga_tuner *g = calloc(1, sizeof *g);
