@@ -343,7 +343,15 @@ typedef struct ob_tune_opts {
   ob_tune_measure_fn measure_fn;
   void *user;              /* for the three callbacks */
   bool no_overlap;         /* build each batch only after the previous one is measured */
+  bool remeasure;          /* ignore the task's stored trials (no resume) and
+                              replace them as configs are measured again; the
+                              replaced rows go to the db's history table */
 } ob_tune_opts;
+
+/* The resource setting the loop files a task's trials under when
+ * ob_tune_opts.resources is NULL: "threads=N;cores=LIST" of the measurement
+ * (cores 0..N-1 when mo->cores is NULL). Truncated to cap. */
+OB_API void ob_tune_resources(const ob_measure_opts *mo, char *buf, size_t cap);
 
 /* n_trial 200, batch 16, ob_measure_opts_default(), everything else 0. */
 OB_API ob_tune_opts ob_tune_opts_default(void);

@@ -20,7 +20,8 @@ int cli_error(const char *fmt, ...) {
   return OB_CLI_EXIT_ERROR;
 }
 
-static const char *const cmd_names[CLI_CMD_COUNT] = {"op", "bench", "space", "ops", "tune"};
+static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space",
+                                                     "ops", "tune",  "db"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -32,9 +33,10 @@ enum {
   M_SPACE = 1u << CLI_CMD_SPACE,
   M_OPS = 1u << CLI_CMD_OPS,
   M_TUNE = 1u << CLI_CMD_TUNE,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE,
+  M_DB = 1u << CLI_CMD_DB,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB,
   M_MEASURE = M_OP | M_BENCH | M_TUNE,
-  M_WORKLOAD = M_OP | M_SPACE | M_TUNE,
+  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
 };
 
 typedef enum flag_id {
@@ -42,7 +44,8 @@ typedef enum flag_id {
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
   F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
-  F_DB, F_LOG, F_NO_TRANSFER, F_COUNT
+  F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
+  F_TOP, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -64,8 +67,8 @@ static const flag_def flags[F_COUNT] = {
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
     [F_SUITE] = {"--suite", true, M_BENCH},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
-    [F_THREADS] = {"--threads", true, M_MEASURE},
-    [F_CORES] = {"--cores", true, M_MEASURE},
+    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB},
+    [F_CORES] = {"--cores", true, M_MEASURE | M_DB},
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
@@ -76,17 +79,24 @@ static const flag_def flags[F_COUNT] = {
     [F_SEED] = {"--seed", true, M_MEASURE},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
-    [F_OP] = {"--op", true, M_TUNE},
+    [F_OP] = {"--op", true, M_TUNE | M_DB},
     [F_TUNER] = {"--tuner", true, M_TUNE},
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE},
+    [F_DB] = {"--db", true, M_TUNE | M_DB},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
+    [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB},
+    [F_WORKLOAD] = {"--workload", true, M_DB},
+    [F_HOST] = {"--host", true, M_DB},
+    [F_RESOURCES] = {"--resources", true, M_DB},
+    [F_FORMAT] = {"--format", true, M_DB},
+    [F_OUT] = {"--out", true, M_DB},
+    [F_TOP] = {"--top", true, M_DB},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -161,7 +171,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     fprintf(f,
             "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
             "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
-            "                    [--log FILE] [--seed N] [--no-transfer] [measurement flags]\n"
+            "                    [--log FILE] [--seed N] [--no-transfer] [--remeasure]\n"
+            "                    [measurement flags]\n"
             "Searches the template's config space with a tuner, as AutoTVM does, printing\n"
             "AutoTVM's progress line. Every trial is stored in the database as soon as it\n"
             "is measured; run again with the same flags after an interruption (even kill -9)\n"
@@ -183,8 +194,38 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --seed N             seed of the tuner and of the random inputs\n"
             "  --no-transfer        xgb tuners: start cold; by default the records of the\n"
             "                       same operator and template already in --db (other\n"
-            "                       shapes, earlier runs) train a base model first\n\n%s%s",
+            "                       shapes, earlier runs) train a base model first\n"
+            "  --remeasure          measure configs again although the db holds them (the\n"
+            "                       new trials replace the stored ones, which are kept in\n"
+            "                       the db's history); without it a run resumes\n\n%s%s",
             workload_help, measure_help);
+    break;
+  case CLI_CMD_DB:
+    fprintf(f,
+            "usage: opbench db best|top|stats|export|import [flags]\n"
+            "  opbench db best   [selection]            the fastest record of a task, and its\n"
+            "                                           confirmed best if tuning stored one\n"
+            "  opbench db top    [selection] [--top N]  the N fastest (default 10)\n"
+            "  opbench db stats  [selection]            records, errors by class and best\n"
+            "                                           GFLOPS per operator and workload\n"
+            "  opbench db export [selection] [--format csv|autotvm] [--out FILE]\n"
+            "                    CSV (default) or AutoTVM v0.2 JSON lines, to stdout or FILE\n"
+            "  opbench db import FILE [--host FINGERPRINT|this] [--resources TEXT] [--remeasure]\n"
+            "                    an AutoTVM v0.2 log; broken lines are skipped and listed by\n"
+            "                    number; records are filed under host 'unknown' unless --host\n"
+            "                    says otherwise (tuning results of another CPU are not this\n"
+            "                    host's); --remeasure lets a record replace a stored one\n\n"
+            "selection:\n"
+            "  --db FILE            the record database (default ./opbench.db)\n"
+            "  --op OP --shape TEXT [workload flags]   the workload (or --workload KEY)\n"
+            "  --workload KEY       a workload key as stored (see opbench db stats)\n"
+            "  --template NAME      only this template (best/top: default any)\n"
+            "  --host FP|this|any   whose records (default this host; stats/export: any)\n"
+            "  --threads N, --cores LIST   the resource setting the records were measured\n"
+            "                       with, as opbench tune files them (default threads=1;cores=0)\n"
+            "  --resources TEXT|any the resource setting as stored, or any\n"
+            "  --json               print JSON (best, top, stats)\n\n%s",
+            workload_help);
     break;
   case CLI_CMD_COUNT:
     break;
@@ -273,6 +314,27 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_SUITE: a->suite = v; break;
   case F_DRY_RUN: a->dry_run = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
+  case F_REMEASURE: a->remeasure = true; break;
+  case F_WORKLOAD: a->workload = v; break;
+  case F_HOST: a->host = v; break;
+  case F_RESOURCES: a->resources = v; break;
+  case F_FORMAT:
+    if (strcmp(v, "csv") != 0 && strcmp(v, "autotvm") != 0) {
+      cli_error("--format: unknown format '%s' (known: csv, autotvm)", v);
+      return false;
+    }
+    a->format = v;
+    break;
+  case F_OUT:
+    if (!*v) {
+      cli_error("--out: empty file name");
+      return false;
+    }
+    a->out = v;
+    break;
+  case F_TOP:
+    if (!int_flag(name, v, 1, 1000000, &a->top)) return false;
+    break;
   case F_VS:
     if (strcmp(v, "onednn") != 0) {
       cli_error("--vs: unknown baseline '%s' (known: onednn)", v);
@@ -378,10 +440,15 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   memset(a, 0, sizeof *a);
   a->cmd = cmd;
   a->mo = ob_measure_opts_default();
+  if (cmd == CLI_CMD_TUNE || cmd == CLI_CMD_DB) a->db_path = "./opbench.db";
   if (cmd == CLI_CMD_TUNE) {
     a->tuner = "xgb";
     a->trials = 200;
-    a->db_path = "./opbench.db";
+  }
+  if (cmd == CLI_CMD_DB) {
+    a->top = 10;
+    a->format = "csv";
+    a->out = "-";
   }
   const char *cname = cmd_names[cmd];
   for (int i = 2; i < argc; i++) {
@@ -391,6 +458,14 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     if (arg[0] != '-' || arg[1] == '\0') {
       if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE || cmd == CLI_CMD_TUNE) && !a->op) {
         a->op = arg;
+        continue;
+      }
+      if (cmd == CLI_CMD_DB && !a->action) {
+        a->action = arg;
+        continue;
+      }
+      if (cmd == CLI_CMD_DB && a->action && !strcmp(a->action, "import") && !a->file) {
+        a->file = arg;
         continue;
       }
       cli_error("unexpected argument '%s' for 'opbench %s' (see opbench %s --help)", arg, cname,
@@ -423,6 +498,38 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   }
   if (a->help) return true;
 
+  if (cmd == CLI_CMD_DB) {
+    static const char *const actions[] = {"best", "top", "stats", "export", "import"};
+    bool known = false;
+    for (size_t i = 0; a->action && i < sizeof actions / sizeof actions[0]; i++)
+      known |= !strcmp(a->action, actions[i]);
+    if (!a->action) {
+      cli_error("'opbench db' needs an action: best, top, stats, export or import");
+      return false;
+    }
+    if (!known) {
+      cli_error("'opbench db': unknown action '%s' (expected best, top, stats, export or import)",
+                a->action);
+      return false;
+    }
+    if (!strcmp(a->action, "import") && !a->file) {
+      cli_error("'opbench db import' needs the AutoTVM log file to read");
+      return false;
+    }
+    if ((!strcmp(a->action, "best") || !strcmp(a->action, "top")) && !a->op && !a->workload) {
+      cli_error("'opbench db %s' needs the workload: --op OP --shape TEXT, or --workload KEY",
+                a->action);
+      return false;
+    }
+    if (a->op && a->workload) {
+      cli_error("--op/--shape and --workload exclude each other; give one");
+      return false;
+    }
+    if (a->shape && !a->op) {
+      cli_error("--shape needs --op OP");
+      return false;
+    }
+  }
   if (cmd == CLI_CMD_TUNE && !a->op) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");
     return false;

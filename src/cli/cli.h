@@ -24,6 +24,7 @@ typedef enum cli_cmd {
   CLI_CMD_SPACE,
   CLI_CMD_OPS,
   CLI_CMD_TUNE,
+  CLI_CMD_DB,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -53,6 +54,16 @@ typedef struct cli_args {
   const char *db_path;     /* --db (default ./opbench.db) */
   const char *log_path;    /* --log */
   bool no_transfer;        /* --no-transfer: xgb tuners ignore the db's records */
+  bool remeasure;          /* --remeasure: tune measures again, import replaces */
+  /* db */
+  const char *action;      /* best, top, stats, export, import */
+  const char *file;        /* import: the AutoTVM log */
+  const char *workload;    /* --workload KEY */
+  const char *host;        /* --host FINGERPRINT|this|any (default this) */
+  const char *resources;   /* --resources TEXT|any */
+  const char *format;      /* --format csv|autotvm (default csv) */
+  const char *out;         /* --out FILE (default -: stdout) */
+  int top;                 /* --top N (default 10) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -81,6 +92,7 @@ int cli_cmd_space(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_bench(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_db(ob_ctx *ctx, const cli_args *a);
 
 /* The built-in suite "resnet18" (suite_resnet18.c). */
 extern const char cli_suite_resnet18[];

@@ -15,6 +15,7 @@ static void usage(FILE *f) {
           "  space <op> --shape ...  show a template's config space and default config\n"
           "  ops                     list operators and their schedule templates\n"
           "  tune --op OP --shape ... tune one operator's config (resumable; see tune --help)\n"
+          "  db best|top|stats|export|import   query, export and import the record database\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops or tune)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune or db)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -73,6 +74,7 @@ int main(int argc, char **argv) {
   case CLI_CMD_SPACE: rc = cli_cmd_space(ctx, &args); break;
   case CLI_CMD_OPS: rc = cli_cmd_ops(ctx, &args); break;
   case CLI_CMD_TUNE: rc = cli_cmd_tune(ctx, &args); break;
+  case CLI_CMD_DB: rc = cli_cmd_db(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:

@@ -80,6 +80,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   o.host = &host;
   o.log_path = a->log_path;
   o.progress = a->json ? stderr : stdout;
+  o.remeasure = a->remeasure;
   ob_tune_stats s;
   if (ob_tune_task(ctx, task, tuner, runner, db, &o, &s) != OB_OK) {
     if (s.trials && !a->json && isatty(fileno(stdout))) printf("\n"); /* end the redrawn line */

@@ -322,6 +322,22 @@ static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
   *n = nt;
 }
 
+static int cores_text(const ob_measure_opts *mo, char *buf, size_t cap) {
+  int cores[CPU_SETSIZE], n;
+  measurement_cores(mo, cores, &n);
+  size_t off = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && off + 12 < cap; i++)
+    off += (size_t)snprintf(buf + off, cap - off, "%s%d", i ? "," : "", cores[i]);
+  return n;
+}
+
+void ob_tune_resources(const ob_measure_opts *mo, char *buf, size_t cap) {
+  char cores[1024];
+  int n = cores_text(mo, cores, sizeof cores);
+  snprintf(buf, cap, "threads=%d;cores=%s", n, cores);
+}
+
 /* The allowed cores the measurement does not use. */
 static int free_cores(const ob_measure_opts *mo, cpu_set_t *out) {
   CPU_ZERO(out);
@@ -500,7 +516,7 @@ static ob_status measure_batch(loop *L, batch *b) {
     }
     const ob_measure_result *r = &b->res[i];
     L->stats->build_s += r->build_s;
-    if ((st = store(L, &b->cfg[i], r, 0))) break;
+    if ((st = store(L, &b->cfg[i], r, L->o->remeasure ? OB_DB_REPLACE : 0))) break;
     if ((st = record_trial(L, &b->cfg[i], r))) break;
     L->stats->measured++;
     done++;
@@ -717,15 +733,9 @@ done:
 static ob_status setup_keys(loop *L) {
   const ob_tune_opts *o = L->o;
   ob_workload_key(ob_task_workload(L->task), L->wl_key, sizeof L->wl_key);
-  int cores[CPU_SETSIZE], n;
-  measurement_cores(&o->measure, cores, &n);
-  size_t off = 0;
-  L->cores_text[0] = '\0';
-  for (int i = 0; i < n && off + 12 < sizeof L->cores_text; i++)
-    off += (size_t)snprintf(L->cores_text + off, sizeof L->cores_text - off, "%s%d", i ? "," : "",
-                            cores[i]);
+  cores_text(&o->measure, L->cores_text, sizeof L->cores_text);
   if (o->resources) snprintf(L->resources, sizeof L->resources, "%s", o->resources);
-  else snprintf(L->resources, sizeof L->resources, "threads=%d;cores=%s", n, L->cores_text);
+  else ob_tune_resources(&o->measure, L->resources, sizeof L->resources);
   ob_host h;
   const ob_host *hp = o->host;
   if (!hp && L->db) {
@@ -818,7 +828,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   }
   if ((st = setup_keys(&L))) goto done;
   if (!opts->measure_fn && (st = setup_pool(&L))) goto done;
-  if (db && (st = resume(&L))) goto done;
+  if (db && !opts->remeasure && (st = resume(&L))) goto done;
   if (stats->resumed) report(&L, false);
 
   batch *cur = &bufs[0], *next = &bufs[1];
