@@ -42,6 +42,11 @@ db=$tmp/a.db
 "$OB" tune "${W[@]}" --tuner random --trials 12 --batch 4 --db "$db" >"$tmp/tune.out" 2>&1
 check "tune fills the database" $? "$(tail -3 "$tmp/tune.out")"
 
+ccv=$(q "$db" "SELECT compiler_version FROM hosts")
+want=$(${OPBENCH_CC:-cc} --version | head -1)
+check "the host row records the compiler and its version" \
+  $([ -n "$ccv" ] && [ "$ccv" = "$want" ]; echo $?) "stored '$ccv', cc says '$want'"
+
 "$OB" db best "${W[@]}" --db "$db" >"$tmp/best.out" 2>"$tmp/best.err"
 rc=$?
 # the fastest error-free median in the file, for this host and setting

@@ -59,6 +59,12 @@ OB_API ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts,
                                 const ob_build_input *in, int n, ob_build_result *out);
 OB_API void ob_build_result_clear(ob_build_result *r);
 
+/* The compiler ob_build_batch would use with these opts: its resolved path
+ * and the first line of its `--version` (empty if it prints none). Both
+ * truncated to their caps. OB_ERR_COMPILE when it does not exist. */
+OB_API ob_status ob_build_compiler(ob_ctx *ctx, const ob_build_opts *opts, char *path,
+                                   size_t path_cap, char *version, size_t version_cap);
+
 /* ---- runner ---------------------------------------------------------------- */
 typedef struct ob_timing_opts {
   int number;           /* calls per repeat group (grows x1.618, see below) */

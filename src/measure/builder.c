@@ -365,6 +365,21 @@ static void finish_compile(bvar *v, int status, bool timed_out, double timeout,
   out->message = text; /* warnings are kept on success too */
 }
 
+ob_status ob_build_compiler(ob_ctx *ctx, const ob_build_opts *opts, char *path,
+                            size_t path_cap, char *version, size_t version_cap) {
+  OB_ASSERT(ctx && path && version && path_cap && version_cap);
+  const char *cc = opts && opts->cc && opts->cc[0] ? opts->cc : getenv("OPBENCH_CC");
+  if (!cc || !cc[0]) cc = "cc";
+  char *ccpath = resolve_cc(cc);
+  if (!ccpath) return ob_fail(ctx, OB_ERR_COMPILE, "compiler '%s' not found (set --cc or OPBENCH_CC)", cc);
+  char *v = probe_version(ccpath, cc);
+  snprintf(path, path_cap, "%s", ccpath);
+  snprintf(version, version_cap, "%s", v ? v : "");
+  free(ccpath);
+  free(v);
+  return OB_OK;
+}
+
 ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_input *in,
                          int n, ob_build_result *out) {
   OB_ASSERT(ctx && n >= 0 && (n == 0 || (in && out)));

@@ -750,7 +750,13 @@ static ob_status setup_keys(loop *L) {
                        .resources = L->resources,
                        .tmpl = ob_task_template(L->task)};
   if (!L->db) return OB_OK;
-  ob_status st = ob_db_put_host(L->db, hp, NULL, NULL);
+  /* the host row records the compiler the trials are built with; a missing
+   * compiler is left to the builder to report per batch */
+  char cc[128], ccver[128];
+  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &o->measure.build, cc, sizeof cc,
+                                                     ccver, sizeof ccver) == OB_OK;
+  ob_ctx_clear_error(L->ctx);
+  ob_status st = ob_db_put_host(L->db, hp, have_cc ? cc : NULL, have_cc ? ccver : NULL);
   if (!st) st = ob_db_put_workload(L->db, ob_task_workload(L->task));
   return st;
 }
