@@ -69,11 +69,18 @@ first=$(grep -E '^ +1 conv2d' "$tmp/top.out" | awk '{print $3}')
 check "db top --top 3: three rows, the best first" \
   $([ $rc -eq 0 ] && [ "$nrank" -eq 3 ] && [ "$first" = "$best_idx" ]; echo $?) "$(cat "$tmp/top.out")"
 
+key=$(q "$db" "SELECT DISTINCT workload_key FROM measurements")
+"$OB" db top --workload "$key" --db "$db" --top 1 >"$tmp/topk.out" 2>&1
+check "db top --workload KEY rebuilds the configs from the stored attributes" \
+  $(grep -Eq "^ +1 conv2d_NCHWc.x86 +$best_idx .* tile_ic=\[" "$tmp/topk.out"; echo $?) \
+  "$(cat "$tmp/topk.out")"
+
 "$OB" db stats --db "$db" >"$tmp/stats.out" 2>&1
 rc=$?
 n=$(q "$db" "SELECT count(*) FROM measurements")
 check "db stats counts every record" \
   $([ $rc -eq 0 ] && grep -Eq "^total +$n +$n " "$tmp/stats.out" &&
+    grep -q "^records    $n of 1 workloads" "$tmp/stats.out" &&
     grep -q "^conv2d (1 workloads)" "$tmp/stats.out"; echo $?) "$(cat "$tmp/stats.out")"
 
 "$OB" db export --db "$db" >"$tmp/all.csv" 2>"$tmp/exp.err"

@@ -880,6 +880,42 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
   return remove(p);
 }
 
+/* The attributes the db stores give the workload back (same key), and
+ * malformed ones are refused with a message. */
+static void test_workload_attrs(void) {
+  const struct {
+    const char *op, *shape, *epi;
+  } cases[] = {{"conv2d", "N=1,C=3,H=224,W=224,K=64,R=7,S=7,stride_h=2,stride_w=2,pad_t=3", NULL},
+               {"conv2d", "N=2,C=8,H=9,W=7,K=8,R=3,S=3,groups=2,dil_h=2", "bias,relu"},
+               {"dense", "M=1,N=1000,K=512", "bias"},
+               {"depthwise_conv2d", "N=1,C=32,H=28,W=28,R=3,S=3,pad_t=1,pad_l=1", NULL}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ob_workload a, b;
+    CHECK_MSG(ob_workload_parse(ctx, cases[i].op, cases[i].shape, &a) == OB_OK, "%s: %s",
+              cases[i].shape, ob_ctx_errmsg(ctx));
+    if (cases[i].epi) CHECK(ob_workload_set_epilogue(ctx, &a, cases[i].epi) == OB_OK);
+    ob_str js = {0};
+    ob_workload_attrs(&a, &js);
+    CHECK_MSG(ob_workload_from_attrs(ctx, a.op, js.data, &b) == OB_OK, "%s: %s", js.data,
+              ob_ctx_errmsg(ctx));
+    char ka[512], kb[512];
+    ob_workload_key(&a, ka, sizeof ka);
+    ob_workload_key(&b, kb, sizeof kb);
+    CHECK_MSG(!strcmp(ka, kb), "%s came back as %s", ka, kb);
+    ob_str_free(&js);
+  }
+  ob_workload w;
+  const char *bad[] = {NULL, "", "[1,2]", "{\"dtype\":\"float16\",\"M\":1,\"N\":2,\"K\":3}",
+                       "{\"M\":1,\"N\":0,\"K\":3}", "{\"M\":1,\"Q\":2}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ob_ctx_clear_error(ctx);
+    CHECK_MSG(ob_workload_from_attrs(ctx, "dense", bad[i], &w) != OB_OK &&
+                  ob_ctx_errmsg(ctx)[0],
+              "attrs '%s' accepted", bad[i] ? bad[i] : "(null)");
+  }
+  ob_ctx_clear_error(ctx);
+}
+
 int main(void) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   snprintf(dir, sizeof dir, "/tmp/opbench-test-db-XXXXXX");
@@ -894,6 +930,7 @@ int main(void) {
   test_kill9();
   test_autotvm_import();
   test_autotvm_roundtrip();
+  test_workload_attrs();
   if (!getenv("OPBENCH_KEEP_TEST_FILES")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   ob_ctx_free(ctx);
   return CHECK_DONE();

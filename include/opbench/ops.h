@@ -39,6 +39,14 @@ OB_API ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl);
 /* Canonical key, e.g. conv2d_nchw/f32/N1C64H56W56/K64R3S3/s1,1/p1,1,1,1/d1,1/g1 */
 OB_API void ob_workload_key(const ob_workload *wl, char *out, size_t cap);
 OB_API double ob_workload_flops(const ob_workload *wl);
+/* The attributes as the database stores them: a JSON object of dtype, every
+ * attribute and the epilogue, e.g. {"dtype":"float32","N":1,...}. Appended
+ * to *out. ob_workload_from_attrs is its inverse (float32 only): a missing
+ * or malformed object, another dtype or attributes the operator refuses are
+ * OB_ERR_INVALID_ARG. */
+OB_API void ob_workload_attrs(const ob_workload *wl, ob_str *out);
+OB_API ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_json,
+                                        ob_workload *out);
 
 /* Registry. */
 OB_API int ob_op_count(void);

@@ -83,11 +83,16 @@ static void describe_selection(const sel *s) {
 }
 
 /* The config of a record in knob form when its template's space can be
- * rebuilt for the selected workload; its stored entity otherwise. */
+ * rebuilt (for the selected workload, else from the record's stored
+ * attributes); its stored entity otherwise. */
 static char *config_text(ob_ctx *ctx, const sel *s, const ob_db_record *r) {
   char *out = NULL;
   ob_task *task = NULL;
-  if (s->have_wl && ob_task_new(ctx, &s->wl, r->tmpl, &task) == OB_OK) {
+  ob_workload wl;
+  bool have = s->have_wl;
+  if (have) wl = s->wl;
+  else have = r->op && ob_workload_from_attrs(ctx, r->op, r->attrs, &wl) == OB_OK;
+  if (have && ob_task_new(ctx, &wl, r->tmpl, &task) == OB_OK) {
     const ob_space *sp = ob_task_space(task);
     ob_config c;
     bool ok;
@@ -293,11 +298,12 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
       cJSON_AddItemToArray(wls, stat_json(&st->workloads[i]));
     rc = print_json(root);
   } else {
-    printf("database   %s: %lld records of %lld workloads (%lld operators), %lld hosts, %lld "
-           "configs, %lld trials replaced by a re-measurement\n",
-           ob_db_path(db), (long long)st->total.total, (long long)st->nworkloads,
-           (long long)st->nops, (long long)st->nhosts, (long long)st->nconfigs,
+    printf("database   %s: %lld hosts, %lld configs, %lld trials replaced by a "
+           "re-measurement\n",
+           ob_db_path(db), (long long)st->nhosts, (long long)st->nconfigs,
            (long long)st->nreplaced);
+    printf("records    %lld of %lld workloads (%lld operators)\n", (long long)st->total.total,
+           (long long)st->nworkloads, (long long)st->nops);
     if (s->f.key.host || s->f.key.resources || s->f.key.tmpl || s->f.op || s->f.key.workload)
       printf("selection  op %s, workload %s, host %s, resources %s, template %s\n",
              or_any(s->f.op), or_any(s->f.key.workload), or_any(s->f.key.host),

@@ -653,11 +653,7 @@ ob_status ob_db_put_workload(ob_db *db, const struct ob_workload *wl) {
   char key[512];
   ob_workload_key(wl, key, sizeof key);
   ob_str a = {0};
-  ob_str_appendf(&a, "{\"dtype\":\"%s\"", ob_dtype_name(wl->dtype));
-  for (int i = 0; i < wl->nattr; i++)
-    ob_str_appendf(&a, ",\"%s\":%lld", wl->attr_name[i], (long long)wl->attr[i]);
-  if (wl->epilogue[0]) ob_str_appendf(&a, ",\"epilogue\":\"%s\"", wl->epilogue);
-  ob_str_append(&a, "}");
+  ob_workload_attrs(wl, &a);
   ob_status s = ob_db_put_workload_locked(db, key, wl->op, a.data, ob_workload_flops(wl), NULL, true);
   ob_str_free(&a);
   return s;

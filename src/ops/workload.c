@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "ops/ops_impl.h"
 
 static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_depthwise_conv2d, &ob_op_dense, &ob_op_batch_matmul, &ob_op_relu,
@@ -167,4 +169,42 @@ double ob_workload_flops(const ob_workload *wl) {
   const ob_op_def *d = ob_op_def_find(wl->op);
   OB_ASSERT(d);
   return d->flops(wl);
+}
+
+void ob_workload_attrs(const ob_workload *wl, ob_str *a) {
+  ob_str_appendf(a, "{\"dtype\":\"%s\"", ob_dtype_name(wl->dtype));
+  for (int i = 0; i < wl->nattr; i++)
+    ob_str_appendf(a, ",\"%s\":%lld", wl->attr_name[i], (long long)wl->attr[i]);
+  if (wl->epilogue[0]) ob_str_appendf(a, ",\"epilogue\":\"%s\"", wl->epilogue);
+  ob_str_append(a, "}");
+}
+
+ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_json,
+                                 ob_workload *out) {
+  cJSON *j = attrs_json ? cJSON_Parse(attrs_json) : NULL;
+  ob_status st = OB_OK;
+  ob_str text = {0};
+  if (!cJSON_IsObject(j)) {
+    st = ob_fail(ctx, OB_ERR_INVALID_ARG, "workload attributes of %s: not a JSON object", op);
+    goto done;
+  }
+  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+  if (dt && !(cJSON_IsString(dt) && !strcmp(dt->valuestring, "float32"))) {
+    st = ob_fail(ctx, OB_ERR_INVALID_ARG, "workload attributes of %s: dtype %s is not float32",
+                 op, cJSON_IsString(dt) ? dt->valuestring : "(not a string)");
+    goto done;
+  }
+  const cJSON *it;
+  cJSON_ArrayForEach(it, j) {
+    if (!cJSON_IsNumber(it)) continue;
+    ob_str_appendf(&text, "%s%s=%lld", text.len ? "," : "", it->string, (long long)it->valuedouble);
+  }
+  st = ob_workload_parse(ctx, op, text.data ? text.data : "", out);
+  const cJSON *epi = cJSON_GetObjectItemCaseSensitive(j, "epilogue");
+  if (!st && cJSON_IsString(epi)) st = ob_workload_set_epilogue(ctx, out, epi->valuestring);
+  if (!st) st = ob_workload_validate(ctx, out);
+done:
+  ob_str_free(&text);
+  cJSON_Delete(j);
+  return st;
 }

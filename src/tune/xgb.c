@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
 #include <xgboost/c_api.h>
 
 #include "opbench/db.h"
@@ -615,24 +614,7 @@ static bool same_space(const ob_space *a, const ob_space *b) {
 
 /* The workload of a record of another shape, from its stored attributes. */
 static bool workload_of(ob_ctx *ctx, const char *op, const char *attrs, ob_workload *wl) {
-  cJSON *j = attrs ? cJSON_Parse(attrs) : NULL;
-  bool ok = false;
-  if (!cJSON_IsObject(j)) goto done;
-  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
-  if (dt && !(cJSON_IsString(dt) && !strcmp(dt->valuestring, "float32"))) goto done;
-  ob_str text = {0};
-  const cJSON *it;
-  cJSON_ArrayForEach(it, j) {
-    if (!cJSON_IsNumber(it)) continue;
-    ob_str_appendf(&text, "%s%s=%lld", text.len ? "," : "", it->string, (long long)it->valuedouble);
-  }
-  ok = !ob_workload_parse(ctx, op, text.data ? text.data : "", wl);
-  ob_str_free(&text);
-  const cJSON *epi = cJSON_GetObjectItemCaseSensitive(j, "epilogue");
-  if (ok && cJSON_IsString(epi)) ok = !ob_workload_set_epilogue(ctx, wl, epi->valuestring);
-  if (ok) ok = !ob_workload_validate(ctx, wl);
-done:
-  cJSON_Delete(j);
+  bool ok = ob_workload_from_attrs(ctx, op, attrs, wl) == OB_OK;
   if (!ok) ob_ctx_clear_error(ctx);
   return ok;
 }
