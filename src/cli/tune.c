@@ -92,9 +92,10 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
 
   char key[256];
   ob_workload_key(&wl, key, sizeof key);
-  const char *why = s.early_stopped ? "early stopped"
-                    : s.exhausted   ? "space exhausted"
-                                    : NULL;
+  const char *why = s.early_stopped                          ? "early stopped"
+                    : s.exhausted                            ? "space exhausted"
+                    : s.resumed >= a->trials && !s.measured ? "the stored trials spend the budget"
+                                                             : NULL;
   if (s.best_trial) best_str = ob_config_str(&s.best);
   if (s.confirmed) conf_str = ob_config_str(&s.confirmed_cfg);
   if (a->json) {
