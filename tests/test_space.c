@@ -390,6 +390,15 @@ static void test_json_errors(void) {
                      "[\"unroll_kw\",\"ot\",1]]}";
   char buf[512];
 
+  /* the entity list alone (how the db stores it) is the same config */
+  ob_config obj, list;
+  snprintf(buf, sizeof buf, "{\"entity\": [[\"tile_oc\",\"sp\",[-1,16]]%s", tail);
+  CHECK(ob_config_from_json(ctx, s, buf, &obj) == OB_OK);
+  snprintf(buf, sizeof buf, " [[\"tile_oc\",\"sp\",[-1,16]]%s", tail);
+  buf[strlen(buf) - 1] = '\0'; /* no closing brace */
+  CHECK_MSG(ob_config_from_json(ctx, s, buf, &list) == OB_OK && list.index == obj.index,
+            "entity list '%s': %s", buf, ob_ctx_errmsg(ctx));
+
   snprintf(buf, sizeof buf, "{\"entity\": [[\"foo\",\"sp\",[-1,16]]%s", tail);
   CHECK(ob_config_from_json(ctx, s, buf, &c) == OB_ERR_NOT_FOUND);
   CHECK(msg_is("unknown knob 'foo' (knobs: tile_oc, order, ann, unroll_kw)"));

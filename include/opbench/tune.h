@@ -124,7 +124,8 @@ OB_API void ob_config_set_annotate(ob_config *c, const char *name, const ob_ann 
 /* JSON (AutoTVM entity form):
  *   {"index": 12, "entity": [["tile_oc","sp",[-1,16]], ["order","re",[0,2,1]],
  *                            ["ann","an",["unroll","vec"]], ["unroll_kw","ot",1]]}
- * to_json: *out malloc'd. from_json: "index" alone, or "entity" (which wins);
+ * to_json: *out malloc'd. from_json: "index" alone, or "entity" (which wins),
+ * or the entity list alone (AutoTVM's [["knob","sp",[-1,8]], ...]);
  * an unknown knob, a value not in a knob's list, or a missing knob is
  * OB_ERR_OUT_OF_SPACE / OB_ERR_NOT_FOUND / OB_ERR_PARSE with the knob named. */
 OB_API ob_status ob_config_to_json(ob_ctx *ctx, const ob_config *c, char **out);

@@ -558,6 +558,22 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   return true;
 }
 
+ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
+  ob_workload wl;
+  ob_task *task = NULL;
+  if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
+                   &wl) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
+    if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
+    else cli_error("%s", ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  return task;
+}
+
 /* ---- workload from text ------------------------------------------------------ */
 
 /* Splits "1,2,3" into at most cap integers. Returns the count, 0 if malformed. */

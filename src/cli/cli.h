@@ -83,6 +83,10 @@ ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const cha
                        const char *pad, const char *dilation, const char *epilogue,
                        bool flagstyle, ob_workload *out);
 
+/* The task of the workload flags (--op/--shape/... and --template); prints
+ * the error and returns NULL on failure. */
+ob_task *cli_task(ob_ctx *ctx, const cli_args *a);
+
 /* Parses a whole decimal integer in [lo, hi]; false if it is not one. */
 bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);
 

@@ -19,6 +19,10 @@ typedef struct sel {
   ob_workload wl;
   bool have_wl;
   char host[64], wl_key[512], resources[256];
+  /* the task config_text rendered the last record with, reused while the
+   * records share workload and template (top lists usually do) */
+  ob_task *task;
+  char task_wl[512], task_tmpl[64];
 } sel;
 
 static bool is_action(const cli_args *a, const char *name) { return !strcmp(a->action, name); }
@@ -85,30 +89,33 @@ static void describe_selection(const sel *s) {
 /* The config of a record in knob form when its template's space can be
  * rebuilt (for the selected workload, else from the record's stored
  * attributes); its stored entity otherwise. */
-static char *config_text(ob_ctx *ctx, const sel *s, const ob_db_record *r) {
-  char *out = NULL;
-  ob_task *task = NULL;
+static ob_task *task_of(ob_ctx *ctx, sel *s, const ob_db_record *r) {
+  if (s->task && !strcmp(s->task_wl, r->workload) && !strcmp(s->task_tmpl, r->tmpl))
+    return s->task;
+  ob_task_free(s->task);
+  s->task = NULL;
   ob_workload wl;
   bool have = s->have_wl;
   if (have) wl = s->wl;
   else have = r->op && ob_workload_from_attrs(ctx, r->op, r->attrs, &wl) == OB_OK;
-  if (have && ob_task_new(ctx, &wl, r->tmpl, &task) == OB_OK) {
+  if (have && ob_task_new(ctx, &wl, r->tmpl, &s->task) == OB_OK) {
+    snprintf(s->task_wl, sizeof s->task_wl, "%s", r->workload);
+    snprintf(s->task_tmpl, sizeof s->task_tmpl, "%s", r->tmpl);
+  }
+  return s->task;
+}
+
+static char *config_text(ob_ctx *ctx, sel *s, const ob_db_record *r) {
+  char *out = NULL;
+  ob_task *task = task_of(ctx, s, r);
+  if (task) {
     const ob_space *sp = ob_task_space(task);
     ob_config c;
-    bool ok;
-    if (r->entity && *r->entity) { /* stored as the AutoTVM list alone, or an object */
-      const char *e = r->entity + strspn(r->entity, " \t\n");
-      ob_str wrapped = {0};
-      if (*e == '[') ob_str_appendf(&wrapped, "{\"entity\":%s}", e);
-      ok = ob_config_from_json(ctx, sp, wrapped.data ? wrapped.data : e, &c) == OB_OK;
-      ob_str_free(&wrapped);
-    } else {
-      ok = ob_space_get(ctx, sp, r->config_index, &c) == OB_OK;
-    }
+    bool ok = r->entity && *r->entity ? ob_config_from_json(ctx, sp, r->entity, &c) == OB_OK
+                                      : ob_space_get(ctx, sp, r->config_index, &c) == OB_OK;
     if (ok) out = ob_config_str(&c);
   }
   ob_ctx_clear_error(ctx);
-  ob_task_free(task);
   if (!out) out = strdup(r->entity && *r->entity ? r->entity : "(no entity stored)");
   return out;
 }
@@ -120,7 +127,7 @@ static void time_text(double t, char *buf, size_t cap) {
   else snprintf(buf, cap, "unknown");
 }
 
-static cJSON *record_json(ob_ctx *ctx, const sel *s, const ob_db_record *r) {
+static cJSON *record_json(ob_ctx *ctx, sel *s, const ob_db_record *r) {
   cJSON *o = cJSON_CreateObject();
   char *cfg = config_text(ctx, s, r);
   cJSON_AddStringToObject(o, "workload", r->workload);
@@ -153,10 +160,10 @@ static int print_json(cJSON *root) {
  * or resource settings, so the user knows which flag to widen. */
 static int no_record(ob_db *db, const sel *s, const char *what) {
   ob_db_filter f = {.key = {.workload = s->f.key.workload}};
-  ob_db_records *all = NULL;
+  ob_db_stats *st = NULL;
   int64_t n = 0;
-  if (ob_db_query(db, &f, &all) == OB_OK) n = all->n;
-  ob_db_records_free(all);
+  if (ob_db_stats_get(db, &f, &st) == OB_OK) n = st->total.total;
+  ob_db_stats_free(st);
   if (n > 0)
     return cli_error("%s: no error-free record of %s for host %s, resources %s%s%s (the "
                      "database holds %lld of this workload under other settings: try --host "
@@ -167,7 +174,7 @@ static int no_record(ob_db *db, const sel *s, const char *what) {
   return cli_error("%s: the database holds no record of %s", what, s->f.key.workload);
 }
 
-static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
+static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
   ob_db_records *r = NULL;
   ob_status st = ob_db_best(db, &s->f.key, &r);
   if (st == OB_ERR_NOT_FOUND) return no_record(db, s, "db best");
@@ -218,7 +225,7 @@ static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
   return rc;
 }
 
-static int cmd_top(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
+static int cmd_top(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
   ob_db_records *r = NULL;
   if (ob_db_top_k(db, &s->f.key, a->top, &r) != OB_OK)
     return cli_error("db top: %s", ob_ctx_errmsg(ctx));
@@ -399,6 +406,7 @@ int cli_cmd_db(ob_ctx *ctx, const cli_args *a) {
   else if (is_action(a, "top")) rc = cmd_top(ctx, db, a, &s);
   else if (is_action(a, "stats")) rc = cmd_stats(ctx, db, a, &s);
   else rc = cmd_export(ctx, db, a, &s);
+  if (!import) ob_task_free(s.task);
   ob_db_close(db);
   return rc;
 }

@@ -25,23 +25,6 @@ static ob_status pick_config(ob_ctx *ctx, const ob_task *task, const cli_args *a
   return st;
 }
 
-/* Creates the task for the workload flags; prints the error on failure. */
-static ob_task *make_task(ob_ctx *ctx, const cli_args *a) {
-  ob_workload wl;
-  ob_task *task = NULL;
-  if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
-                   &wl) != OB_OK) {
-    cli_error("%s", ob_ctx_errmsg(ctx));
-    return NULL;
-  }
-  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
-    if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
-    else cli_error("%s", ob_ctx_errmsg(ctx));
-    return NULL;
-  }
-  return task;
-}
-
 static void print_ms_list(const ob_measure_result *r) {
   for (int i = 0; i < r->ncosts; i++) printf("%s%.4g", i ? " " : "", r->costs[i] * 1e3);
 }
@@ -57,7 +40,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
   ob_measure_result res;
   memset(&res, 0, sizeof res);
 
-  if (!(task = make_task(ctx, a))) goto done;
+  if (!(task = cli_task(ctx, a))) goto done;
   ob_config cfg;
   if (pick_config(ctx, task, a, &cfg) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
@@ -203,7 +186,7 @@ static void print_entity(const ob_space *s, int k, int choice) {
 int cli_cmd_space(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   char *cfg_str = NULL, *cfg_json = NULL;
-  ob_task *task = make_task(ctx, a);
+  ob_task *task = cli_task(ctx, a);
   if (!task) goto done;
   const ob_space *s = ob_task_space(task);
   ob_config def = ob_task_default_config(task);

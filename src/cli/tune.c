@@ -32,19 +32,10 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   ob_db *db = NULL;
   cJSON *root = NULL;
   char *text = NULL, *best_str = NULL, *conf_str = NULL;
-  ob_workload wl;
   ob_host host;
 
-  if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
-                   &wl) != OB_OK) {
-    cli_error("%s", ob_ctx_errmsg(ctx));
-    goto done;
-  }
-  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
-    if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
-    else cli_error("%s", ob_ctx_errmsg(ctx));
-    goto done;
-  }
+  if (!(task = cli_task(ctx, a))) goto done;
+  const ob_workload *wl = ob_task_workload(task);
   /* An existing database is checked first (a corrupt one is reported as
    * such, not as a failed transfer of the xgb tuners); a new one is only
    * created once the tuner exists. */
@@ -91,7 +82,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   }
 
   char key[256];
-  ob_workload_key(&wl, key, sizeof key);
+  ob_workload_key(wl, key, sizeof key);
   const char *why = s.early_stopped                          ? "early stopped"
                     : s.exhausted                            ? "space exhausted"
                     : s.resumed >= a->trials && !s.measured ? "the stored trials spend the budget"
@@ -151,7 +142,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     printf("db         %s\n", a->db_path);
     int ntl = ob_tuner_transfer_records(tuner);
     if (ntl)
-      printf("transfer   base model from %d records of %s/%s in the db\n", ntl, wl.op,
+      printf("transfer   base model from %d records of %s/%s in the db\n", ntl, wl->op,
              ob_task_template(task));
     if (a->log_path) printf("log        %s (%lld lines appended)\n", a->log_path, (long long)s.log_lines);
   }

@@ -35,6 +35,7 @@
 #include "opbench/db.h"
 #include "opbench/ops.h"
 #include "opbench/tune.h"
+#include "tune/tune_impl.h"
 
 #define OB_TUNE_DEFAULT_BATCH 16
 #define OB_TUNE_MAX_BATCH 1024
@@ -221,67 +222,21 @@ static void pool_free(bpool *p) {
 
 /* ---- measuring one built config ------------------------------------------------- */
 
-typedef struct fill_ctx {
-  ob_task *task;
-  const ob_config *cfg;
-  uint64_t seed;
-} fill_ctx;
-
-static void fill_cb(void *user, void *const *bufs) {
-  fill_ctx *c = user;
-  (void)ob_task_fill_for(c->task, c->cfg, c->seed, bufs); /* only OOM fails; check says so */
-}
-
-static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
-  fill_ctx *c = user;
-  return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
-}
-
 /* Runs config i of a built batch (its build errors are already in res). */
 static ob_status run_built(ob_task *task, ob_runner *runner, const ob_measure_opts *mo, batch *b,
                            int i) {
   ob_measure_result *r = &b->res[i];
   if (r->error_no || !b->so[i]) return OB_OK;
-  int nargs = ob_task_num_args(task);
-  size_t bytes[16];
-  bool is_in[16];
-  OB_ASSERT(nargs <= 16);
-  for (int a = 0; a < nargs; a++) {
-    bytes[a] = ob_task_arg_bytes(task, a);
-    is_in[a] = ob_task_arg_is_input(task, a);
-  }
-  fill_ctx fc = {task, &b->cfg[i], mo->seed};
-  ob_run_request req = {
-      .so_path = b->so[i],
-      .symbol = b->sym[i],
-      .nbufs = nargs,
-      .buf_bytes = bytes,
-      .buf_is_input = is_in,
-      .cores = mo->cores,
-      .nthreads = mo->nthreads > 0 ? mo->nthreads : 1,
-      .timing = mo->timing,
-      .fill = fill_cb,
-      .check = check_cb,
-      .user = &fc,
-  };
-  ob_run_result rr;
-  ob_status st = ob_runner_run(runner, &req, &rr);
-  if (st) return st;
-  r->error_no = rr.error_no;
-  snprintf(r->message, sizeof r->message, "%s", rr.message);
-  r->run_s = rr.run_s;
-  if (rr.error_no) return OB_OK;
-  if (!(rr.median_s > 0)) { /* a timer that saw nothing cannot rank configs */
+  ob_status st = ob_run_built(runner, task, mo, &b->cfg[i], b->so[i], b->sym[i], r);
+  if (st || r->error_no) return st;
+  if (!(r->median_s > 0)) { /* a timer that saw nothing cannot rank configs */
+    double m = r->median_s, build_s = r->build_s, run_s = r->run_s;
+    memset(r, 0, sizeof *r); /* a failed trial keeps no timing but its seconds */
+    r->build_s = build_s;
+    r->run_s = run_s;
     r->error_no = OB_MERR_UNKNOWN;
-    snprintf(r->message, sizeof r->message, "the kernel's measured time is %g s", rr.median_s);
-    return OB_OK;
+    snprintf(r->message, sizeof r->message, "the kernel's measured time is %g s", m);
   }
-  r->median_s = rr.median_s;
-  r->mean_s = rr.mean_s;
-  r->cv = rr.cv;
-  r->ncosts = rr.ncosts;
-  memcpy(r->costs, rr.costs, sizeof r->costs);
-  r->gflops = ob_task_flops(task) / rr.median_s / 1e9;
   return OB_OK;
 }
 

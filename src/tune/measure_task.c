@@ -8,6 +8,7 @@
 
 #include "opbench/ops.h"
 #include "opbench/tune.h"
+#include "tune/tune_impl.h"
 
 ob_measure_opts ob_measure_opts_default(void) {
   ob_measure_opts o;
@@ -32,6 +33,47 @@ static void fill_cb(void *user, void *const *bufs) {
 static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
   check_ctx *c = user;
   return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
+}
+
+ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *mo,
+                       const ob_config *cfg, const char *so_path, const char *symbol,
+                       ob_measure_result *r) {
+  int nargs = ob_task_num_args(task);
+  size_t bytes[16];
+  bool is_in[16];
+  OB_ASSERT(nargs <= 16);
+  for (int a = 0; a < nargs; a++) {
+    bytes[a] = ob_task_arg_bytes(task, a);
+    is_in[a] = ob_task_arg_is_input(task, a);
+  }
+  check_ctx cc = {task, cfg, mo->seed};
+  ob_run_request req = {
+      .so_path = so_path,
+      .symbol = symbol,
+      .nbufs = nargs,
+      .buf_bytes = bytes,
+      .buf_is_input = is_in,
+      .cores = mo->cores,
+      .nthreads = mo->nthreads > 0 ? mo->nthreads : 1,
+      .timing = mo->timing,
+      .fill = fill_cb,
+      .check = check_cb,
+      .user = &cc,
+  };
+  ob_run_result rr;
+  ob_status st = ob_runner_run(runner, &req, &rr);
+  if (st) return st;
+  r->error_no = rr.error_no;
+  snprintf(r->message, sizeof r->message, "%s", rr.message);
+  r->run_s = rr.run_s;
+  if (rr.error_no) return OB_OK;
+  r->median_s = rr.median_s;
+  r->mean_s = rr.mean_s;
+  r->cv = rr.cv;
+  r->ncosts = rr.ncosts;
+  memcpy(r->costs, rr.costs, sizeof r->costs);
+  r->gflops = rr.median_s > 0 ? ob_task_flops(task) / rr.median_s / 1e9 : 0;
+  return OB_OK;
 }
 
 ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
@@ -63,16 +105,6 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
     st = ob_build_batch(ctx, &opts->build, in, nb, br);
     if (st) goto done;
   }
-  int nargs = ob_task_num_args(task);
-  size_t bytes[16];
-  bool is_in[16];
-  OB_ASSERT(nargs <= 16);
-  for (int a = 0; a < nargs; a++) {
-    bytes[a] = ob_task_arg_bytes(task, a);
-    is_in[a] = ob_task_arg_is_input(task, a);
-  }
-  check_ctx cc = {task, NULL, opts->seed};
-  double fl = ob_task_flops(task);
   for (int b = 0; b < nb; b++) {
     ob_measure_result *r = &out[slot[b]];
     r->build_s = br[b].build_s;
@@ -81,33 +113,8 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
       snprintf(r->message, sizeof r->message, "%s", br[b].message ? br[b].message : "build failed");
       continue;
     }
-    cc.cfg = &cfgs[slot[b]];
-    ob_run_request req = {
-        .so_path = br[b].so_path,
-        .symbol = names[slot[b]],
-        .nbufs = nargs,
-        .buf_bytes = bytes,
-        .buf_is_input = is_in,
-        .cores = opts->cores,
-        .nthreads = opts->nthreads > 0 ? opts->nthreads : 1,
-        .timing = opts->timing,
-        .fill = fill_cb,
-        .check = check_cb,
-        .user = &cc,
-    };
-    ob_run_result rr;
-    st = ob_runner_run(runner, &req, &rr);
+    st = ob_run_built(runner, task, opts, &cfgs[slot[b]], br[b].so_path, names[slot[b]], r);
     if (st) goto done;
-    r->error_no = rr.error_no;
-    snprintf(r->message, sizeof r->message, "%s", rr.message);
-    r->run_s = rr.run_s;
-    if (rr.error_no) continue;
-    r->median_s = rr.median_s;
-    r->mean_s = rr.mean_s;
-    r->cv = rr.cv;
-    r->ncosts = rr.ncosts;
-    memcpy(r->costs, rr.costs, sizeof r->costs);
-    r->gflops = rr.median_s > 0 ? fl / rr.median_s / 1e9 : 0;
   }
 done:
   for (int i = 0; i < n && src && names; i++) {

@@ -935,6 +935,8 @@ ob_status ob_config_from_json(ob_ctx *ctx, const ob_space *s, const char *json, 
   decode(s, 0, &c);
   if (cJSON_IsNumber(root)) {
     st = parse_index(ctx, s, root, &c);
+  } else if (cJSON_IsArray(root)) { /* the entity list alone, as the db stores it */
+    st = parse_entity(ctx, s, root, &c);
   } else if (cJSON_IsObject(root)) {
     const cJSON *ent = cJSON_GetObjectItemCaseSensitive(root, "entity");
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(root, "index");
@@ -945,7 +947,7 @@ ob_status ob_config_from_json(ob_ctx *ctx, const ob_space *s, const char *json, 
     else
       st = sp_fail(ctx, OB_ERR_PARSE, "config has neither \"entity\" nor \"index\"");
   } else {
-    st = sp_fail(ctx, OB_ERR_PARSE, "config JSON must be an object or an index");
+    st = sp_fail(ctx, OB_ERR_PARSE, "config JSON must be an object, an entity list or an index");
   }
   if (!st) *out = c;
 done:

@@ -33,4 +33,15 @@ static inline const int64_t *ob_knob_row(const ob_knob *k, int choice) {
   return k->vals + (size_t)choice * (size_t)k->width;
 }
 
+struct ob_task;
+/* Runs one built config of the task (so_path/symbol from the builder) with
+ * the measurement opts: inputs made and outputs checked per config
+ * (ob_task_fill_for / ob_task_check_for), the runner's outcome and timing
+ * copied into *r (error_no, message, run_s; on success median/mean/cv,
+ * costs and GFLOPS, 0 when the median is not positive). Fails only when
+ * the runner itself does. measure_task.c; shared with the tuning loop. */
+ob_status ob_run_built(ob_runner *runner, struct ob_task *task, const ob_measure_opts *mo,
+                       const ob_config *cfg, const char *so_path, const char *symbol,
+                       ob_measure_result *r);
+
 #endif

@@ -623,16 +623,7 @@ static bool config_of(ob_ctx *ctx, const ob_space *s, const ob_db_record *r, boo
                       ob_config *c) {
   bool ok = false;
   if (r->entity && *r->entity) {
-    const char *e = r->entity;
-    while (*e == ' ' || *e == '\t' || *e == '\n') e++;
-    char *wrapped = NULL;
-    if (*e == '[') { /* the AutoTVM list alone */
-      size_t n = strlen(e) + 16;
-      wrapped = malloc(n);
-      if (wrapped) snprintf(wrapped, n, "{\"entity\":%s}", e);
-    }
-    ok = !ob_config_from_json(ctx, s, wrapped ? wrapped : e, c);
-    free(wrapped);
+    ok = !ob_config_from_json(ctx, s, r->entity, c);
   } else if (same_wl) {
     ok = !ob_space_get(ctx, s, r->config_index, c);
   }
@@ -795,15 +786,15 @@ static ob_status xgb_next_batch(void *self, int n, ob_config *out, int *got) {
   *got = 0;
   ob_status st = maybe_replan(t);
   if (st) return st;
-  /* Cold (no model, no base model): a second random batch planned before
-   * the first one's results would waste the pipeline's batch of delay, so
-   * wait for them; the loop asks again after the update and the next batch
-   * comes from a model. Costs one batch of build overlap, once. */
-  if (!t->bst && !t->base && !t->model_broken && t->outstanding > 0 &&
-      t->n + t->outstanding >= MIN_TRAIN)
-    return OB_OK;
-  if (!t->bst && !t->base && !t->model_broken && n > MIN_TRAIN - t->n - t->outstanding)
-    n = MIN_TRAIN - t->n - t->outstanding > 0 ? MIN_TRAIN - t->n - t->outstanding : n;
+  /* Cold (no model, no base model): propose only what the first fit needs,
+   * then wait for those results rather than fill the pipeline's batch of
+   * delay with more random configs; the loop asks again after the update
+   * and the next batch comes from a model. Costs one batch of overlap. */
+  if (!t->bst && !t->base && !t->model_broken) {
+    int need = MIN_TRAIN - t->n - t->outstanding;
+    if (need <= 0 && t->outstanding > 0) return OB_OK;
+    if (need > 0 && n > need) n = need;
+  }
   while (*got < n) {
     uint64_t idx = UINT64_MAX;
     bool greedy = urand(&t->rng) >= EPS_GREEDY;
