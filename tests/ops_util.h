@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "opbench/ops.h"
+#include "opbench/tune.h" /* ob_measure_configs */
 
 #define OPS_MAX_SAMPLES 32
 

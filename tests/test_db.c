@@ -18,6 +18,7 @@
 #include "check.h"
 #include "opbench/db.h"
 #include "opbench/ops.h"
+#include "opbench/tune.h"
 
 static ob_ctx *ctx;
 static char dir[64];

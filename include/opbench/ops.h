@@ -7,7 +7,7 @@
 #define OPBENCH_OPS_H
 
 #include "opbench/lower.h"
-#include "opbench/tune.h"
+#include "opbench/space.h"
 
 #ifdef __cplusplus
 extern "C" {
