@@ -34,6 +34,12 @@ typedef struct ob_measure_result {
   double build_s, run_s;
 } ob_measure_result;
 
+/* The database record's result fields from a measurement: error class,
+ * message, median/mean/cv, repeats and build/run seconds (pointers borrow
+ * from *r). The key fields of *rec are left as they are. */
+struct ob_db_record; /* db.h */
+OB_API void ob_measure_result_to_record(const ob_measure_result *r, struct ob_db_record *rec);
+
 /* Builds (in parallel) and measures n configs of a task: instantiation
  * (lower + codegen), build, run, correctness against the reference, timing.
  * Per-config failures are results; the call fails only when nothing can be
