@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_impl.h"
+#include "opbench/ir.h"
+#include "opbench/lower.h"
+#include "schedule/sched_impl.h"
 
 typedef struct tinfo {
   const ob_tensor *t;

@@ -1,6 +1,7 @@
-/* te_impl.h: node layouts shared by te, schedule, lower and codegen. The
- * same expression type serves tensor expressions (LOAD of a tensor with one
- * index per dimension) and the lowered IR (BLOAD of a flat buffer). */
+/* te_impl.h: node layouts shared by te, schedule, ir, lower, codegen and
+ * the tuner's feature extraction. The same expression type serves tensor
+ * expressions (LOAD of a tensor with one index per dimension) and the
+ * lowered IR (BLOAD of a flat buffer, ir.h). */
 #ifndef OB_TE_IMPL_H
 #define OB_TE_IMPL_H
 
@@ -21,13 +22,6 @@ typedef enum ob_expr_kind {
 } ob_expr_kind;
 
 typedef enum ob_ivar_kind { OB_IV_DATA = 0, OB_IV_REDUCE, OB_IV_KIND_COUNT } ob_ivar_kind;
-typedef enum ob_iter_ann {
-  OB_IT_SERIAL = 0,
-  OB_IT_UNROLL,
-  OB_IT_VECTORIZE,
-  OB_IT_PARALLEL,
-  OB_IT_ANN_COUNT
-} ob_iter_ann;
 
 struct ob_ivar {
   const char *name;

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_impl.h"
+#include "opbench/ir.h"
+#include "te/te_impl.h"
 #include "space/space_impl.h"
 #include "tune/feature.h"
 
