@@ -67,6 +67,8 @@ struct ob_lowered {
 };
 
 /* ---- statements (stmt.c) ------------------------------------------------- */
+/* buf[idx] as an expression of type dtype (a BLOAD node from arena a). */
+OB_API ob_expr *ob_buffer_load(ob_arena *a, ob_buffer *buf, ob_dtype dtype, ob_expr *idx);
 OB_API ob_stmt *ob_stmt_new(ob_arena *a, ob_stmt_kind k);
 /* Copy of s with var `from` replaced by `to`, expressions simplified. */
 OB_API ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to);

@@ -1,7 +1,19 @@
-/* stmt.c: constructors and substitution for the loop IR's statements
- * (ir.h). Statements live in the caller's arena. */
+/* stmt.c: constructors and substitution for the loop IR's statements and
+ * buffer loads (ir.h). Nodes live in the caller's arena. */
 #include "opbench/ir.h"
 #include "te/te_impl.h"
+
+ob_expr *ob_buffer_load(ob_arena *a, ob_buffer *buf, ob_dtype dtype, ob_expr *idx) {
+  ob_expr *e = ob_arena_alloc(a, sizeof *e);
+  e->kind = OB_E_BLOAD;
+  e->dtype = dtype;
+  e->buf = buf;
+  e->buf_name = buf->name;
+  e->n = 1;
+  e->idx = ob_arena_alloc(a, sizeof(ob_expr *));
+  e->idx[0] = idx;
+  return e;
+}
 
 ob_stmt *ob_stmt_new(ob_arena *a, ob_stmt_kind k) {
   ob_stmt *s = ob_arena_alloc(a, sizeof *s);

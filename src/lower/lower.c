@@ -51,8 +51,6 @@ static ob_buffer *new_buffer(lctx *lc, const char *name, ob_dtype dt, int64_t nu
   return b;
 }
 
-const char *ob_buffer_name(const ob_buffer *b) { return b->name; }
-
 /* ---- inlining -------------------------------------------------------------- */
 static ob_expr *inline_expr(lctx *lc, ob_expr *e) {
   if (!e) return NULL;
@@ -103,14 +101,7 @@ static ob_expr *to_bloads(lctx *lc, ob_expr *e) {
     OB_ASSERT(ti && ti->buf);
     ob_expr **idx = ob_arena_alloc(lc->a, sizeof(ob_expr *) * (size_t)e->n);
     for (int i = 0; i < e->n; i++) idx[i] = to_bloads(lc, e->idx[i]);
-    ob_expr *b = ob_arena_alloc(lc->a, sizeof *b);
-    b->kind = OB_E_BLOAD;
-    b->dtype = e->dtype;
-    b->buf = ti->buf;
-    b->n = 1;
-    b->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *));
-    b->idx[0] = flat_index(lc, ti, idx);
-    return b;
+    return ob_buffer_load(lc->a, ti->buf, e->dtype, flat_index(lc, ti, idx));
   }
   ob_expr *c = ob_e_copy(lc->a, e);
   c->a = to_bloads(lc, e->a);
@@ -324,13 +315,7 @@ static ob_expr *store_value(lctx *lc, emit_state *es, ob_expr *const *coords, ob
   }
   ob_expr *v = to_bloads(lc, ob_expr_subst(lc->a, es->ti->body, n, from, to));
   if (!st->is_reduce) return v;
-  ob_expr *cur = ob_arena_alloc(lc->a, sizeof *cur);
-  cur->kind = OB_E_BLOAD;
-  cur->dtype = v->dtype;
-  cur->buf = es->ti->buf;
-  cur->n = 1;
-  cur->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *));
-  cur->idx[0] = idx;
+  ob_expr *cur = ob_buffer_load(lc->a, es->ti->buf, v->dtype, idx);
   return ob_e_bin(lc->a, st->rop == OB_REDUCE_SUM ? OB_ADD : OB_MAX, cur, v);
 }
 

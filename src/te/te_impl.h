@@ -44,7 +44,9 @@ struct ob_expr {
   ob_reduce_op rop;
   ob_expr *a, *b, *c; /* operands; SELECT: c ? a : b; REDUCE: body a */
   const ob_tensor *tensor; /* LOAD */
-  struct ob_buffer *buf;   /* BLOAD */
+  struct ob_buffer *buf;   /* BLOAD (ir.h) */
+  const char *buf_name;    /* BLOAD: buf's name, so that te prints lowered
+                              expressions without knowing ir's buffers */
   int n;                   /* LOAD: index count; REDUCE: axis count */
   ob_expr **idx;           /* LOAD indices (BLOAD: idx[0]) */
   ob_ivar **axes;          /* REDUCE axes */
@@ -79,7 +81,6 @@ bool ob_binop_is_cmp(ob_binop op);
 const char *ob_binop_sym(ob_binop op);
 const char *ob_intrin_name(ob_intrin fn);
 void ob_expr_print(ob_str *s, const ob_expr *e);
-const char *ob_buffer_name(const struct ob_buffer *b); /* lower/ owns buffers */
 
 /* Substitution: returns e with each var in from[] replaced by to[]. */
 ob_expr *ob_expr_subst(ob_arena *a, ob_expr *e, int n, ob_ivar *const *from,
