@@ -4,7 +4,7 @@
  * live in a memfd owned by the runner (passed with SCM_RIGHTS each request)
  * that the caller fills and checks in place. The worker owns its dlopen
  * handles and its thread pool; the runner owns the worker, the socket and the
- * memfd. Also here: ob_merr_str, ob_timing_default, ob_stats.
+ * memfd. Also here: ob_timing_default, ob_stats.
  *
  * Protocol, per request:
  *   parent -> RUN (layout, path, symbol, cores, timing) + memfd
@@ -34,7 +34,7 @@
 
 #include "opbench/codegen.h"
 #include "opbench/measure.h"
-#include "measure/measure_impl.h"
+#include "kernel/kernel_impl.h"
 
 #define OB_RUN_TIMEOUT_S 10.0
 #define OB_RUN_MAX_COSTS 64
@@ -44,29 +44,6 @@
 #define OB_RUN_NUMBER_MAX (1 << 30)
 
 /* ---- shared helpers -------------------------------------------------------- */
-
-const char *ob_measure_signame(int sig, char buf[32]) {
-  static const struct { int sig; const char *name; } names[] = {
-      {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},
-      {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-      {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},
-      {SIGQUIT, "SIGQUIT"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGALRM, "SIGALRM"},
-      {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
-  };
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (names[i].sig == sig) return names[i].name;
-  snprintf(buf, 32, "signal %d", sig);
-  return buf;
-}
-
-const char *ob_merr_str(int error_no) {
-  /* AutoTVM's MeasureErrorNo names. */
-  static const char *const names[OB_MERR_COUNT] = {
-      "NO_ERROR",     "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
-      "WRONG_ANSWER", "BUILD_TIMEOUT",       "RUN_TIMEOUT",  "UNKNOWN_ERROR",
-  };
-  return error_no >= 0 && error_no < OB_MERR_COUNT ? names[error_no] : "INVALID_ERROR_NO";
-}
 
 ob_timing_opts ob_timing_default(void) {
   ob_timing_opts t = {.number = 1, .repeat = 10, .min_repeat_ms = 0, .flush = false,
@@ -486,7 +463,7 @@ static void worker_died(ob_runner *r, ob_run_result *res) {
   char sb[32];
   if (w >= 0 && WIFSIGNALED(status))
     snprintf(res->message, sizeof res->message, "kernel crashed: %s",
-             ob_measure_signame(WTERMSIG(status), sb));
+             ob_kernel_signame(WTERMSIG(status), sb));
   else if (w >= 0 && WIFEXITED(status))
     snprintf(res->message, sizeof res->message,
              "worker exited with status %d (did the kernel call exit?)", WEXITSTATUS(status));

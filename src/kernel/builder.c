@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "opbench/measure.h"
-#include "measure/measure_impl.h"
+#include "opbench/kernel.h"
+#include "kernel/kernel_impl.h"
 
 extern char **environ;
 
@@ -332,7 +332,7 @@ static void finish_compile(bvar *v, int status, bool timed_out, double timeout,
     char sb[32];
     out->error_no = OB_MERR_COMPILE_HOST;
     snprintf(head, sizeof head, "compiler '%s' killed by %s", cc,
-             ob_measure_signame(WTERMSIG(status), sb));
+             ob_kernel_signame(WTERMSIG(status), sb));
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     out->error_no = OB_MERR_COMPILE_HOST;
     if (!text || !text[0])
