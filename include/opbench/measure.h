@@ -13,15 +13,6 @@ extern "C" {
 #endif
 
 /* ---- runner ---------------------------------------------------------------- */
-typedef struct ob_timing_opts {
-  int number;           /* calls per repeat group (grows x1.618, see below) */
-  int repeat;           /* groups kept */
-  double min_repeat_ms; /* a group shorter than this grows `number` and is redone */
-  bool flush;           /* flush every input from the caches before each call */
-  double timeout_s;     /* limit for one whole request; <= 0: 10 s */
-} ob_timing_opts;
-OB_API ob_timing_opts ob_timing_default(void); /* number 1, repeat 10, 0 ms, flush off, 10 s */
-
 /* Fills the input buffers (random, never zero) and poisons outputs with NaN;
  * runs in the calling process on the shared buffers. */
 typedef void (*ob_fill_fn)(void *user, void *const *bufs);
@@ -46,26 +37,21 @@ typedef struct ob_run_request {
 typedef struct ob_run_result {
   int error_no;        /* ob_merr */
   char message[512];   /* why, for any error */
-  int ncosts;          /* repeats kept */
-  double costs[64];    /* seconds per call, one per repeat group */
-  int number;          /* the final calls per group */
-  double median_s;     /* median of costs */
-  double mean_s;       /* mean without min and max when ncosts > 2 */
-  double cv;           /* stddev / mean of costs */
+  ob_timing timing;    /* when error_no is NONE: the costs, number used, flags */
   double run_s;        /* wall time of the whole request */
 } ob_run_result;
 
 typedef struct ob_runner ob_runner;
 OB_API ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out);
 OB_API void ob_runner_free(ob_runner *r); /* kills the worker */
-/* Loads, checks and times one variant in the worker. Kernel failures are
+/* Loads, checks and times one variant in the worker: one discarded warm-up
+ * call, the check, then ob_time_loop with req->timing normalized
+ * (ob_timing_normalize). The worker measures the timer's overhead once when
+ * it starts; every result carries it. Kernel failures are
  * results (res->error_no), not call failures; the worker is restarted as
  * needed. Returns an error status only when the runner itself cannot work
  * (fork/memfd failed). */
 OB_API ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *res);
-
-/* Median / trimmed mean / CV of n samples (n >= 1); exported for tests. */
-OB_API void ob_stats(const double *x, int n, double *median, double *trimmed_mean, double *cv);
 
 #ifdef __cplusplus
 }

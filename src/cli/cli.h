@@ -98,6 +98,16 @@ int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_db(ob_ctx *ctx, const cli_args *a);
 
+/* timing.c: a timing record as --json members of o (number used, repeat,
+ * floor, cache state, timer overhead, flags), as text lines under a
+ * result (the protocol; the stability rule's verdict and the resolution
+ * flag when they apply), and as a short flag list for tables ("noisy",
+ * "res", both, or ""). */
+struct cJSON;
+void cli_timing_json(struct cJSON *o, const ob_timing *t);
+void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthreads);
+const char *cli_timing_flags(const ob_timing *t);
+
 /* The built-in suite "resnet18" (suite_resnet18.c). */
 extern const char cli_suite_resnet18[];
 

@@ -2,9 +2,11 @@
  * from the caller, so a crashing or hanging kernel costs a worker, never the
  * caller. Parent and worker talk over a SOCK_SEQPACKET socketpair; buffers
  * live in a memfd owned by the runner (passed with SCM_RIGHTS each request)
- * that the caller fills and checks in place. The worker owns its dlopen
- * handles and its thread pool; the runner owns the worker, the socket and the
- * memfd. Also here: ob_timing_default, ob_stats.
+ * that the caller fills and checks in place. The worker loads kernels with
+ * ob_kernel_load_path, runs them with ob_kernel_run and times them with
+ * ob_time_loop (kernel.h), measuring the timer's overhead once when it
+ * starts; it owns its loaded kernels and its thread pool. The runner owns
+ * the worker, the socket and the memfd.
  *
  * Protocol, per request:
  *   parent -> RUN (layout, path, symbol, cores, timing) + memfd
@@ -28,52 +30,17 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
-#include "opbench/codegen.h"
+#include "opbench/kernel.h"
 #include "opbench/measure.h"
 #include "kernel/kernel_impl.h"
 
-#define OB_RUN_TIMEOUT_S 10.0
-#define OB_RUN_MAX_COSTS 64
 #define OB_RUN_ALIGN 64
 #define OB_RUN_REQ_MAX 65536      /* one RUN message, bytes */
-#define OB_RUN_MAX_HANDLES 32     /* dlopen handles the worker keeps */
-#define OB_RUN_NUMBER_MAX (1 << 30)
+#define OB_RUN_MAX_HANDLES 32     /* loaded kernels the worker keeps */
+#define OB_RUN_GRACE_S 0.5        /* the worker stops at the deadline itself; the
+                                     parent kills it this much later */
 
 /* ---- shared helpers -------------------------------------------------------- */
-
-ob_timing_opts ob_timing_default(void) {
-  ob_timing_opts t = {.number = 1, .repeat = 10, .min_repeat_ms = 0, .flush = false,
-                      .timeout_s = OB_RUN_TIMEOUT_S};
-  return t;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* cv uses the population standard deviation and plain mean of all samples. */
-void ob_stats(const double *x, int n, double *median, double *trimmed_mean, double *cv) {
-  OB_ASSERT(x && n >= 1);
-  double stackbuf[OB_RUN_MAX_COSTS];
-  double *s = n <= OB_RUN_MAX_COSTS ? stackbuf : malloc((size_t)n * sizeof *s);
-  OB_ASSERT(s);
-  memcpy(s, x, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  double sum = 0;
-  for (int i = 0; i < n; i++) sum += s[i];
-  double mean = sum / n, var = 0;
-  for (int i = 0; i < n; i++) var += (s[i] - mean) * (s[i] - mean);
-  var /= n;
-  if (median) *median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  if (trimmed_mean) *trimmed_mean = n > 2 ? (sum - s[0] - s[n - 1]) / (n - 2) : mean;
-  if (cv) *cv = mean != 0 ? sqrt(var) / mean : 0;
-  if (s != stackbuf) free(s);
-}
 
 /* ---- wire format ------------------------------------------------------------ */
 
@@ -83,8 +50,9 @@ enum { W_RUN = 0x6f620001, W_TIME, W_SKIP, W_RAN, W_COSTS, W_ERR };
  * int32 cores[nthreads], uint8 is_input[nbufs], path, NUL, symbol, NUL. */
 typedef struct wire_req {
   uint32_t kind;
-  int32_t nbufs, nthreads, number, repeat, flush;
-  double min_repeat_ms;
+  int32_t nbufs, nthreads;
+  ob_timing_opts timing; /* normalized; clock NULL (parent and worker are one binary) */
+  double deadline;       /* CLOCK_MONOTONIC seconds */
   uint64_t map_bytes;
   uint32_t path_len, sym_len; /* without the NUL */
 } wire_req;
@@ -95,11 +63,10 @@ typedef struct wire_cmd {
 
 typedef struct wire_rep {
   uint32_t kind;
-  int32_t code;   /* RAN: the kernel's return value */
-  int32_t number; /* COSTS: final calls per group */
-  int32_t ncosts;
-  double costs[OB_RUN_MAX_COSTS];
-  char msg[400]; /* ERR */
+  int32_t code;     /* RAN: the kernel's return value; COSTS: 0, or
+                       OB_TIME_DEADLINE when timing ran out of time */
+  ob_timing timing; /* COSTS */
+  char msg[400];    /* ERR */
 } wire_rep;
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -112,15 +79,10 @@ typedef struct worker {
   ob_pool *pool;
   int *pool_cores;
   int pool_n;
-  struct { char *path; void *h; } handles[OB_RUN_MAX_HANDLES];
+  struct { char *path, *sym; ob_kernel *k; } kernels[OB_RUN_MAX_HANDLES];
   int next_evict;
+  double timer_overhead_s; /* measured once, when the worker starts */
 } worker;
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void worker_send(worker *w, const wire_rep *rep) {
   ssize_t k;
@@ -140,10 +102,6 @@ static void worker_err(worker *w, const char *fmt, ...) {
   vsnprintf(rep.msg, sizeof rep.msg, fmt, ap);
   va_end(ap);
   worker_send(w, &rep);
-}
-
-static void krt_parallel_for(void *pool, int64_t n, ob_krt_task fn, void *closure) {
-  ob_pool_parallel_for(pool, n, fn, closure);
 }
 
 /* Keeps one pool per core set; re-creates it only when the set changes. */
@@ -168,81 +126,52 @@ static bool worker_pool(worker *w, const int32_t *cores, int n) {
   return true;
 }
 
-static void *worker_dlopen(worker *w, const char *path) {
+/* The loaded kernel for (path, sym), from the worker's cache or loaded now
+ * (evicting the oldest; no kernel is running). NULL with the message in
+ * w->ctx when it cannot be loaded. */
+static ob_kernel *worker_kernel(worker *w, const char *path, const char *sym) {
   for (int i = 0; i < OB_RUN_MAX_HANDLES; i++)
-    if (w->handles[i].path && strcmp(w->handles[i].path, path) == 0) return w->handles[i].h;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return NULL;
+    if (w->kernels[i].k && !strcmp(w->kernels[i].path, path) && !strcmp(w->kernels[i].sym, sym))
+      return w->kernels[i].k;
+  ob_kernel *k = NULL;
+  if (ob_kernel_load_path(w->ctx, path, sym, &k) != OB_OK) return NULL;
+  char *p = strdup(path), *y = strdup(sym);
+  if (!p || !y) {
+    free(p);
+    free(y);
+    ob_kernel_free(k);
+    ob_fail(w->ctx, OB_ERR_NOMEM, "worker out of memory");
+    return NULL;
+  }
   int slot = w->next_evict;
   w->next_evict = (slot + 1) % OB_RUN_MAX_HANDLES;
-  if (w->handles[slot].h) dlclose(w->handles[slot].h); /* no kernel is running */
-  free(w->handles[slot].path);
-  w->handles[slot].path = strdup(path);
-  w->handles[slot].h = w->handles[slot].path ? h : NULL;
-  if (!w->handles[slot].path) dlclose(h);
-  return w->handles[slot].h;
+  ob_kernel_free(w->kernels[slot].k);
+  free(w->kernels[slot].path);
+  free(w->kernels[slot].sym);
+  w->kernels[slot].path = p;
+  w->kernels[slot].sym = y;
+  w->kernels[slot].k = k;
+  return k;
 }
 
-static void flush_buffers(void *const *bufs, const uint64_t *bytes, const uint8_t *is_input,
-                          int nbufs) {
-#if defined(__x86_64__) || defined(__i386__)
-  for (int b = 0; b < nbufs; b++) {
-    if (!is_input[b]) continue;
-    const char *p = bufs[b];
-    for (uint64_t o = 0; o < bytes[b]; o += OB_RUN_ALIGN) _mm_clflush(p + o);
-  }
-  _mm_mfence();
-#elif defined(__aarch64__)
-  for (int b = 0; b < nbufs; b++) {
-    if (!is_input[b]) continue;
-    const char *p = bufs[b];
-    for (uint64_t o = 0; o < bytes[b]; o += OB_RUN_ALIGN)
-      __asm__ volatile("dc civac, %0" ::"r"(p + o) : "memory");
-  }
-  __asm__ volatile("dsb ish" ::: "memory");
-#else
-  (void)bufs, (void)bytes, (void)is_input, (void)nbufs;
-#endif
+typedef struct timed_call {
+  ob_kernel *k;
+  void *const *bufs;
+  ob_pool *pool;
+  const uint64_t *bytes;
+  const uint8_t *is_input;
+  int nbufs;
+} timed_call;
+
+static int timed_run(void *user) {
+  timed_call *c = user;
+  return ob_kernel_run(c->k, c->bufs, c->pool);
 }
 
-/* AutoTVM's timing loop: `repeat` groups of `number` calls; a group shorter
- * than min_repeat_ms grows number by x1.618 (for good) and is redone. With
- * flush, each call is timed alone after flushing the inputs. Returns the
- * first non-zero kernel return value, or 0. */
-static int worker_time(ob_kernel_fn fn, void *const *bufs, const ob_krt *rt, const wire_req *q,
-                       const uint64_t *bytes, const uint8_t *is_input, wire_rep *rep) {
-  int number = q->number;
-  const int64_t min_ns = (int64_t)(q->min_repeat_ms * 1e6);
-  for (int g = 0; g < q->repeat; g++) {
-    for (;;) {
-      int64_t ns = 0;
-      if (q->flush) {
-        for (int k = 0; k < number; k++) {
-          flush_buffers(bufs, bytes, is_input, q->nbufs);
-          int64_t t0 = now_ns();
-          int rc = fn(bufs, rt);
-          ns += now_ns() - t0;
-          if (rc) return rc;
-        }
-      } else {
-        int64_t t0 = now_ns();
-        for (int k = 0; k < number; k++) {
-          int rc = fn(bufs, rt);
-          if (rc) return rc;
-        }
-        ns = now_ns() - t0;
-      }
-      if (ns >= min_ns || number >= OB_RUN_NUMBER_MAX) {
-        rep->costs[g] = (double)ns * 1e-9 / number;
-        break;
-      }
-      double grown = ceil(number * 1.618);
-      number = grown > OB_RUN_NUMBER_MAX ? OB_RUN_NUMBER_MAX : (int)grown;
-    }
-  }
-  rep->number = number;
-  rep->ncosts = q->repeat;
-  return 0;
+static void timed_flush(void *user) {
+  timed_call *c = user;
+  for (int b = 0; b < c->nbufs; b++)
+    if (c->is_input[b]) ob_cache_flush(c->bufs[b], c->bytes[b]);
 }
 
 /* Serves one RUN message (msg/len, memfd fd). */
@@ -255,8 +184,9 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   memcpy(&q, msg, sizeof q);
   size_t nb = (size_t)q.nbufs, nt = (size_t)q.nthreads;
   size_t need = sizeof q + nb * 16 + nt * 4 + nb + (size_t)q.path_len + 1 + q.sym_len + 1;
-  if (q.kind != W_RUN || q.nbufs < 0 || q.nthreads < 1 || q.repeat < 1 ||
-      q.repeat > OB_RUN_MAX_COSTS || q.number < 1 || len != need || fd < 0) {
+  if (q.kind != W_RUN || q.nbufs < 0 || q.nthreads < 1 || q.timing.repeat < 1 ||
+      q.timing.repeat > OB_TIMING_MAX_COSTS || q.timing.number < 0 || q.timing.clock ||
+      len != need || fd < 0) {
     worker_err(w, "malformed request");
     return;
   }
@@ -286,17 +216,9 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   }
   for (size_t i = 0; i < nb; i++) bufs[i] = (char *)map + off[i];
 
-  void *h = worker_dlopen(w, path);
-  if (!h) {
-    const char *e = dlerror();
-    worker_err(w, "dlopen failed: %s", e ? e : path);
-    goto out;
-  }
-  dlerror();
-  void *sp = dlsym(h, sym);
-  if (!sp) {
-    const char *e = dlerror();
-    worker_err(w, "dlsym failed: %s", e ? e : sym);
+  ob_kernel *kern = worker_kernel(w, path, sym);
+  if (!kern) {
+    worker_err(w, "%s", ob_ctx_errmsg(w->ctx));
     goto out;
   }
   if (!worker_pool(w, cores, q.nthreads)) {
@@ -304,13 +226,11 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
                ob_ctx_errmsg(w->ctx));
     goto out;
   }
-  ob_kernel_fn fn = (ob_kernel_fn)sp;
-  ob_krt rt = {.pool = w->pool, .parallel_for = krt_parallel_for};
 
   wire_rep rep;
   memset(&rep, 0, sizeof rep);
   rep.kind = W_RAN;
-  rep.code = fn(bufs, &rt); /* also the discarded warm-up */
+  rep.code = ob_kernel_run(kern, bufs, w->pool); /* also the discarded warm-up */
   worker_send(w, &rep);
   if (rep.code != 0) goto out;
 
@@ -324,8 +244,12 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
 
   memset(&rep, 0, sizeof rep);
   rep.kind = W_COSTS;
-  int rc = worker_time(fn, bufs, &rt, &q, bytes, is_input, &rep);
-  if (rc) {
+  q.timing.timer_overhead_s = w->timer_overhead_s;
+  timed_call tc = {kern, bufs, w->pool, bytes, is_input, q.nbufs};
+  int rc = ob_time_loop(&q.timing, q.deadline, timed_run, timed_flush, &tc, &rep.timing);
+  if (rc == OB_TIME_DEADLINE) {
+    rep.code = rc;
+  } else if (rc) {
     memset(&rep, 0, sizeof rep);
     rep.kind = W_RAN;
     rep.code = rc;
@@ -363,6 +287,7 @@ static _Noreturn void worker_main(int sock, pid_t parent) {
   worker w;
   memset(&w, 0, sizeof w);
   w.sock = sock;
+  w.timer_overhead_s = ob_timer_overhead();
   if (ob_ctx_new(&w.ctx) != OB_OK) _exit(3);
   unsigned char *msg = malloc(OB_RUN_REQ_MAX);
   if (!msg) _exit(3);
@@ -589,13 +514,13 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   ob_status st = OB_OK;
   size_t nb = (size_t)req->nbufs;
   int nthreads = req->nthreads > 0 ? req->nthreads : 1;
-  ob_timing_opts t = req->timing;
-  if (t.number < 1) t.number = 1;
-  if (t.repeat < 1) t.repeat = 10; /* a zeroed ob_timing_opts means the defaults */
-  if (t.repeat > OB_RUN_MAX_COSTS) t.repeat = OB_RUN_MAX_COSTS;
-  if (t.min_repeat_ms < 0) t.min_repeat_ms = 0;
-  double timeout = t.timeout_s > 0 ? t.timeout_s : OB_RUN_TIMEOUT_S;
+  ob_timing_opts t = ob_timing_normalize(&req->timing, NULL);
+  t.clock = NULL; /* the worker times on its own clock */
+  const double timeout = t.timeout_s;
   const double deadline = t_start + timeout;
+  /* The worker gives up at the deadline and says so; the parent waits a
+   * little longer before it kills a worker stuck in a kernel. */
+  const double kill_at = deadline + (timeout * 0.1 < OB_RUN_GRACE_S ? timeout * 0.1 : OB_RUN_GRACE_S);
 
   /* The worker resolves paths itself: make relative ones survive a chdir. */
   char *abs = strchr(req->so_path, '/') ? realpath(req->so_path, NULL) : NULL;
@@ -630,10 +555,16 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   if ((st = ensure_map(r, total)) != OB_OK) goto out;
   for (size_t i = 0; i < nb; i++) bufs[i] = r->map + off[i];
 
-  wire_req q = {.kind = W_RUN, .nbufs = (int32_t)nb, .nthreads = nthreads,
-                .number = t.number, .repeat = t.repeat, .flush = t.flush,
-                .min_repeat_ms = t.min_repeat_ms, .map_bytes = total,
-                .path_len = (uint32_t)path_len, .sym_len = (uint32_t)sym_len};
+  wire_req q;
+  memset(&q, 0, sizeof q); /* no stray padding bytes go over the socket */
+  q.kind = W_RUN;
+  q.nbufs = (int32_t)nb;
+  q.nthreads = nthreads;
+  q.timing = t;
+  q.deadline = deadline;
+  q.map_bytes = total;
+  q.path_len = (uint32_t)path_len;
+  q.sym_len = (uint32_t)sym_len;
   unsigned char *p = msg;
   memcpy(p, &q, sizeof q), p += sizeof q;
   memcpy(p, off, nb * 8), p += nb * 8;
@@ -664,7 +595,7 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   }
 
   wire_rep rep;
-  int how = wait_reply(r, deadline, &rep);
+  int how = wait_reply(r, kill_at, &rep);
   if (how != WAIT_OK) {
     reply_failed(r, how, timeout, res);
     goto out;
@@ -704,7 +635,7 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
     worker_died(r, res);
     goto out;
   }
-  how = wait_reply(r, deadline, &rep);
+  how = wait_reply(r, kill_at, &rep);
   if (how != WAIT_OK) {
     reply_failed(r, how, timeout, res);
     goto out;
@@ -714,15 +645,18 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
     snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
     goto out;
   }
-  if (rep.kind != W_COSTS || rep.ncosts < 1 || rep.ncosts > OB_RUN_MAX_COSTS) {
+  if (rep.kind == W_COSTS && rep.code == OB_TIME_DEADLINE) {
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "run timed out after %g s (while timing)", timeout);
+    goto out;
+  }
+  if (rep.kind != W_COSTS || rep.code != 0 || rep.timing.ncosts < 1 ||
+      rep.timing.ncosts > OB_TIMING_MAX_COSTS) {
     worker_died(r, res);
     goto out;
   }
   res->error_no = OB_MERR_NONE;
-  res->ncosts = rep.ncosts;
-  res->number = rep.number;
-  memcpy(res->costs, rep.costs, (size_t)rep.ncosts * sizeof rep.costs[0]);
-  ob_stats(res->costs, res->ncosts, &res->median_s, &res->mean_s, &res->cv);
+  res->timing = rep.timing;
 
 out:
   res->run_s = ob_now_s() - t_start;

@@ -151,6 +151,12 @@ ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *text, ob_wo
 ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl) {
   const ob_op_def *d = ob_op_def_find(wl->op);
   if (!d) return unknown_op(ctx, wl->op);
+  /* a workload built by hand may lack what ob_workload_parse fills in */
+  for (int i = 0; i < d->nattrs; i++) {
+    int k = attr_index(wl, d->attrs[i]);
+    if (k < 0 || wl->attr[k] == OB_ATTR_REQUIRED)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: missing attribute '%s'", wl->op, d->attrs[i]);
+  }
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ctx, wl->epilogue, &e);
   if (st) return st;

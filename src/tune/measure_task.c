@@ -24,11 +24,9 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
   OB_ASSERT(rec && r);
   rec->error_no = r->error_no;
   rec->error_msg = r->message;
-  rec->median_s = r->median_s;
-  rec->mean_s = r->mean_s;
-  rec->cv = r->cv;
-  rec->ncosts = r->ncosts;
-  rec->costs = r->costs;
+  rec->timing = r->timing; /* number is what the runner used (issue 17) */
+  rec->all_costs = NULL;
+  rec->nall_costs = 0;
   rec->build_s = r->build_s;
   rec->run_s = r->run_s;
 }
@@ -81,12 +79,8 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   snprintf(r->message, sizeof r->message, "%s", rr.message);
   r->run_s = rr.run_s;
   if (rr.error_no) return OB_OK;
-  r->median_s = rr.median_s;
-  r->mean_s = rr.mean_s;
-  r->cv = rr.cv;
-  r->ncosts = rr.ncosts;
-  memcpy(r->costs, rr.costs, sizeof r->costs);
-  r->gflops = rr.median_s > 0 ? ob_task_flops(task) / rr.median_s / 1e9 : 0;
+  r->timing = rr.timing;
+  r->gflops = rr.timing.median_s > 0 ? ob_task_flops(task) / rr.timing.median_s / 1e9 : 0;
   return OB_OK;
 }
 
