@@ -216,29 +216,6 @@ static bool parse_line(const cJSON *root, log_line *l, char *why, size_t cap) {
   return true;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Median, mean and coefficient of variation of n > 0 samples. */
-static void costs_stats(const double *x, int n, double *median, double *mean, double *cv) {
-  double *s = malloc((size_t)n * sizeof *s);
-  double sum = 0, sq = 0;
-  for (int i = 0; i < n; i++) sum += x[i];
-  *mean = sum / n;
-  for (int i = 0; i < n; i++) sq += (x[i] - *mean) * (x[i] - *mean);
-  *cv = *mean > 0 ? sqrt(sq / n) / *mean : NAN;
-  if (!s) {
-    *median = *mean;
-    return;
-  }
-  memcpy(s, x, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  *median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  free(s);
-}
-
 /* The protocol fields of an "opbench_timing" object (as export_row
  * writes it); absent or malformed members leave *t as it is. */
 static void timing_from_json(const cJSON *j, ob_timing *t) {
@@ -312,7 +289,7 @@ static ob_status import_line(ob_db *db, const log_line *l, const ob_db_import_op
       r.all_costs = costs;
       r.nall_costs = n;
     }
-    costs_stats(costs, n, &t->median_s, &t->mean_s, &t->cv);
+    ob_stats(costs, n, &t->median_s, &t->mean_s, &t->cv); /* as every timing's */
     if (t->repeat == 0) t->repeat = n; /* AutoTVM keeps every repeat */
   } else {
     /* AutoTVM writes (1e9,) for failures; some versions the error text. */
