@@ -169,8 +169,9 @@ static bool parse_suite(ob_ctx *ctx, const char *file, char *text, bench_entry *
 }
 
 static void print_header(void) {
-  printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s %9s %-9s  %s\n", "#", "workload", "shape",
-         "stride", "pad", "count", "GFLOPS", "median ms", "CV %", "number", "flags", "error");
+  printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s %9s %7s %-9s  %s\n", "#", "workload", "shape",
+         "stride", "pad", "count", "GFLOPS", "median ms", "CV %", "number", "repeats", "flags",
+         "error");
 }
 
 static void print_vs_header(bool vs) {
@@ -207,11 +208,15 @@ static void print_row(int i, const bench_entry *e, bool measured) {
   if (!measured) {
     printf("\n");
   } else if (e->res.error_no == OB_MERR_NONE) {
-    printf(" %10.2f %11.4f %7.2f %9d %-9s  %d\n", e->res.gflops, e->res.timing.median_s * 1e3,
-           e->res.timing.cv * 100, e->res.timing.number, cli_timing_flags(&e->res.timing), 0);
+    const ob_timing *t = &e->res.timing;
+    char reps[24]; /* "10", or "10+4" when the stability rule added repeats */
+    if (t->extra_repeats) snprintf(reps, sizeof reps, "%d+%d", t->repeat - t->extra_repeats, t->extra_repeats);
+    else snprintf(reps, sizeof reps, "%d", t->repeat);
+    printf(" %10.2f %11.4f %7.2f %9d %7s %-9s  %d\n", e->res.gflops, t->median_s * 1e3, t->cv * 100,
+           t->number, reps, cli_timing_flags(t), 0);
   } else {
-    printf(" %10s %11s %7s %9s %-9s  %d %s: %.160s\n", "-", "-", "-", "-", "", e->res.error_no,
-           ob_merr_str(e->res.error_no), e->res.message);
+    printf(" %10s %11s %7s %9s %7s %-9s  %d %s: %.160s\n", "-", "-", "-", "-", "-", "",
+           e->res.error_no, ob_merr_str(e->res.error_no), e->res.message);
   }
 }
 
