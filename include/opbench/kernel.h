@@ -147,9 +147,11 @@ OB_API void ob_kernel_free(ob_kernel *k); /* accepts NULL; unloads */
 /* ---- timing --------------------------------------------------------------------
  * The protocol (issue 17; Google Benchmark's and timeit's adaptive count,
  * AutoTVM's repeat):
- *  1. calibration: the number of calls per repeat grows until one repeat
- *     lasts at least the floor (min_repeat_ms); its groups are discarded and
- *     double as warm-up. A fixed number (> 0) with no explicit floor skips it.
+ *  1. calibration: the number of calls per repeat grows until one group
+ *     lasts at least the floor (min_repeat_ms); the shorter groups are
+ *     discarded (more warm-up; the caller made the first call), the one that
+ *     lasts the floor is the first repeat. A fixed number (> 0) with no
+ *     explicit floor skips it.
  *  2. `repeat` repeats of `number` calls each (warm: one clock read pair
  *     around the group; flush: the inputs are flushed before each call and
  *     each call is timed alone, so flushing is never timed). A repeat that

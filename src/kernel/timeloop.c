@@ -196,23 +196,29 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
   out->flush = o.flush;
   out->timer_overhead_s = o.timer_overhead_s > 0 ? o.timer_overhead_s : ob_timer_overhead();
   int number = o.number > 0 ? o.number : 1;
+  double all[OB_TIMING_MAX_COSTS];
+  int taken = 0;
+  double t_rep = now(&L);
 
-  /* Calibration: groups until one lasts the floor; none is kept. */
+  /* Calibration: groups until one lasts the floor. The shorter ones are
+   * discarded (more warm-up); the one that lasts the floor is a repeat like
+   * any other, so a kernel longer than the floor costs no extra call. */
   if (floor_s > 0) {
     for (;;) {
-      double el = 0;
+      double el = 0, t0 = now(&L);
       int rc = group(&L, number, &el);
       if (rc) return rc;
       if (now(&L) > deadline_s) return OB_TIME_DEADLINE;
-      if (el >= floor_s || number >= OB_TIMING_NUMBER_MAX) break;
+      if (el >= floor_s || number >= OB_TIMING_NUMBER_MAX) {
+        all[taken++] = el / number;
+        t_rep = t0;
+        break;
+      }
       number = grow(number, el, floor_s);
     }
   }
 
   /* The repeats. */
-  double all[OB_TIMING_MAX_COSTS];
-  int taken = 0;
-  double t_rep = now(&L);
   for (; taken < o.repeat; taken++) {
     int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken]);
     if (rc) return rc;
