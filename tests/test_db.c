@@ -342,6 +342,33 @@ static void test_measurements(void) {
   ob_measure_result_to_record(&mr, &rec);
   CHECK(ob_db_put_measurement(db, &rec, 0, &stored) == OB_OK && stored);
   CHECK(ob_db_has_measurement(db, &k, 42, &has) == OB_OK && has);
+  /* its protocol comes along; a failed one timed nothing: protocol unknown */
+  ob_measure_result bad = {.error_no = OB_MERR_RUNTIME, .run_s = 0.2};
+  snprintf(bad.message, sizeof bad.message, "kernel crashed: SIGSEGV");
+  {
+    ob_db *mdb = open_db("mr.db"); /* apart: the counts below are of db */
+    CHECK(ob_db_put_measurement(mdb, &rec, 0, NULL) == OB_OK);
+    rec.config_index = 43;
+    ob_measure_result_to_record(&bad, &rec);
+    CHECK(ob_db_put_measurement(mdb, &rec, 0, &stored) == OB_OK && stored);
+    ob_db_records *rr = NULL;
+    ob_db_filter fk = {.key = k};
+    CHECK(ob_db_query(mdb, &fk, &rr) == OB_OK && rr);
+    int seen = 0;
+    for (int64_t i = 0; rr && i < rr->n; i++) {
+      const ob_db_record *x = &rr->rec[i];
+      if (x->config_index == 42) {
+        seen++;
+        CHECK(x->timing.number == 7 && x->timing.repeat == 2 && x->timing.min_repeat_ms == 0);
+      } else if (x->config_index == 43) {
+        seen++;
+        CHECK(x->error_no == OB_MERR_RUNTIME && isnan(x->timing.min_repeat_ms) && x->timing.number == 0);
+      }
+    }
+    CHECK(seen == 2);
+    ob_db_records_free(rr);
+    ob_db_close(mdb);
+  }
 
   /* Stats per workload, per operator, per error class. */
   trial d;

@@ -2,6 +2,7 @@
  * without its blind spots: every config is instantiated (lower + codegen),
  * the batch is compiled in parallel, and each variant's output is checked
  * against the reference before its time counts. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
   rec->error_no = r->error_no;
   rec->error_msg = r->message;
   rec->timing = r->timing; /* number is what the runner used (issue 17) */
+  if (r->error_no != 0) rec->timing.min_repeat_ms = NAN; /* nothing was timed */
   rec->all_costs = NULL;
   rec->nall_costs = 0;
   rec->build_s = r->build_s;
