@@ -138,8 +138,10 @@ OB_API ob_status ob_kernel_load(ob_ctx *ctx, const ob_kernel_artifact *a, ob_ker
 OB_API ob_status ob_kernel_load_path(ob_ctx *ctx, const char *so_path, const char *symbol,
                                      ob_kernel **out);
 /* Runs the kernel once on bufs (kernel-argument order) with its parallel
- * loops on pool (NULL: serially, in the calling thread). Returns the
- * kernel's return value (0 = success). Not thread-safe per ob_kernel. */
+ * loops on pool (NULL: serially, in the calling thread; the pool's cores are
+ * the core set). Returns the kernel's return value (0 = success). Keeps no
+ * state: calls on different buffers may run at once. ob_kernel_function
+ * gives the raw function for callers with their own ob_krt. */
 OB_API int ob_kernel_run(ob_kernel *k, void *const *bufs, ob_pool *pool);
 OB_API ob_kernel_fn ob_kernel_function(const ob_kernel *k);
 OB_API void ob_kernel_free(ob_kernel *k); /* accepts NULL; unloads */
