@@ -7,8 +7,9 @@
  * relu; relu6: eltwise clip 0..6; add: sum post-op, the output buffer
  * preloaded with the residual); the caller-layout inputs reordered into the
  * primitive's formats once; a user-managed scratchpad; one discarded
- * warm-up whose output is reordered back and checked; then only
- * dnnl_primitive_execute (+ stream wait) is timed. Under the sum post-op the
+ * warm-up whose output is reordered back and checked; then ob_time_loop
+ * (kernel.h, the runner's loop) times only
+ * dnnl_primitive_execute (+ stream wait). Under the sum post-op the
  * timed calls keep accumulating into the output, as an in-place residual
  * add does; values stay finite.
  *
