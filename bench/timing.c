@@ -23,8 +23,10 @@
  *   every median within 3 % of the reference,
  *   measurement time with defaults <= 2x the old protocol's on ResNet-18.
  * Exit status 1 when a bar is missed (2 on a setup failure). The load
- * average before and after is printed: the figures are only as quiet as
- * the machine.
+ * average before and after, and per workload the machine's busy share while
+ * the defaults and the reference were measured (about 50 % on an otherwise
+ * idle 2-core machine: the measuring core), are printed: the figures are
+ * only as quiet as the machine.
  *
  * --quick: the small suite and the first 4 ResNet-18 layers. */
 #include <math.h>
@@ -47,6 +49,7 @@ typedef struct wl_entry {
   ob_task *task;
   ob_measure_result old, dflt, ref;
   double diff; /* |defaults - reference| / reference */
+  double busy_dflt, busy_ref; /* the machine's busy % while each was measured */
 } wl_entry;
 
 static const struct {
@@ -63,6 +66,33 @@ static const struct {
     {"dw 960x7x7 3x3", "depthwise_conv2d", "N=1,C=960,H=7,W=7,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1"},
     {"dw 1024x7x7 3x3", "depthwise_conv2d", "N=1,C=1024,H=7,W=7,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1"},
 };
+
+/* The machine's busy share since `since` (aggregate /proc/stat jiffies:
+ * busy / total); this process's own measuring core counts as busy, so on
+ * an otherwise idle 2-core machine it reads about 50 %. */
+typedef struct cpu_mark {
+  long long busy, total;
+} cpu_mark;
+
+static cpu_mark cpu_now(void) {
+  cpu_mark m = {0, 0};
+  FILE *f = fopen("/proc/stat", "r");
+  long long v[10] = {0};
+  if (f) {
+    if (fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2],
+               &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]) >= 8) {
+      for (int i = 0; i < 8; i++) m.total += v[i];
+      m.busy = m.total - v[3] - v[4]; /* idle, iowait */
+    }
+    fclose(f);
+  }
+  return m;
+}
+
+static double busy_since(cpu_mark a) {
+  cpu_mark b = cpu_now();
+  return b.total > a.total ? 100.0 * (double)(b.busy - a.busy) / (double)(b.total - a.total) : 0;
+}
 
 static void loadavg(char *buf, size_t cap) {
   FILE *f = fopen("/proc/loadavg", "r");
@@ -199,9 +229,9 @@ int main(int argc, char **argv) {
   printf("protocols: old = number 1, repeat 10, min_repeat_ms 0; defaults = adaptive number "
          "(floor %g ms), repeat %d, max CV %g %%; reference = 100 ms repeats x 30\n",
          OB_TIMING_DEFAULT_FLOOR_MS, OB_TIMING_DEFAULT_REPEAT, OB_TIMING_DEFAULT_MAX_CV * 100);
-  printf("\n%-26s %12s | %12s %6s %8s %6s %-9s %7s | %12s %7s %7s | %8s %8s\n", "workload",
+  printf("\n%-26s %12s | %12s %6s %8s %6s %-9s %7s | %12s %7s %7s | %8s %8s | %s\n", "workload",
          "reference", "defaults", "CV %", "number", "reps", "flags", "diff %", "old", "CV %",
-         "diff %", "t dflt", "t old");
+         "diff %", "t dflt", "t old", "busy % dflt/ref");
   int rc = 0;
   for (int i = 0; i < n; i++) {
     wl_entry *e = &es[i];
@@ -213,12 +243,22 @@ int main(int argc, char **argv) {
     /* a first request builds the kernel and computes the reference output,
      * so that no protocol's time includes those */
     ob_measure_result prime;
-    if (!measure(ctx, runner, e, &prime_mo, &prime) || !measure(ctx, runner, e, &old, &e->old) ||
-        !measure(ctx, runner, e, &dflt, &e->dflt) ||
-        !measure(ctx, runner, e, &ref, &e->ref)) {
+    if (!measure(ctx, runner, e, &prime_mo, &prime) || !measure(ctx, runner, e, &old, &e->old)) {
       rc = 2;
       goto done;
     }
+    cpu_mark m0 = cpu_now();
+    if (!measure(ctx, runner, e, &dflt, &e->dflt)) {
+      rc = 2;
+      goto done;
+    }
+    e->busy_dflt = busy_since(m0);
+    m0 = cpu_now();
+    if (!measure(ctx, runner, e, &ref, &e->ref)) {
+      rc = 2;
+      goto done;
+    }
+    e->busy_ref = busy_since(m0);
     const ob_timing *d = &e->dflt.timing, *o = &e->old.timing, *r = &e->ref.timing;
     e->diff = fabs(d->median_s - r->median_s) / r->median_s;
     char b1[24], b2[24], b3[24], reps[16];
@@ -227,11 +267,11 @@ int main(int argc, char **argv) {
                         : d->noisy                      ? "noisy"
                         : d->below_resolution           ? "res"
                                                         : "";
-    printf("%-26s %12s | %12s %6.2f %8d %6s %-9s %7.2f | %12s %7.2f %7.2f | %8.1f %8.1f\n",
+    printf("%-26s %12s | %12s %6.2f %8d %6s %-9s %7.2f | %12s %7.2f %7.2f | %8.1f %8.1f | %3.0f/%3.0f\n",
            e->label, fmt_s(r->median_s, b1), fmt_s(d->median_s, b2), d->cv * 100, d->number, reps,
            flags, 100 * (d->median_s - r->median_s) / r->median_s, fmt_s(o->median_s, b3),
            o->cv * 100, 100 * (o->median_s - r->median_s) / r->median_s, e->dflt.run_s * 1e3,
-           e->old.run_s * 1e3);
+           e->old.run_s * 1e3, e->busy_dflt, e->busy_ref);
     fflush(stdout);
   }
 
