@@ -339,22 +339,28 @@ static void test_time_loop(void) {
 static void test_options_and_stats(void) {
   ob_timing_opts d = ob_timing_default();
   CHECK(d.number == 0 && d.repeat == 10 && d.min_repeat_ms < 0 && !d.flush && d.max_cv == 0.05);
-  ob_timing_opts n = ob_timing_normalize(NULL, NULL);
+  ob_timing_opts n = ob_timing_resolve(NULL, NULL);
   CHECK(n.number == 0 && n.repeat == 10 && n.min_repeat_ms == OB_TIMING_DEFAULT_FLOOR_MS);
   CHECK(n.timeout_s == OB_TIMING_DEFAULT_TIMEOUT_S && n.max_cv == 0.05);
   ob_timing_opts in = d;
   in.number = 5;
-  n = ob_timing_normalize(&in, NULL);
+  n = ob_timing_normalize(&in, -1);
   CHECK(n.number == 5 && n.min_repeat_ms == 0); /* --number N fixes it */
   in.min_repeat_ms = 2;
-  n = ob_timing_normalize(&in, NULL);
+  n = ob_timing_normalize(&in, -1);
   CHECK(n.number == 5 && n.min_repeat_ms == 2);
   in = (ob_timing_opts){.repeat = 1000, .number = -3, .max_cv = -1, .timeout_s = -1};
-  n = ob_timing_normalize(&in, NULL);
+  n = ob_timing_normalize(&in, -1);
   CHECK(n.repeat == OB_TIMING_MAX_COSTS && n.number == 0 && n.max_cv == 0 && n.timeout_s == 10);
   CHECK(n.min_repeat_ms == 0); /* a zeroed struct asks for no floor */
-  ob_timing_opts twice = ob_timing_normalize(&n, NULL);
+  ob_timing_opts twice = ob_timing_normalize(&n, -1);
   CHECK(!memcmp(&twice, &n, sizeof n));
+  /* a target's own floor (the emulator harness and targets pass theirs) */
+  in = ob_timing_default();
+  n = ob_timing_normalize(&in, 0.25);
+  CHECK(n.min_repeat_ms == 0.25);
+  in.min_repeat_ms = 3;
+  CHECK(ob_timing_normalize(&in, 0.25).min_repeat_ms == 3);
 
   /* flags from the costs */
   ob_timing t = {.ncosts = 3, .costs = {1e-7, 1e-7, 1e-7}, .timer_overhead_s = 2e-8};

@@ -209,13 +209,16 @@ typedef struct ob_timing_opts {
 /* number 0 (adaptive), repeat 10, min_repeat_ms -1 (the target's floor),
  * warm, max_cv 0.05, stability budget -1 (automatic), timeout 10 s. */
 OB_API ob_timing_opts ob_timing_default(void);
-/* The options every measurement actually uses (the runner, the baseline
- * and the emulator harness apply the same): o NULL gives the defaults; a
- * repeat out of range is clamped, the floor resolved for target t (NULL:
- * the host, OB_TIMING_DEFAULT_FLOOR_MS) when number is adaptive and set to 0
- * when a fixed number has no explicit floor, the timeout and budget made
+/* The options a measurement actually uses (timeloop.c; ob_time_loop
+ * applies it too): o NULL gives the defaults; a repeat out of range is
+ * clamped; an adaptive number with no floor given (< 0) gets
+ * target_floor_ms (< 0: OB_TIMING_DEFAULT_FLOOR_MS) and a fixed number with
+ * no floor gets 0; a stability threshold <= 0 is off; the timeout made
  * concrete. Idempotent. */
-OB_API ob_timing_opts ob_timing_normalize(const ob_timing_opts *o, const ob_target *t);
+OB_API ob_timing_opts ob_timing_normalize(const ob_timing_opts *o, double target_floor_ms);
+/* The same with the floor of target t (NULL: the host): what the runner,
+ * the baseline and the tool call, so all of them time alike. */
+OB_API ob_timing_opts ob_timing_resolve(const ob_timing_opts *o, const ob_target *t);
 
 /* THE timing loop (timeloop.c: standard C and libc only). `call` makes one
  * call (non-zero = failure: the loop stops and returns it); `flush` (may be

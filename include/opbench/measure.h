@@ -46,7 +46,7 @@ OB_API ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out);
 OB_API void ob_runner_free(ob_runner *r); /* kills the worker */
 /* Loads, checks and times one variant in the worker: one discarded warm-up
  * call, the check, then ob_time_loop with req->timing normalized
- * (ob_timing_normalize). The worker measures the timer's overhead once when
+ * (ob_timing_resolve). The worker measures the timer's overhead once when
  * it starts; every result carries it. Kernel failures are
  * results (res->error_no), not call failures; the worker is restarted as
  * needed. Returns an error status only when the runner itself cannot work

@@ -3,7 +3,7 @@
  * it, and its argument list in kernel order); the checker gives a problem
  * its inputs and judges its output through the workload's ob_task (the
  * operators' fill, naive reference and tolerance); timing is kernel.h's
- * ob_time_loop with ob_timing_normalize's options and ob_cache_flush, as in
+ * ob_time_loop with ob_timing_resolve's options and ob_cache_flush, as in
  * the runner. A baseline is a small vtable behind ob_baseline. */
 #ifndef OB_BASELINE_IMPL_H
 #define OB_BASELINE_IMPL_H

@@ -41,6 +41,16 @@ const char *ob_merr_str(int error_no) {
   return error_no >= 0 && error_no < OB_MERR_COUNT ? names[error_no] : "INVALID_ERROR_NO";
 }
 
+/* ---- timing options for a target ---------------------------------------------------- */
+
+ob_timing_opts ob_timing_resolve(const ob_timing_opts *o, const ob_target *t) {
+  /* The target's floor is a target fact; the host's (t NULL) until the
+   * target module supplies them. Kept out of timeloop.c, which knows no
+   * module but itself. */
+  (void)t;
+  return ob_timing_normalize(o, OB_TIMING_DEFAULT_FLOOR_MS);
+}
+
 /* ---- artifacts ------------------------------------------------------------------ */
 
 void ob_kernel_artifact_clear(ob_kernel_artifact *a) {

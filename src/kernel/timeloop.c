@@ -43,10 +43,8 @@ ob_timing_opts ob_timing_default(void) {
   return t;
 }
 
-ob_timing_opts ob_timing_normalize(const ob_timing_opts *o, const ob_target *t) {
-  /* The target's floor: the host's until the target module supplies facts. */
-  (void)t;
-  const double target_floor_ms = OB_TIMING_DEFAULT_FLOOR_MS;
+ob_timing_opts ob_timing_normalize(const ob_timing_opts *o, double target_floor_ms) {
+  if (!(target_floor_ms >= 0)) target_floor_ms = OB_TIMING_DEFAULT_FLOOR_MS;
   ob_timing_opts r = o ? *o : ob_timing_default();
   if (r.number < 0) r.number = 0;
   if (r.repeat < 1) r.repeat = OB_TIMING_DEFAULT_REPEAT;
@@ -187,7 +185,7 @@ static int one_repeat(const loop *L, int *number, double floor_s, double deadlin
 
 int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn call,
                  ob_time_flush_fn flush, void *user, ob_timing *out) {
-  ob_timing_opts o = ob_timing_normalize(o_in, NULL);
+  ob_timing_opts o = ob_timing_normalize(o_in, -1);
   o.clock = o_in ? o_in->clock : NULL;
   loop L = {&o, call, flush, user};
   memset(out, 0, sizeof *out);
