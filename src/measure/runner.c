@@ -369,8 +369,8 @@ static bool stop_worker(ob_runner *r, int *status) {
 }
 
 /* The worker's socket closed or failed: it is exiting. Reaps it (killing it
- * after 2 s) and says why it died. */
-static void worker_died(ob_runner *r, ob_run_result *res) {
+ * after 2 s) and says why it died. Returns the signal that ended it, or 0. */
+static int worker_died(ob_runner *r, ob_run_result *res) {
   int status = 0;
   pid_t w = 0;
   double until = ob_now_s() + 2.0;
@@ -394,6 +394,7 @@ static void worker_died(ob_runner *r, ob_run_result *res) {
              "worker exited with status %d (did the kernel call exit?)", WEXITSTATUS(status));
   else
     snprintf(res->message, sizeof res->message, "worker lost");
+  return w >= 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
@@ -582,20 +583,29 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
 
   req->fill(req->user, bufs);
 
-  /* Send; a worker that died between requests is restarted once. */
-  for (int attempt = 0;; attempt++) {
-    if (r->pid < 0 && (st = start_worker(r)) != OB_OK) goto out;
-    if (send_with_fd(r->sock, msg, len, r->memfd) == 0) break;
-    int e = errno, status;
-    stop_worker(r, &status);
-    if (attempt == 1) {
-      st = ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: cannot send to the worker: %s", strerror(e));
-      goto out;
-    }
-  }
-
+  /* Send; a worker that died between requests is restarted once. A
+   * SIGKILL from outside (no kernel crash raises it: the OOM killer, a user)
+   * can also land just before the request is read, and the message goes
+   * down with the worker: that too is sent once more to a new worker. */
   wire_rep rep;
-  int how = wait_reply(r, kill_at, &rep);
+  int how;
+  for (int resend = 0;; resend++) {
+    for (int attempt = 0;; attempt++) {
+      if (r->pid < 0 && (st = start_worker(r)) != OB_OK) goto out;
+      if (send_with_fd(r->sock, msg, len, r->memfd) == 0) break;
+      int e = errno, status;
+      stop_worker(r, &status);
+      if (attempt == 1) {
+        st = ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: cannot send to the worker: %s", strerror(e));
+        goto out;
+      }
+    }
+    how = wait_reply(r, kill_at, &rep);
+    if (how != WAIT_DEAD || resend == 1) break;
+    if (worker_died(r, res) != SIGKILL) goto out;
+    memset(res, 0, sizeof *res);
+    req->fill(req->user, bufs); /* as the first time */
+  }
   if (how != WAIT_OK) {
     reply_failed(r, how, timeout, res);
     goto out;
@@ -606,7 +616,7 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
     goto out;
   }
   if (rep.kind != W_RAN) {
-    worker_died(r, res); /* protocol error: start afresh */
+    (void)worker_died(r, res); /* protocol error: start afresh */
     goto out;
   }
   if (rep.code != 0) {
