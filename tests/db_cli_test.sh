@@ -157,7 +157,7 @@ bad "unknown action" "unknown action 'frobnicate'" frobnicate --db "$db"
 bad "best without a workload" "needs the workload" best --db "$db"
 bad "best of an operator without a shape" "needs the workload's --shape" best --op conv2d --db "$db"
 bad "unknown operator" "unknown operator 'conv9d'" stats --op conv9d --db "$db"
-bad "a setting with no records says how to widen" "try --host any --resources any" \
+bad "a setting with no records says how to widen" "try --host any --target any --resources any" \
   best "${W[@]}" --threads 2 --db "$db"
 bad "a workload with no records" "holds no record of" \
   best --op conv2d --shape N=1,C=8,H=8,W=8,K=8,R=3,S=3 --db "$db"

@@ -116,7 +116,7 @@ static bool ku_prepare(ku_env *e, ku_kernel *k, ob_sched *s, const char *name) {
   CHECK_MSG(st == OB_OK, "%s: ob_lower: %s: %s", name, ob_status_str(st), ob_ctx_errmsg(e->ctx));
   if (st) return false;
   k->nest = ob_lowered_str(k->low);
-  st = ob_codegen_c(e->ctx, k->low, name, &k->src);
+  st = ob_codegen_c(e->ctx, NULL, k->low, name, &k->src);
   CHECK_MSG(st == OB_OK, "%s: ob_codegen_c: %s", name, ob_ctx_errmsg(e->ctx));
   return st == OB_OK;
 }

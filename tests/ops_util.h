@@ -15,7 +15,7 @@
 static void ops_check_template(ob_ctx *ctx, ob_runner *runner, const ob_workload *wl, const char *tmpl,
                                int samples, uint64_t seed) {
   ob_task *t = NULL;
-  ob_status st = ob_task_new(ctx, wl, tmpl, &t);
+  ob_status st = ob_task_new(ctx, wl, tmpl, NULL, &t);
   CHECK_MSG(st == OB_OK, "%s %s: %s", wl->op, tmpl, ob_ctx_errmsg(ctx));
   if (st) return;
   const ob_space *sp = ob_task_space(t);

@@ -60,7 +60,7 @@ static double report(ob_baseline *b, const char *op, const char *shape, const ch
 int main(void) {
   CHECK(ob_ctx_new(&g_ctx) == OB_OK);
   ob_baseline *b = NULL;
-  ob_status st = ob_baseline_onednn_new(g_ctx, NULL, 1, &b);
+  ob_status st = ob_baseline_onednn_new(g_ctx, NULL, 1, NULL, &b);
   CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(g_ctx));
   if (st) return CHECK_DONE();
   CHECK(!strcmp(ob_baseline_name(b), "onednn"));
@@ -143,13 +143,13 @@ int main(void) {
 
   /* construction errors; two threads where there are two cores */
   ob_baseline *bad = NULL;
-  CHECK(ob_baseline_onednn_new(g_ctx, NULL, 0, &bad) == OB_ERR_INVALID_ARG && !bad);
-  CHECK(ob_baseline_onednn_new(g_ctx, (int[]){100000}, 1, &bad) == OB_ERR_INVALID_ARG && !bad);
+  CHECK(ob_baseline_onednn_new(g_ctx, NULL, 0, NULL, &bad) == OB_ERR_INVALID_ARG && !bad);
+  CHECK(ob_baseline_onednn_new(g_ctx, (int[]){100000}, 1, NULL, &bad) == OB_ERR_INVALID_ARG && !bad);
   CHECK(strstr(ob_ctx_errmsg(g_ctx), "core 100000") != NULL);
   ob_baseline_free(NULL);
   if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
     ob_baseline *b2 = NULL;
-    st = ob_baseline_onednn_new(g_ctx, NULL, 2, &b2);
+    st = ob_baseline_onednn_new(g_ctx, NULL, 2, NULL, &b2);
     CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(g_ctx));
     if (b2) {
       printf("baseline: %s\n", ob_baseline_describe(b2));

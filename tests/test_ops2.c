@@ -56,7 +56,7 @@ static void expect_refused(ob_ctx *ctx, const char *op, const char *shape, ob_st
   ob_workload wl;
   ob_task *t = NULL;
   ob_status st = ob_workload_parse(ctx, op, shape, &wl);
-  if (!st) st = ob_task_new(ctx, &wl, NULL, &t);
+  if (!st) st = ob_task_new(ctx, &wl, NULL, NULL, &t);
   CHECK_MSG(st == want && !t, "%s %s: got %d (%s), want %d", op, shape, st, ob_ctx_errmsg(ctx), want);
   CHECK_MSG(strstr(ob_ctx_errmsg(ctx), what) != NULL, "%s %s: message '%s' does not name '%s'", op, shape,
             ob_ctx_errmsg(ctx), what);
@@ -95,7 +95,7 @@ static void test_bad_input(ob_ctx *ctx) {
   CHECK(ob_workload_set(ctx, &wl, "stride", 2) == OB_OK && ob_workload_get(&wl, "stride_w") == 2);
   /* unknown template */
   ob_task *t = NULL;
-  CHECK(ob_task_new(ctx, &wl, "pool2d.cuda", &t) == OB_ERR_NOT_FOUND && !t);
+  CHECK(ob_task_new(ctx, &wl, "pool2d.cuda", NULL, &t) == OB_ERR_NOT_FOUND && !t);
   CHECK(strstr(ob_ctx_errmsg(ctx), "pool2d.x86") != NULL);
 }
 
@@ -128,7 +128,7 @@ static void test_keys_and_ir(ob_ctx *ctx) {
     ob_task *t = NULL;
     ob_lowered *f = NULL;
     CHECK(ob_workload_parse(ctx, k_ir[i].op, k_ir[i].shape, &wl) == OB_OK);
-    CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);
+    CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_OK);
     if (!t) continue;
     ob_config d = ob_task_default_config(t);
     CHECK(ob_task_lower(t, &d, &f) == OB_OK && f);

@@ -37,7 +37,7 @@ static ob_task *make_task(const char *op, const char *shape, int pad) {
   ob_task *t = NULL;
   OB_ASSERT(ob_workload_parse(ctx, op, shape, &wl) == OB_OK);
   if (pad) OB_ASSERT(ob_workload_set(ctx, &wl, "pad", pad) == OB_OK);
-  OB_ASSERT(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);
+  OB_ASSERT(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_OK);
   return t;
 }
 

@@ -27,10 +27,15 @@ typedef enum ob_merr {
 OB_API const char *ob_merr_str(int error_no);
 
 /* ---- builder --------------------------------------------------------------- */
+struct ob_target; /* target.h */
 typedef struct ob_build_opts {
-  const char *cc;        /* NULL: $OPBENCH_CC, else "cc" */
-  const char *flags;     /* NULL: "-O3 -march=native -mprefer-vector-width=512
-                            -fPIC -shared" */
+  const struct ob_target *target; /* what the kernels are for; NULL: the
+                            default target (ob_target_host). Gives the
+                            compiler and flags unless set below. */
+  const char *cc;        /* NULL: the target's ($OPBENCH_CC, else "cc", for a
+                            native target; e.g. aarch64-linux-gnu-gcc) */
+  const char *flags;     /* NULL: the target's, e.g. "-O3 -march=native
+                            -mprefer-vector-width=512 -fPIC -shared" */
   const char *cache_dir; /* NULL: $OPBENCH_CACHE, else $XDG_CACHE_HOME/opbench,
                             else $HOME/.cache/opbench, else /tmp/opbench-<uid> */
   double timeout_s;      /* <= 0: 10 s, as AutoTVM */

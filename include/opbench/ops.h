@@ -1,13 +1,15 @@
 /* ops: the operator library. A workload names an operator and its integer
  * attributes (shape, stride, padding, epilogue); the registry knows, per
  * operator, its compute declaration, naive reference and CPU schedule
- * templates. A task binds one workload to one template: it owns the config
- * space and the reference output, and turns any config into C source. */
+ * templates. A task binds one workload to one template for one target (its
+ * lanes and registers shape the config space): it owns the config space and
+ * the reference output, and turns any config into C source. */
 #ifndef OPBENCH_OPS_H
 #define OPBENCH_OPS_H
 
 #include "opbench/lower.h"
 #include "opbench/space.h"
+#include "opbench/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,11 +70,16 @@ OB_API bool ob_op_exists(const char *name);
 OB_API int ob_op_templates(const char *op, const char **names, int cap);
 
 typedef struct ob_task ob_task;
-/* tmpl NULL picks the operator's default template. */
-OB_API ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_task **out);
+/* tmpl NULL picks the operator's default template. target is borrowed and
+ * must outlive the task; NULL: the default target (ob_target_host), made
+ * and owned by the task. The space, fallback config and generated code are
+ * the target's: a config index means a config only with its target. */
+OB_API ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl,
+                             const ob_target *target, ob_task **out);
 OB_API void ob_task_free(ob_task *t);
 OB_API const ob_workload *ob_task_workload(const ob_task *t);
 OB_API const char *ob_task_template(const ob_task *t);
+OB_API const ob_target *ob_task_target(const ob_task *t);
 OB_API const ob_space *ob_task_space(const ob_task *t);
 OB_API ob_config ob_task_default_config(const ob_task *t);
 OB_API double ob_task_flops(const ob_task *t);

@@ -263,7 +263,7 @@ ob_status ob_bl_checker_init(ob_ctx *ctx, const ob_workload *wl, const ob_bl_pro
   ck->seed = seed;
   if (ob_op_exists(wl->op)) {
     ob_task *t = NULL;
-    if (ob_task_new(ctx, wl, NULL, &t) == OB_OK && task_matches(t, p)) {
+    if (ob_task_new(ctx, wl, NULL, NULL, &t) == OB_OK && task_matches(t, p)) {
       ck->task = t;
       return OB_OK;
     }

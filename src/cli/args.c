@@ -45,7 +45,7 @@ typedef enum flag_id {
   F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
-  F_TOP, F_COUNT
+  F_TOP, F_TARGET, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -97,6 +97,7 @@ static const flag_def flags[F_COUNT] = {
     [F_FORMAT] = {"--format", true, M_DB},
     [F_OUT] = {"--out", true, M_DB},
     [F_TOP] = {"--top", true, M_DB},
+    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -113,6 +114,9 @@ static const char measure_help[] =
     "  --build-timeout S    compile time limit of one variant, seconds (default 10)\n"
     "  --cc CC              C compiler (default $OPBENCH_CC, else cc)\n"
     "  --seed N             seed of the random inputs\n"
+    "  --target TEXT        what kernels are built for: llvm (the host's best ISA,\n"
+    "                       default; $OPBENCH_TARGET overrides), llvm -mcpu=CPU,\n"
+    "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu\n"
     "  --json               print one JSON object instead of text\n";
 
 static const char workload_help[] =
@@ -123,6 +127,10 @@ static const char workload_help[] =
     "  --dilation D|DH,DW   conv2d dilation\n"
     "  --epilogue LIST      fused elementwise ops, e.g. bias,relu\n"
     "  --template NAME      schedule template (default: the operator's first; see opbench ops)\n";
+
+static const char target_help[] =
+    "  --target TEXT        the target whose config space to show (default: the host's\n"
+    "                       best ISA; see opbench op --help)\n";
 
 void cli_usage(FILE *f, cli_cmd cmd) {
   switch (cmd) {
@@ -161,8 +169,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_SPACE:
     fprintf(f,
             "usage: opbench space <op> --shape TEXT [workload flags]\n"
-            "Prints the knobs of the template's config space, its size and the default config.\n\n%s",
-            workload_help);
+            "Prints the knobs of the template's config space, its size and the default config.\n"
+            "Spaces depend on the target (vector lanes, registers).\n\n%s%s",
+            workload_help, target_help);
     break;
   case CLI_CMD_OPS:
     fprintf(f, "usage: opbench ops\nLists the operators and their schedule templates.\n");
@@ -224,6 +233,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --threads N, --cores LIST   the resource setting the records were measured\n"
             "                       with, as opbench tune files them (default threads=1;cores=0)\n"
             "  --resources TEXT|any the resource setting as stored, or any\n"
+            "  --target TEXT|any    the target the records were built for (best/top: default\n"
+            "                       the default target, as opbench tune files them; else any)\n"
             "  --json               print JSON (best, top, stats)\n\n%s",
             workload_help);
     break;
@@ -312,6 +323,13 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->has_config_index = true;
     break;
   case F_SUITE: a->suite = v; break;
+  case F_TARGET:
+    if (!*v) {
+      cli_error("--target: empty target (expected e.g. llvm, c -isa=avx2)");
+      return false;
+    }
+    a->target = v;
+    break;
   case F_DRY_RUN: a->dry_run = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
@@ -558,7 +576,27 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   return true;
 }
 
-ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
+bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out) {
+  *out = NULL;
+  ob_status st = a->target ? ob_target_parse(ctx, a->target, out) : ob_target_host(ctx, out);
+  if (st) {
+    cli_error("%s%s", a->target ? "--target: " : "", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  if (!measure) return true;
+  /* with --cc the builder reports a missing compiler itself */
+  st = a->mo.build.cc ? OB_OK : ob_target_check_buildable(ctx, *out);
+  if (!st) st = ob_target_check_runnable(ctx, *out);
+  if (st) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    ob_target_free(*out);
+    *out = NULL;
+    return false;
+  }
+  return true;
+}
+
+ob_task *cli_task(ob_ctx *ctx, const cli_args *a, const ob_target *target) {
   ob_workload wl;
   ob_task *task = NULL;
   if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
@@ -566,7 +604,7 @@ ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     return NULL;
   }
-  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
+  if (ob_task_new(ctx, &wl, a->tmpl, target, &task) != OB_OK) {
     if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
     else cli_error("%s", ob_ctx_errmsg(ctx));
     return NULL;

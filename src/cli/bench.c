@@ -219,6 +219,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   int n = 0;
   ob_runner *runner = NULL;
   ob_baseline *base = NULL;
+  ob_target *target = NULL;
   cJSON *root = NULL;
   char *json = NULL;
   const char *file = a->suite;
@@ -235,6 +236,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
   if (!parse_suite(ctx, file, text, &es, &n)) goto done;
+  if (!cli_target(ctx, a, !a->dry_run, &target)) goto done;
 
   if (a->dry_run) {
     print_header();
@@ -245,7 +247,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   }
 
   for (int i = 0; i < n; i++) {
-    if (ob_task_new(ctx, &es[i].wl, NULL, &es[i].task) != OB_OK) {
+    if (ob_task_new(ctx, &es[i].wl, NULL, target, &es[i].task) != OB_OK) {
       cli_error("%s:%d: %s", file, es[i].line, ob_ctx_errmsg(ctx));
       goto done;
     }
@@ -255,7 +257,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
 
-  if (a->vs && ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, &base) != OB_OK) {
+  if (a->vs && ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, target, &base) != OB_OK) {
     cli_error("--vs onednn: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -281,7 +283,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         ob_task *tk = NULL;
         ob_search_result sr;
         ob_search_opts so = {.budget = a->search_budget, .seed = a->mo.seed + (uint64_t)i};
-        if (ob_task_new(ctx, &e->wl, names[t], &tk) != OB_OK) {
+        if (ob_task_new(ctx, &e->wl, names[t], target, &tk) != OB_OK) {
           cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
           goto done;
         }
@@ -320,9 +322,9 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     }
     if (wide && !a->json) {
       if (i == 0) {
-        printf("suite %s: %d workloads, %d thread(s), number %d, repeat %d, search %s, baseline %s%s%s\n",
-               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, a->mo.nthreads,
-               a->mo.timing.number, a->mo.timing.repeat, a->search_budget ? "on" : "off",
+        printf("suite %s: %d workloads, target %s, %d thread(s), number %d, repeat %d, search %s, baseline %s%s%s\n",
+               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
+               a->mo.nthreads, a->mo.timing.number, a->mo.timing.repeat, a->search_budget ? "on" : "off",
                base ? ob_baseline_describe(base) : "none", a->search_budget ? "" : "",
                "; GFLOPS columns, ratios = oneDNN time / opbench time");
         print_vs_header(base != NULL);
@@ -341,8 +343,8 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       /* The heading waits for the first result, so that a failure to measure
        * at all (no compiler) leaves stdout empty. */
       if (i == 0) {
-        printf("suite %s: %d workloads, default configs, %d thread(s), number %d, repeat %d\n",
-               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n,
+        printf("suite %s: %d workloads, default configs, target %s, %d thread(s), number %d, repeat %d\n",
+               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
                a->mo.nthreads, a->mo.timing.number, a->mo.timing.repeat);
         print_header();
       }
@@ -355,6 +357,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   if (a->json) {
     root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "suite", file);
+    cJSON_AddStringToObject(root, "target", ob_target_str(target));
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
     cJSON_AddNumberToObject(root, "number", a->mo.timing.number);
     cJSON_AddNumberToObject(root, "repeat", a->mo.timing.repeat);
@@ -444,5 +447,6 @@ done:
   free(text);
   ob_runner_free(runner);
   ob_baseline_free(base);
+  ob_target_free(target);
   return rc;
 }

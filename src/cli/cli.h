@@ -12,6 +12,7 @@
 #include "opbench/core.h"
 #include "opbench/measure.h"
 #include "opbench/ops.h"
+#include "opbench/target.h"
 #include "opbench/tune.h"
 
 #define OB_CLI_VERSION "0.1.0"
@@ -33,6 +34,7 @@ typedef struct cli_args {
   cli_cmd cmd;
   const char *op;          /* positional operator name (op, space) */
   const char *shape, *stride, *pad, *dilation, *epilogue, *tmpl;
+  const char *target;      /* --target TEXT (NULL: the default target) */
   const char *config_json; /* --config */
   bool has_config_index;
   uint64_t config_index;
@@ -83,9 +85,16 @@ ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const cha
                        const char *pad, const char *dilation, const char *epilogue,
                        bool flagstyle, ob_workload *out);
 
-/* The task of the workload flags (--op/--shape/... and --template); prints
- * the error and returns NULL on failure. */
-ob_task *cli_task(ob_ctx *ctx, const cli_args *a);
+/* The target of --target (else the default: $OPBENCH_TARGET or the host's
+ * best ISA) into *out (caller frees). `measure`: the command builds and
+ * runs kernels, so what is missing to build or run them here (compiler,
+ * sysroot, emulator, CPU features) is an error now, before anything is
+ * measured. Prints the error and returns false on failure. */
+bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out);
+
+/* The task of the workload flags (--op/--shape/... and --template) for
+ * `target` (borrowed); prints the error and returns NULL on failure. */
+ob_task *cli_task(ob_ctx *ctx, const cli_args *a, const ob_target *target);
 
 /* Parses a whole decimal integer in [lo, hi]; false if it is not one. */
 bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);

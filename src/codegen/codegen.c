@@ -12,6 +12,7 @@
 
 #include "opbench/codegen.h"
 #include "opbench/ir.h"
+#include "opbench/target.h"
 #include "te/te_impl.h"
 
 typedef struct cg {
@@ -30,6 +31,8 @@ typedef struct cg {
   int nlocals;
   int vec_lanes[8]; /* vector widths used, for typedefs */
   int nvec;
+  int native_lanes; /* float lanes of one vector register of the target */
+  int max_vecs;     /* vectors a register tile may hold: the target's registers */
 } cg;
 
 static void ind(cg *g, int d) { ob_str_appendf(g->out, "%*s", 2 * d, ""); }
@@ -594,11 +597,7 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
 }
 
 #define OB_UNROLL_MAX 64 /* longer unrolled loops stay loops under a pragma */
-/* float32 lanes of one vector register (AVX-512); wider vectorized loops are
- * split into pieces of this width */
-#define OB_NATIVE_LANES 16
 #define OB_STACK_BUF_MAX (256 * 1024) /* bytes; larger locals go to the heap */
-#define OB_PROMOTE_MAX_VECS 32           /* at most this many vector registers */
 
 /* Can buffer b be declared as an array of L-lane vectors? Every access in
  * a vectorized loop must be a whole aligned vector at a constant offset
@@ -658,7 +657,7 @@ static int promote_lanes(cg *g, const ob_buffer *b, ob_stmt *const *rest, int n)
   if (b->dtype != OB_F32) return 0;
   promo p = {b, 0};
   for (int i = 0; i < n; i++) promo_stmt(g, &p, rest[i], NULL, 0);
-  if (p.lanes <= 0 || b->numel % p.lanes || b->numel / p.lanes > OB_PROMOTE_MAX_VECS) return 0;
+  if (p.lanes <= 0 || b->numel % p.lanes || b->numel / p.lanes > g->max_vecs) return 0;
   note_lanes(g, p.lanes);
   return p.lanes;
 }
@@ -776,18 +775,18 @@ static ob_stmt *expand_unroll(cg *g, const ob_stmt *s) {
         c->seq[i] = expand_unroll(g, ob_stmt_subst(g->a, s->body, s->var, ob_e_int(g->a, i)));
       return c;
     }
-    if (s->ann == OB_IT_VECTORIZE && s->var->extent > OB_NATIVE_LANES &&
-        s->var->extent % OB_NATIVE_LANES == 0) {
-      /* wider than a register: native-width pieces (a 128-byte vector type
-       * would live in memory) */
-      int64_t n = s->var->extent / OB_NATIVE_LANES;
+    int L = g->native_lanes; /* the target's float lanes per register */
+    if (s->ann == OB_IT_VECTORIZE && s->var->extent > L && s->var->extent % L == 0) {
+      /* wider than a register: native-width pieces (a vector type wider
+       * than the registers would live in memory) */
+      int64_t n = s->var->extent / L;
       c = ob_stmt_new(g->a, OB_S_SEQ);
       c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n);
       c->nseq = (int)n;
       for (int64_t i = 0; i < n; i++) {
-        ob_ivar *v = ob_iv_new(g->a, s->var->name, OB_NATIVE_LANES, s->var->kind, s->var->id * 64 + (int)i);
+        ob_ivar *v = ob_iv_new(g->a, s->var->name, L, s->var->kind, s->var->id * 64 + (int)i);
         v->ann = OB_IT_VECTORIZE;
-        ob_expr *at = ob_e_bin(g->a, OB_ADD, ob_e_var(g->a, v), ob_e_int(g->a, i * OB_NATIVE_LANES));
+        ob_expr *at = ob_e_bin(g->a, OB_ADD, ob_e_var(g->a, v), ob_e_int(g->a, i * L));
         ob_stmt *f = ob_stmt_new(g->a, OB_S_FOR);
         f->var = v;
         f->ann = OB_IT_VECTORIZE;
@@ -829,11 +828,20 @@ static const char k_prelude[] =
     "#define OB_HMAX(x, L) ({ __typeof__(x) ob_h_ = (x); float ob_r_ = ob_h_[0]; "
     "for (int ob_l_ = 1; ob_l_ < (L); ++ob_l_) ob_r_ = ob_maxf(ob_r_, ob_h_[ob_l_]); ob_r_; })\n";
 
-ob_status ob_codegen_c(ob_ctx *ctx, const ob_lowered *f, const char *name, char **out) {
+ob_status ob_codegen_c(ob_ctx *ctx, const ob_target *target, const ob_lowered *f, const char *name,
+                       char **out) {
   for (const char *p = name; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "kernel name '%s' is not a C identifier", name);
-  cg g = {.ctx = ctx, .f = f, .name = name};
+  ob_target *own = NULL;
+  if (!target) {
+    ob_status st = ob_target_host(ctx, &own);
+    if (st) return st;
+    target = own;
+  }
+  const ob_target_facts *tf = ob_target_get_facts(target);
+  cg g = {.ctx = ctx, .f = f, .name = name, .native_lanes = tf->lanes_f32, .max_vecs = tf->vector_registers};
+  ob_target_free(own);
   g.a = ob_arena_new(64 * 1024);
   ob_str body = {0};
   g.out = &body;

@@ -64,25 +64,27 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_concat(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_concat(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   cat_p p = params(wl);
   int64_t hw = p.h * p.w, parts[4];
   int np = 0;
   for (int64_t k = 1; k <= 8 && k <= hw; k *= 2) parts[np++] = k;
-  ob_status st = ob_space_define_knob(sp, "vec", (int64_t[]){4, 8, 16, 32, 64}, 5);
+  int64_t vecs[8], lanes = ob_tmpl_lanes(tg);
+  ob_status st = ob_space_define_knob(sp, "vec", vecs, ob_tmpl_vec_choices(tg, vecs));
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){1, 2, 4}, 3);
   if (!st) st = ob_space_define_knob(sp, "hw_parts", parts, np);
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", hw >= 32 ? 32 : 16);
+  ob_config_set_knob(&c, "vec", hw >= 2 * lanes ? 2 * lanes : lanes); /* two registers */
   ob_config_set_knob(&c, "unroll", 1);
   ob_config_set_knob(&c, "hw_parts", p.n * (p.c1 + p.c2) < 8 && hw >= 64 ? 2 : 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_concat(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_concat(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   cat_p p = params(wl);
   int64_t hw = p.h * p.w; /* NCHW viewed as planes [N, C, H*W] */
   ob_tensor *a = ob_te_placeholder(te, "a", 3, (int64_t[]){p.n, p.c1, hw}, OB_F32);

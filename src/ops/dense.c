@@ -70,38 +70,42 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 }
 
 /* ---- template dense.x86 ---------------------------------------------------- */
+/* A tile of tile_y x tile_x partial sums, each vec_k lanes wide, within the
+ * target's accumulator budget. */
 static bool regblock_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t y[2], x[2];
   ob_config_split(cfg, "tile_y", y);
   ob_config_split(cfg, "tile_x", x);
-  return y[1] * x[1] <= 28;
+  return y[1] * x[1] * ob_tmpl_vectors(tg, ob_config_knob(cfg, "vec_k")) <= ob_tmpl_budget(tg);
 }
 
-static ob_status define_dense(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_dense(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N"), K = ob_workload_get(wl, "K");
-  int64_t vk[4];
-  int nvk = 0;
-  for (int64_t v = 4; v <= 16; v *= 2)
-    if (K % v == 0) vk[nvk++] = v;
+  int64_t vk[8], all[8];
+  int nvk = 0, na = ob_tmpl_vec_choices(tg, all);
+  for (int i = 0; i < na && all[i] <= ob_tmpl_lanes(tg); i++) /* up to one vector */
+    if (K % all[i] == 0) vk[nvk++] = all[i];
   if (!nvk) vk[nvk++] = 1; /* no vector split of K divides it: scalar reduction */
   ob_status st = ob_space_define_split(sp, "tile_y", M, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 8});
+  /* tile_x bounds a count of columns (each its own accumulator), not lanes */
   if (!st) st = ob_space_define_split(sp, "tile_x", N, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 16});
   if (!st) st = ob_space_define_knob(sp, "vec_k", vk, nvk);
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
   if (st) return st;
-  ob_space_set_filter(sp, regblock_ok, NULL);
+  ob_space_set_filter(sp, regblock_ok, (void *)tg); /* read only */
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_y", (int64_t[]){4}, 1);
   ob_config_set_split(&c, "tile_x", (int64_t[]){4}, 1);
-  ob_config_set_knob(&c, "vec_k", 16);
+  ob_config_set_knob(&c, "vec_k", ob_tmpl_lanes(tg));
   ob_config_set_knob(&c, "unroll", 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_dense(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_dense(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N"), K = ob_workload_get(wl, "K");
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);

@@ -109,21 +109,23 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_ew(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_ew(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t d[4];
   dims(wl, d);
-  ob_status st = ob_space_define_knob(sp, "vec", (int64_t[]){4, 8, 16, 32, 64}, 5);
+  int64_t vecs[8], lanes = ob_tmpl_lanes(tg);
+  ob_status st = ob_space_define_knob(sp, "vec", vecs, ob_tmpl_vec_choices(tg, vecs));
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){1, 2, 4}, 3);
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", d[2] * d[3] >= 32 ? 32 : 16);
+  ob_config_set_knob(&c, "vec", d[2] * d[3] >= 2 * lanes ? 2 * lanes : lanes); /* two registers */
   ob_config_set_knob(&c, "unroll", 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_ew(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[4];
   dims(wl, d);
   ew_kind k = kind_of(wl);

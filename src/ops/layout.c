@@ -68,20 +68,22 @@ static void reference(const ob_workload *wl, void *const *bufs) {
       }
 }
 
-static ob_status define_layout(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_layout(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   (void)wl;
+  int64_t lanes = ob_tmpl_lanes(tg);
   ob_status st = ob_space_define_knob(sp, "vec_axis", (int64_t[]){0, 1}, 2); /* 0: block, 1: w */
-  if (!st) st = ob_space_define_knob(sp, "vec_w", (int64_t[]){8, 16}, 2);
+  if (!st) st = ob_space_define_knob(sp, "vec_w", (int64_t[]){lanes / 2, lanes}, 2); /* half, one register */
   if (st) return st;
   ob_config c = ob_space_first(sp);
   ob_config_set_knob(&c, "vec_axis", to_blocked(wl) ? 1 : 0); /* contiguous reads */
-  ob_config_set_knob(&c, "vec_w", 16);
+  ob_config_set_knob(&c, "vec_w", lanes);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_layout(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_layout(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[5];
   dims(wl, d);
   int64_t cb = d[4], cc = d[1] / cb;

@@ -19,24 +19,28 @@ static mm_p params(const ob_workload *wl) {
   return p;
 }
 
+/* The register block (tile_y rows of nb/lanes vectors) plus one row of
+ * the packed B panel within the target's accumulator budget. */
 static bool pack_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t y[2], x[2];
   ob_config_split(cfg, "tile_y", y);
   ob_config_split(cfg, "tile_x", x);
-  return y[1] * ((x[1] + 15) / 16) <= 24;
+  return (y[1] + 1) * ob_tmpl_vectors(tg, x[1]) <= ob_tmpl_budget(tg);
 }
 
-ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   mm_p p = params(wl);
+  int64_t lanes = ob_tmpl_lanes(tg);
   int64_t cand[16];
   int nc = 0;
-  static const int64_t k_nb[] = {8, 16, 32, 48, 64};
-  for (size_t i = 0; i < sizeof k_nb / sizeof k_nb[0]; i++)
-    if (p.n % k_nb[i] == 0) {
+  /* panels of half a vector and of one to four vectors */
+  const int64_t nbs[] = {lanes / 2, lanes, 2 * lanes, 3 * lanes, 4 * lanes};
+  for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++)
+    if (nbs[i] > 1 && p.n % nbs[i] == 0) {
       cand[2 * nc] = -1;
-      cand[2 * nc + 1] = k_nb[i];
+      cand[2 * nc + 1] = nbs[i];
       nc++;
     }
   if (!nc) {
@@ -48,19 +52,23 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp
   if (!st) st = ob_space_define_split(sp, "tile_x", p.n, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = cand, .ncandidates = nc});
   if (!st) st = ob_space_define_split(sp, "tile_k", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (st) return st;
-  ob_space_set_filter(sp, pack_ok, NULL);
+  ob_space_set_filter(sp, pack_ok, (void *)tg); /* read only */
+  /* fallback: the widest panel of at most two vectors, 6 rows of two
+   * vectors or 8 of one, fewer where the budget is smaller */
   ob_config c = ob_space_first(sp);
   int64_t nb = 1;
   for (int i = 0; i < nc; i++)
-    if (cand[2 * i + 1] <= 32) nb = cand[2 * i + 1];
+    if (cand[2 * i + 1] <= 2 * lanes) nb = cand[2 * i + 1];
+  int64_t rows = nb >= 2 * lanes ? 6 : 8, most = ob_tmpl_budget(tg) / ob_tmpl_vectors(tg, nb) - 1;
   ob_config_set_split(&c, "tile_x", (int64_t[]){nb}, 1);
-  ob_config_set_split(&c, "tile_y", (int64_t[]){nb >= 32 ? 6 : 8}, 1);
+  ob_config_set_split(&c, "tile_y", (int64_t[]){rows < most ? rows : most}, 1);
   ob_config_set_split(&c, "tile_k", (int64_t[]){2}, 1);
   *dflt = c;
   return OB_OK;
 }
 
-ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   mm_p p = params(wl);
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);

@@ -6,17 +6,26 @@
 
 #include "opbench/ops.h"
 #include "opbench/schedule.h"
+#include "opbench/target.h"
 
 #define OB_ATTR_REQUIRED INT64_MIN
 #define OB_MAX_ARGS 8
 
+/* A template reads the target's facts (float lanes, vector registers, the
+ * accumulator budget) for everything that depends on the machine: vector
+ * widths, register blocks, the filter and the fallback config. No lane
+ * count or register budget is written into a template; the facts come
+ * from the target table (src/target/). The target outlives the task. */
 typedef struct ob_tmpl_def {
   const char *name;
-  /* Declares the knobs into `space` and sets *dflt to the fallback config. */
-  ob_status (*define)(ob_ctx *ctx, const ob_workload *wl, ob_space *space, ob_config *dflt);
+  /* Declares the knobs into `space` and sets *dflt to the fallback config.
+   * A filter may keep `tg` as its user pointer. */
+  ob_status (*define)(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *space,
+                      ob_config *dflt);
   /* Declares the compute in te (placeholders in argument order) and returns
    * its schedule with cfg applied. */
-  ob_status (*build)(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+  ob_status (*build)(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                     ob_sched **out);
   /* Optional, for kernels whose arguments use the template's own layout:
    * pack copies argument `arg` from the operator's layout into the kernel's,
    * unpack the other way. NULL: the layouts are the same. */
@@ -84,8 +93,8 @@ ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_
                           int64_t pb, int64_t pr);
 
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
-ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);
-ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt);
+ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 
@@ -129,6 +138,21 @@ int ob_epilogue_args(const ob_epilogue *e, int64_t chans, int64_t out_numel, ob_
 /* out[i] = epilogue(acc[i]) given the epilogue inputs (bias, residual). */
 void ob_epilogue_ref(const ob_epilogue *e, double *acc, int64_t numel, int64_t chans,
                      int64_t inner, const float *bias, const float *residual);
+
+/* ---- target facts as templates use them --------------------------------- */
+static inline int64_t ob_tmpl_lanes(const ob_target *tg) { return ob_target_get_facts(tg)->lanes_f32; }
+static inline int64_t ob_tmpl_budget(const ob_target *tg) { return ob_target_get_facts(tg)->accum_budget; }
+static inline int64_t ob_tmpl_registers(const ob_target *tg) {
+  return ob_target_get_facts(tg)->vector_registers;
+}
+/* Vectors of `lanes` float lanes needed for n floats. */
+static inline int64_t ob_tmpl_vectors(const ob_target *tg, int64_t n) {
+  return (n + ob_tmpl_lanes(tg) - 1) / ob_tmpl_lanes(tg);
+}
+/* Vector widths (float lanes) a template offers for a vectorized loop: the
+ * powers of two from 4 to four registers' worth (4, 8, ..., 4 x lanes).
+ * Returns the count; out needs room for 8. */
+int ob_tmpl_vec_choices(const ob_target *tg, int64_t *out);
 
 /* Shared helper: i-th argument pointer as float. */
 #define OB_F(bufs, i) ((float *)(bufs)[i])

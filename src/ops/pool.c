@@ -222,10 +222,11 @@ static ob_status declare(ob_te *te, const pool_p *p, pool_t *c) {
   return OB_OK;
 }
 
-static ob_status define_pool(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_pool(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   pool_p p = params(wl);
-  ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 32});
+  /* column tiles of up to two registers' worth */
+  ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 2 * ob_tmpl_lanes(tg)});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded(&p) ? 2 : 1);
@@ -245,7 +246,8 @@ static ob_status define_pool(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, o
   return OB_OK;
 }
 
-static ob_status build_pool(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_pool(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   pool_p p = params(wl);
   pool_t c;
   ob_status st = declare(te, &p, &c);
@@ -367,17 +369,17 @@ static void gap_reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_gap(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_gap(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t d[4];
   gap_dims(wl, d);
-  int64_t lanes[5];
-  int nl = ob_rowred_lane_choices(d[2] * d[3], lanes);
+  int64_t lanes[8];
+  int nl = ob_rowred_lane_choices(tg, d[2] * d[3], lanes);
   ob_status st = ob_space_define_knob(sp, "vec", lanes, nl);
   if (!st) st = ob_space_define_split(sp, "tile_nc", d[0] * d[1], &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 16});
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(d[2] * d[3], 32));
+  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(tg, d[2] * d[3]));
   ob_config_set_split(&c, "tile_nc", (int64_t[]){1}, 1);
   *dflt = c;
   return OB_OK;
@@ -392,7 +394,8 @@ static ob_expr *gap_elem(ob_te *te, ob_expr *const *rows, ob_expr *col, void *us
   return ob_te_load(te, u->x, 3, (ob_expr *[]){rows[0], rows[1], col});
 }
 
-static ob_status build_gap(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_gap(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[4], tnc[2], hw;
   gap_dims(wl, d);
   hw = d[2] * d[3];

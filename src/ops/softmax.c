@@ -57,19 +57,19 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 }
 
 /* ---- template softmax.x86 ------------------------------------------------------ */
-static ob_status define_softmax(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_softmax(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
-  int64_t lanes[5];
-  int nl = ob_rowred_lane_choices(N, lanes);
+  int64_t lanes[8];
+  int nl = ob_rowred_lane_choices(tg, N, lanes);
   ob_status st = ob_space_define_knob(sp, "vec", lanes, nl);
   if (!st) st = ob_space_define_split(sp, "tile_m", M, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 16});
   if (!st) st = ob_space_define_knob(sp, "stash_exp", (int64_t[]){0, 1}, 2);
   if (st) return st;
-  /* fallback: up to 32 lanes (two zmm per partial), a row per parallel
+  /* fallback: up to two registers of lanes per partial, a row per parallel
    * iteration, exp computed once (it is a libm call per lane) */
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(N, 32));
+  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(tg, N));
   ob_config_set_split(&c, "tile_m", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "stash_exp", 1);
   *dflt = c;
@@ -107,7 +107,8 @@ static ob_status row_nest(ob_sched *s, ob_stage *st, int64_t tm, int64_t lanes, 
   return r;
 }
 
-static ob_status build_softmax(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_softmax(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
   int64_t lanes = ob_config_knob(cfg, "vec"), tm[2];
   bool stash = ob_config_knob(cfg, "stash_exp");

@@ -40,7 +40,6 @@
 #define OB_TUNE_DEFAULT_BATCH 16
 #define OB_TUNE_MAX_BATCH 1024
 #define OB_TUNE_CONFIRM_TOP 5
-#define OB_TUNE_DEFAULT_TARGET "llvm -mcpu=native"
 
 ob_tune_opts ob_tune_opts_default(void) {
   ob_tune_opts o;
@@ -702,15 +701,17 @@ static ob_status setup_keys(loop *L) {
   snprintf(L->host, sizeof L->host, "%s", hp ? hp->fingerprint : "unknown");
   L->key = (ob_db_key){.host = L->host,
                        .workload = L->wl_key,
-                       .target = o->target ? o->target : OB_TUNE_DEFAULT_TARGET,
+                       .target = o->target ? o->target : ob_target_str(ob_task_target(L->task)),
                        .resources = L->resources,
                        .tmpl = ob_task_template(L->task)};
   if (!L->db) return OB_OK;
   /* the host row records the compiler the trials are built with; a missing
    * compiler is left to the builder to report per batch */
   char cc[128], ccver[128];
-  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &o->measure.build, cc, sizeof cc,
-                                                     ccver, sizeof ccver) == OB_OK;
+  ob_build_opts bo = o->measure.build;
+  bo.target = ob_task_target(L->task);
+  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &bo, cc, sizeof cc, ccver,
+                                                     sizeof ccver) == OB_OK;
   ob_ctx_clear_error(L->ctx);
   ob_status st = ob_db_put_host(L->db, hp, have_cc ? cc : NULL, have_cc ? ccver : NULL);
   if (!st) st = ob_workload_store(L->db, ob_task_workload(L->task));
@@ -732,6 +733,7 @@ static ob_status setup_pool(loop *L) {
   if (!p->w) return ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory");
   p->bopts = o->measure.build;
   p->bopts.jobs = 1;
+  p->bopts.target = ob_task_target(L->task); /* the code is generated for it */
   p->overlap = !o->no_overlap && nfree > 0;
   for (int c = 0; c < CPU_SETSIZE && p->nw < n; c++) {
     if (!CPU_ISSET(c, &allowed)) continue;
@@ -741,7 +743,8 @@ static ob_status setup_pool(loop *L) {
     w->on_meas = !CPU_ISSET(c, &fr);
     ob_status st = ob_ctx_new(&w->ctx);
     if (st) return ob_fail(L->ctx, st, "out of memory");
-    st = ob_task_new(w->ctx, ob_task_workload(L->task), ob_task_template(L->task), &w->task);
+    st = ob_task_new(w->ctx, ob_task_workload(L->task), ob_task_template(L->task),
+                     ob_task_target(L->task), &w->task);
     if (st) return ob_fail(L->ctx, st, "%s", ob_ctx_errmsg(w->ctx));
   }
   ob_log(L->ctx, OB_LOG_INFO, "tune %s: %d build worker(s); %s", L->wl_key, p->nw,
@@ -759,6 +762,10 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
                    opts->n_trial);
   if (!runner && !opts->measure_fn)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "tuning needs a runner (or a measure_fn)");
+  if (!opts->measure_fn) {
+    ob_status cs = ob_task_check_measurable(ctx, task);
+    if (cs) return cs;
+  }
   loop L;
   memset(&L, 0, sizeof L);
   L.ctx = ctx;

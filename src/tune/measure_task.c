@@ -33,6 +33,18 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
   rec->run_s = r->run_s;
 }
 
+ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task) {
+  const ob_target *t = ob_task_target(task);
+  ob_status st = ob_target_check_runnable(ctx, t);
+  if (st) return st;
+  if (!ob_target_get_facts(t)->native)
+    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "target '%s': its kernels run under an emulator, and this runner runs kernels "
+                   "natively only",
+                   ob_target_str(t));
+  return OB_OK;
+}
+
 typedef struct check_ctx {
   ob_task *task;
   const ob_config *cfg;
@@ -93,7 +105,8 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
 ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
                              const ob_measure_opts *opts, const ob_config *cfgs, int n,
                              ob_measure_result *out) {
-  ob_status st = OB_OK;
+  ob_status st = ob_task_check_measurable(ctx, task);
+  if (st) return st;
   char **src = calloc((size_t)n, sizeof *src), **names = calloc((size_t)n, sizeof *names);
   ob_build_input *in = calloc((size_t)n, sizeof *in);
   ob_build_result *br = calloc((size_t)n, sizeof *br);
@@ -116,7 +129,9 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
     slot[nb++] = i;
   }
   if (nb) {
-    st = ob_build_batch(ctx, &opts->build, in, nb, br);
+    ob_build_opts bo = opts->build;
+    bo.target = ob_task_target(task); /* the code was generated for it */
+    st = ob_build_batch(ctx, &bo, in, nb, br);
     if (st) goto done;
   }
   for (int b = 0; b < nb; b++) {

@@ -677,7 +677,7 @@ static void collect(xgb *t, const ob_db_records *recs, ob_feature_kind kind, int
     if (!strcmp(r0->workload, own_key)) {
       task = t->task;
     } else if (workload_of(t->ctx, own->op, r0->attrs, &wl) &&
-               ob_task_new(t->ctx, &wl, ob_task_template(t->task), &task)) {
+               ob_task_new(t->ctx, &wl, ob_task_template(t->task), ob_task_target(t->task), &task)) {
       ob_ctx_clear_error(t->ctx);
       task = NULL;
     }
@@ -705,6 +705,7 @@ static ob_status load_transfer(xgb *t, const char *path) {
   memset(&f, 0, sizeof f);
   f.op = own->op;
   f.key.tmpl = tmpl;
+  f.key.target = ob_target_str(ob_task_target(t->task)); /* configs index this target's spaces */
   f.order = OB_DB_ORDER_KEY;
   st = ob_db_query(db, &f, &recs);
   if (st) goto skip;
