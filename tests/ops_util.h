@@ -1,6 +1,7 @@
 /* ops_util.h: what the operator tests share: measuring the default config
- * and a random sample of a template's config space for one workload, each
- * checked against the operator's reference (error 0, GFLOPS > 0). */
+ * and a random sample of a template's config space for one workload and a
+ * target (NULL: the default), each checked against the operator's
+ * reference (error 0, GFLOPS > 0). */
 #ifndef OB_TESTS_OPS_UTIL_H
 #define OB_TESTS_OPS_UTIL_H
 #include <stdlib.h>
@@ -12,10 +13,10 @@
 
 #define OPS_MAX_SAMPLES 32
 
-static void ops_check_template(ob_ctx *ctx, ob_runner *runner, const ob_workload *wl, const char *tmpl,
-                               int samples, uint64_t seed) {
+static void ops_check_template(ob_ctx *ctx, ob_runner *runner, const ob_target *target,
+                               const ob_workload *wl, const char *tmpl, int samples, uint64_t seed) {
   ob_task *t = NULL;
-  ob_status st = ob_task_new(ctx, wl, tmpl, NULL, &t);
+  ob_status st = ob_task_new(ctx, wl, tmpl, target, &t);
   CHECK_MSG(st == OB_OK, "%s %s: %s", wl->op, tmpl, ob_ctx_errmsg(ctx));
   if (st) return;
   const ob_space *sp = ob_task_space(t);
@@ -40,19 +41,19 @@ static void ops_check_template(ob_ctx *ctx, ob_runner *runner, const ob_workload
   ob_workload_key(wl, key, sizeof key);
   for (int i = 0; st == OB_OK && i < n; i++) {
     char *cs = ob_config_str(&cfgs[i]);
-    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s %s [%s]: error %d: %s", key, tmpl, cs,
-              res[i].error_no, res[i].message);
+    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s %s [%s] for %s: error %d: %s", key, tmpl,
+              cs, ob_target_str(ob_task_target(t)), res[i].error_no, res[i].message);
     free(cs);
   }
   ob_task_free(t);
 }
 
 /* Every template of the workload's operator. */
-static void ops_check_all_templates(ob_ctx *ctx, ob_runner *runner, const ob_workload *wl, int samples,
-                                    uint64_t seed) {
+static void ops_check_all_templates(ob_ctx *ctx, ob_runner *runner, const ob_target *target,
+                                    const ob_workload *wl, int samples, uint64_t seed) {
   const char *names[8];
   int n = ob_op_templates(wl->op, names, 8);
   CHECK_MSG(n >= 1, "%s has no template", wl->op);
-  for (int i = 0; i < n && i < 8; i++) ops_check_template(ctx, runner, wl, names[i], samples, seed);
+  for (int i = 0; i < n && i < 8; i++) ops_check_template(ctx, runner, target, wl, names[i], samples, seed);
 }
 #endif

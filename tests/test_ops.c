@@ -55,7 +55,7 @@ static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   if (!st && c->dil) st = ob_workload_set(ctx, &wl, "dilation", c->dil);
   if (!st) st = ob_workload_set_epilogue(ctx, &wl, c->epi);
   CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
-  if (!st) ops_check_all_templates(ctx, runner, &wl, c->samples, (uint64_t)c->samples * 977 + strlen(c->shape));
+  if (!st) ops_check_all_templates(ctx, runner, NULL, &wl, c->samples, (uint64_t)c->samples * 977 + strlen(c->shape));
 }
 
 static void test_bad_input(ob_ctx *ctx) {

@@ -48,7 +48,7 @@ static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   ob_workload wl;
   ob_status st = ob_workload_parse(ctx, c->op, c->shape, &wl);
   CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
-  if (!st) ops_check_all_templates(ctx, runner, &wl, c->samples, (uint64_t)c->samples * 131 + strlen(c->shape));
+  if (!st) ops_check_all_templates(ctx, runner, NULL, &wl, c->samples, (uint64_t)c->samples * 131 + strlen(c->shape));
 }
 
 /* ob_task_new's status for op/shape; the message must name `what`. */

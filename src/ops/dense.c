@@ -95,11 +95,19 @@ static ob_status define_dense(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
   if (st) return st;
   ob_space_set_filter(sp, regblock_ok, (void *)tg); /* read only */
+  /* fallback: 4 x 4 partial sums of a vector each, fewer columns where the
+   * accumulator budget (or the factors of M and N) asks for it */
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_y", (int64_t[]){4}, 1);
-  ob_config_set_split(&c, "tile_x", (int64_t[]){4}, 1);
   ob_config_set_knob(&c, "vec_k", ob_tmpl_lanes(tg));
   ob_config_set_knob(&c, "unroll", 1);
+  int64_t y[2], x[2], per = ob_tmpl_vectors(tg, ob_config_knob(&c, "vec_k"));
+  ob_config_split(&c, "tile_y", y);
+  for (int64_t want = 4; want >= 1; want--) {
+    ob_config_set_split(&c, "tile_x", (int64_t[]){want}, 1);
+    ob_config_split(&c, "tile_x", x);
+    if (y[1] * x[1] * per <= ob_tmpl_budget(tg)) break;
+  }
   *dflt = c;
   return OB_OK;
 }
