@@ -208,7 +208,7 @@ with OPBENCH_TARGET="c -isa=scalar" -- json_check "\$OPBENCH_TARGET picks the de
 good "op --print-source --target c -isa=avx2: 8-lane vectors" 'vector_size\(32\)' \
   op conv2d $CONV --pad 1 --target "c -isa=avx2" --print-source
 good "space --target c -isa=avx2: the target's facts" \
-  '^target +c -isa=avx2 \(avx2: 8 float lanes, 16 vector registers, 12 for accumulators\)' \
+  '^target +c -isa=avx2 \(avx2: 8 float lanes, 16 vector registers, 14 for accumulators\)' \
   space conv2d $CONV --pad 1 --target "c -isa=avx2"
 with OPBENCH_AARCH64_CC=/nonexistent/gcc OPBENCH_AARCH64_QEMU=/nonexistent/qemu -- \
   good "space of a cross target needs no tools" '^target +c -isa=neon' space conv2d $CONV --target "$NEON"

@@ -51,8 +51,9 @@ typedef struct ob_target_facts {
   int lanes_f32;           /* float32 lanes per vector register */
   int vector_registers;    /* architectural vector registers: 32 zmm, 16 ymm, 32 NEON v */
   int accum_budget;        /* vector registers a template may fill with accumulators:
-                              the registers minus 4 kept for operands (a broadcast,
-                              weight vectors, addresses and tails) */
+                              the registers minus those kept for operands (a
+                              broadcast, weight vectors, addresses): 28 of 32 zmm,
+                              14 of 16 ymm, 28 of 32 NEON v */
   int64_t l1d_bytes, l2_bytes, l3_bytes; /* hwloc for the host; the table's for cross */
   int ncores;              /* physical cores (the host's; the table's for cross) */
   bool native;             /* kernels run directly on this host */

@@ -300,15 +300,15 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback as AutoTVM's: a vector of output channels, a register block of
-   * up to half the accumulator budget in columns that divides the output
+   * up to 14 columns (within the accumulator budget) that divides the output
    * width, ic_bn up to a vector's lanes */
-  int64_t owb = 1;
-  for (int64_t b = budget / 2; b >= 1; b--)
+  int64_t owb = 1, most = budget < 14 ? budget : 14;
+  for (int64_t b = most; b >= 1; b--)
     if (p.ow % b == 0) {
       owb = b;
       break;
     }
-  if (owb < 4 && p.ow >= 8) owb = 8; /* prime widths: a tail beats 1-wide blocks */
+  if (owb < 4 && p.ow >= 8) owb = most < 8 ? most : 8; /* prime widths: a tail beats 1-wide blocks */
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_ic", (int64_t[]){lanes}, 1);
   ob_config_set_split(&c, "tile_oc", (int64_t[]){lanes}, 1);

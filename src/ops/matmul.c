@@ -59,9 +59,13 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
   int64_t nb = 1;
   for (int i = 0; i < nc; i++)
     if (cand[2 * i + 1] <= 2 * lanes) nb = cand[2 * i + 1];
-  int64_t rows = nb >= 2 * lanes ? 6 : 8, most = ob_tmpl_budget(tg) / ob_tmpl_vectors(tg, nb) - 1;
   ob_config_set_split(&c, "tile_x", (int64_t[]){nb}, 1);
-  ob_config_set_split(&c, "tile_y", (int64_t[]){rows < most ? rows : most}, 1);
+  for (int64_t want = nb >= 2 * lanes ? 6 : 8; want >= 1; want--) {
+    int64_t y[2]; /* the row count M's splits allow nearest to want */
+    ob_config_set_split(&c, "tile_y", (int64_t[]){want}, 1);
+    ob_config_split(&c, "tile_y", y);
+    if ((y[1] + 1) * ob_tmpl_vectors(tg, nb) <= ob_tmpl_budget(tg)) break;
+  }
   ob_config_set_split(&c, "tile_k", (int64_t[]){2}, 1);
   *dflt = c;
   return OB_OK;
