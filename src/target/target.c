@@ -28,8 +28,9 @@ typedef struct isa_row {
   const char *portable_flags; /* built elsewhere: a host without them, or cross */
 } isa_row;
 
-/* -march=native keeps the host's tuning; -mprefer-vector-width makes GCC's
- * own vectorizer use the ISA's width (generated code is explicit anyway).
+/* -march=native keeps the host's tuning; -mprefer-vector-width=512 because
+ * GCC tunes some CPUs (znver*) for 256-bit vectors and would split the
+ * kernels' 64-byte vector-extension types into ymm halves.
  * AVX2 on an AVX-512 host switches AVX-512 off entirely (-mno-avx512f takes
  * every AVX-512 extension with it).
  * Reserved registers: AVX-512 and NEON keep 4 of 32 (a broadcast, weight
