@@ -84,6 +84,9 @@ double ob_db_unix_now(void);
 /* "host H, workload W, target 'T', resources 'R', template X, config I" */
 void ob_db_describe(const ob_db_record *rec, char *out, size_t cap);
 
+/* OB_OK when ob_db_put_locked would accept the record's fields; else
+ * OB_ERR_INVALID_ARG saying what is wrong with it. Writes nothing. */
+OB_NODISCARD ob_status ob_db_record_check(ob_db *db, const ob_db_record *rec);
 /* Stores one record inside an open transaction (no begin/commit). */
 ob_status ob_db_put_locked(ob_db *db, const ob_db_record *rec, unsigned flags, bool *stored);
 /* Inside a transaction: the workload row, keeping non-empty existing facts
@@ -98,14 +101,16 @@ ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
 typedef ob_status (*ob_db_visit_fn)(void *user, const ob_db_record *rec);
 ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void *user);
 
-/* Opens `path` for an export ("-": stdout) through a temporary file that
- * ob_db_out_close renames into place on success (or removes on failure). */
+/* Opens `path` for an export ("-": stdout) as ob_out_open does, with the
+ * database (and its -wal, -shm, -journal files) as the inputs it refuses to
+ * write over; ob_db_out_close renames into place on success (or removes the
+ * temporary file on failure). */
 typedef struct ob_db_out {
   FILE *f;
-  char *path, *tmp;
+  ob_out out;
 } ob_db_out;
-ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o);
-ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok);
+OB_NODISCARD ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o);
+OB_NODISCARD ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok);
 
 /* Normalises a config entity (a JSON list, or an object with "entity") to
  * the compact list text; malloc'd into *out. OB_ERR_PARSE otherwise. */
