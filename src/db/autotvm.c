@@ -320,6 +320,13 @@ static bool parse_line(const cJSON *root, log_line *l, char *why, size_t cap) {
     snprintf(why, cap, "'result' must be [costs, error_no, all_cost, timestamp]");
     return false;
   }
+  /* cJSON reads 1e999 as infinity: such a line would store a record that
+   * exports as null and never reads back */
+  if (!isfinite(all->valuedouble) || !isfinite(ts->valuedouble)) {
+    snprintf(why, cap, "'result' has a %s that is not a finite number",
+             isfinite(all->valuedouble) ? "timestamp" : "all_cost");
+    return false;
+  }
   if (error_no == 0) {
     int n = cJSON_GetArraySize(costs);
     if (n == 0) {
@@ -730,8 +737,8 @@ static ob_status export_row(void *user, const ob_db_record *r) {
   cJSON_AddItemToArray(res, costs);
   cJSON_AddItemToArray(res, cJSON_CreateNumber(r->error_no));
   double all = (isfinite(r->build_s) ? r->build_s : 0) + (isfinite(r->run_s) ? r->run_s : 0);
-  cJSON_AddItemToArray(res, num_json(all));
-  cJSON_AddItemToArray(res, num_json(r->timestamp));
+  cJSON_AddItemToArray(res, num_json(isfinite(all) ? all : 0));
+  cJSON_AddItemToArray(res, num_json(isfinite(r->timestamp) ? r->timestamp : 0));
   cJSON_AddNumberToObject(root, "version", 0.2);
   cJSON_AddStringToObject(root, "tvm_version", "opbench");
 
