@@ -350,6 +350,7 @@ static ob_status inspect(ob_db *db, int64_t *nobjects, long *version) {
   if (ver > OB_DB_SCHEMA_VERSION) return OB_OK; /* refused by the caller, with its version */
   /* Every table of the schema: one dropped by hand or lost to damage would
    * otherwise surface halfway through a run, after the work it costs. */
+  /* (confirmed is created when first needed, so it may be missing) */
   static const char *const k_tables[] = {"meta",    "hosts", "workloads", "configs",
                                          "measurements", "measurements_history"};
   for (size_t i = 0; i < sizeof k_tables / sizeof k_tables[0]; i++) {

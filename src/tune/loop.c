@@ -269,6 +269,7 @@ typedef struct loop {
   double cur_gflops;
   bool reported;       /* a progress line was printed */
   int reported_trials; /* its trial count */
+  FILE *log_stream;    /* --log as a pipe or device, opened before the first trial */
 } loop;
 
 static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
@@ -636,6 +637,18 @@ static ob_status file_line_hashes(ob_ctx *ctx, const char *path, uint64_t **out,
   return OB_OK;
 }
 
+/* fopen(path, "a") that fails (ENXIO) instead of waiting when the path is
+ * a FIFO nobody reads. */
+static FILE *open_append(const char *path) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0) return NULL;
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "a");
+  if (!f) close(fd);
+  return f;
+}
+
 /* Refuses, before any trial is run, a --log that cannot be one: a
  * directory, a block device or socket, the database itself or one of its
  * SQLite side files (appending JSON to them would corrupt every record). */
@@ -661,6 +674,12 @@ static ob_status check_log(loop *L) {
                        path, side);
     }
   }
+  /* A pipe is opened now, and kept: a FIFO nobody reads is an error before
+   * the run rather than after it (and probing it by opening and closing
+   * would hand its reader an end of file). */
+  if (kind == OB_FILE_STREAM && !(L->log_stream = open_append(path)))
+    return ob_fail(L->ctx, OB_ERR_IO, "cannot write log '%s': %s", path,
+                   errno == ENXIO ? "no process reads that pipe" : strerror(errno));
   return OB_OK;
 }
 
@@ -670,18 +689,6 @@ static ob_status entity_of(void *user, const ob_db_record *rec, char **json) {
   *json = NULL;
   if (ob_space_get(NULL, ob_task_space(L->task), rec->config_index, &c) != OB_OK) return OB_OK;
   return ob_config_to_json(L->ctx, &c, json);
-}
-
-/* fopen(path, "a") that fails (ENXIO) instead of waiting when the path is
- * a FIFO nobody reads. */
-static FILE *open_append(const char *path) {
-  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
-  if (fd < 0) return NULL;
-  int fl = fcntl(fd, F_GETFL);
-  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-  FILE *f = fdopen(fd, "a");
-  if (!f) close(fd);
-  return f;
 }
 
 /* Appends the AutoTVM lines of the task's records that the log does not
@@ -703,7 +710,11 @@ static ob_status append_log(loop *L) {
   ob_status st = ob_db_export_autotvm(L->db, &f, tmp, entity_of, L, NULL);
   if (!st) st = file_line_hashes(L->ctx, path, &have, &nhave, &ends_nl, &empty);
   if (st) goto done;
-  if (!(in = fopen(tmp, "r")) || !(out = open_append(path))) {
+  if (L->log_stream) { /* a pipe or device: written as it is, kept open */
+    out = L->log_stream;
+    L->log_stream = NULL;
+  }
+  if (!(in = fopen(tmp, "r")) || !(out || (out = open_append(path)))) {
     st = errno == ENXIO ? ob_fail(L->ctx, OB_ERR_IO, "cannot write log '%s': no process reads that pipe", path)
                         : ob_fail(L->ctx, OB_ERR_IO, "cannot open log '%s': %s", in ? path : tmp, strerror(errno));
     goto done;
@@ -877,5 +888,6 @@ done:
   batch_free(&bufs[1]);
   pool_free(&L.pool);
   free(L.trials);
+  if (L.log_stream) fclose(L.log_stream);
   return st;
 }
