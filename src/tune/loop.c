@@ -605,7 +605,14 @@ static ob_status file_line_hashes(ob_ctx *ctx, const char *path, uint64_t **out,
   char *line;
   size_t l, cap = 0;
   uint64_t *v = NULL;
-  while (!(st = ob_lines_next(in, &line, &l)) && line) {
+  for (;;) {
+    st = ob_lines_next(in, &line, &l);
+    if (st == OB_ERR_PARSE) { /* over the line limit: no exported line is that long */
+      ob_ctx_clear_error(ctx);
+      *empty = false;
+      continue;
+    }
+    if (st || !line) break;
     *empty = false;
     if (*n == cap) {
       cap = cap ? cap * 2 : 1024;
