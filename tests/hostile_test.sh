@@ -184,6 +184,8 @@ bad "db import /dev/zero (was 3.4 GB in 7 s)" "/dev/zero:1: a NUL byte: not a te
   db import /dev/zero --db "$db"
 bad "db import /dev/urandom" "/dev/urandom:[0-9]+: a NUL byte: not a text file" \
   db import /dev/urandom --db "$db"
+bad "db import the database itself" "a NUL byte: not a text file" db import "$db" --db "$db"
+bad "--suite the database" "a NUL byte: not a text file" bench --suite "$db" --dry-run
 bad "db import a directory" "cannot read AutoTVM log '$tmp': it is a directory" \
   db import "$tmp" --db "$db"
 printf '%s\n' "$(head -c 2000000 /dev/zero | tr '\0' 'x')" >"$tmp/longline.json"
