@@ -11,12 +11,16 @@
 #include <string.h>
 
 int cli_error(const char *fmt, ...) {
+  /* One line whatever the message holds: a file name with a newline, a
+   * library's multi-line text. Control characters become spaces. */
+  char msg[4096];
   va_list ap;
   va_start(ap, fmt);
-  fputs("opbench: error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+  fprintf(stderr, "opbench: error: %s\n", msg);
   return OB_CLI_EXIT_ERROR;
 }
 
@@ -244,7 +248,7 @@ bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out) {
   return true;
 }
 
-static bool parse_u64(const char *text, uint64_t *out) {
+static OB_NODISCARD bool parse_u64(const char *text, uint64_t *out) {
   if (!text || *text < '0' || *text > '9') return false; /* strtoull takes "-1" */
   char *end = NULL;
   errno = 0;
@@ -254,7 +258,7 @@ static bool parse_u64(const char *text, uint64_t *out) {
   return true;
 }
 
-static bool parse_double(const char *text, double lo, double hi, double *out) {
+static OB_NODISCARD bool parse_double(const char *text, double lo, double hi, double *out) {
   if (!text || !*text) return false;
   char *end = NULL;
   errno = 0;
@@ -264,7 +268,7 @@ static bool parse_double(const char *text, double lo, double hi, double *out) {
   return true;
 }
 
-static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
+static OB_NODISCARD bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
   int64_t v;
   if (!cli_parse_i64(text, lo, hi, &v)) {
     cli_error("%s: bad value '%s' (expected an integer from %lld to %lld)", flag, text,
@@ -275,7 +279,7 @@ static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi,
   return true;
 }
 
-static bool double_flag(const char *flag, const char *text, double lo, double hi,
+static OB_NODISCARD bool double_flag(const char *flag, const char *text, double lo, double hi,
                         double *out) {
   if (!parse_double(text, lo, hi, out)) {
     cli_error("%s: bad value '%s' (expected a number from %g to %g)", flag, text, lo, hi);
@@ -577,7 +581,7 @@ ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
 /* ---- workload from text ------------------------------------------------------ */
 
 /* Splits "1,2,3" into at most cap integers. Returns the count, 0 if malformed. */
-static int parse_list(const char *text, int64_t *vals, int cap) {
+static OB_NODISCARD int parse_list(const char *text, int64_t *vals, int cap) {
   char buf[128];
   if (!text || strlen(text) >= sizeof buf) return 0;
   strcpy(buf, text);

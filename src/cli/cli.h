@@ -88,7 +88,7 @@ ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const cha
 ob_task *cli_task(ob_ctx *ctx, const cli_args *a);
 
 /* Parses a whole decimal integer in [lo, hi]; false if it is not one. */
-bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);
+OB_NODISCARD bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);
 
 /* Subcommands; each returns the process exit status. */
 int cli_cmd_op(ob_ctx *ctx, const cli_args *a);
@@ -97,6 +97,30 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_db(ob_ctx *ctx, const cli_args *a);
+
+/* ---- suite files (suite.c) ------------------------------------------------ */
+#define CLI_SUITE_MAX_BYTES (16 << 20) /* bytes of a suite file */
+#define CLI_SUITE_MAX_LINE 65536       /* bytes of one line */
+#define CLI_SUITE_MAX_LINES 1000000    /* lines, comments included */
+#define CLI_SUITE_MAX_WORKLOADS 10000  /* workload lines */
+
+/* One workload line of a suite: `op shape [stride pad] count`. */
+typedef struct cli_suite_entry {
+  int line;
+  char op[32];
+  char shape[128];
+  char stride[24], pad[24]; /* "" when the line gives none */
+  int64_t count;
+  ob_workload wl;
+} cli_suite_entry;
+
+/* Parses suite text (modified in place) into *out (malloc'd, *n entries).
+ * Prints "opbench: error: FILE:LINE: ..." and returns false on the first
+ * malformed line, or when the suite lists nothing or too much. */
+bool cli_suite_parse(ob_ctx *ctx, const char *file, char *text, cli_suite_entry **out, int *n);
+/* Reads and parses suite `file` ("resnet18": the built-in suite) within the
+ * limits above; errors as cli_suite_parse, for unreadable files too. */
+bool cli_suite_read(ob_ctx *ctx, const char *file, cli_suite_entry **out, int *n);
 
 /* The built-in suite "resnet18" (suite_resnet18.c). */
 extern const char cli_suite_resnet18[];
