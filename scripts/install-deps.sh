@@ -4,7 +4,7 @@
 # not run as root. python3 is only for the CLI test's JSON check.
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler python3"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3"
 
 missing=()
 for p in $PACKAGES; do
