@@ -78,7 +78,9 @@ static ob_status build_zoo(ob_ctx *ctx, const ob_model_opts *o, const char *sour
   if (!strcmp(source, "simple") && (!name || !*name)) name = "simple";
   const zoo_entry *e = NULL;
   for (int i = 0; i < NZOO && !e; i++)
-    if (!strcmp(k_zoo[i].info.source, source) && name && !strcasecmp(k_zoo[i].info.name, name)) e = &k_zoo[i];
+    if ((!strcmp(k_zoo[i].info.source, source) || (!strcmp(source, "local") && !strcmp(k_zoo[i].info.source, "simple"))) &&
+        name && !strcasecmp(k_zoo[i].info.name, name))
+      e = &k_zoo[i];
   if (!e) return unknown_name(ctx, source, name);
   zoo_args a = {o->batch, o->seqlen ? o->seqlen : e->seqlen, o->input_size ? o->input_size : e->size,
                 o->hidden ? o->hidden : e->hidden};
