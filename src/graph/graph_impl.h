@@ -128,6 +128,8 @@ int ob_gnode_workloads(ob_ctx *ctx, const ob_graph *g, const gnode *n, ob_worklo
                        int cap);
 
 /* ---- ONNX ------------------------------------------------------------------------- */
+/* doc_string of initializers that are buffers, not trained parameters. */
+#define OB_ONNX_BUFFER_DOC "opbench: buffer"
 /* The IR dtype of an ONNX TensorProto data type (ops.c); *ok false if none. */
 ob_dtype ob_onnx_dtype(int64_t code, bool *ok);
 

@@ -276,7 +276,12 @@ ob_status ob_onnx_export_buffer(ob_ctx *ctx, const ob_graph *g, void **out, size
   for (int i = 0; i < g->noutputs; i++) used[g->outputs[i]] = true;
   for (int i = 0; i < g->nt; i++) {
     const gtensor *t = g->t[i];
-    if (t->kind == OB_GT_CONST && used[i]) add_init(&e, tensor_proto(&e, t->name, t->dtype, t->ndim, t->dims, t->data, ob_gt_bytes(t)));
+    if (t->kind != OB_GT_CONST || !used[i]) continue;
+    Onnx__TensorProto *tp = tensor_proto(&e, t->name, t->dtype, t->ndim, t->dims, t->data, ob_gt_bytes(t));
+    /* ONNX has no parameter/buffer distinction: say it, so that a round trip
+     * counts the same parameters */
+    if (t->dtype == OB_F32 && !t->is_param) tp->doc_string = xstr(&e, OB_ONNX_BUFFER_DOC);
+    add_init(&e, tp);
   }
   free(used);
   for (int i = 0; i < g->nn; i++)

@@ -143,7 +143,8 @@ static ob_status add_tensor(imp *m, const Onnx__TensorProto *t, const char *name
       return ob_fail(m->ctx, OB_ERR_PARSE, "%s: tensor '%s' holds %zu values, its shape needs %lld", m->file, tname, have,
                      (long long)numel);
   }
-  st = ob_graph_add_const(m->g, tname, dt, nd, dims, NULL, dt == OB_F32, id);
+  bool param = dt == OB_F32 && nd > 0 && !(t->doc_string && !strcmp(t->doc_string, OB_ONNX_BUFFER_DOC));
+  st = ob_graph_add_const(m->g, tname, dt, nd, dims, NULL, param, id);
   if (st) {
     free(raw);
     return st;
@@ -536,6 +537,11 @@ static ob_status import_model(imp *m, const uint8_t *data, size_t len, ob_graph 
   if (!st && gp->n_output == 0) st = ob_fail(m->ctx, OB_ERR_PARSE, "%s: the graph has no outputs (truncated?)", m->file);
   if (!st) st = ob_graph_validate(m->ctx, g);
   if (!st) st = ob_graph_infer_shapes(m->ctx, g);
+  /* batch-norm running statistics are buffers, as PyTorch counts them */
+  for (int i = 0; !st && i < g->nn; i++)
+    if (g->n[i]->op == OB_GOP_BATCHNORM)
+      for (int k = 3; k < 5 && k < g->n[i]->nin; k++)
+        if (g->n[i]->in[k] >= 0) g->t[g->n[i]->in[k]]->is_param = false;
 done:
   onnx__model_proto__free_unpacked(mp, NULL);
   if (st) {
