@@ -384,6 +384,18 @@ void ob_graph_replace_uses(ob_graph *g, int from, int to) {
     if (g->outputs[i] == from) g->outputs[i] = to;
 }
 
+void ob_transpose32(const void *src, void *dst, int64_t R, int64_t C) {
+  const uint32_t *s = src;
+  uint32_t *d = dst;
+  enum { T = 32 };
+  for (int64_t r0 = 0; r0 < R; r0 += T)
+    for (int64_t c0 = 0; c0 < C; c0 += T) {
+      int64_t r1 = r0 + T < R ? r0 + T : R, c1 = c0 + T < C ? c0 + T : C;
+      for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = c0; c < c1; c++) d[c * R + r] = s[r * C + c];
+    }
+}
+
 void *ob_graph_dup(ob_graph *g, const void *data, size_t bytes) {
   void *p = ob_arena_alloc(g->arena, bytes ? bytes : 1);
   if (bytes) memcpy(p, data, bytes);

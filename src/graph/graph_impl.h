@@ -104,6 +104,8 @@ int ob_graph_uses(const ob_graph *g, int t);
 bool ob_graph_is_output(const ob_graph *g, int t);
 /* Replaces every read of tensor `from` by `to` (graph outputs too). */
 void ob_graph_replace_uses(ob_graph *g, int from, int to);
+/* dst[c][r] = src[r][c] for a [R, C] matrix of 4-byte elements, in tiles. */
+void ob_transpose32(const void *src, void *dst, int64_t R, int64_t C);
 /* A copy of data in the graph's arena. */
 void *ob_graph_dup(ob_graph *g, const void *data, size_t bytes);
 /* Makes tensor t a constant holding data (taken, arena memory). */

@@ -166,9 +166,7 @@ static void export_node(exp_ctx *e, const gnode *n) {
     const gtensor *w = gin(g, n, 1);
     int64_t N = w->dims[0], K = w->dims[1];
     float *wt = ob_arena_alloc(e->a, sizeof(float) * (size_t)(N * K > 0 ? N * K : 1));
-    const float *src = w->data;
-    for (int64_t r = 0; r < N; r++)
-      for (int64_t c = 0; c < K; c++) wt[c * N + r] = src ? src[r * K + c] : 0;
+    if (w->data) ob_transpose32(w->data, wt, N, K);
     const char *wn = tmp_name(e, w->name, "T");
     if (w->kind == OB_GT_CONST) {
       add_init(e, tensor_proto(e, wn, OB_F32, 2, (int64_t[]){K, N}, wt, sizeof(float) * (size_t)(N * K)));

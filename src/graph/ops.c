@@ -447,7 +447,6 @@ static ob_status infer_matmul(ob_ctx *ctx, ob_graph *g, gnode *n) {
 }
 
 static ob_status ref_matmul(ob_ctx *ctx, const ob_graph *g, const gnode *n, const void *const *in, void *const *out) {
-  (void)ctx;
   const gtensor *a = gin(g, n, 0), *b = gin(g, n, 1);
   int64_t m, k, k2, nn;
   matmul_dims(a, false, &m, &k);
@@ -466,16 +465,23 @@ static ob_status ref_matmul(ob_ctx *ctx, const ob_graph *g, const gnode *n, cons
   bc_init(&bc, &ty, (const gtensor *const[]){&ta, &tbt}, 2);
   const float *A = in[0], *B = in[1];
   float *o = out[0];
+  /* rows of B are contiguous: accumulate a row of C in double, q ascending */
+  double *acc = malloc(sizeof(double) * (size_t)(nn > 0 ? nn : 1));
+  if (!acc) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
   for (int64_t bi = 0; bi < nbatch; bi++, bc_next(&bc)) {
     const float *pa = A + bc.off[0] * m * k, *pb = B + bc.off[1] * k * nn;
     float *po = o + bi * m * nn;
-    for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < nn; j++) {
-        double s = 0;
-        for (int64_t q = 0; q < k; q++) s += (double)pa[i * k + q] * pb[q * nn + j];
-        po[i * nn + j] = (float)s;
+    for (int64_t i = 0; i < m; i++) {
+      for (int64_t j = 0; j < nn; j++) acc[j] = 0;
+      for (int64_t q = 0; q < k; q++) {
+        double av = pa[i * k + q];
+        const float *br = pb + q * nn;
+        for (int64_t j = 0; j < nn; j++) acc[j] += av * br[j];
       }
+      for (int64_t j = 0; j < nn; j++) po[i * nn + j] = (float)acc[j];
+    }
   }
+  free(acc);
   return OB_OK;
 }
 
@@ -1119,6 +1125,10 @@ static ob_status ref_transpose(ob_ctx *ctx, const ob_graph *g, const gnode *n, c
   for (int i = 0; i < x->ndim; i++) str[i] = xs[np >= 0 ? perm[i] : x->ndim - 1 - i];
   size_t es = ob_dtype_size(x->dtype);
   int64_t cnt = ob_gt_numel(y), off = 0;
+  if (x->ndim == 2 && es == 4 && (np < 0 || perm[0] == 1)) { /* tied heads: a plain 2-D transpose */
+    ob_transpose32(in[0], out[0], x->dims[0], x->dims[1]);
+    return OB_OK;
+  }
   for (int64_t i = 0; i < cnt; i++) {
     memcpy((char *)out[0] + (size_t)i * es, (const char *)in[0] + (size_t)off * es, es);
     for (int k = y->ndim - 1; k >= 0; k--) {

@@ -199,9 +199,7 @@ static float *transposed(const gtensor *t) {
   int64_t R = t->dims[0], C = t->dims[1];
   float *o = malloc(sizeof(float) * (size_t)(R * C > 0 ? R * C : 1));
   if (!o) return NULL;
-  const float *s = t->data;
-  for (int64_t r = 0; r < R; r++)
-    for (int64_t c = 0; c < C; c++) o[c * R + r] = s[r * C + c];
+  ob_transpose32(t->data, o, R, C);
   return o;
 }
 
