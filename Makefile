@@ -8,7 +8,9 @@
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= 2
 
-.PHONY: all deps build demo test test-release test-asan clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build demo test test-release test-asan fuzz-onnx clean
 
 all: build
 
@@ -37,5 +39,16 @@ test-asan:
 	cmake --build build-asan -j$(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j2
 
+# libFuzzer on the ONNX importer for FUZZ_SECONDS (clang needed): new inputs
+# go to build-fuzz/corpus-onnx, crashes to build-fuzz/crash-*; copy those
+# into fuzz/corpus/onnx/ so that test_graph_onnx replays them.
+fuzz-onnx:
+	@command -v clang >/dev/null || { echo "fuzz-onnx: clang is needed (apt-get install clang)"; exit 1; }
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DOB_FUZZ=ON $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j$(JOBS) --target fuzz_onnx
+	mkdir -p build-fuzz/corpus-onnx
+	cd build-fuzz && ./fuzz_onnx -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -rss_limit_mb=2048 \
+	  -timeout=10 corpus-onnx ../fuzz/corpus/onnx
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

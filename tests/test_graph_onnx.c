@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -588,8 +590,81 @@ static void test_export_file(void) {
   ob_graph_free(g);
 }
 
+/* The fuzz corpus (seeds and the crashes fuzz_onnx found) goes through
+ * what the fuzz target does: import; optimize and export when small. */
+static void test_corpus(void) {
+  DIR *d = opendir(OB_FUZZ_CORPUS);
+  CHECK(d != NULL);
+  if (!d) return;
+  int files = 0, imported = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", OB_FUZZ_CORPUS, e->d_name);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    static uint8_t buf[1 << 20];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    files++;
+    ob_graph *g = NULL;
+    if (ob_onnx_import_buffer(ctx, buf, len, 1, 3, &g) != OB_OK) {
+      CHECK_MSG(*ob_ctx_errmsg(ctx), "%s: refused without a message", e->d_name);
+      continue;
+    }
+    imported++;
+    bool small = ob_graph_macs(g) < 1e6;
+    for (int t = 0; t < ob_graph_tensor_count(g) && small; t++) small = ob_graph_tensor_numel(g, t) <= 1 << 16;
+    if (small && ob_graph_optimize(ctx, g, 8, NULL) == OB_OK) {
+      void *out = NULL;
+      size_t n = 0;
+      if (ob_onnx_export_buffer(ctx, g, &out, &n) == OB_OK) {
+        ob_graph *h = NULL;
+        CHECK_MSG(ob_onnx_import_buffer(ctx, out, n, 1, 3, &h) == OB_OK, "%s: re-import: %s", e->d_name, ob_ctx_errmsg(ctx));
+        ob_graph_free(h);
+      }
+      free(out);
+    }
+    ob_graph_free(g);
+  }
+  closedir(d);
+  CHECK(files >= 4 && imported >= 1);
+}
+
+/* OB_WRITE_CORPUS=DIR: writes the handmade models as fuzzing seeds. */
+static void write_corpus(const char *dir) {
+  for (int64_t opset = 9; opset <= 17; opset += 2) {
+    mb m;
+    build_forms(&m, opset);
+    size_t len;
+    uint8_t *buf = pack(&m, &len);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/forms_opset%lld.onnx", dir, (long long)opset);
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(buf, 1, len, f), fclose(f);
+    free(buf);
+  }
+  mb m;
+  simple_add(&m, (int64_t[]){1, 3});
+  size_t len;
+  uint8_t *buf = pack(&m, &len);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/add_broadcast.onnx", dir);
+  FILE *f = fopen(path, "wb");
+  if (f) fwrite(buf, 1, len, f), fclose(f);
+  free(buf);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
+  if (getenv("OB_WRITE_CORPUS")) {
+    write_corpus(getenv("OB_WRITE_CORPUS"));
+    mb_free_all();
+    ob_ctx_free(ctx);
+    return 0;
+  }
+  test_corpus();
   test_opset_forms();
   test_bad_files();
   test_external_data();
