@@ -500,6 +500,7 @@ static ob_status infer_lstm(ob_ctx *ctx, ob_graph *g, gnode *n) {
   for (int k = 4; k < n->nin; k++)
     if (n->in[k] >= 0) return ob_gfail(ctx, n, OB_ERR_UNSUPPORTED, "sequence_lens and initial states are not supported");
   int64_t H = ob_gattr_i(n, "hidden_size", w->ndim == 3 ? w->dims[1] / 4 : 0);
+  if (H < 1 || H > 1 << 24) return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "hidden_size %lld is out of range", (long long)H);
   if (x->ndim != 3 || w->ndim != 3 || r->ndim != 3 || H < 1 || w->dims[0] != 1 || w->dims[1] != 4 * H ||
       w->dims[2] != x->dims[2] || r->dims[0] != 1 || r->dims[1] != 4 * H || r->dims[2] != H)
     return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "X [T,B,I], W [1,4H,I], R [1,4H,H] disagree (hidden_size %lld)",
@@ -883,8 +884,10 @@ static ob_status infer_split(ob_ctx *ctx, ob_graph *g, gnode *n) {
   }
   int64_t tot = 0;
   for (int i = 0; i < ns; i++) {
-    if (sz[i] < 0) return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "negative split size");
-    tot += sz[i];
+    if (sz[i] < 0 || sz[i] > x->dims[a])
+      return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "split size %lld is out of range for dimension %lld", (long long)sz[i],
+                      (long long)x->dims[a]);
+    tot += sz[i]; /* at most 16 sizes of at most 2^32: no overflow */
   }
   if (tot != x->dims[a])
     return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "split sizes add up to %lld, not %lld", (long long)tot, (long long)x->dims[a]);
