@@ -60,6 +60,7 @@ typedef enum ob_gop {
   OB_GOP_CONCAT, OB_GOP_SPLIT, OB_GOP_SLICE, OB_GOP_GATHER, OB_GOP_FLATTEN, OB_GOP_RESHAPE,
   OB_GOP_TRANSPOSE, OB_GOP_UNSQUEEZE, OB_GOP_SQUEEZE, OB_GOP_SHAPE, OB_GOP_CAST,
   OB_GOP_IDENTITY, OB_GOP_RESIZE, OB_GOP_EXPAND, OB_GOP_CONSTANTOFSHAPE, OB_GOP_RANGE,
+  OB_GOP_PAD,          /* Pad: data, pads [begins..., ends...], [constant_value]; constant mode */
   OB_GOP_COUNT
 } ob_gop;
 
@@ -189,8 +190,10 @@ OB_API ob_status ob_graph_fold_constants(ob_ctx *ctx, ob_graph *g, int *folded);
 OB_API ob_status ob_graph_fold_batchnorm(ob_ctx *ctx, ob_graph *g, int *folded);
 /* Gemm (transB=1, alpha=beta=1, 1-D bias) and MatMul by a constant 2-D
  * matrix (+ an Add of a constant [N] bias) become Dense with a [N, K]
- * weight; then bias, residual add, Relu and Clip(0, 6) that follow a Conv
- * or Dense whose output nothing else reads are fused into its epilogue. */
+ * weight; a zero Pad of the spatial dims goes into the Conv or
+ * AveragePool (count_include_pad) that reads it; then bias, residual add,
+ * Relu and Clip(0, 6) that follow a Conv or Dense whose output nothing else
+ * reads are fused into its epilogue. */
 OB_API ob_status ob_graph_fuse(ob_ctx *ctx, ob_graph *g, int *fused);
 /* Removes nodes that no graph output depends on, and unused constants. */
 OB_API ob_status ob_graph_eliminate_dead(ob_ctx *ctx, ob_graph *g, int *removed);

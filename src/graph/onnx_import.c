@@ -343,6 +343,16 @@ static ob_status import_node(imp *m, const Onnx__NodeProto *n, int index) {
     nin = 3;
     if (x && x->n_ints <= OB_GRAPH_MAX_DIMS) in[nin++] = const_ints(m, base, (int)x->n_ints, x->ints);
   }
+  if (k == OB_GOP_PAD && m->opset < 11) {
+    a = attr(n, "pads");
+    if (!a || a->n_ints > 2 * OB_GRAPH_MAX_DIMS)
+      return ob_fail(m->ctx, OB_ERR_PARSE, "%s: node '%s' (Pad) needs pads", m->file, nname);
+    in[1] = const_ints(m, base, (int)a->n_ints, a->ints);
+    const Onnx__AttributeProto *v = attr(n, "value");
+    float fv = v ? v->f : 0.0f;
+    in[2] = const_float(m, base, 0, NULL, &fv);
+    nin = 3;
+  }
   if ((k == OB_GOP_SQUEEZE || k == OB_GOP_UNSQUEEZE) && m->opset < 13 && (a = attr(n, "axes"))) {
     if (a->n_ints > OB_GRAPH_MAX_DIMS) return ob_fail(m->ctx, OB_ERR_PARSE, "%s: node '%s' has too many axes", m->file, nname);
     in[1] = const_ints(m, base, (int)a->n_ints, a->ints);
@@ -429,6 +439,7 @@ static ob_status import_node(imp *m, const Onnx__NodeProto *n, int index) {
   if (k == OB_GOP_SPLIT) ob_gnode_del_attr(gn, "split"), ob_gnode_del_attr(gn, "num_outputs");
   if (k == OB_GOP_SLICE) ob_gnode_del_attr(gn, "starts"), ob_gnode_del_attr(gn, "ends"), ob_gnode_del_attr(gn, "axes");
   if (k == OB_GOP_SQUEEZE || k == OB_GOP_UNSQUEEZE) ob_gnode_del_attr(gn, "axes");
+  if (k == OB_GOP_PAD) ob_gnode_del_attr(gn, "pads"), ob_gnode_del_attr(gn, "value");
   if (k == OB_GOP_BATCHNORM) ob_gnode_del_attr(gn, "spatial"), ob_gnode_del_attr(gn, "consumed_inputs");
   if (k == OB_GOP_SOFTMAX && m->opset < 13) {
     /* opset < 13 coerces to 2-D at `axis` (default 1): the same as a

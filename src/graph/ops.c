@@ -1410,6 +1410,67 @@ static ob_status ref_range(ob_ctx *ctx, const ob_graph *g, const gnode *n, const
   return OB_OK;
 }
 
+/* Pad, constant mode: pads [begin per axis..., end per axis...] >= 0. */
+static ob_status pad_params(ob_ctx *ctx, const ob_graph *g, const gnode *n, int64_t *pads, double *value) {
+  const gtensor *x = gin(g, n, 0), *cv = gin(g, n, 2);
+  int np;
+  ob_status st = known_ints(ctx, n, gin(g, n, 1), "pads", pads, 2 * OB_GRAPH_MAX_DIMS, &np);
+  if (st) return st;
+  if (np != 2 * x->ndim) return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "pads has %d values for rank %d", np, x->ndim);
+  for (int i = 0; i < np; i++)
+    if (pads[i] < 0 || pads[i] > 1 << 20)
+      return ob_gfail(ctx, n, OB_ERR_UNSUPPORTED, "pad %lld is not supported (0..2^20; negative pads crop)", (long long)pads[i]);
+  *value = 0;
+  if (cv) {
+    if (!cv->data || ob_gt_numel(cv) != 1) return ob_gfail(ctx, n, OB_ERR_INVALID_ARG, "constant_value must be a constant scalar");
+    *value = fval(cv, cv->data, 0);
+  }
+  return OB_OK;
+}
+
+static ob_status infer_pad(ob_ctx *ctx, ob_graph *g, gnode *n) {
+  gtensor *x = gin(g, n, 0);
+  ob_status st = need_known(ctx, n, x, 0);
+  if (st) return st;
+  const char *mode = ob_gattr_s(n, "mode", "constant");
+  if (strcmp(mode, "constant")) return ob_gfail(ctx, n, OB_ERR_UNSUPPORTED, "mode '%s' is not supported (only constant)", mode);
+  if (gin(g, n, 3)) return ob_gfail(ctx, n, OB_ERR_UNSUPPORTED, "the axes input is not supported");
+  int64_t pads[2 * OB_GRAPH_MAX_DIMS], d[OB_GRAPH_MAX_DIMS];
+  double v;
+  if ((st = pad_params(ctx, g, n, pads, &v))) return st;
+  for (int i = 0; i < x->ndim; i++) d[i] = x->dims[i] + pads[i] + pads[x->ndim + i];
+  return set_out(ctx, n, gout(g, n, 0), x->dtype, x->ndim, d);
+}
+
+static ob_status ref_pad(ob_ctx *ctx, const ob_graph *g, const gnode *n, const void *const *in, void *const *out) {
+  const gtensor *x = gin(g, n, 0), *y = gout(g, n, 0);
+  int64_t pads[2 * OB_GRAPH_MAX_DIMS];
+  double v;
+  ob_status st = pad_params(ctx, g, n, pads, &v);
+  if (st) return st;
+  size_t es = ob_dtype_size(x->dtype);
+  int64_t cnt = ob_gt_numel(y), idx[OB_GRAPH_MAX_DIMS] = {0};
+  for (int64_t i = 0; i < cnt; i++) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int k = 0; k < x->ndim; k++) {
+      int64_t c = idx[k] - pads[k];
+      inside &= c >= 0 && c < x->dims[k];
+      off = off * x->dims[k] + c;
+    }
+    char *o = (char *)out[0] + (size_t)i * es;
+    if (inside) memcpy(o, (const char *)in[0] + (size_t)off * es, es);
+    else if (x->dtype == OB_F32) *(float *)o = (float)v;
+    else if (x->dtype == OB_I64) *(int64_t *)o = (int64_t)v;
+    else *(uint8_t *)o = v != 0;
+    for (int k = y->ndim - 1; k >= 0; k--) {
+      if (++idx[k] < y->dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return OB_OK;
+}
+
 /* ---- the table ---------------------------------------------------------------------------------- */
 static const gop_def k_defs[OB_GOP_COUNT] = {
     [OB_GOP_CONV] = {"Conv", 2, 4, 1, 1, infer_conv, NULL},
@@ -1457,6 +1518,7 @@ static const gop_def k_defs[OB_GOP_COUNT] = {
     [OB_GOP_EXPAND] = {"Expand", 2, 2, 1, 1, infer_expand, ref_expand},
     [OB_GOP_CONSTANTOFSHAPE] = {"ConstantOfShape", 1, 1, 1, 1, infer_cos, ref_cos},
     [OB_GOP_RANGE] = {"Range", 3, 3, 1, 1, infer_range, ref_range},
+    [OB_GOP_PAD] = {"Pad", 2, 4, 1, 1, infer_pad, ref_pad},
 };
 
 const gop_def *ob_gop_def(ob_gop op) {

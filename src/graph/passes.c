@@ -319,10 +319,42 @@ static bool fuse_one(ob_graph *g, gnode *c, int ci) {
   return true;
 }
 
+/* A zero Pad of H and W read only by a Conv (as its data) or by an
+ * AveragePool that counts padding: the pads go into the reader. */
+static void fold_pads(ob_graph *g, int *count) {
+  for (int i = 0; i < g->nn; i++) {
+    gnode *p = g->n[i];
+    if (p->dead || p->op != OB_GOP_PAD || strcmp(ob_gattr_s(p, "mode", "constant"), "constant")) continue;
+    gtensor *x = gin(g, p, 0), *pt = gin(g, p, 1), *cv = gin(g, p, 2);
+    if (x->ndim != 4 || !pt || !pt->data || pt->dtype != OB_I64 || ob_gt_numel(pt) != 8) continue;
+    if (cv && !(cv->data && cv->dtype == OB_F32 && *(const float *)cv->data == 0)) continue;
+    const int64_t *pd = pt->data;
+    if (pd[0] || pd[1] || pd[4] || pd[5]) continue; /* batch and channel unpadded */
+    int y = p->out[0], ui = -1;
+    if (ob_graph_is_output(g, y)) continue;
+    gnode *u = sole_reader(g, y, &ui);
+    if (!u || u->in[0] != y) continue;
+    bool conv = u->op == OB_GOP_CONV;
+    bool avg = u->op == OB_GOP_AVGPOOL && !ob_gattr_i(u, "ceil_mode", 0);
+    if (!conv && !avg) continue;
+    const int64_t *up;
+    int64_t cur[4] = {0, 0, 0, 0};
+    if (ob_gattr_ints(u, "pads", &up) == 4) memcpy(cur, up, sizeof cur);
+    if (avg && (cur[0] || cur[1] || cur[2] || cur[3]) && !ob_gattr_i(u, "count_include_pad", 0)) continue;
+    int64_t np[4] = {cur[0] + pd[2], cur[1] + pd[3], cur[2] + pd[6], cur[3] + pd[7]};
+    ob_graph_set_attr_ints(g, ui, "pads", 4, np);
+    if (avg) ob_graph_set_attr_i(g, ui, "count_include_pad", 1);
+    u->in[0] = p->in[0];
+    p->dead = true;
+    (*count)++;
+  }
+}
+
 ob_status ob_graph_fuse(ob_ctx *ctx, ob_graph *g, int *fused) {
   int cnt = 0;
   ob_status st = to_dense(ctx, g, &cnt);
   if (st) return st;
+  fold_pads(g, &cnt);
   bool changed = true;
   while (changed) {
     changed = false;
