@@ -270,6 +270,8 @@ typedef struct ob_model_opts {
   const char *cache_dir;  /* remoteonnx: NULL -> $OPBENCH_CACHE or ~/.cache/opbench */
   const char *sha256;     /* remoteonnx: expected digest (hex), NULL: none */
   int64_t max_bytes;      /* remoteonnx: download limit; 0: 2 GiB */
+  bool zero_weights;      /* zoo: leave weights zero instead of random (for
+                             counting and inspecting: quick, pages untouched) */
 } ob_model_opts;
 /* source local, batch 1, seed 1, everything else 0/NULL. */
 OB_API ob_model_opts ob_model_opts_default(void);

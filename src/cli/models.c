@@ -84,6 +84,7 @@ static int list_zoo(ob_ctx *ctx, const cli_args *a) {
     ob_model_opts o = model_opts(a);
     o.source = z->source;
     o.name = z->name;
+    o.zero_weights = true; /* only counted */
     ob_graph *g = NULL;
     if (ob_model_load(ctx, &o, &g) != OB_OK) return cli_error("%s", ob_ctx_errmsg(ctx));
     double macs = ob_graph_macs(g), params = (double)ob_graph_params(g);

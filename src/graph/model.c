@@ -92,6 +92,7 @@ static ob_status build_zoo(ob_ctx *ctx, const ob_model_opts *o, const char *sour
   zb b = {0};
   b.ctx = ctx;
   b.rng.s = o->seed * 0x9e3779b97f4a7c15ull + 12345;
+  b.zero = o->zero_weights;
   ob_status st = ob_graph_new(ctx, e->info.name, &b.g);
   if (st) return st;
   e->build(&b, &a);

@@ -13,6 +13,7 @@ typedef struct zb {
   ob_ctx *ctx;
   ob_status st;
   ob_rng rng;
+  bool zero; /* weights stay zero */
 } zb;
 
 /* Dimension d of tensor t (0 after a failure). */
