@@ -6,7 +6,7 @@
 # fuzz targets (make fuzz, and the short pass in make test).
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler python3 clang libclang-rt-14-dev"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 clang libclang-rt-14-dev"
 
 missing=()
 for p in $PACKAGES; do

@@ -60,6 +60,17 @@ OB_API ob_status ob_workload_store(struct ob_db *db, const ob_workload *wl);
 struct ob_db_autotvm_i; /* db.h */
 OB_API const struct ob_db_autotvm_i *ob_op_autotvm_map(void);
 
+/* Arguments of a workload without a task (inputs in order, then outputs):
+ * how many, the element count of argument i and whether it is an input. */
+OB_API int ob_workload_num_args(const ob_workload *wl);
+OB_API int64_t ob_workload_arg_numel(const ob_workload *wl, int i);
+OB_API bool ob_workload_arg_is_input(const ob_workload *wl, int i);
+/* Runs the operator's naive reference (double accumulation) on caller
+ * buffers in argument order, in the operator's own layout; the workload
+ * must be valid (ob_workload_validate). Graph reference executions and the
+ * runtime's checks use the same code as the kernels' checks. */
+OB_API void ob_workload_reference(const ob_workload *wl, void *const *bufs);
+
 /* Registry. */
 OB_API int ob_op_count(void);
 OB_API const char *ob_op_name(int i);

@@ -25,6 +25,9 @@ typedef enum cli_cmd {
   CLI_CMD_OPS,
   CLI_CMD_TUNE,
   CLI_CMD_DB,
+  CLI_CMD_MODELS,
+  CLI_CMD_EXPORT_ONNX,
+  CLI_CMD_RUN_REFERENCE,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -64,6 +67,21 @@ typedef struct cli_args {
   const char *format;      /* --format csv|autotvm (default csv) */
   const char *out;         /* --out FILE (default -: stdout) */
   int top;                 /* --top N (default 10) */
+  /* models (models, export-onnx, run-reference, space --modelname) */
+  const char *modelsource; /* --modelsource (default local) */
+  const char *modelname;   /* --modelname */
+  const char *modelpath;   /* --modelpath (onnx) */
+  int64_t batchsize, seqlen, input_size, hidden; /* 0: the model's default (batch 1) */
+  const char *sha256;      /* --sha256 (remoteonnx) */
+  int64_t max_download;    /* --max-download BYTES (remoteonnx) */
+  bool print_graph;        /* --print-graph: the graph after the passes */
+  bool no_passes;          /* --no-passes */
+  double key_ops;          /* --key-ops P (0: all tasks) */
+  int lanes;               /* --lanes N for layout planning (0: from the host) */
+  bool seed_set;
+  const char *input_file;  /* --input FILE.npy */
+  const char *save_output; /* --save-output FILE.npy */
+  const char *save_io;     /* --save-io DIR */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -97,6 +115,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_db(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_models(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_export_onnx(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a);
+/* opbench space --modelname ...: the config space of every task of a model. */
+int cli_cmd_model_space(ob_ctx *ctx, const cli_args *a);
 
 /* ---- suite files (suite.c) ------------------------------------------------ */
 #define CLI_SUITE_MAX_BYTES (16 << 20) /* bytes of a suite file */

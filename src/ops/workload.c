@@ -239,3 +239,34 @@ done:
   cJSON_Delete(j);
   return st;
 }
+
+int ob_workload_num_args(const ob_workload *wl) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  return d->args(wl, a);
+}
+
+int64_t ob_workload_arg_numel(const ob_workload *wl, int i) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  int n = d->args(wl, a);
+  OB_ASSERT(i >= 0 && i < n);
+  return a[i].numel;
+}
+
+bool ob_workload_arg_is_input(const ob_workload *wl, int i) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  int n = d->args(wl, a);
+  OB_ASSERT(i >= 0 && i < n);
+  return a[i].is_input;
+}
+
+void ob_workload_reference(const ob_workload *wl, void *const *bufs) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  d->reference(wl, bufs);
+}
