@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -18,6 +19,10 @@ extern "C" {
 #else
 #define OB_API
 #endif
+
+/* A result the caller must look at: a status or a "did it fit" flag whose
+ * neglect would let bad input through (a field dropped, a size wrapped). */
+#define OB_NODISCARD __attribute__((warn_unused_result))
 
 /* Status codes: OB_OK or a negative code by category. */
 typedef enum ob_status {
@@ -135,7 +140,108 @@ OB_API int ob_pool_size(const ob_pool *p);
  * schedule, as TVM's CPU runtime), and returns when all are done. */
 OB_API void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure);
 /* Parses "0,1" or "0-3" into cores[cap]; returns count via *n. */
-OB_API ob_status ob_parse_cores(ob_ctx *ctx, const char *text, int *cores, int cap, int *n);
+OB_API OB_NODISCARD ob_status ob_parse_cores(ob_ctx *ctx, const char *text, int *cores, int cap, int *n);
+
+/* ---- sizes from user input -------------------------------------------------
+ * Shapes and attributes come from the command line, suite files and
+ * imported logs. Every size computed from them goes through these checked
+ * helpers, so an absurd value becomes a status whose message names what is
+ * too big and the limit, never a wrapped integer. The limits: */
+#define OB_MAX_ATTR INT64_C(2147483647)          /* |value| of one workload attribute (2^31-1) */
+#define OB_MAX_TENSOR_ELEMS (INT64_C(1) << 31)   /* elements of one tensor (2^31) */
+#define OB_MAX_BUFFER_BYTES (INT64_C(1) << 33)   /* bytes of one buffer (8 GiB: 2^31 float32) */
+
+/* a * b and a + b into *out; false (and *out unspecified) on overflow. */
+OB_NODISCARD static inline bool ob_mul_i64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+OB_NODISCARD static inline bool ob_add_i64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+OB_NODISCARD static inline bool ob_add_size(size_t a, size_t b, size_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+/* The element count of a tensor `what` of ndim dims into *numel (which may
+ * be NULL). OB_ERR_INVALID_ARG when a dim is below 1 or the product exceeds
+ * OB_MAX_TENSOR_ELEMS, e.g. "conv2d output: 4 x 4 x 4294967295 x 4294967295
+ * elements, more than the limit of 2147483648 (2^31) elements per tensor". */
+OB_API OB_NODISCARD ob_status ob_check_numel(ob_ctx *ctx, const char *what, int ndim,
+                                             const int64_t *dims, int64_t *numel);
+/* |v| <= OB_MAX_ATTR, else OB_ERR_INVALID_ARG naming `what` and the limit. */
+OB_API OB_NODISCARD ob_status ob_check_attr(ob_ctx *ctx, const char *what, int64_t v);
+
+/* ---- files named by the user ------------------------------------------------
+ * A path on the command line may name a directory, a pipe, a device, an
+ * endless stream, or the database itself. Readers are bounded and say which
+ * limit a file broke; writers never replace anything but a regular file and
+ * never write over one of their own inputs. */
+typedef enum ob_file_kind {
+  OB_FILE_MISSING = 0, /* nothing there (or a dangling symbolic link) */
+  OB_FILE_REGULAR,
+  OB_FILE_DIR,
+  OB_FILE_STREAM,      /* a pipe, FIFO or character device: read once, no seeking */
+  OB_FILE_OTHER,       /* a block device or socket */
+  OB_FILE_KIND_COUNT
+} ob_file_kind;
+/* The kind of what `path` names, through symbolic links. A stat failure
+ * other than "does not exist" is OB_ERR_IO naming the path. */
+OB_API OB_NODISCARD ob_status ob_file_kind_of(ob_ctx *ctx, const char *path, ob_file_kind *kind);
+OB_API const char *ob_file_kind_name(ob_file_kind k);
+/* True when both paths exist and name one file: same device and inode,
+ * whatever symbolic or hard links lead there. */
+OB_API OB_NODISCARD bool ob_same_file(const char *a, const char *b);
+
+/* Bounds of one reader; a field left 0 takes the default. */
+#define OB_READ_MAX_BYTES (INT64_C(1) << 30) /* bytes of a whole input (1 GiB) */
+#define OB_READ_MAX_LINE (INT64_C(1) << 20)  /* bytes of one line (1 MiB) */
+#define OB_READ_MAX_LINES INT64_C(10000000)  /* lines of one input */
+typedef struct ob_read_limits {
+  int64_t max_bytes, max_line, max_lines;
+} ob_read_limits;
+
+/* A text file read line by line; `what` names it in messages ("AutoTVM
+ * log", "suite"; NULL: "file"). Pipes and devices are streams, read once;
+ * a directory or a socket is refused (OB_ERR_INVALID_ARG). An input longer
+ * than max_bytes or max_lines, and a NUL byte (not a text file) are
+ * OB_ERR_INVALID_ARG with a message "PATH[:LINE]: ..." that states the
+ * limit; a read error is OB_ERR_IO; the input ends there. A line longer
+ * than max_line is OB_ERR_PARSE ("PATH:LINE: line longer than the limit of
+ * N bytes"): it counts as a line, and the next call goes on after it, so a
+ * caller may skip it as a broken line. */
+typedef struct ob_lines ob_lines;
+OB_API OB_NODISCARD ob_status ob_lines_open(ob_ctx *ctx, const char *path, const char *what,
+                                            const ob_read_limits *lim, ob_lines **out);
+/* The next line, without its '\n', NUL-terminated, in *line (owned by the
+ * reader, valid until the next call) and its length in *len; *line is NULL
+ * at the end of the input. */
+OB_API OB_NODISCARD ob_status ob_lines_next(ob_lines *r, char **line, size_t *len);
+/* Number (from 1) of the line ob_lines_next returned last. */
+OB_API int64_t ob_lines_lineno(const ob_lines *r);
+OB_API void ob_lines_close(ob_lines *r); /* accepts NULL */
+/* A whole text file, bounded as above, into *out (malloc'd, NUL-terminated;
+ * the caller frees it) and its length into *len (may be NULL). */
+OB_API OB_NODISCARD ob_status ob_read_text(ob_ctx *ctx, const char *path, const char *what,
+                                           const ob_read_limits *lim, char **out, size_t *len);
+
+/* An output file. "-" is stdout. A regular file (or a new one) is written
+ * to a temporary file beside it and renamed over it by ob_out_close on
+ * success, so a failed write leaves it as it was; a symbolic link is
+ * followed (the file it names is replaced, the link kept). A character
+ * device or a pipe is written directly; a directory, block device, socket
+ * or dangling link is refused. An output that is one of `inputs` (compared
+ * by device and inode, so also through links; stdout too when it is
+ * redirected to a file) is refused before anything is written. Errors are
+ * OB_ERR_INVALID_ARG for a refused path and OB_ERR_IO for a failed open. */
+typedef struct ob_out {
+  FILE *f;
+  char *path, *tmp; /* tmp is NULL when writing directly */
+  bool is_stdout;
+} ob_out;
+OB_API OB_NODISCARD ob_status ob_out_open(ob_ctx *ctx, const char *path,
+                                          const char *const *inputs, int ninputs, ob_out *o);
+/* Flushes and closes; with ok, renames the temporary file into place (a
+ * write error is OB_ERR_IO); without ok, or on error, removes it. */
+OB_API OB_NODISCARD ob_status ob_out_close(ob_ctx *ctx, ob_out *o, bool ok);
 
 #ifdef __cplusplus
 }

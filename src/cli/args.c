@@ -11,17 +11,21 @@
 #include <string.h>
 
 int cli_error(const char *fmt, ...) {
+  /* One line whatever the message holds: a file name with a newline, a
+   * library's multi-line text. Control characters become spaces. */
+  char msg[4096];
   va_list ap;
   va_start(ap, fmt);
-  fputs("opbench: error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+  fprintf(stderr, "opbench: error: %s\n", msg);
   return OB_CLI_EXIT_ERROR;
 }
 
-static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space",
-                                                     "ops", "tune",  "db"};
+static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
+                                                     "db",  "models", "export-onnx", "run-reference"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -34,7 +38,11 @@ enum {
   M_OPS = 1u << CLI_CMD_OPS,
   M_TUNE = 1u << CLI_CMD_TUNE,
   M_DB = 1u << CLI_CMD_DB,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB,
+  M_MODELS = 1u << CLI_CMD_MODELS,
+  M_EXPORT = 1u << CLI_CMD_EXPORT_ONNX,
+  M_RUNREF = 1u << CLI_CMD_RUN_REFERENCE,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF,
   M_MEASURE = M_OP | M_BENCH | M_TUNE,
   M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
 };
@@ -45,7 +53,9 @@ typedef enum flag_id {
   F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
-  F_TOP, F_TARGET, F_COUNT
+  F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
+  F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
+  F_SAVE_IO, F_TARGET, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -76,10 +86,10 @@ static const flag_def flags[F_COUNT] = {
     [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
     [F_CC] = {"--cc", true, M_MEASURE},
-    [F_SEED] = {"--seed", true, M_MEASURE},
+    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE | M_DB},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
     [F_OP] = {"--op", true, M_TUNE | M_DB},
@@ -95,9 +105,25 @@ static const flag_def flags[F_COUNT] = {
     [F_HOST] = {"--host", true, M_DB},
     [F_RESOURCES] = {"--resources", true, M_DB},
     [F_FORMAT] = {"--format", true, M_DB},
-    [F_OUT] = {"--out", true, M_DB},
+    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE},
     [F_TOP] = {"--top", true, M_DB},
-    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB},
+    [F_MODELSOURCE] = {"--modelsource", true, M_MODEL},
+    [F_MODELNAME] = {"--modelname", true, M_MODEL},
+    [F_MODELPATH] = {"--modelpath", true, M_MODEL},
+    [F_BATCHSIZE] = {"--batchsize", true, M_MODEL},
+    [F_SEQLEN] = {"--seqlen", true, M_MODEL},
+    [F_INPUT_SIZE] = {"--input-size", true, M_MODEL},
+    [F_HIDDEN] = {"--hidden", true, M_MODEL},
+    [F_SHA256] = {"--sha256", true, M_MODEL},
+    [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
+    [F_PRINT_GRAPH] = {"--print-graph", false, M_MODELS | M_RUNREF},
+    [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
+    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE},
+    [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF},
+    [F_INPUT] = {"--input", true, M_RUNREF},
+    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
+    [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
+    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -118,6 +144,21 @@ static const char measure_help[] =
     "                       default; $OPBENCH_TARGET overrides), llvm -mcpu=CPU,\n"
     "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu\n"
     "  --json               print one JSON object instead of text\n";
+
+static const char model_help[] =
+    "model:\n"
+    "  --modelsource S      local (default), transformers, simple, onnx or remoteonnx\n"
+    "  --modelname M        zoo name (see opbench models), or the URL for remoteonnx\n"
+    "  --modelpath FILE     the ONNX file for --modelsource onnx\n"
+    "  --batchsize N        batch size (default 1)\n"
+    "  --seqlen N           sequence length (transformers, bert-base, lstm; ONNX dynamic dims)\n"
+    "  --input-size N       input height and width of a CNN (default: the model's own)\n"
+    "  --hidden N           hidden size of the lstm (default 512)\n"
+    "  --seed N             seed of the random weights (default 1) and inputs\n"
+    "  --sha256 HEX         remoteonnx: the expected SHA-256 of the file\n"
+    "  --max-download BYTES remoteonnx: size limit (default 2 GiB)\n"
+    "  --no-passes          leave the graph as built or imported\n"
+    "  --print-graph        print the graph (after the passes)\n";
 
 static const char workload_help[] =
     "workload:\n"
@@ -169,12 +210,44 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_SPACE:
     fprintf(f,
             "usage: opbench space <op> --shape TEXT [workload flags]\n"
-            "Prints the knobs of the template's config space, its size and the default config.\n"
-            "Spaces depend on the target (vector lanes, registers).\n\n%s%s",
-            workload_help, target_help);
+            "       opbench space --modelname M [model flags] [--key-ops P] [--out FILE.json]\n"
+            "Prints the knobs of the template's config space, its size and the default config;\n"
+            "with a model, the config space of every task of the model (after the passes), as\n"
+            "JSON into --out (knobs with all their entities, sizes, default configs).\n"
+            "Spaces depend on the target (vector lanes, registers).\n\n%s%s\n%s",
+            workload_help, target_help, model_help);
     break;
   case CLI_CMD_OPS:
     fprintf(f, "usage: opbench ops\nLists the operators and their schedule templates.\n");
+    break;
+  case CLI_CMD_MODELS:
+    fprintf(f,
+            "usage: opbench models [model flags] [--print-graph] [--no-passes] [--key-ops P] [--lanes N] [--json]\n"
+            "Without --modelname (and --modelpath): lists the zoo with each model's multiply-adds\n"
+            "and parameters beside the published figures. With a model: its inputs and outputs,\n"
+            "multiply-adds and parameters, what the passes did, and its tasks (the distinct\n"
+            "workloads with their counts, GFLOPs and share of the estimated time, which is\n"
+            "proportional to FLOPs); --key-ops P keeps the tasks that make up P%% of it.\n\n%s",
+            model_help);
+    break;
+  case CLI_CMD_EXPORT_ONNX:
+    fprintf(f,
+            "usage: opbench export-onnx --modelname M --out FILE [model flags] [--no-passes]\n"
+            "Writes the model (weights included) as an ONNX file, opset 17: the graph as built,\n"
+            "before any pass (--no-passes is the default; the passes are never applied).\n\n%s",
+            model_help);
+    break;
+  case CLI_CMD_RUN_REFERENCE:
+    fprintf(f,
+            "usage: opbench run-reference --modelname M [model flags] [--input FILE.npy]\n"
+            "                             [--save-output FILE.npy] [--save-io DIR] [--no-passes]\n"
+            "Runs the model's naive reference (double accumulation) on random inputs (--seed)\n"
+            "or on --input (NumPy .npy of the first input's shape and type), after the passes\n"
+            "unless --no-passes, and prints each output's shape and a checksum.\n"
+            "  --save-output FILE   the first output as NumPy .npy (float32)\n"
+            "  --save-io DIR        every input and output as DIR/input<i>.npy, DIR/output<i>.npy\n"
+            "                       and their names in DIR/io.txt\n\n%s",
+            model_help);
     break;
   case CLI_CMD_TUNE:
     fprintf(f,
@@ -255,7 +328,7 @@ bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out) {
   return true;
 }
 
-static bool parse_u64(const char *text, uint64_t *out) {
+static OB_NODISCARD bool parse_u64(const char *text, uint64_t *out) {
   if (!text || *text < '0' || *text > '9') return false; /* strtoull takes "-1" */
   char *end = NULL;
   errno = 0;
@@ -265,7 +338,7 @@ static bool parse_u64(const char *text, uint64_t *out) {
   return true;
 }
 
-static bool parse_double(const char *text, double lo, double hi, double *out) {
+static OB_NODISCARD bool parse_double(const char *text, double lo, double hi, double *out) {
   if (!text || !*text) return false;
   char *end = NULL;
   errno = 0;
@@ -275,7 +348,7 @@ static bool parse_double(const char *text, double lo, double hi, double *out) {
   return true;
 }
 
-static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
+static OB_NODISCARD bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
   int64_t v;
   if (!cli_parse_i64(text, lo, hi, &v)) {
     cli_error("%s: bad value '%s' (expected an integer from %lld to %lld)", flag, text,
@@ -286,7 +359,7 @@ static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi,
   return true;
 }
 
-static bool double_flag(const char *flag, const char *text, double lo, double hi,
+static OB_NODISCARD bool double_flag(const char *flag, const char *text, double lo, double hi,
                         double *out) {
   if (!parse_double(text, lo, hi, out)) {
     cli_error("%s: bad value '%s' (expected a number from %g to %g)", flag, text, lo, hi);
@@ -413,6 +486,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
       return false;
     }
     a->mo.seed = s;
+    a->seed_set = true;
     break;
   }
   case F_OP: a->op = v; break;
@@ -449,6 +523,51 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_PRINT_SOURCE: a->print_source = true; break;
   case F_PRINT_IR: a->print_ir = true; break;
   case F_JSON: a->json = true; break;
+  case F_MODELSOURCE: a->modelsource = v; break;
+  case F_MODELNAME: a->modelname = v; break;
+  case F_MODELPATH: a->modelpath = v; break;
+  case F_BATCHSIZE:
+    if (!cli_parse_i64(v, 1, 1 << 16, &a->batchsize)) {
+      cli_error("--batchsize: bad value '%s' (expected an integer in 1..65536)", v);
+      return false;
+    }
+    break;
+  case F_SEQLEN:
+    if (!cli_parse_i64(v, 1, 1 << 16, &a->seqlen)) {
+      cli_error("--seqlen: bad value '%s' (expected an integer in 1..65536)", v);
+      return false;
+    }
+    break;
+  case F_INPUT_SIZE:
+    if (!cli_parse_i64(v, 1, 1 << 14, &a->input_size)) {
+      cli_error("--input-size: bad value '%s' (expected an integer in 1..16384)", v);
+      return false;
+    }
+    break;
+  case F_HIDDEN:
+    if (!cli_parse_i64(v, 1, 1 << 14, &a->hidden)) {
+      cli_error("--hidden: bad value '%s' (expected an integer in 1..16384)", v);
+      return false;
+    }
+    break;
+  case F_SHA256: a->sha256 = v; break;
+  case F_MAX_DOWNLOAD:
+    if (!cli_parse_i64(v, 1, INT64_C(1) << 40, &a->max_download)) {
+      cli_error("--max-download: bad value '%s' (expected a byte count >= 1)", v);
+      return false;
+    }
+    break;
+  case F_PRINT_GRAPH: a->print_graph = true; break;
+  case F_NO_PASSES: a->no_passes = true; break;
+  case F_KEY_OPS:
+    if (!double_flag(name, v, 1e-9, 100, &a->key_ops)) return false;
+    break;
+  case F_LANES:
+    if (!int_flag(name, v, 2, 64, &a->lanes)) return false;
+    break;
+  case F_INPUT: a->input_file = v; break;
+  case F_SAVE_OUTPUT: a->save_output = v; break;
+  case F_SAVE_IO: a->save_io = v; break;
   case F_COUNT: break;
   }
   return true;
@@ -552,6 +671,31 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");
     return false;
   }
+  bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE;
+  if (cmd == CLI_CMD_SPACE && (a->modelsource || a->modelname || a->modelpath)) {
+    if (a->op) {
+      cli_error("'opbench space' takes an operator or a model (--modelname), not both");
+      return false;
+    }
+    model_cmd = true;
+  }
+  if (model_cmd) {
+    const char *src = a->modelsource ? a->modelsource : "local";
+    bool needs = cmd != CLI_CMD_MODELS;
+    if (!strcmp(src, "onnx") && !a->modelpath) {
+      cli_error("--modelsource onnx needs --modelpath FILE");
+      return false;
+    }
+    if (needs && strcmp(src, "onnx") && strcmp(src, "simple") && !a->modelname) {
+      cli_error("'opbench %s' needs --modelname (see opbench models)", cname);
+      return false;
+    }
+    if (cmd == CLI_CMD_EXPORT_ONNX && !a->out) {
+      cli_error("'opbench export-onnx' needs --out FILE");
+      return false;
+    }
+    return true;
+  }
   if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE) && !a->op) {
     cli_error("'opbench %s' needs an operator name (see opbench ops)", cname);
     return false;
@@ -615,7 +759,7 @@ ob_task *cli_task(ob_ctx *ctx, const cli_args *a, const ob_target *target) {
 /* ---- workload from text ------------------------------------------------------ */
 
 /* Splits "1,2,3" into at most cap integers. Returns the count, 0 if malformed. */
-static int parse_list(const char *text, int64_t *vals, int cap) {
+static OB_NODISCARD int parse_list(const char *text, int64_t *vals, int cap) {
   char buf[128];
   if (!text || strlen(text) >= sizeof buf) return 0;
   strcpy(buf, text);

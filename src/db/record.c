@@ -27,7 +27,7 @@ ob_status ob_db_entity_normalize(const char *json, char **out) {
 
 /* ---- storing ------------------------------------------------------------------------ */
 
-static ob_status validate(ob_db *db, const ob_db_record *r) {
+ob_status ob_db_record_check(ob_db *db, const ob_db_record *r) {
   char what[768];
   const char *why = NULL;
   if (!r->host || !*r->host) why = "no host fingerprint";
@@ -64,7 +64,7 @@ static void op_of_key(const char *key, char *op, size_t cap) {
 
 ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, bool *stored) {
   char what[768];
-  ob_status s = validate(db, r);
+  ob_status s = ob_db_record_check(db, r);
   if (s) return s;
   ob_db_describe(r, what, sizeof what);
   double now = ob_db_unix_now();

@@ -29,9 +29,9 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "concat: %s must be >= 1 (got %lld)", k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
   cat_p p = params(wl);
-  if (p.n * (p.c1 + p.c2) * p.h * p.w > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "concat: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  /* C1 + C2 cannot overflow: both are within OB_MAX_ATTR */
+  return ob_check_numel(ctx, "concat output (N x (C1+C2) x H x W)", 4,
+                        (int64_t[]){p.n, p.c1 + p.c2, p.h, p.w}, NULL);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -42,14 +42,14 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   cat_p p = params(wl);
-  return (double)(p.n * (p.c1 + p.c2) * p.h * p.w);
+  return (double)p.n * ((double)p.c1 + (double)p.c2) * (double)p.h * (double)p.w;
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   cat_p p = params(wl);
-  out[0] = (ob_arg_info){"a", p.n * p.c1 * p.h * p.w, true};
-  out[1] = (ob_arg_info){"b", p.n * p.c2 * p.h * p.w, true};
-  out[2] = (ob_arg_info){"out", p.n * (p.c1 + p.c2) * p.h * p.w, false};
+  out[0] = (ob_arg_info){"a", OB_NUMEL(p.n, p.c1, p.h, p.w), true};
+  out[1] = (ob_arg_info){"b", OB_NUMEL(p.n, p.c2, p.h, p.w), true};
+  out[2] = (ob_arg_info){"out", OB_NUMEL(p.n, p.c1 + p.c2, p.h, p.w), false};
   return 3;
 }
 

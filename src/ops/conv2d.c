@@ -37,8 +37,8 @@ static conv_p params(const ob_workload *wl) {
   p.dh = ob_workload_get(wl, "dil_h");
   p.dw = ob_workload_get(wl, "dil_w");
   p.g = ob_workload_get(wl, "groups");
-  p.oh = p.sh > 0 && p.dh > 0 ? (p.h + p.pt + p.pb - p.dh * (p.r - 1) - 1) / p.sh + 1 : 0;
-  p.ow = p.sw > 0 && p.dw > 0 ? (p.w + p.pl + p.pr - p.dw * (p.s - 1) - 1) / p.sw + 1 : 0;
+  p.oh = ob_window_out(p.h, p.pt, p.pb, p.dh, p.r, p.sh);
+  p.ow = ob_window_out(p.w, p.pl, p.pr, p.dw, p.s, p.sw);
   return p;
 }
 
@@ -58,11 +58,11 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
                    (long long)p.g, (long long)p.c, (long long)p.k);
   if (p.oh < 1 || p.ow < 1)
     return ob_fail(ctx, OB_ERR_INVALID_ARG,
-                   "conv2d: empty output (%lldx%lld) for input %lldx%lld, kernel %lldx%lld", (long long)p.oh,
-                   (long long)p.ow, (long long)p.h, (long long)p.w, (long long)p.r, (long long)p.s);
-  if (p.n * p.c * p.h * p.w > (1LL << 31) || p.n * p.k * p.oh * p.ow > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: tensors over 2^31 elements are not supported");
-  return OB_OK;
+                   "conv2d: empty output: the kernel %lldx%lld (dilation %lld,%lld) is larger than "
+                   "the padded input %lldx%lld",
+                   (long long)p.r, (long long)p.s, (long long)p.dh, (long long)p.dw,
+                   (long long)(p.h + p.pt + p.pb), (long long)(p.w + p.pl + p.pr));
+  return ob_conv_check_sizes(ctx, "conv2d", &p);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -76,12 +76,13 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   conv_p p = params(wl);
-  return 2.0 * (double)(p.n * p.k * p.oh * p.ow) * (double)(p.c / p.g * p.r * p.s);
+  return 2.0 * (double)p.n * (double)p.k * (double)p.oh * (double)p.ow * (double)(p.c / p.g) *
+         (double)p.r * (double)p.s;
 }
 
 static int64_t reduce_len(const ob_workload *wl) {
   conv_p p = params(wl);
-  return p.c / p.g * p.r * p.s;
+  return OB_NUMEL(p.c / p.g, p.r, p.s);
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
@@ -89,10 +90,11 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int n = 0;
-  out[n++] = (ob_arg_info){"data", p.n * p.c * p.h * p.w, true};
-  out[n++] = (ob_arg_info){"weight", p.k * (p.c / p.g) * p.r * p.s, true};
-  n += ob_epilogue_args(&e, p.k, p.n * p.k * p.oh * p.ow, out + n);
-  out[n++] = (ob_arg_info){"output", p.n * p.k * p.oh * p.ow, false};
+  int64_t onumel = OB_NUMEL(p.n, p.k, p.oh, p.ow);
+  out[n++] = (ob_arg_info){"data", OB_NUMEL(p.n, p.c, p.h, p.w), true};
+  out[n++] = (ob_arg_info){"weight", OB_NUMEL(p.k, p.c / p.g, p.r, p.s), true};
+  n += ob_epilogue_args(&e, p.k, onumel, out + n);
+  out[n++] = (ob_arg_info){"output", onumel, false};
   return n;
 }
 

@@ -18,9 +18,10 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "dense: %s must be >= 1 (got %lld)", k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
   int64_t m = ob_workload_get(wl, "M"), n = ob_workload_get(wl, "N"), k = ob_workload_get(wl, "K");
-  if (m * k > (1LL << 31) || n * k > (1LL << 31) || m * n > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "dense: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  ob_status st = ob_check_numel(ctx, "dense A (M x K)", 2, (int64_t[]){m, k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "dense B (N x K)", 2, (int64_t[]){n, k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "dense C (M x N)", 2, (int64_t[]){m, n}, NULL);
+  return st;
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -40,10 +41,10 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int c = 0;
-  out[c++] = (ob_arg_info){"A", m * k, true};
-  out[c++] = (ob_arg_info){"B", n * k, true};
-  c += ob_epilogue_args(&e, n, m * n, out + c);
-  out[c++] = (ob_arg_info){"C", m * n, false};
+  out[c++] = (ob_arg_info){"A", OB_NUMEL(m, k), true};
+  out[c++] = (ob_arg_info){"B", OB_NUMEL(n, k), true};
+  c += ob_epilogue_args(&e, n, OB_NUMEL(m, n), out + c);
+  out[c++] = (ob_arg_info){"C", OB_NUMEL(m, n), false};
   return c;
 }
 

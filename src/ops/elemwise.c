@@ -45,8 +45,10 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
     if (d[i] < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", wl->op, k_attrs[i],
                      (long long)d[i]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
+  char what[64];
+  snprintf(what, sizeof what, "%s x (N x C x H x W)", wl->op);
+  ob_status st = ob_check_numel(ctx, what, 4, d, NULL);
+  if (st) return st;
   if (kind_of(wl) == EW_CLIP && ob_workload_get(wl, "lo") > ob_workload_get(wl, "hi"))
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "clip: lo > hi");
   return OB_OK;
@@ -65,13 +67,13 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 static double flops(const ob_workload *wl) {
   int64_t d[4];
   dims(wl, d);
-  return (double)(d[0] * d[1] * d[2] * d[3]);
+  return (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[4];
   dims(wl, d);
-  int64_t n = d[0] * d[1] * d[2] * d[3];
+  int64_t n = ob_numel_valid(4, d);
   int c = 0;
   out[c++] = (ob_arg_info){"x", n, true};
   if (kind_of(wl) == EW_ADD || kind_of(wl) == EW_MUL) out[c++] = (ob_arg_info){"y", n, true};

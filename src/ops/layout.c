@@ -26,9 +26,9 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
   if (d[1] % d[4])
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: block cb=%lld must divide C=%lld", wl->op, (long long)d[4],
                    (long long)d[1]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
-  return OB_OK;
+  char what[64];
+  snprintf(what, sizeof what, "%s x (N x C x H x W)", wl->op);
+  return ob_check_numel(ctx, what, 4, d, NULL);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -41,13 +41,13 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 static double flops(const ob_workload *wl) {
   int64_t d[5];
   dims(wl, d);
-  return (double)(d[0] * d[1] * d[2] * d[3]); /* one move per element */
+  return (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3]; /* one move per element */
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[5];
   dims(wl, d);
-  int64_t n = d[0] * d[1] * d[2] * d[3];
+  int64_t n = ob_numel_valid(4, d);
   out[0] = (ob_arg_info){"x", n, true};
   out[1] = (ob_arg_info){"out", n, false};
   return 2;

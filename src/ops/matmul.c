@@ -156,11 +156,11 @@ static void move(const ob_workload *wl, const ob_config *cfg, int arg, const flo
   ob_config_split(cfg, "tile_x", tx);
   int64_t nb = tx[1], bt = p.b ? p.b : 1;
   if (arg != 1) {
-    int64_t numel = arg == 0 ? bt * p.m * p.k : -1;
+    int64_t numel = arg == 0 ? OB_NUMEL(bt, p.m, p.k) : -1;
     if (numel < 0) { /* bias [N], residual/output [b, M, N] */
       ob_epilogue e;
       OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
-      numel = ob_epilogue_has(&e, OB_EPI_BIAS) && arg == 2 ? p.n : bt * p.m * p.n;
+      numel = ob_epilogue_has(&e, OB_EPI_BIAS) && arg == 2 ? p.n : OB_NUMEL(bt, p.m, p.n);
     }
     memcpy(dst, src, sizeof(float) * (size_t)numel);
     return;
@@ -192,9 +192,10 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_matmul: %s must be >= 1 (got %lld)", k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
   mm_p p = params(wl);
-  if (p.b * p.m * p.k > (1LL << 31) || p.b * p.n * p.k > (1LL << 31) || p.b * p.m * p.n > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_matmul: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  ob_status st = ob_check_numel(ctx, "batch_matmul A (B x M x K)", 3, (int64_t[]){p.b, p.m, p.k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "batch_matmul B (B x N x K)", 3, (int64_t[]){p.b, p.n, p.k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "batch_matmul C (B x M x N)", 3, (int64_t[]){p.b, p.m, p.n}, NULL);
+  return st;
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -215,10 +216,10 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int c = 0;
-  out[c++] = (ob_arg_info){"A", p.b * p.m * p.k, true};
-  out[c++] = (ob_arg_info){"B", p.b * p.n * p.k, true};
-  c += ob_epilogue_args(&e, p.n, p.b * p.m * p.n, out + c);
-  out[c++] = (ob_arg_info){"C", p.b * p.m * p.n, false};
+  out[c++] = (ob_arg_info){"A", OB_NUMEL(p.b, p.m, p.k), true};
+  out[c++] = (ob_arg_info){"B", OB_NUMEL(p.b, p.n, p.k), true};
+  c += ob_epilogue_args(&e, p.n, OB_NUMEL(p.b, p.m, p.n), out + c);
+  out[c++] = (ob_arg_info){"C", OB_NUMEL(p.b, p.m, p.n), false};
   return c;
 }
 
@@ -231,7 +232,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *C = bufs[a];
-  int64_t numel = p.b * p.m * p.n;
+  int64_t numel = OB_NUMEL(p.b, p.m, p.n);
   double *acc = malloc(sizeof(double) * (size_t)numel);
   OB_ASSERT(acc);
   for (int64_t b = 0; b < p.b; b++)

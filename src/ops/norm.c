@@ -37,9 +37,8 @@ static ob_status ln_validate(ob_ctx *ctx, const ob_workload *wl) {
     if (ob_workload_get(wl, k_ln_attrs[i]) < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "layer_norm: %s must be >= 1 (got %lld)", k_ln_attrs[i],
                      (long long)ob_workload_get(wl, k_ln_attrs[i]));
-  if (ob_workload_get(wl, "M") * ob_workload_get(wl, "N") > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "layer_norm: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  return ob_check_numel(ctx, "layer_norm x (M x N)", 2,
+                        (int64_t[]){ob_workload_get(wl, "M"), ob_workload_get(wl, "N")}, NULL);
 }
 
 static void ln_key(const ob_workload *wl, char *out, size_t cap) {
@@ -55,10 +54,10 @@ static int64_t ln_reduce_len(const ob_workload *wl) { return ob_workload_get(wl,
 
 static int ln_args(const ob_workload *wl, ob_arg_info *out) {
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
-  out[0] = (ob_arg_info){"x", M * N, true};
+  out[0] = (ob_arg_info){"x", OB_NUMEL(M, N), true};
   out[1] = (ob_arg_info){"gamma", N, true};
   out[2] = (ob_arg_info){"beta", N, true};
-  out[3] = (ob_arg_info){"out", M * N, false};
+  out[3] = (ob_arg_info){"out", OB_NUMEL(M, N), false};
   return 4;
 }
 
@@ -236,9 +235,7 @@ static ob_status bn_validate(ob_ctx *ctx, const ob_workload *wl) {
     if (d[i] < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_norm: %s must be >= 1 (got %lld)", k_bn_attrs[i],
                      (long long)d[i]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_norm: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  return ob_check_numel(ctx, "batch_norm x (N x C x H x W)", 4, d, NULL);
 }
 
 static void bn_key(const ob_workload *wl, char *out, size_t cap) {
@@ -251,18 +248,18 @@ static void bn_key(const ob_workload *wl, char *out, size_t cap) {
 static double bn_flops(const ob_workload *wl) {
   int64_t d[4];
   bn_dims(wl, d);
-  return 2.0 * (double)(d[0] * d[1] * d[2] * d[3]);
+  return 2.0 * (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
 }
 
 static int bn_args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[4];
   bn_dims(wl, d);
-  out[0] = (ob_arg_info){"x", d[0] * d[1] * d[2] * d[3], true};
+  out[0] = (ob_arg_info){"x", ob_numel_valid(4, d), true};
   out[1] = (ob_arg_info){"gamma", d[1], true};
   out[2] = (ob_arg_info){"beta", d[1], true};
   out[3] = (ob_arg_info){"mean", d[1], true};
   out[4] = (ob_arg_info){"var", d[1], true};
-  out[5] = (ob_arg_info){"out", d[0] * d[1] * d[2] * d[3], false};
+  out[5] = (ob_arg_info){"out", ob_numel_valid(4, d), false};
   return 6;
 }
 

@@ -79,10 +79,36 @@ extern const ob_op_def ob_op_concat;
 extern const ob_op_def ob_op_to_nchwc;
 extern const ob_op_def ob_op_from_nchwc;
 
+/* ---- sizes ------------------------------------------------------------------
+ * ob_workload_validate checks every attribute against OB_MAX_ATTR before an
+ * operator's validate runs, and validate checks every tensor the operator
+ * makes (inputs, outputs, materialized intermediates such as padded data)
+ * through ob_check_numel. The other functions of an ob_op_def see only
+ * validated workloads; ob_numel_valid multiplies their dims and asserts
+ * what validate established. flops functions multiply in double. */
+static inline int64_t ob_numel_valid(int n, const int64_t *d) {
+  int64_t v = 1;
+  for (int i = 0; i < n; i++) OB_ASSERT(d[i] >= 0 && ob_mul_i64(v, d[i], &v));
+  OB_ASSERT(v <= OB_MAX_TENSOR_ELEMS);
+  return v;
+}
+#define OB_NUMEL(...) \
+  ob_numel_valid((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+
+/* The output extent of a sliding window: floor((in + pad_a + pad_b -
+ * dil * (k - 1) - 1) / stride) + 1, or 0 when the dilated window is larger
+ * than the padded input or a value is out of range (stride or dil below 1,
+ * overflow). */
+int64_t ob_window_out(int64_t in, int64_t pad_a, int64_t pad_b, int64_t dil, int64_t k,
+                      int64_t stride);
+
 /* ---- convolution helpers (convutil.c) ------------------------------------ */
 typedef struct ob_conv_geom {
   int64_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g, oh, ow;
 } ob_conv_geom;
+/* Checks the element count of every tensor of a convolution (data,
+ * weight, output, padded data) for operator `op`. */
+ob_status ob_conv_check_sizes(ob_ctx *ctx, const char *op, const ob_conv_geom *p);
 /* Naive grouped convolution (data NCHW, weight [K, C/g, R, S]) in double,
  * then the epilogue; bufs in argument order: data, weight, [bias],
  * [residual], output. */
@@ -113,7 +139,7 @@ typedef struct ob_epilogue {
   ob_epi step[8];
 } ob_epilogue;
 
-ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
+OB_NODISCARD ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
 bool ob_epilogue_has(const ob_epilogue *e, ob_epi step);
 /* Placeholders the epilogue reads (bias [channels], residual [shape of x]),
  * made in this order so that they follow the operator's own inputs. */

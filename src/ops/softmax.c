@@ -20,9 +20,8 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
     if (ob_workload_get(wl, k_attrs[i]) < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", wl->op, k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
-  if (ob_workload_get(wl, "M") * ob_workload_get(wl, "N") > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
-  return OB_OK;
+  return ob_check_numel(ctx, "softmax x (M x N)", 2,
+                        (int64_t[]){ob_workload_get(wl, "M"), ob_workload_get(wl, "N")}, NULL);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -37,7 +36,7 @@ static double flops(const ob_workload *wl) {
 static int64_t reduce_len(const ob_workload *wl) { return ob_workload_get(wl, "N"); }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
-  int64_t n = ob_workload_get(wl, "M") * ob_workload_get(wl, "N");
+  int64_t n = OB_NUMEL(ob_workload_get(wl, "M"), ob_workload_get(wl, "N"));
   out[0] = (ob_arg_info){"x", n, true};
   out[1] = (ob_arg_info){"out", n, false};
   return 2;

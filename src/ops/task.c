@@ -29,6 +29,37 @@ struct ob_task {
   float *ref[OB_MAX_ARGS];
 };
 
+/* A template's fallback can land on a config its own filter rejects
+ * (dense.x86 asks for a 4x4 register tile; with M=7 and N=1001 the nearest
+ * factors give 7x7, over its 28 accumulators), which --config-index, the
+ * database and the tuners would then refuse. The default is made the
+ * nearest valid config: one knob moved as few entities as possible (first
+ * knob first, the smaller entity first), else the first valid index. */
+static ob_status valid_default(ob_task *t) {
+  const ob_space *s = t->space;
+  if (ob_space_is_valid(s, t->dflt.index)) return OB_OK;
+  int nk = ob_space_num_knobs(s);
+  for (int dist = 1;; dist++) {
+    bool any = false;
+    for (int k = 0; k < nk; k++)
+      for (int sign = -1; sign <= 1; sign += 2) {
+        int j = t->dflt.choice[k] + sign * dist;
+        if (j < 0 || j >= ob_space_knob_len(s, k)) continue;
+        any = true;
+        int32_t ch[OB_MAX_KNOBS];
+        memcpy(ch, t->dflt.choice, sizeof ch);
+        ch[k] = j;
+        uint64_t idx = ob_config_index_of(s, ch);
+        if (ob_space_is_valid(s, idx)) return ob_space_get(t->ctx, s, idx, &t->dflt);
+      }
+    if (!any) break;
+  }
+  uint64_t len = ob_space_len(s);
+  for (uint64_t i = 0; i < len && i < (1u << 20); i++)
+    if (ob_space_is_valid(s, i)) return ob_space_get(t->ctx, s, i, &t->dflt);
+  return ob_fail(t->ctx, OB_ERR_UNSUPPORTED, "no config of the space passes the template's filter");
+}
+
 ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, const ob_target *target,
                       ob_task **out) {
   ob_status st = ob_workload_validate(ctx, wl);
@@ -66,6 +97,7 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, cons
   }
   st = ob_space_new(ctx, &t->space);
   if (!st) st = td->define(ctx, t->target, wl, t->space, &t->dflt);
+  if (!st) st = valid_default(t);
   if (st) {
     ob_fail_prefix(ctx, "template '%s'", td->name);
     ob_task_free(t);

@@ -67,6 +67,10 @@ static ob_status set_one(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t
     ob_str_free(&known);
     return st;
   }
+  char what[64];
+  snprintf(what, sizeof what, "%s: %s", wl->op, name);
+  ob_status st = ob_check_attr(ctx, what, v);
+  if (st) return st;
   wl->attr[i] = v;
   return OB_OK;
 }
@@ -151,6 +155,20 @@ ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *text, ob_wo
 ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl) {
   const ob_op_def *d = ob_op_def_find(wl->op);
   if (!d) return unknown_op(ctx, wl->op);
+  if (wl->nattr != d->nattrs)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %d attributes, the operator has %d", wl->op,
+                   wl->nattr, d->nattrs);
+  /* In range, every attribute leaves the operators' validate functions room
+   * to add and multiply a few of them in int64 before their checked sizes. */
+  for (int i = 0; i < wl->nattr; i++) {
+    if (strncmp(wl->attr_name[i], d->attrs[i], sizeof wl->attr_name[i]))
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: attribute %d is '%.12s', expected '%s'", wl->op,
+                     i, wl->attr_name[i], d->attrs[i]);
+    char what[64];
+    snprintf(what, sizeof what, "%s: %s", wl->op, d->attrs[i]);
+    ob_status st = ob_check_attr(ctx, what, wl->attr[i]);
+    if (st) return st;
+  }
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ctx, wl->epilogue, &e);
   if (st) return st;
@@ -220,4 +238,35 @@ done:
   ob_str_free(&text);
   cJSON_Delete(j);
   return st;
+}
+
+int ob_workload_num_args(const ob_workload *wl) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  return d->args(wl, a);
+}
+
+int64_t ob_workload_arg_numel(const ob_workload *wl, int i) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  int n = d->args(wl, a);
+  OB_ASSERT(i >= 0 && i < n);
+  return a[i].numel;
+}
+
+bool ob_workload_arg_is_input(const ob_workload *wl, int i) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  int n = d->args(wl, a);
+  OB_ASSERT(i >= 0 && i < n);
+  return a[i].is_input;
+}
+
+void ob_workload_reference(const ob_workload *wl, void *const *bufs) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  d->reference(wl, bufs);
 }

@@ -58,6 +58,10 @@ ob_tensor *ob_te_placeholder(ob_te *te, const char *name, int ndim, const int64_
     }
     t->shape[i] = shape[i];
   }
+  /* ob_tensor_numel and the buffers lowering sizes from it stay in range */
+  char what[96];
+  snprintf(what, sizeof what, "placeholder '%s'", name);
+  if (ob_check_numel(te->ctx, what, ndim, shape, NULL) != OB_OK) return NULL;
   t->dtype = dtype;
   t->placeholder = true;
   t->id = te->ntensors++;
@@ -109,6 +113,9 @@ ob_tensor *ob_te_compute(ob_te *te, const char *name, int ndim, ob_ivar *const *
     t->shape[i] = axes[i]->extent;
     t->axes[i] = axes[i];
   }
+  char what[96];
+  snprintf(what, sizeof what, "compute '%s'", name);
+  if (ob_check_numel(te->ctx, what, ndim, t->shape, NULL) != OB_OK) return NULL;
   t->dtype = body->dtype;
   t->body = body;
   t->id = te->ntensors++;

@@ -49,15 +49,20 @@ typedef struct check_ctx {
   ob_task *task;
   const ob_config *cfg;
   uint64_t seed;
+  ob_status fill_st; /* a fill that failed (out of memory): the check reports it */
 } check_ctx;
 
 static void fill_cb(void *user, void *const *bufs) {
   check_ctx *c = user;
-  (void)ob_task_fill_for(c->task, c->cfg, c->seed, bufs); /* only OOM fails; check reports it */
+  c->fill_st = ob_task_fill_for(c->task, c->cfg, c->seed, bufs);
 }
 
 static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
   check_ctx *c = user;
+  if (c->fill_st) { /* the inputs were never made: no answer can be right */
+    snprintf(msg, cap, "filling the inputs failed: %s", ob_status_str(c->fill_st));
+    return c->fill_st;
+  }
   return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
 }
 
@@ -72,7 +77,7 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
     bytes[a] = ob_task_arg_bytes(task, a);
     is_in[a] = ob_task_arg_is_input(task, a);
   }
-  check_ctx cc = {task, cfg, mo->seed};
+  check_ctx cc = {task, cfg, mo->seed, OB_OK};
   ob_run_request req = {
       .so_path = so_path,
       .symbol = symbol,

@@ -1,0 +1,345 @@
+/* test_graph.c: the graph module on the model zoo. Each model's
+ * multiply-adds and parameters against the published figures (within 1%),
+ * shape inference and validation of every model, the passes (constant
+ * folding of exported-style shape chains, batch-norm folding, epilogue
+ * fusion, dead-node elimination, layout planning), task extraction, and the
+ * end-to-end numeric agreement of the optimized graph with the graph as
+ * built, by naive reference execution at small input sizes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "opbench/graph.h"
+
+static ob_ctx *ctx;
+
+static ob_graph *load_w(const char *source, const char *name, int64_t size, int64_t seqlen, int64_t hidden, bool zero) {
+  ob_model_opts o = ob_model_opts_default();
+  o.zero_weights = zero;
+  o.source = source;
+  o.name = name;
+  o.input_size = size;
+  o.seqlen = seqlen;
+  o.hidden = hidden;
+  ob_graph *g = NULL;
+  ob_status st = ob_model_load(ctx, &o, &g);
+  CHECK_MSG(st == OB_OK, "%s: %s", name, ob_ctx_errmsg(ctx));
+  return g;
+}
+
+static ob_graph *load(const char *source, const char *name, int64_t size, int64_t seqlen, int64_t hidden) {
+  return load_w(source, name, size, seqlen, hidden, false);
+}
+
+static int count_op(const ob_graph *g, ob_gop op) {
+  int k = 0;
+  for (int i = 0; i < ob_graph_node_count(g); i++) k += !ob_graph_node_dead(g, i) && ob_graph_node_op(g, i) == op;
+  return k;
+}
+
+static bool within(double v, double ref, double tol) { return fabs(v - ref) <= tol * ref; }
+
+/* Published figures: the zoo's own table, checked against the literal
+ * numbers of the brief so that neither can drift alone. */
+static void test_published(void) {
+  static const struct {
+    const char *source, *name;
+    double macs, params;
+  } k[] = {
+      {"local", "resnet-18", 1.81e9, 11.69e6},     {"local", "resnet-50", 4.09e9, 25.56e6},
+      {"local", "mobilenet-v2", 0.30e9, 3.50e6},   {"local", "vgg-16", 15.47e9, 138.36e6},
+      {"local", "squeezenet-1.1", 0.35e9, 1.24e6}, {"local", "inception-v3", 5.71e9, 27.16e6},
+      {"local", "bert-base", 0, 85.0e6},           {"transformers", "bert-base-uncased", 0, 110e6},
+      {"transformers", "gpt2", 0, 124e6},          {"local", "yolov5s", 16.5e9 / 2, 7.2e6},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    ob_graph *g = load_w(k[i].source, k[i].name, 0, 0, 0, true); /* counted, not run */
+    if (!g) continue;
+    double macs = ob_graph_macs(g), params = (double)ob_graph_params(g);
+    /* inception-v3: the published count includes the AuxLogits head that
+     * aux_logits=False drops: BasicConv2d(768,128,1) 98,304 + BN 256,
+     * BasicConv2d(128,768,5) 2,457,600 + BN 1,536, Linear(768,1000) 769,000 */
+    if (!strcmp(k[i].name, "inception-v3")) params += 98304 + 256 + 2457600 + 1536 + 769000;
+    if (k[i].macs > 0) CHECK_MSG(within(macs, k[i].macs, 0.01), "%s: %.4g MACs, published %.4g", k[i].name, macs, k[i].macs);
+    CHECK_MSG(within(params, k[i].params, 0.01), "%s: %.6g params, published %.6g", k[i].name, params, k[i].params);
+    CHECK(ob_graph_validate(ctx, g) == OB_OK);
+    /* every tensor has a shape after loading */
+    bool known = true;
+    for (int t = 0; t < ob_graph_tensor_count(g); t++) known &= ob_graph_tensor_ndim(g, t) >= 0;
+    CHECK_MSG(known, "%s: a tensor without a shape", k[i].name);
+    ob_graph_free(g);
+  }
+  /* batch size scales the work, not the weights */
+  ob_model_opts o = ob_model_opts_default();
+  o.name = "resnet-18";
+  o.batch = 4;
+  ob_graph *g = NULL;
+  CHECK(ob_model_load(ctx, &o, &g) == OB_OK);
+  if (g) {
+    CHECK(within(ob_graph_macs(g), 4 * 1.814e9, 0.01));
+    CHECK(ob_graph_params(g) == 11689512);
+    CHECK(ob_graph_tensor_dims(g, ob_graph_input(g, 0))[0] == 4);
+    ob_graph_free(g);
+  }
+}
+
+static void test_bad_models(void) {
+  ob_model_opts o = ob_model_opts_default();
+  ob_graph *g = NULL;
+  o.name = "resnet-19";
+  CHECK(ob_model_load(ctx, &o, &g) == OB_ERR_NOT_FOUND);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "resnet-19") && strstr(ob_ctx_errmsg(ctx), "resnet-18"));
+  o.name = "resnet-18";
+  o.source = "nowhere";
+  CHECK(ob_model_load(ctx, &o, &g) == OB_ERR_NOT_FOUND);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "nowhere") != NULL);
+  o.source = "local";
+  o.batch = 0;
+  CHECK(ob_model_load(ctx, &o, &g) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "batch size 0") != NULL);
+  o.batch = 1;
+  o.name = "yolov5s";
+  o.input_size = 100;
+  CHECK(ob_model_load(ctx, &o, &g) == OB_ERR_INVALID_ARG);
+  o.name = "inception-v3";
+  o.input_size = 32; /* Mixed_6a's unpadded stride-2 convolution has nothing left */
+  CHECK(ob_model_load(ctx, &o, &g) != OB_OK);
+  CHECK(g == NULL);
+}
+
+/* Reference outputs of g on seeded inputs (malloc'd, one per output). */
+static float **run(ob_graph *g) {
+  int ni = ob_graph_input_count(g), no = ob_graph_output_count(g);
+  void **in = calloc((size_t)ni, sizeof(void *));
+  float **out = calloc((size_t)no, sizeof(float *));
+  for (int i = 0; i < ni; i++) {
+    int t = ob_graph_input(g, i);
+    in[i] = malloc((size_t)ob_graph_tensor_numel(g, t) * 8);
+    ob_graph_fill_input(g, i, 7, in[i]);
+  }
+  for (int i = 0; i < no; i++) out[i] = malloc((size_t)ob_graph_tensor_numel(g, ob_graph_output(g, i)) * 4);
+  ob_status st = ob_graph_run_reference(ctx, g, (const void *const *)in, (void *const *)out);
+  CHECK_MSG(st == OB_OK, "%s: %s", ob_graph_name(g), ob_ctx_errmsg(ctx));
+  for (int i = 0; i < ni; i++) free(in[i]);
+  free(in);
+  return out;
+}
+
+/* max |a - b| / max |b| over n values. */
+static double rel_diff(const float *a, const float *b, int64_t n) {
+  double d = 0, m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    d = fmax(d, fabs((double)a[i] - b[i]));
+    m = fmax(m, fabs((double)b[i]));
+  }
+  return m > 0 ? d / m : d;
+}
+
+static void test_passes_agree(void) {
+  static const struct {
+    const char *source, *name;
+    int64_t size, seqlen, hidden;
+  } k[] = {
+      {"simple", "simple", 0, 0, 0},
+      {"local", "resnet-18", 32, 0, 0},
+      {"local", "resnet-50", 32, 0, 0},
+      {"local", "vgg-16", 32, 0, 0},
+      {"local", "mobilenet-v2", 32, 0, 0},
+      {"local", "squeezenet-1.1", 64, 0, 0},
+      {"local", "inception-v3", 75, 0, 0},
+      {"local", "yolov5s", 64, 0, 0},
+      {"local", "lstm", 0, 5, 24},
+      {"local", "bert-base", 0, 3, 0},
+      {"transformers", "bert-base-uncased", 0, 3, 0},
+      {"transformers", "gpt2", 0, 3, 0},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+    /* the graph as built runs first, then the same graph optimized */
+    ob_graph *b = load(k[i].source, k[i].name, k[i].size, k[i].seqlen, k[i].hidden);
+    if (!b) continue;
+    int live_a = 0, live_b = 0, nout = ob_graph_output_count(b);
+    for (int n = 0; n < ob_graph_node_count(b); n++) live_a += !ob_graph_node_dead(b, n);
+    int64_t numel[8];
+    for (int o = 0; o < nout && o < 8; o++) numel[o] = ob_graph_tensor_numel(b, ob_graph_output(b, o));
+    float **oa = run(b);
+    ob_graph_pass_stats ps;
+    ob_status st = ob_graph_optimize(ctx, b, 16, &ps);
+    CHECK_MSG(st == OB_OK, "%s: %s", k[i].name, ob_ctx_errmsg(ctx));
+    CHECK(ob_graph_validate(ctx, b) == OB_OK);
+    for (int n = 0; n < ob_graph_node_count(b); n++) live_b += !ob_graph_node_dead(b, n);
+    if (strcmp(k[i].name, "lstm")) CHECK_MSG(live_b < live_a, "%s: passes left %d of %d nodes", k[i].name, live_b, live_a);
+    float **ob = run(b);
+    for (int o = 0; o < nout && o < 8; o++) {
+      int64_t n = numel[o];
+      CHECK(n == ob_graph_tensor_numel(b, ob_graph_output(b, o)));
+      double d = rel_diff(ob[o], oa[o], n);
+      CHECK_MSG(d < 1e-4, "%s output %d: passes change the result by %.3g (relative to max)", k[i].name, o, d);
+      bool finite = true;
+      for (int64_t q = 0; q < n; q++) finite &= isfinite(oa[o][q]);
+      CHECK_MSG(finite, "%s: non-finite output", k[i].name);
+      free(oa[o]);
+      free(ob[o]);
+    }
+    free(oa);
+    free(ob);
+    ob_graph_free(b);
+  }
+}
+
+static void test_resnet_passes(void) {
+  ob_graph *g = load("local", "resnet-18", 64, 0, 0);
+  if (!g) return;
+  CHECK(count_op(g, OB_GOP_BATCHNORM) == 20);
+  CHECK(count_op(g, OB_GOP_RELU) == 17);
+  ob_graph_pass_stats ps;
+  CHECK(ob_graph_optimize(ctx, g, 16, &ps) == OB_OK);
+  CHECK(ps.bn_folded == 20);
+  CHECK(count_op(g, OB_GOP_BATCHNORM) == 0);
+  CHECK(count_op(g, OB_GOP_RELU) == 0);
+  CHECK(count_op(g, OB_GOP_ADD) == 0);  /* residual adds fused */
+  CHECK(count_op(g, OB_GOP_GEMM) == 0); /* fc became Dense */
+  CHECK(count_op(g, OB_GOP_DENSE) == 1);
+  CHECK(count_op(g, OB_GOP_CONV) == 20);
+  /* every conv has a bias (folded batch norm); 8 took a residual add */
+  int with_res = 0, relu = 0;
+  for (int n = 0; n < ob_graph_node_count(g); n++) {
+    if (ob_graph_node_op(g, n) != OB_GOP_CONV) continue;
+    CHECK(ob_graph_node_num_inputs(g, n) >= 3 && ob_graph_node_input(g, n, 2) >= 0);
+    with_res += ob_graph_node_num_inputs(g, n) > 3 && ob_graph_node_input(g, n, 3) >= 0;
+    relu += !strcmp(ob_graph_node_attr_s(g, n, "activation", ""), "relu");
+    ob_workload wl;
+    CHECK(ob_graph_node_workload(ctx, g, n, &wl) == OB_OK);
+  }
+  CHECK(with_res == 8);
+  CHECK(relu == 17);
+  /* layout: every activation between convolutions is blocked; the network's
+   * input (3 channels) needs no transform, the pooled features one */
+  CHECK(ps.transforms == 1);
+  int blocked = 0, plain4d = 0;
+  for (int t = 0; t < ob_graph_tensor_count(g); t++) {
+    if (ob_graph_tensor_kind(g, t) != OB_GT_ACT || ob_graph_tensor_ndim(g, t) != 4) continue;
+    if (ob_graph_tensor_layout(g, t) == OB_LAYOUT_NCHWC) {
+      blocked++;
+      CHECK(ob_graph_tensor_dims(g, t)[1] % ob_graph_tensor_block(g, t) == 0);
+      CHECK(ob_graph_tensor_block(g, t) == 16);
+    } else {
+      plain4d++;
+    }
+  }
+  CHECK(plain4d == 1); /* the global-average-pooled features */
+  CHECK(blocked == 21);
+  /* a narrower machine blocks by 8 */
+  CHECK(ob_graph_plan_layout(ctx, g, 8, NULL) == OB_OK);
+  for (int t = 0; t < ob_graph_tensor_count(g); t++)
+    if (ob_graph_tensor_layout(g, t) == OB_LAYOUT_NCHWC) CHECK(ob_graph_tensor_block(g, t) == 8);
+  CHECK(ob_graph_plan_layout(ctx, g, 1, NULL) == OB_ERR_INVALID_ARG);
+  ob_str s = {0};
+  ob_graph_print(g, &s);
+  CHECK(strstr(s.data, "activation=relu") && strstr(s.data, "{NCHW16c}") == NULL);
+  ob_str_free(&s);
+  ob_graph_free(g);
+}
+
+static void test_fold_transformers(void) {
+  ob_graph *g = load("transformers", "bert-base-uncased", 0, 8, 0);
+  if (!g) return;
+  int shapes = count_op(g, OB_GOP_SHAPE), concats = count_op(g, OB_GOP_CONCAT);
+  CHECK(shapes > 0 && concats > 0);
+  int folded = 0, removed = 0;
+  CHECK(ob_graph_fold_constants(ctx, g, &folded) == OB_OK);
+  CHECK(ob_graph_eliminate_dead(ctx, g, &removed) == OB_OK);
+  CHECK(folded > 0);
+  CHECK(count_op(g, OB_GOP_SHAPE) == 0);
+  CHECK(count_op(g, OB_GOP_CONCAT) == 0);
+  CHECK(count_op(g, OB_GOP_SLICE) == 0);   /* position/token-type buffers sliced at build time */
+  CHECK(count_op(g, OB_GOP_RESHAPE) == 48); /* 4 per layer, now with constant shapes */
+  for (int n = 0; n < ob_graph_node_count(g); n++)
+    if (!ob_graph_node_dead(g, n) && ob_graph_node_op(g, n) == OB_GOP_RESHAPE)
+      CHECK(ob_graph_tensor_kind(g, ob_graph_node_input(g, n, 1)) == OB_GT_CONST);
+  ob_graph_free(g);
+}
+
+static void test_tasks(void) {
+  ob_graph *g = load("local", "resnet-18", 0, 0, 0);
+  if (!g) return;
+  CHECK(ob_graph_optimize(ctx, g, 16, NULL) == OB_OK);
+  ob_graph_task *t = NULL;
+  int n = 0;
+  CHECK(ob_graph_tasks(ctx, g, &t, &n) == OB_OK);
+  /* 12 distinct convolutions (11 of the published suite, the 3x3 64->64
+   * ones split by their epilogues), max pool, dense, global average pool */
+  int convs = 0, total = 0;
+  double share = 0, conv_flops = 0;
+  for (int i = 0; i < n; i++) {
+    total += t[i].count;
+    share += t[i].share;
+    if (!strcmp(t[i].wl.op, "conv2d")) convs++, conv_flops += t[i].count * t[i].flops;
+    if (i) CHECK(t[i].est_s <= t[i - 1].est_s);
+    char key[256];
+    ob_workload_key(&t[i].wl, key, sizeof key);
+    CHECK(!strcmp(key, t[i].key));
+  }
+  CHECK(n == 18);
+  CHECK(convs == 15);
+  CHECK(total == 23); /* 20 convs, max pool, global average pool, dense */
+  CHECK(fabs(share - 1) < 1e-9);
+  CHECK(within(conv_flops, 2 * 1.8135e9, 0.01));
+  int k90 = ob_graph_key_tasks(t, n, 90), k100 = ob_graph_key_tasks(t, n, 100);
+  CHECK(k90 >= 1 && k90 < n && k100 == n);
+  double cum = 0;
+  for (int i = 0; i < k90; i++) cum += t[i].share;
+  CHECK(cum >= 0.9 && cum - t[k90 - 1].share < 0.9);
+  free(t);
+  ob_graph_free(g);
+  /* LSTM: the input projection once per layer, the recurrent product per
+   * step and layer (both layers have the same shapes: input size = hidden) */
+  g = load("local", "lstm", 0, 6, 32);
+  if (!g) return;
+  CHECK(ob_graph_tasks(ctx, g, &t, &n) == OB_OK);
+  CHECK(n == 2);
+  int proj = 0, steps = 0;
+  for (int i = 0; i < n; i++) {
+    proj += t[i].count == 2 && ob_workload_get(&t[i].wl, "M") == 6;
+    steps += t[i].count == 12 && ob_workload_get(&t[i].wl, "M") == 1;
+  }
+  CHECK(proj == 1 && steps == 1);
+  free(t);
+  ob_graph_free(g);
+}
+
+/* A graph built through the public API, with errors named by node. */
+static void test_builder_errors(void) {
+  ob_graph *g = NULL;
+  CHECK(ob_graph_new(ctx, "t", &g) == OB_OK);
+  int x, y, w, o;
+  CHECK(ob_graph_add_input(g, "x", OB_F32, 2, (int64_t[]){2, 3}, &x) == OB_OK);
+  CHECK(ob_graph_add_input(g, "x", OB_F32, 1, (int64_t[]){2}, &y) == OB_ERR_INVALID_ARG);
+  CHECK(ob_graph_add_const(g, "w", OB_F32, 2, (int64_t[]){4, 5}, NULL, true, &w) == OB_OK);
+  int node;
+  CHECK(ob_graph_add_node(g, OB_GOP_ADD, "bad_add", 2, (int[]){x, w}, 1, NULL, &o, &node) == OB_OK);
+  CHECK(ob_graph_mark_output(g, o) == OB_OK);
+  CHECK(ob_graph_infer_shapes(ctx, g) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "bad_add") && strstr(ob_ctx_errmsg(ctx), "broadcast"));
+  CHECK(ob_graph_add_node(g, OB_GOP_RELU, "two", 2, (int[]){x, x}, 1, NULL, &o, &node) == OB_ERR_INVALID_ARG);
+  CHECK(ob_graph_add_input(g, "big", OB_F32, 3, (int64_t[]){1 << 20, 1 << 20, 1 << 20}, &y) == OB_ERR_INVALID_ARG);
+  ob_graph_free(g);
+  /* a graph output nobody computes */
+  CHECK(ob_graph_new(ctx, "t2", &g) == OB_OK);
+  CHECK(ob_graph_add_input(g, "x", OB_F32, 1, (int64_t[]){3}, &x) == OB_OK);
+  CHECK(ob_graph_validate(ctx, g) == OB_ERR_INVALID_ARG); /* no outputs */
+  ob_graph_free(g);
+}
+
+int main(void) {
+  if (ob_ctx_new(&ctx) != OB_OK) return 1;
+  test_published();
+  test_bad_models();
+  test_builder_errors();
+  test_resnet_passes();
+  test_fold_transformers();
+  test_tasks();
+  test_passes_agree();
+  ob_ctx_free(ctx);
+  return CHECK_DONE();
+}
