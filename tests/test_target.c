@@ -292,8 +292,9 @@ static void test_checks(void) {
 }
 
 /* The facts shape the spaces: AVX2's register blocks stay within 14 ymm
- * accumulators, its channel blocks are 4/8/16 lanes, and a config index
- * means a config only with its target. */
+ * accumulators and leave room for their weights and a broadcast, its channel
+ * blocks are 4/8/16 lanes, and a config index means a config only with its
+ * target. */
 static void test_spaces(void) {
   if (!x86_host()) return;
   ob_target *avx2 = NULL, *avx512 = NULL;
@@ -338,10 +339,25 @@ static void test_spaces(void) {
       ob_config_split(&c, "tile_oc", oc);
       ob_config_split(&c, "tile_oh", oh);
       ob_config_split(&c, "tile_ow", ow);
-      if (ow[1] * oh[1] * ((oc[1] + 7) / 8) > 14) over++;
+      int64_t v = (oc[1] + 7) / 8, acc = ow[1] * oh[1] * v;
+      if (acc > 14 || acc + v + 1 > 16) over++; /* accumulators, weights, a broadcast */
     }
     ob_ctx_clear_error(ctx);
     CHECK(valid > 0 && over == 0);
+    /* 7 columns of 2 ymm would spill: 14 accumulators + 2 weights + 1 broadcast */
+    ob_config c;
+    CHECK(ob_config_from_json(ctx, sa,
+                              "{\"entity\": [[\"tile_ic\",\"sp\",[-1,8]],[\"tile_oc\",\"sp\",[-1,16]],"
+                              "[\"tile_ow\",\"sp\",[-1,7]],[\"tile_oh\",\"sp\",[-1,1]],"
+                              "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",0]]}",
+                              &c) == OB_ERR_OUT_OF_SPACE);
+    /* ... and 14 columns of one ymm fit (the fallback for widths of 7k) */
+    CHECK(ob_config_from_json(ctx, sa,
+                              "{\"entity\": [[\"tile_ic\",\"sp\",[-1,8]],[\"tile_oc\",\"sp\",[-1,8]],"
+                              "[\"tile_ow\",\"sp\",[-1,14]],[\"tile_oh\",\"sp\",[-1,1]],"
+                              "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",0]]}",
+                              &c) == OB_OK);
+    CHECK(c.index == d.index);
     CHECK(ob_space_len(sa) != ob_space_len(sb) || ob_task_default_config(b).index != d.index);
   }
   ob_task_free(a);

@@ -265,14 +265,15 @@ static void nchwc_blocks(const ob_config *cfg, int64_t *icb, int64_t *ocb) {
 }
 
 /* The register block (columns x rows x vectors of output channels) within
- * the target's accumulator budget. */
+ * the target's accumulator budget, and with the block's weight vectors and
+ * the broadcast input in registers too (ob_tmpl_block_fits). */
 static bool nchwc_ok(const ob_config *cfg, void *user) {
   const ob_target *tg = user;
   int64_t oc[2], oh[2], ow[2];
   ob_config_split(cfg, "tile_oc", oc);
   ob_config_split(cfg, "tile_oh", oh);
   ob_config_split(cfg, "tile_ow", ow);
-  return ow[1] * oh[1] * ob_tmpl_vectors(tg, oc[1]) <= ob_tmpl_budget(tg);
+  return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
 }
 
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {

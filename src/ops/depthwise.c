@@ -85,14 +85,15 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 }
 
 /* ---- template depthwise_NCHWc.x86 ----------------------------------------- */
-/* The register block within the target's accumulator budget. */
+/* The register block within the target's accumulator budget, with the
+ * weight vectors and an input vector in registers too. */
 static bool nchwc_ok(const ob_config *cfg, void *user) {
   const ob_target *tg = user;
   int64_t cb[2], ow[2], oh[2];
   ob_config_split(cfg, "tile_c", cb);
   ob_config_split(cfg, "tile_ow", ow);
   ob_config_split(cfg, "tile_oh", oh);
-  return ow[1] * oh[1] * ob_tmpl_vectors(tg, cb[1]) <= ob_tmpl_budget(tg);
+  return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, cb[1]));
 }
 
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {

@@ -175,6 +175,16 @@ static inline int64_t ob_tmpl_registers(const ob_target *tg) {
 static inline int64_t ob_tmpl_vectors(const ob_target *tg, int64_t n) {
   return (n + ob_tmpl_lanes(tg) - 1) / ob_tmpl_lanes(tg);
 }
+/* A register block of `points` outputs, each `vecs` vectors wide (the
+ * block holds points x vecs accumulators and reads vecs weight vectors and
+ * one broadcast per step): within the accumulator budget, and with the
+ * weights and the broadcast in registers as well. With AVX2's 16 ymm a
+ * 2-vector block of 14 spills an accumulator each step (14 + 2 + 1 > 16),
+ * which the budget alone (14) would allow. */
+static inline bool ob_tmpl_block_fits(const ob_target *tg, int64_t points, int64_t vecs) {
+  int64_t acc = points * vecs;
+  return acc <= ob_tmpl_budget(tg) && acc + vecs + 1 <= ob_tmpl_registers(tg);
+}
 /* Vector widths (float lanes) a template offers for a vectorized loop: the
  * powers of two from 4 to four registers' worth (4, 8, ..., 4 x lanes).
  * Returns the count; out needs room for 8. */
