@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       char key[512];
       ob_workload_key(&es[i].wl, key, sizeof key);
       ob_task *t = NULL;
-      OB_FUZZ_REQUIRE(ob_task_new(ctx, &es[i].wl, NULL, &t) == OB_OK);
+      OB_FUZZ_REQUIRE(ob_task_new(ctx, &es[i].wl, NULL, NULL, &t) == OB_OK);
       ob_task_free(t);
     }
     free(es);
