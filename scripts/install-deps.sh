@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # install-deps.sh: installs the Debian packages that opbench needs and that
 # are missing; packages already installed are left alone. Uses sudo only when
-# not run as root. python3 is only for the CLI test's JSON check.
+# not run as root. python3 (the CLI test's JSON check) and sqlite3 (the CLI
+# database tests) are for the tests only.
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler python3"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler python3 sqlite3"
 
 missing=()
 for p in $PACKAGES; do

@@ -10,10 +10,12 @@ if [ ! -x "$OB" ]; then
   echo "cli_test.sh: $OB is not an executable" >&2
   exit 1
 fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/sh_util.sh"
+need python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OPBENCH_CACHE=${OPBENCH_CACHE:-$tmp/kcache}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 passed=0
 failed=0
@@ -193,5 +195,4 @@ printf 'dense M=4,N=32,K=16 many\n' >"$tmp/bad4.txt"
 bad "suite: bad count at FILE:LINE" "bad4.txt:1: .*many" bench --suite "$tmp/bad4.txt"
 bad "suite: missing file" "no-such-suite" bench --suite "$tmp/no-such-suite.txt"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -489,7 +489,7 @@ static void test_overlap_affinity(void) {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) || CPU_COUNT(&allowed) < 2 ||
       !CPU_ISSET(0, &allowed)) {
-    printf("overlap test skipped: needs core 0 and another core\n");
+    CHECK_SKIP("overlap test: needs core 0 and another core");
     return;
   }
   char wrap[128], logp[128], cache[128];

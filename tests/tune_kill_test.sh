@@ -17,7 +17,9 @@ set -u
 
 OB=${1:?usage: tune_kill_test.sh path/to/opbench}
 [ -x "$OB" ] || { echo "tune_kill_test.sh: $OB is not an executable" >&2; exit 1; }
-command -v sqlite3 >/dev/null || { echo "tune_kill_test.sh: needs the sqlite3 CLI" >&2; exit 1; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/sh_util.sh"
+need sqlite3
 tmp=$(mktemp -d)
 bgpids=()
 cleanup() {
@@ -181,5 +183,4 @@ check "nothing lost in the bad runs" \
   $([ "$(sqlite3 "$db" 'SELECT count(*), sum(config_index) FROM measurements')" = "$sum_before" ] &&
     [ "$(integrity "$db")" = ok ]; echo $?)
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
