@@ -343,14 +343,81 @@ static void test_rng(void) {
   CHECK(fsame);
 }
 
+static double monotonic_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ob_now_s is CLOCK_MONOTONIC in seconds: a reading taken between two of
+ * its calls lies between them, and a sleep lasts at least as long as asked
+ * (no upper bound: a loaded machine may sleep longer). */
 static void test_time(void) {
   double t0 = ob_now_s();
-  sleep_ms(20);
+  double ref = monotonic_s();
   double t1 = ob_now_s();
-  CHECK(t1 - t0 >= 0.015 && t1 - t0 < 5.0);
+  CHECK_MSG(t0 <= ref && ref <= t1, "%.9f %.9f %.9f", t0, ref, t1);
+  sleep_ms(20);
+  double t2 = ob_now_s();
+  CHECK_MSG(t2 - t1 >= 0.020 - 1e-6, "slept %.6f s", t2 - t1);
+  CHECK(ob_now_s() >= t2);
 }
 
 /* ---- host ----------------------------------------------------------------- */
+
+/* Size in bytes of cpu0's cache of `level` ("Data"/"Unified" for data
+ * caches) as the kernel describes it in sysfs ("48K"); 0 if absent. */
+static int64_t sysfs_cache_bytes(int level) {
+  for (int i = 0; i < 16; i++) {
+    char path[96], type[32] = "";
+    int lv = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    if (fscanf(f, "%d", &lv) != 1) lv = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if ((f = fopen(path, "r"))) {
+      if (fscanf(f, "%31s", type) != 1) type[0] = '\0';
+      fclose(f);
+    }
+    if (lv != level || !strcmp(type, "Instruction")) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (!(f = fopen(path, "r"))) continue;
+    long long v = 0;
+    char unit = 0;
+    int got = fscanf(f, "%lld%c", &v, &unit);
+    fclose(f);
+    if (got < 1) continue;
+    return got == 2 && unit == 'K' ? v << 10 : got == 2 && unit == 'M' ? v << 20 : v;
+  }
+  return 0;
+}
+
+/* The cache sizes hwloc reported agree with the kernel's own description
+ * (hwloc reads the same sysfs files on Linux; a unit or level mix-up shows
+ * here), or with sysconf where sysfs says nothing. */
+static void check_host_caches(const ob_host *h) {
+  const int64_t got[3] = {h->l1d_bytes, h->l2_bytes, h->l3_bytes};
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  const int conf[3] = {_SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE};
+#endif
+  int known = 0;
+  for (int l = 0; l < 3; l++) {
+    int64_t want = sysfs_cache_bytes(l + 1);
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    if (want == 0 && sysconf(conf[l]) > 0) want = sysconf(conf[l]);
+#endif
+    if (want == 0) continue;
+    known++;
+    CHECK_MSG(got[l] == want, "L%d: host says %lld bytes, the system %lld", l + 1, (long long)got[l],
+              (long long)want);
+  }
+  if (known == 0) CHECK_SKIP("host: neither sysfs nor sysconf describes the caches");
+  /* Inclusive sizes grow with the level wherever both are known. */
+  if (h->l1d_bytes && h->l2_bytes) CHECK(h->l1d_bytes < h->l2_bytes);
+  if (h->l2_bytes && h->l3_bytes) CHECK(h->l2_bytes <= h->l3_bytes);
+}
 
 static void test_host(void) {
   ob_ctx *ctx = NULL;
@@ -365,7 +432,7 @@ static void test_host(void) {
   CHECK(memcmp(&h1, &h2, sizeof h1) == 0);
   CHECK(h1.vector_bits == 128 || h1.vector_bits == 256 || h1.vector_bits == 512);
   CHECK(h1.os[0] != '\0');
-  CHECK(h1.l1d_bytes >= 0 && h1.l2_bytes >= 0 && h1.l3_bytes >= 0);
+  check_host_caches(&h1);
   if (strstr(h1.isa, "avx512f")) CHECK(h1.vector_bits == 512);
   printf("host: %s | %s | %d cores %d PUs | L1d %lld L2 %lld L3 %lld | %d-bit | %s | %s\n",
          h1.cpu_model, h1.isa, h1.ncores, h1.npus, (long long)h1.l1d_bytes,
@@ -538,7 +605,7 @@ static void test_pool(void) {
   CHECK_MSG(CPU_EQUAL(&now, &orig), "caller affinity not restored by ob_pool_free");
 
   if (ncores < 2) {
-    printf("pool: only one usable core; two-thread tests skipped\n");
+    CHECK_SKIP("pool: only one usable core; the two-thread tests need two");
   } else {
     ob_pool *p2 = NULL;
     ob_status st = ob_pool_new(ctx, cores, 2, &p2);
@@ -555,10 +622,12 @@ static void test_pool(void) {
       double t0 = ob_now_s();
       for (int r = 0; r < REPS; r++) ob_pool_parallel_for(p2, 1000, noop_task, &acc);
       double dt = ob_now_s() - t0;
+      /* Every call's work is done once and in full; the time is printed
+       * for the reader, not checked (speed is for benchmarks: this machine
+       * is shared and a check against a bound fails under load). */
       CHECK(atomic_load(&acc) == (int64_t)REPS * 1000);
       printf("pool: %d parallel_for calls on 2 threads: %.3f s (%.2f us/call)\n", REPS, dt,
              dt / REPS * 1e6);
-      CHECK_MSG(dt < 2.0, "%d calls took %.3f s", REPS, dt);
 
       /* An idle pool sleeps: almost no CPU while nothing is dispatched. */
       sleep_ms(20); /* let the workers' spin run out */
