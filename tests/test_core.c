@@ -1,7 +1,8 @@
 /* test_core.c: tests for the core module: status names, context messages
  * and logging, arena, ob_str, hashing, the PRNG, host detection, core-list
  * parsing and the thread pool (correct partition, pinning, fast dispatch,
- * idle pool costs no CPU). Uses only the public API. */
+ * idle pool costs no CPU); out of memory in arenas and strings (sticky
+ * failure, the ctx's allocation limit). Uses only the public API. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -176,7 +177,8 @@ static void test_log(void) {
 /* ---- arena and ob_str ----------------------------------------------------- */
 
 static void test_arena(void) {
-  ob_arena *a = ob_arena_new(1024);
+  ob_arena *a = ob_arena_new(NULL, 1024);
+  CHECK(a && !ob_arena_failed(a));
   enum { N = 20000 };
   unsigned char **ptrs = malloc(N * sizeof *ptrs);
   size_t *sizes = malloc(N * sizeof *sizes);
@@ -213,9 +215,73 @@ static void test_arena(void) {
   ob_arena_free(a);
   ob_arena_free(NULL);
 
-  ob_arena *d = ob_arena_new(0); /* default chunk size */
+  ob_arena *d = ob_arena_new(NULL, 0); /* default chunk size */
   CHECK(ob_arena_alloc(d, 100000) != NULL);
   ob_arena_free(d);
+}
+
+static void new_ctx_into(void *arg) {
+  if (ob_ctx_new((ob_ctx **)arg) != OB_OK) *(ob_ctx **)arg = NULL;
+}
+
+/* Out of memory in an arena: NULL, the arena failed for good (later small
+ * requests fail too), and nothing aborts. A request no allocator can serve
+ * stands for exhaustion here; the ctx limit below for exhaustion anywhere. */
+static void test_arena_oom(void) {
+  ob_arena *a = ob_arena_new(NULL, 512);
+  CHECK(ob_arena_alloc(a, 64) != NULL && !ob_arena_failed(a));
+  CHECK(ob_arena_alloc(a, SIZE_MAX / 2 + 1) == NULL);
+  CHECK(ob_arena_failed(a));
+  CHECK(ob_arena_alloc(a, 1) == NULL);
+  CHECK(ob_arena_strdup(a, "x") == NULL);
+  CHECK(ob_arena_strdup(a, NULL) == NULL); /* an earlier failure's NULL passed along */
+  CHECK(ob_arena_sprintf(a, "%d", 1) == NULL);
+  ob_arena_free(a);
+  CHECK(ob_arena_new(NULL, SIZE_MAX - 1) == NULL);
+  CHECK(!ob_arena_failed(NULL));
+
+  /* The ctx limit counts arenas and allocations, shared by every arena of
+   * the ctx, and is lifted again with -1. */
+  ob_ctx *ctx = NULL;
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  ob_ctx_set_alloc_limit(ctx, 3);
+  ob_arena *b = ob_arena_new(ctx, 0); /* 1 */
+  CHECK(b != NULL);
+  CHECK(b && ob_arena_alloc(b, 8) != NULL);       /* 2 */
+  CHECK(b && ob_arena_strdup(b, "kept") != NULL); /* 3 */
+  CHECK(b && ob_arena_alloc(b, 8) == NULL && ob_arena_failed(b));
+  CHECK(ob_arena_new(ctx, 0) == NULL);
+  ob_ctx_set_alloc_limit(ctx, -1);
+  CHECK(b && ob_arena_alloc(b, 8) == NULL); /* failed for good, limit or not */
+  ob_arena *c = ob_arena_new(ctx, 0);
+  CHECK(c && ob_arena_alloc(c, 8) != NULL && !ob_arena_failed(c));
+  ob_arena_free(c);
+  ob_arena_free(b);
+  ob_ctx_set_alloc_limit(ctx, 0);
+  CHECK(ob_arena_new(ctx, 0) == NULL);
+  ob_arena *free_of_ctx = ob_arena_new(NULL, 0); /* no ctx: no limit */
+  CHECK(free_of_ctx && ob_arena_alloc(free_of_ctx, 8) != NULL);
+  ob_arena_free(free_of_ctx);
+  ob_ctx_free(ctx);
+
+  /* OPBENCH_TEST_ALLOC_LIMIT sets the limit of every new ctx; a value that
+   * is not a number is refused with a warning and sets none. */
+  CHECK(setenv("OPBENCH_TEST_ALLOC_LIMIT", "1", 1) == 0);
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  ob_arena *e = ob_arena_new(ctx, 0);
+  CHECK(e && ob_arena_alloc(e, 8) == NULL);
+  ob_arena_free(e);
+  ob_ctx_free(ctx);
+  CHECK(setenv("OPBENCH_TEST_ALLOC_LIMIT", "lots", 1) == 0);
+  char err[512];
+  ctx = NULL;
+  capture_stderr(new_ctx_into, &ctx, err, sizeof err);
+  CHECK_MSG(ctx && strstr(err, "OPBENCH_TEST_ALLOC_LIMIT='lots'"), "got \"%s\"", err);
+  ob_arena *f = ob_arena_new(ctx, 0);
+  CHECK(f && ob_arena_alloc(f, 8) != NULL);
+  ob_arena_free(f);
+  ob_ctx_free(ctx);
+  unsetenv("OPBENCH_TEST_ALLOC_LIMIT");
 }
 
 static void test_str(void) {
@@ -245,6 +311,44 @@ static void test_str(void) {
   CHECK(t.data == NULL && t.len == 0);
   ob_str_free(&t);
   ob_str_free(NULL);
+
+  /* Out of memory is sticky: the text so far stays readable, appends do
+   * nothing, ob_str_take gives NULL, a failed part fails the whole. */
+  ob_ctx *ctx = NULL;
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  ob_str u = {.ctx = ctx};
+  ob_ctx_set_alloc_limit(ctx, 1);
+  ob_str_append(&u, "first");                  /* one allocation: 64 bytes */
+  CHECK(!u.failed && !strcmp(u.data, "first"));
+  ob_str_appendf(&u, "%0100d", 7);             /* needs to grow: fails */
+  CHECK(u.failed && u.data && !strcmp(u.data, "first") && u.len == 5);
+  ob_str_append(&u, "x");
+  ob_str_appendf(&u, "%s", "y");
+  CHECK(u.failed && !strcmp(u.data, "first"));
+  ob_str whole = {0};
+  ob_str_append(&whole, "a");
+  ob_str_append_str(&whole, &u);
+  CHECK(whole.failed && ob_str_take(&whole) == NULL);
+  CHECK(whole.data == NULL && !whole.failed); /* taken: empty and usable again */
+  CHECK(ob_str_take(&u) == NULL);
+  CHECK(u.data == NULL && u.len == 0 && !u.failed && u.ctx == ctx);
+  ob_str_append(&u, "z"); /* the limit is spent: the first allocation fails */
+  CHECK(u.failed && u.data == NULL);
+  ob_str_free(&u);
+  CHECK(!u.failed);
+  ob_ctx_set_alloc_limit(ctx, -1);
+  ob_str_append(&u, "again");
+  char *again = ob_str_take(&u);
+  CHECK(again && !strcmp(again, "again"));
+  free(again);
+  ob_str ok = {0}, part = {0};
+  ob_str_append(&part, "tail");
+  ob_str_append(&ok, "head-");
+  ob_str_append_str(&ok, &part);
+  CHECK(!ok.failed && !strcmp(ok.data, "head-tail"));
+  ob_str_free(&ok);
+  ob_str_free(&part);
+  ob_ctx_free(ctx);
 }
 
 /* ---- hashing and PRNG ----------------------------------------------------- */
@@ -695,6 +799,7 @@ int main(void) {
   test_ctx();
   test_log();
   test_arena();
+  test_arena_oom();
   test_str();
   test_hash();
   test_rng();

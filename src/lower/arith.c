@@ -1,7 +1,9 @@
 /* arith.c: integer index arithmetic for lowering. Index expressions are put
  * in a linear canonical form (sum of coefficient * atom + constant) so that
  * offsets cancel (x.outer*16 + x.inner - x.outer*16 -> x.inner), and floor
- * div/mod by a constant is resolved when the remainder's range is known. */
+ * div/mod by a constant is resolved when the remainder's range is known.
+ * Out of memory: builders return NULL once their arena failed (never a node
+ * with a missing operand), and the readers take NULL as "nothing known". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +94,7 @@ static int merge_divmod(ob_lin *l) { /* 1 merged, 0 nothing to merge, -1 full */
 
 bool ob_lin_of(const ob_expr *e, ob_lin *out) {
   memset(out, 0, sizeof *out);
-  if (!lin_rec(e, 1, out)) return false;
+  if (!e || !lin_rec(e, 1, out)) return false;
   for (int pass = 0; pass < 4; pass++) {
     int r = merge_divmod(out);
     if (r < 0) return false;
@@ -136,6 +138,7 @@ static void mul_range(int64_t alo, int64_t ahi, int64_t blo, int64_t bhi, int64_
 
 bool ob_range(const ob_expr *e, int64_t *lo, int64_t *hi) {
   int64_t alo, ahi, blo, bhi;
+  if (!e) return false;
   switch (e->kind) {
   case OB_E_INT: *lo = *hi = e->ival; return true;
   case OB_E_VAR: *lo = 0; *hi = e->var->extent - 1; return e->var->extent >= 1;
@@ -280,6 +283,7 @@ ob_expr *ob_simplify(ob_arena *a, ob_expr *e) {
   case OB_E_BIN: {
     ob_expr *x = ob_simplify(a, e->a), *y = ob_simplify(a, e->b);
     ob_expr *c = ob_e_copy(a, e);
+    if (!x || !y || !c) return NULL; /* out of memory */
     c->a = x;
     c->b = y;
     return fold_bin(a, c);
@@ -289,44 +293,47 @@ ob_expr *ob_simplify(ob_arena *a, ob_expr *e) {
     int64_t v;
     if (ob_is_const(cond, &v)) return ob_simplify(a, v ? e->a : e->b);
     ob_expr *c = ob_e_copy(a, e);
+    if (!c) return NULL;
     c->c = cond;
     c->a = ob_simplify(a, e->a);
     c->b = ob_simplify(a, e->b);
-    return c;
+    return ob_arena_failed(a) ? NULL : c;
   }
   case OB_E_LOAD:
   case OB_E_BLOAD: {
     ob_expr *c = ob_e_copy(a, e);
     int m = e->kind == OB_E_LOAD ? e->n : 1;
-    c->idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)m);
+    if (!c || !(c->idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)m))) return NULL;
     for (int i = 0; i < m; i++) c->idx[i] = ob_simplify(a, e->idx[i]);
-    return c;
+    return ob_arena_failed(a) ? NULL : c;
   }
   default: {
     ob_expr *c = ob_e_copy(a, e);
+    if (!c) return NULL;
     c->a = ob_simplify(a, e->a);
     c->b = ob_simplify(a, e->b);
     c->c = ob_simplify(a, e->c);
-    return c;
+    return ob_arena_failed(a) ? NULL : c;
   }
   }
 }
 
 ob_stmt *ob_stmt_new(ob_arena *a, ob_stmt_kind k) {
   ob_stmt *s = ob_arena_alloc(a, sizeof *s);
-  s->kind = k;
+  if (s) s->kind = k;
   return s;
 }
 
 ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to) {
-  ob_stmt *c = ob_stmt_new(a, s->kind);
+  ob_stmt *c = s && to ? ob_stmt_new(a, s->kind) : NULL;
+  if (!c) return NULL; /* out of memory (s or to: an earlier failure) */
   *c = *s;
   ob_ivar *f[1] = {from};
   ob_expr *t[1] = {to};
   switch (s->kind) {
   case OB_S_SEQ:
     c->seq = ob_arena_alloc(a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
-    for (int i = 0; i < s->nseq; i++) c->seq[i] = ob_stmt_subst(a, s->seq[i], from, to);
+    for (int i = 0; c->seq && i < s->nseq; i++) c->seq[i] = ob_stmt_subst(a, s->seq[i], from, to);
     break;
   case OB_S_FOR: c->body = ob_stmt_subst(a, s->body, from, to); break;
   case OB_S_IF:
@@ -339,5 +346,5 @@ ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to
     break;
   default: break;
   }
-  return c;
+  return ob_arena_failed(a) ? NULL : c;
 }
