@@ -61,8 +61,9 @@ static char *read_file(const char *path) {
     errno = err;
     return NULL;
   }
-  if (!s.data) ob_str_append(&s, "");
-  return ob_str_take(&s);
+  char *text = ob_str_take(&s); /* "" for an empty file */
+  if (!text) errno = ENOMEM;
+  return text;
 }
 
 /* Copies a token into a fixed field; false if it does not fit. */

@@ -519,7 +519,7 @@ ob_status ob_db_check(ob_db *db) {
   if (rc != SQLITE_DONE) s = ob_db_sqlfail(db, rc, "checking integrity");
   else if (!ok || found.len)
     s = ob_fail(db->ctx, OB_ERR_IO, "database '%s' failed its integrity check: %s", db->path,
-                found.len ? found.data : "no result");
+                found.len && found.data ? found.data : "no result");
   sqlite3_finalize(st);
   ob_str_free(&found);
   return s;
@@ -654,7 +654,8 @@ ob_status ob_db_put_workload(ob_db *db, const struct ob_workload *wl) {
   ob_workload_key(wl, key, sizeof key);
   ob_str a = {0};
   ob_workload_attrs(wl, &a);
-  ob_status s = ob_db_put_workload_locked(db, key, wl->op, a.data, ob_workload_flops(wl), NULL, true);
+  ob_status s = a.failed ? ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': workload %s: out of memory", db->path, key)
+                         : ob_db_put_workload_locked(db, key, wl->op, a.data, ob_workload_flops(wl), NULL, true);
   ob_str_free(&a);
   return s;
 }

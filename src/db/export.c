@@ -21,7 +21,13 @@ ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o) {
   ob_str_appendf(&t, "%s.tmp.%ld", path, (long)getpid());
   o->tmp = ob_str_take(&t);
   o->path = strdup(path);
-  o->f = o->path ? fopen(o->tmp, "w") : NULL;
+  if (!o->tmp || !o->path) {
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
+    return ob_fail(db->ctx, OB_ERR_NOMEM, "exporting to '%s': out of memory", path);
+  }
+  o->f = fopen(o->tmp, "w");
   if (!o->f) {
     ob_status s = ob_fail(db->ctx, OB_ERR_IO, "cannot write '%s': %s", o->tmp, strerror(errno));
     free(o->tmp);
@@ -101,10 +107,9 @@ static ob_status csv_row(void *user, const ob_db_record *r) {
   csv_real(f, r->cv);
   csv_real(f, r->gflops > 0 ? r->gflops : NAN);
   fprintf(f, "%d,", r->number);
-  ob_str costs = {0};
-  for (int i = 0; i < r->ncosts; i++) ob_str_appendf(&costs, "%s%.9g", i ? ";" : "", r->costs[i]);
-  csv_field(f, costs.data, false);
-  ob_str_free(&costs);
+  /* costs as "c1;c2;...": numbers need no quoting, so straight to the file */
+  for (int i = 0; i < r->ncosts; i++) fprintf(f, "%s%.9g", i ? ";" : "", r->costs[i]);
+  fputc(',', f);
   csv_real(f, r->build_s);
   csv_real(f, r->run_s);
   fprintf(f, "%d,", r->nthreads);

@@ -49,7 +49,8 @@ int64_t ob_workload_get(const ob_workload *wl, const char *name) {
 static ob_status unknown_op(ob_ctx *ctx, const char *op) {
   ob_str known = {0};
   for (int i = 0; i < NOPS; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", k_ops[i]->name);
-  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op, known.data);
+  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op,
+                         known.data ? known.data : "?");
   ob_str_free(&known);
   return st;
 }
@@ -198,6 +199,10 @@ ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_
   cJSON_ArrayForEach(it, j) {
     if (!cJSON_IsNumber(it)) continue;
     ob_str_appendf(&text, "%s%s=%lld", text.len ? "," : "", it->string, (long long)it->valuedouble);
+  }
+  if (text.failed) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "workload attributes of %s: out of memory", op);
+    goto done;
   }
   st = ob_workload_parse(ctx, op, text.data ? text.data : "", out);
   const cJSON *epi = cJSON_GetObjectItemCaseSensitive(j, "epilogue");
