@@ -47,7 +47,9 @@ static void expect_error(ob_baseline *b, const ob_workload *wl, int error_no, co
 
 static double report(ob_baseline *b, const char *op, const char *shape, const char *what) {
   ob_workload wl;
-  if (ob_workload_parse(g_ctx, op, shape, &wl) != OB_OK) return 0;
+  ob_status st = ob_workload_parse(g_ctx, op, shape, &wl);
+  CHECK_MSG(st == OB_OK, "%s %s: %s", op, shape, ob_ctx_errmsg(g_ctx));
+  if (st) return 0;
   ob_timing_opts t = ob_timing_default(); /* number 1, repeat 10 */
   ob_baseline_result r;
   CHECK(ob_baseline_measure(b, &wl, &t, 1, &r) == OB_OK);
