@@ -15,6 +15,13 @@
 
 enum { OB_CHECK_SKIP_CODE = 77 };
 
+/* Build and run timeouts for tests that compile and run real kernels. The
+ * library's 10 s (AutoTVM's) guard against hangs; on a loaded machine a
+ * heavily unrolled kernel can take longer to compile, and a test must not
+ * fail for that (test_measure tests the timeouts themselves, with a fake
+ * compiler and a hanging kernel; ctest's TIMEOUT bounds each test). */
+#define OB_TEST_TIMEOUT_S 300.0
+
 __attribute__((weak)) int ob_check_pass, ob_check_fail, ob_check_skip;
 
 #define CHECK(x)                                                             \

@@ -62,6 +62,7 @@ static void ops_check_template(ob_ctx *ctx, ob_runner *runner, const ob_workload
   }
   ob_measure_opts o = ob_measure_opts_default();
   o.timing.repeat = 1;
+  o.timing.timeout_s = o.build.timeout_s = OB_TEST_TIMEOUT_S;
   o.nthreads = 2;
   ob_measure_result res[OPS_MAX_SAMPLES];
   st = ob_measure_configs(ctx, t, runner, &o, cfgs, n, res);
