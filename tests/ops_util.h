@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "opbench/ops.h"
+#include "opbench/tune.h" /* ob_measure_configs */
 
 #define OPS_MAX_SAMPLES 32
 #define OPS_MAX_TEMPLATES 16

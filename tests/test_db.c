@@ -18,6 +18,7 @@
 #include "check.h"
 #include "opbench/db.h"
 #include "opbench/ops.h"
+#include "opbench/tune.h"
 
 static ob_ctx *ctx;
 static char dir[64];
@@ -174,7 +175,7 @@ static void test_measurements(void) {
   CHECK(ob_workload_parse(ctx, "conv2d", "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", &wl) == OB_OK);
   char key[256];
   ob_workload_key(&wl, key, sizeof key);
-  CHECK(ob_db_put_workload(db, &wl) == OB_OK);
+  CHECK(ob_workload_store(db, &wl) == OB_OK);
 
   /* Configs 0..9 of conv2d_nchw.x86; config 3 fails; config 7 is fastest. */
   for (int i = 0; i < 10; i++) {
@@ -336,7 +337,7 @@ static void test_measurements(void) {
   snprintf(mr.message, sizeof mr.message, "%s", "");
   ob_db_record rec = {.host = HOST, .workload = key, .target = TARGET, .resources = RES,
                       .tmpl = "conv2d_nchw.x86", .config_index = 42};
-  ob_db_record_set_result(&rec, &mr);
+  ob_measure_result_to_record(&mr, &rec);
   CHECK(ob_db_put_measurement(db, &rec, 0, &stored) == OB_OK && stored);
   CHECK(ob_db_has_measurement(db, &k, 42, &has) == OB_OK && has);
 
@@ -697,7 +698,7 @@ static void test_autotvm_import(void) {
   make_trial(&pre, "dense/f32/M2N2K2", "dense.x86", 0, 1e-3);
   CHECK(ob_db_put_measurement(db, &pre.r, 0, NULL) == OB_OK);
 
-  ob_db_import_opts o = {.host = HOST, .resources = "threads=2"};
+  ob_db_import_opts o = {.host = HOST, .resources = "threads=2", .map = ob_op_autotvm_map()};
   ob_db_import_result res;
   ob_ctx_set_log_level(ctx, OB_LOG_ERROR); /* the summary warnings are expected */
   CHECK_MSG(ob_db_import_autotvm(db, path_in("log.json"), &o, &res) == OB_OK, "%s",
@@ -801,7 +802,7 @@ static void test_autotvm_roundtrip(void) {
     CHECK(ob_workload_parse(ctx, ops[w][0], ops[w][1], &wl) == OB_OK);
     if (epis[w]) CHECK(ob_workload_set_epilogue(ctx, &wl, epis[w]) == OB_OK);
     ob_workload_key(&wl, keys[w], sizeof keys[w]);
-    CHECK(ob_db_put_workload(a, &wl) == OB_OK);
+    CHECK(ob_workload_store(a, &wl) == OB_OK);
     for (int i = 0; i < 5; i++) {
       trial t;
       make_trial(&t, keys[w], tmpls[w], (uint64_t)(i * 3), 1e-4 * (w + 1) + 1e-5 * i);
@@ -820,7 +821,8 @@ static void test_autotvm_roundtrip(void) {
   }
   int calls = 0;
   int64_t n = 0;
-  CHECK(ob_db_export_autotvm(a, NULL, path_in("rt.json"), entity_from_caller, &calls, &n) == OB_OK);
+  CHECK(ob_db_export_autotvm(a, NULL, path_in("rt.json"), ob_op_autotvm_map(), NULL,
+                             entity_from_caller, &calls, &n) == OB_OK);
   CHECK(n == nrec && calls == 1);
   char *text = read_all(path_in("rt.json"), NULL);
   int lines = 0;
@@ -837,7 +839,7 @@ static void test_autotvm_roundtrip(void) {
   free(text);
 
   ob_db *b = open_db("rt_b.db");
-  ob_db_import_opts o = {.host = HOST, .resources = RES};
+  ob_db_import_opts o = {.host = HOST, .resources = RES, .map = ob_op_autotvm_map()};
   ob_db_import_result res;
   CHECK(ob_db_import_autotvm(b, path_in("rt.json"), &o, &res) == OB_OK);
   CHECK_MSG(res.nimported == nrec && res.nbroken == 0 && res.nunmapped == 0,
@@ -865,14 +867,16 @@ static void test_autotvm_roundtrip(void) {
   ob_db_records_free(rb);
 
   /* Exporting the imported records gives the same lines back. */
-  CHECK(ob_db_export_autotvm(b, NULL, path_in("rt2.json"), NULL, NULL, &n) == OB_OK && n == nrec);
+  CHECK(ob_db_export_autotvm(b, NULL, path_in("rt2.json"), ob_op_autotvm_map(), NULL, NULL,
+                             NULL, &n) == OB_OK && n == nrec);
   char *t1 = read_all(path_in("rt.json"), NULL), *t2 = read_all(path_in("rt2.json"), NULL);
   CHECK(t1 && t2 && !strcmp(t1, t2));
   free(t1);
   free(t2);
   /* A filtered export. */
   ob_db_filter f = {.op = "dense", .ok_only = true};
-  CHECK(ob_db_export_autotvm(b, &f, path_in("dense.json"), NULL, NULL, &n) == OB_OK && n == 4);
+  CHECK(ob_db_export_autotvm(b, &f, path_in("dense.json"), ob_op_autotvm_map(), NULL, NULL,
+                             NULL, &n) == OB_OK && n == 4);
   ob_db_close(a);
   ob_db_close(b);
 }
@@ -920,6 +924,88 @@ static void test_workload_attrs(void) {
   ob_ctx_clear_error(ctx);
 }
 
+/* The operators' AutoTVM map on its own, and an import without it. */
+static void test_autotvm_map(void) {
+  const ob_db_autotvm_i *m = ob_op_autotvm_map();
+  CHECK(m && m->from_task && m->to_args);
+  if (!m) return;
+  const char *conv_args = "[[\"TENSOR\",[1,64,56,56],\"float32\"],[\"TENSOR\",[64,64,3,3],"
+                          "\"float32\"],[1,1],[1,1,1,1],[1,1],\"NCHW\",\"NCHW\",\"float32\"]";
+  char k1[256];
+  conv_key(k1, sizeof k1, "N=1,C=64,H=56,W=56,K=64,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", NULL);
+  ob_db_wl_desc d = {0};
+  CHECK(m->from_task(NULL, "conv2d_NCHWc.x86", conv_args, &d));
+  CHECK_MSG(d.key && !strcmp(d.key, k1), "%s", d.key ? d.key : "(null)");
+  CHECK(d.op && !strcmp(d.op, "conv2d"));
+  CHECK(d.flops == 2.0 * 64 * 56 * 56 * 64 * 3 * 3);
+  ob_workload back;
+  char kb[256] = "";
+  CHECK(d.attrs && ob_workload_from_attrs(ctx, "conv2d", d.attrs, &back) == OB_OK);
+  ob_workload_key(&back, kb, sizeof kb);
+  CHECK(!strcmp(kb, k1));
+  /* ... and the attributes give back TVM's arguments. */
+  char *args = d.attrs ? m->to_args(NULL, "conv2d", d.attrs) : NULL;
+  CHECK_MSG(args && !strcmp(args, conv_args), "%s", args ? args : "(null)");
+  free(args);
+  free(d.key);
+  free(d.op);
+  free(d.attrs);
+  /* dense_nopack with bias, without the out_dtype. */
+  memset(&d, 0, sizeof d);
+  CHECK(m->from_task(NULL, "dense_nopack.x86",
+                     "[[\"TENSOR\",[4,64],\"float32\"],[\"TENSOR\",[10,64],\"float32\"],"
+                     "[\"TENSOR\",[10],\"float32\"]]",
+                     &d));
+  CHECK(d.key && !strcmp(d.key, "dense/f32/M4N10K64/epi:bias") && d.flops > 0);
+  free(d.key);
+  free(d.op);
+  free(d.attrs);
+  /* Not theirs: untouched and false. */
+  const char *no[][2] = {
+      {"depthwise_conv2d_NCHWc.x86", conv_args},
+      {"conv2d_NCHWc.x86", "[[\"TENSOR\",[1,64,56,56],\"float32\"],[\"TENSOR\",[64,32,3,3],"
+                           "\"float32\"],[1,1],[1,1,1,1],[1,1],\"NCHW\",\"NCHW\",\"float32\"]"},
+      {"conv2d_NCHWc.x86", "[[\"TENSOR\",[1,64,56,56],\"float16\"],[\"TENSOR\",[64,64,3,3],"
+                           "\"float16\"],[1,1],[1,1,1,1],[1,1],\"NCHW\",\"NCHW\",\"float16\"]"},
+      {"conv2d_NCHWc.x86", "[[\"TENSOR\",[1,64,56,56],\"float32\"],[\"TENSOR\",[64,64,3,3],"
+                           "\"float32\"],[1,1],[1,1,1,1],[1,1],\"NHWC\",\"NHWC\",\"float32\"]"},
+      {"dense_pack.x86", "[[\"TENSOR\",[4,64],\"float32\"],[\"TENSOR\",[10,63],\"float32\"]]"},
+      {"dense_pack.x86", "not json"},
+      {"dense_pack.x86", "{}"}};
+  for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
+    ob_db_wl_desc z = {0};
+    CHECK_MSG(!m->from_task(NULL, no[i][0], no[i][1], &z) && !z.key && !z.op && !z.attrs,
+              "%s %s mapped", no[i][0], no[i][1]);
+  }
+  char *none = m->to_args(NULL, "relu", "{\"dtype\":\"float32\",\"N\":1,\"C\":8,\"H\":4,\"W\":4}");
+  CHECK(!none);
+  free(none);
+  none = m->to_args(NULL, "conv2d", "{\"N\":1,\"C\":8}"); /* attributes missing */
+  CHECK(!none);
+  free(none);
+
+  /* Without a map the db knows no operator: every task stays under its
+   * AutoTVM task key. */
+  write_all(path_in("log.json"), k_log, strlen(k_log));
+  ob_db *db = open_db("import_nomap.db");
+  ob_db_import_opts o = {.host = HOST, .resources = "threads=2"};
+  ob_db_import_result res;
+  ob_ctx_set_log_level(ctx, OB_LOG_ERROR);
+  CHECK(ob_db_import_autotvm(db, path_in("log.json"), &o, &res) == OB_OK);
+  CHECK_MSG(res.nimported == 5 && res.nunmapped == 5 && res.nduplicate == 1,
+            "imported %lld unmapped %lld", (long long)res.nimported, (long long)res.nunmapped);
+  ob_db_import_result_clear(&res);
+  ob_ctx_set_log_level(ctx, OB_LOG_WARN);
+  CHECK(count_records(db, k1) == 0);
+  ob_db_filter f = {.op = "conv2d_NCHWc"};
+  ob_db_records *r = NULL;
+  CHECK(ob_db_query(db, &f, &r) == OB_OK && r->n == 2);
+  for (int64_t i = 0; r && i < r->n; i++)
+    CHECK(!strncmp(r->rec[i].workload, "autotvm:conv2d_NCHWc.x86:[[\"TENSOR\"", 35));
+  ob_db_records_free(r);
+  ob_db_close(db);
+}
+
 int main(void) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   snprintf(dir, sizeof dir, "/tmp/opbench-test-db-XXXXXX");
@@ -934,6 +1020,7 @@ int main(void) {
   test_kill9();
   test_autotvm_import();
   test_autotvm_roundtrip();
+  test_autotvm_map();
   test_workload_attrs();
   if (!getenv("OPBENCH_KEEP_TEST_FILES")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   ob_ctx_free(ctx);

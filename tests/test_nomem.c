@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "opbench/ops.h"
+#include "opbench/tune.h"
 
 static ob_ctx *ctx;
 static bool full_sweep;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "opbench/tune.h"
+#include "opbench/space.h"
 
 static ob_ctx *ctx;
 

@@ -430,7 +430,7 @@ static void fill_db(ob_db *db, ob_task *task) {
   const ob_workload *wl = ob_task_workload(task);
   char key[512];
   ob_workload_key(wl, key, sizeof key);
-  CHECK(ob_db_put_workload(db, wl) == OB_OK);
+  CHECK(ob_workload_store(db, wl) == OB_OK);
   CHECK(ob_db_exec(db, "BEGIN IMMEDIATE") == OB_OK);
   for (uint64_t i = 0; i < ob_space_len(s); i += 2) {
     ob_config c;

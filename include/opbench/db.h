@@ -4,6 +4,13 @@
  * template, config index). Also here: CSV export and AutoTVM v0.2 JSON-lines
  * import/export.
  *
+ * The db knows records, not operators or tuners: workloads are a key, an
+ * operator name and attributes as JSON; a trial's result is the numbers in
+ * ob_db_record. Conversions from the operators' and tuners' types live
+ * above it (in ops.h and tune.h), and the AutoTVM task names that are
+ * opbench workloads come from the operators through ob_db_autotvm_i
+ * (ob_op_autotvm_map in ops.h).
+ *
  * Concurrency: several processes may open and write the same file at once;
  * a writer waits up to the busy timeout (5 s by default) for another's
  * transaction, then fails with OB_ERR_BUSY naming the file. One ob_db handle
@@ -22,9 +29,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct ob_workload;       /* ops.h */
-struct ob_measure_result; /* tune.h */
 
 /* The schema this build writes and understands; a file with a larger
  * version is refused (OB_ERR_UNSUPPORTED), never modified. */
@@ -57,6 +61,8 @@ OB_API ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_o
                                ob_db **out);
 OB_API void ob_db_close(ob_db *db); /* accepts NULL */
 OB_API const char *ob_db_path(const ob_db *db);
+/* The ctx it was opened with (where its messages go). */
+OB_API ob_ctx *ob_db_ctx(const ob_db *db);
 OB_API void ob_db_set_busy_timeout(ob_db *db, int ms);
 
 /* PRAGMA integrity_check: OB_OK, or OB_ERR_IO with SQLite's first findings. */
@@ -81,13 +87,13 @@ OB_API ob_status ob_db_put_host(ob_db *db, const ob_host *h, const char *compile
 /* OB_ERR_NOT_FOUND when the fingerprint is unknown. */
 OB_API ob_status ob_db_get_host(ob_db *db, const char *fingerprint, ob_db_host *out);
 
-/* Stores a workload under ob_workload_key with its operator, attributes
- * (JSON object) and FLOPs; an existing row is refreshed. */
-OB_API ob_status ob_db_put_workload(ob_db *db, const struct ob_workload *wl);
-/* Same, for callers that have no ob_workload (attrs_json: a JSON object or
- * NULL; flops <= 0: unknown). */
-OB_API ob_status ob_db_put_workload_raw(ob_db *db, const char *key, const char *op,
-                                        const char *attrs_json, double flops);
+/* Stores a workload under its key with its operator, attributes
+ * (attrs_json: a JSON object or NULL) and FLOPs (<= 0: unknown); an
+ * existing row is refreshed. OB_ERR_INVALID_ARG for an empty key or
+ * operator, OB_ERR_PARSE for attributes that are not a JSON object.
+ * (ops.h stores an operator's workload through this.) */
+OB_API ob_status ob_db_put_workload(ob_db *db, const char *key, const char *op,
+                                    const char *attrs_json, double flops);
 
 /* ---- measurements ----------------------------------------------------------- */
 /* One trial. In puts, strings are borrowed; NULL target/resources mean "".
@@ -118,10 +124,6 @@ typedef struct ob_db_record {
   double flops;          /* the workload's FLOPs; 0: unknown */
   double gflops;         /* flops / median_s / 1e9; 0 on error or unknown */
 } ob_db_record;
-
-/* Copies error class, message, median/mean/cv, repeats and build/run
- * seconds from a measurement result (pointers borrow from *r). */
-OB_API void ob_db_record_set_result(ob_db_record *rec, const struct ob_measure_result *r);
 
 enum ob_db_put_flags {
   /* Remeasure: the new trial replaces the stored one under the same key;
@@ -206,6 +208,27 @@ OB_API ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats *
 OB_API void ob_db_stats_free(ob_db_stats *s); /* accepts NULL */
 
 /* ---- export / import ------------------------------------------------------------- */
+/* Which AutoTVM tasks are opbench workloads, in both directions. The
+ * operators know (ops.h: ob_op_autotvm_map, with ctx NULL); the db only
+ * calls it. Without one (NULL) import files every task that carries no
+ * opbench kwargs under its AutoTVM task key, and export writes the
+ * workload key as the only arg with the workload in kwargs. */
+typedef struct ob_db_wl_desc {
+  char *key, *op, *attrs; /* malloc'd (the db frees them); attrs a JSON object */
+  double flops;           /* 0: unknown */
+} ob_db_wl_desc;
+
+typedef struct ob_db_autotvm_i {
+  /* task: AutoTVM's task name with its target suffix ("conv2d_NCHWc.x86");
+   * args_json: its argument list. true with *out filled when the task is an
+   * opbench workload (a field left NULL means out of memory); false, *out
+   * untouched, otherwise. */
+  bool (*from_task)(void *ctx, const char *task, const char *args_json, ob_db_wl_desc *out);
+  /* TVM's argument list (JSON text, malloc'd) for a workload of operator op
+   * with attributes attrs_json; NULL when it has no AutoTVM form. */
+  char *(*to_args)(void *ctx, const char *op, const char *attrs_json);
+} ob_db_autotvm_i;
+
 /* Writes the filtered records (NULL: all) as CSV with a header line. `path`
  * "-" is stdout; a file is written next to its destination and renamed into
  * place, so a failed export leaves no half file. *nrows may be NULL. */
@@ -217,20 +240,24 @@ OB_API ob_status ob_db_export_csv(ob_db *db, const ob_db_filter *f, const char *
 typedef ob_status (*ob_db_entity_fn)(void *user, const ob_db_record *rec, char **entity_json);
 
 /* Writes AutoTVM v0.2 JSON lines, one per record, oldest first: input =
- * [target, template, args, kwargs] with args rebuilt from the workload
- * (conv2d and dense in TVM's x86 argument form, imported records exactly as
- * they came), config = {index, code_hash null, entity}, result = [costs (or
- * [1e9] on error), error_no, build_s + run_s, timestamp]. kwargs carry
- * {"opbench": {workload, op, attrs, flops}} where the args alone would not
- * give back the same workload key (TVM ignores kwargs). A record without
- * an entity from the db or entity_fn is written with "entity": []. */
+ * [target, template, args, kwargs] with args rebuilt from the workload by
+ * map->to_args (with the operators' map: conv2d and dense in TVM's x86
+ * argument form; imported records exactly as they came), config = {index,
+ * code_hash null, entity}, result = [costs (or [1e9] on error), error_no,
+ * build_s + run_s, timestamp]. kwargs carry {"opbench": {workload, op,
+ * attrs, flops}} where the args alone would not give back the same
+ * workload key through map->from_task (TVM ignores kwargs). A record
+ * without an entity from the db or entity_fn is written with "entity": []. */
 OB_API ob_status ob_db_export_autotvm(ob_db *db, const ob_db_filter *f, const char *path,
+                                      const ob_db_autotvm_i *map, void *map_ctx,
                                       ob_db_entity_fn entity_fn, void *user, int64_t *nrows);
 
 typedef struct ob_db_import_opts {
   const char *host;      /* fingerprint to file the records under; NULL: "unknown" */
   const char *resources; /* resource setting; NULL: "" */
   unsigned flags;        /* OB_DB_REPLACE: a record replaces a stored one */
+  const ob_db_autotvm_i *map; /* tasks that are opbench workloads; NULL: none */
+  void *map_ctx;
 } ob_db_import_opts;
 
 typedef struct ob_db_bad_line {
@@ -251,9 +278,10 @@ typedef struct ob_db_import_result {
 } ob_db_import_result;
 OB_API void ob_db_import_result_clear(ob_db_import_result *r);
 
-/* Imports an AutoTVM v0.2 log. conv2d_NCHWc / conv2d_nchw (NCHW, float32)
- * and dense_nopack / dense_pack (float32) tasks become opbench workloads;
- * any other task is stored under "autotvm:<task>:<args JSON>". Broken lines
+/* Imports an AutoTVM v0.2 log. Tasks with opbench's kwargs, and those that
+ * o->map maps (the operators' map: conv2d_NCHWc / conv2d_nchw (NCHW,
+ * float32) and dense_nopack / dense_pack (float32)), become opbench
+ * workloads; any other task is stored under "autotvm:<task>:<args JSON>". Broken lines
  * are skipped and listed in *res, never aborting the import. Returns an
  * error only when the file cannot be read or the database cannot be written
  * (records committed before that point stay; *res counts them). *res must

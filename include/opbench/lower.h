@@ -1,16 +1,15 @@
-/* lower: turns a schedule into a loop-nest IR. Infers the regions of
- * attached stages (interval arithmetic over affine indices), guards
+/* lower: turns a schedule into the loop-nest IR (ir.h). Infers the regions
+ * of attached stages (interval arithmetic over affine indices), guards
  * non-dividing splits, inlines, flattens buffers and simplifies. */
 #ifndef OPBENCH_LOWER_H
 #define OPBENCH_LOWER_H
 
+#include "opbench/ir.h"
 #include "opbench/schedule.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct ob_lowered ob_lowered;
 
 /* The lowered function owns its own arena: the schedule and the te may be
  * freed after. */

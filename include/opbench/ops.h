@@ -7,7 +7,7 @@
 #define OPBENCH_OPS_H
 
 #include "opbench/lower.h"
-#include "opbench/tune.h"
+#include "opbench/space.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,6 +47,18 @@ OB_API double ob_workload_flops(const ob_workload *wl);
 OB_API void ob_workload_attrs(const ob_workload *wl, ob_str *out);
 OB_API ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_json,
                                         ob_workload *out);
+/* Stores the workload in the database (ob_db_put_workload with its key,
+ * operator, ob_workload_attrs and FLOPs). */
+struct ob_db; /* db.h */
+OB_API ob_status ob_workload_store(struct ob_db *db, const ob_workload *wl);
+
+/* AutoTVM's names for opbench workloads (src/ops/autotvm.c), for the db's
+ * AutoTVM import and export (ctx NULL): conv2d_NCHWc / conv2d_nchw tasks
+ * (NCHW float32, no groups) are conv2d workloads, dense_nopack / dense_pack
+ * tasks (float32) dense ones, and those workloads' attributes give back
+ * TVM's x86 argument lists. Read-only, lives for the whole program. */
+struct ob_db_autotvm_i; /* db.h */
+OB_API const struct ob_db_autotvm_i *ob_op_autotvm_map(void);
 
 /* Registry. */
 OB_API int ob_op_count(void);

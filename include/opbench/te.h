@@ -38,6 +38,16 @@ typedef enum ob_binop {
 typedef enum ob_intrin { OB_EXP = 0, OB_TANH, OB_SQRT, OB_LOG, OB_INTRIN_COUNT } ob_intrin;
 typedef enum ob_reduce_op { OB_REDUCE_SUM = 0, OB_REDUCE_MAX, OB_REDUCE_OP_COUNT } ob_reduce_op;
 
+/* How a loop runs: what schedule primitives ask of a loop variable, and
+ * what a lowered loop (ir.h) carries. */
+typedef enum ob_iter_ann {
+  OB_IT_SERIAL = 0,
+  OB_IT_UNROLL,
+  OB_IT_VECTORIZE,
+  OB_IT_PARALLEL,
+  OB_IT_ANN_COUNT
+} ob_iter_ann;
+
 typedef struct ob_te ob_te;
 typedef struct ob_expr ob_expr;
 typedef struct ob_tensor ob_tensor;

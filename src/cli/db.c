@@ -339,7 +339,8 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
 static int cmd_export(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
   int64_t n = 0;
   bool autotvm = !strcmp(a->format, "autotvm");
-  ob_status st = autotvm ? ob_db_export_autotvm(db, &s->f, a->out, NULL, NULL, &n)
+  ob_status st = autotvm ? ob_db_export_autotvm(db, &s->f, a->out, ob_op_autotvm_map(), NULL,
+                                                NULL, NULL, &n)
                          : ob_db_export_csv(db, &s->f, a->out, &n);
   if (st) return cli_error("db export: %s", ob_ctx_errmsg(ctx));
   fflush(stdout);
@@ -364,7 +365,8 @@ static int cmd_import(ob_ctx *ctx, ob_db *db, const cli_args *a) {
   }
   ob_db_import_opts o = {.host = *host ? host : NULL,
                          .resources = a->resources,
-                         .flags = a->remeasure ? OB_DB_REPLACE : 0};
+                         .flags = a->remeasure ? OB_DB_REPLACE : 0,
+                         .map = ob_op_autotvm_map()};
   ob_db_import_result res;
   memset(&res, 0, sizeof res);
   ob_status st = ob_db_import_autotvm(db, a->file, &o, &res);

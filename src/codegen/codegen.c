@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_impl.h"
 #include "opbench/codegen.h"
+#include "opbench/ir.h"
+#include "te/te_impl.h"
 
 typedef struct cg {
   ob_ctx *ctx;

@@ -1,9 +1,10 @@
-/* autotvm.c: AutoTVM v0.2 JSON-lines logs. Import maps AutoTVM tasks
- * (conv2d_NCHWc / conv2d_nchw, dense_nopack / dense_pack) to opbench
- * workloads, files any other task under its AutoTVM task key, and skips
- * broken lines with their numbers; export writes one line per record with
- * args rebuilt from the workload. Every cJSON tree here is owned by the
- * function that parsed or built it. */
+/* autotvm.c: AutoTVM v0.2 JSON-lines logs. Import maps AutoTVM tasks to
+ * opbench workloads through the caller's ob_db_autotvm_i (the operators
+ * know which tasks are theirs: src/ops/autotvm.c), files any other task
+ * under its AutoTVM task key, and skips broken lines with their numbers;
+ * export writes one line per record with args rebuilt from the workload by
+ * the same map. Every cJSON tree here is owned by the function that parsed
+ * or built it. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 #include <cjson/cJSON.h>
 
 #include "db/db_impl.h"
-#include "opbench/ops.h"
 
 #define OB_IMPORT_CHUNK 512 /* lines per transaction */
 
@@ -40,145 +40,6 @@ static bool as_int(const cJSON *v, int64_t *out) {
   return true;
 }
 
-/* ["TENSOR", [d0, d1, ...], "float32"] */
-static bool tensor(const cJSON *t, int64_t *shape, int cap, int *ndim, const char **dtype) {
-  if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) != 3) return false;
-  const cJSON *tag = cJSON_GetArrayItem(t, 0), *sh = cJSON_GetArrayItem(t, 1),
-              *dt = cJSON_GetArrayItem(t, 2);
-  if (!cJSON_IsString(tag) || strcmp(tag->valuestring, "TENSOR") || !cJSON_IsArray(sh) ||
-      !cJSON_IsString(dt))
-    return false;
-  int n = cJSON_GetArraySize(sh);
-  if (n > cap) return false;
-  for (int i = 0; i < n; i++)
-    if (!as_int(cJSON_GetArrayItem(sh, i), &shape[i]) || shape[i] < 0) return false;
-  *ndim = n;
-  *dtype = dt->valuestring;
-  return true;
-}
-
-/* An int or a list of 1 or 2 ints -> (h, w). */
-static bool pair(const cJSON *v, int64_t out[2]) {
-  if (as_int(v, &out[0])) {
-    out[1] = out[0];
-    return true;
-  }
-  if (!cJSON_IsArray(v)) return false;
-  int n = cJSON_GetArraySize(v);
-  if (n == 1 && as_int(cJSON_GetArrayItem(v, 0), &out[0])) {
-    out[1] = out[0];
-    return true;
-  }
-  return n == 2 && as_int(cJSON_GetArrayItem(v, 0), &out[0]) &&
-         as_int(cJSON_GetArrayItem(v, 1), &out[1]);
-}
-
-/* TVM's get_pad_tuple: an int, (pad_h, pad_w) or (top, left, bottom, right). */
-static bool padding(const cJSON *v, int64_t out[4]) {
-  int64_t hw[2];
-  if (pair(v, hw)) {
-    out[0] = out[2] = hw[0];
-    out[1] = out[3] = hw[1];
-    return true;
-  }
-  if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 4) return false;
-  for (int i = 0; i < 4; i++)
-    if (!as_int(cJSON_GetArrayItem(v, i), &out[i])) return false;
-  return true;
-}
-
-/* Fills the map from a parsed-and-checked workload. */
-static bool from_workload(const ob_workload *wl, wl_map *out) {
-  if (ob_workload_validate(NULL, wl) != OB_OK) return false;
-  char key[512];
-  ob_workload_key(wl, key, sizeof key);
-  ob_str a = {0};
-  ob_str_appendf(&a, "{\"dtype\":\"%s\"", ob_dtype_name(wl->dtype));
-  for (int i = 0; i < wl->nattr; i++)
-    ob_str_appendf(&a, ",\"%s\":%lld", wl->attr_name[i], (long long)wl->attr[i]);
-  if (wl->epilogue[0]) ob_str_appendf(&a, ",\"epilogue\":\"%s\"", wl->epilogue);
-  ob_str_append(&a, "}");
-  out->key = strdup(key);
-  out->op = strdup(wl->op);
-  out->attrs = ob_str_take(&a);
-  out->flops = ob_workload_flops(wl);
-  out->mapped = true;
-  return true;
-}
-
-/* conv2d_NCHWc.x86 / conv2d_nchw.x86: [data, kernel, strides, padding,
- * dilation, (layout, out_layout,) out_dtype], NCHW float32 only. */
-static bool map_conv2d(const cJSON *args, wl_map *out) {
-  int n = cJSON_GetArraySize(args);
-  if (n < 5) return false;
-  int64_t d[8], k[8], st[2], pad[4], dil[2];
-  int dn, kn;
-  const char *dt, *kt;
-  if (!tensor(cJSON_GetArrayItem(args, 0), d, 8, &dn, &dt) || dn != 4 || strcmp(dt, "float32"))
-    return false;
-  if (!tensor(cJSON_GetArrayItem(args, 1), k, 8, &kn, &kt) || kn != 4 || strcmp(kt, "float32"))
-    return false;
-  if (k[1] != d[1]) return false; /* grouped or depthwise: other tasks */
-  if (!pair(cJSON_GetArrayItem(args, 2), st) || !padding(cJSON_GetArrayItem(args, 3), pad) ||
-      !pair(cJSON_GetArrayItem(args, 4), dil))
-    return false;
-  for (int i = 5; i < n; i++) {
-    const cJSON *v = cJSON_GetArrayItem(args, i);
-    if (!cJSON_IsString(v)) return false;
-    const char *s = v->valuestring;
-    bool ok = i == n - 1 ? !strcmp(s, "float32") || !*s : !strcmp(s, "NCHW") || !*s;
-    if (!ok) return false;
-  }
-  char text[512];
-  snprintf(text, sizeof text,
-           "N=%lld,C=%lld,H=%lld,W=%lld,K=%lld,R=%lld,S=%lld,stride_h=%lld,stride_w=%lld,"
-           "pad_t=%lld,pad_l=%lld,pad_b=%lld,pad_r=%lld,dil_h=%lld,dil_w=%lld",
-           (long long)d[0], (long long)d[1], (long long)d[2], (long long)d[3], (long long)k[0],
-           (long long)k[2], (long long)k[3], (long long)st[0], (long long)st[1],
-           (long long)pad[0], (long long)pad[1], (long long)pad[2], (long long)pad[3],
-           (long long)dil[0], (long long)dil[1]);
-  ob_workload wl;
-  if (ob_workload_parse(NULL, "conv2d", text, &wl) != OB_OK) return false;
-  return from_workload(&wl, out);
-}
-
-/* dense_nopack.x86 / dense_pack.x86: [data [M,K], weight [N,K], bias or
- * null, out_dtype], float32 only. */
-static bool map_dense(const cJSON *args, wl_map *out) {
-  int n = cJSON_GetArraySize(args);
-  if (n < 2 || n > 4) return false;
-  int64_t a[8], b[8], c[8];
-  int an, bn, cn;
-  const char *at, *bt, *ct;
-  if (!tensor(cJSON_GetArrayItem(args, 0), a, 8, &an, &at) || an != 2 || strcmp(at, "float32"))
-    return false;
-  if (!tensor(cJSON_GetArrayItem(args, 1), b, 8, &bn, &bt) || bn != 2 || strcmp(bt, "float32") ||
-      b[1] != a[1])
-    return false;
-  bool bias = false;
-  if (n >= 3) {
-    const cJSON *v = cJSON_GetArrayItem(args, 2);
-    if (tensor(v, c, 8, &cn, &ct)) {
-      if (cn != 1 || c[0] != b[0] || strcmp(ct, "float32")) return false;
-      bias = true;
-    } else if (!cJSON_IsNull(v)) {
-      return false;
-    }
-  }
-  if (n == 4) {
-    const cJSON *v = cJSON_GetArrayItem(args, 3);
-    if (!cJSON_IsNull(v) && !(cJSON_IsString(v) && !strcmp(v->valuestring, "float32")))
-      return false;
-  }
-  char text[256];
-  snprintf(text, sizeof text, "M=%lld,N=%lld,K=%lld", (long long)a[0], (long long)b[0],
-           (long long)a[1]);
-  ob_workload wl;
-  if (ob_workload_parse(NULL, "dense", text, &wl) != OB_OK) return false;
-  if (bias && ob_workload_set_epilogue(NULL, &wl, "bias") != OB_OK) return false;
-  return from_workload(&wl, out);
-}
-
 /* kwargs {"opbench": {"workload": key, "op": op, "attrs": {...}, "flops": f}},
  * as opbench's export writes where args alone lose information. */
 static bool map_kwargs(const cJSON *kwargs, wl_map *out) {
@@ -201,29 +62,27 @@ static bool map_kwargs(const cJSON *kwargs, wl_map *out) {
   return true;
 }
 
-/* The task name without its target suffix: "conv2d_NCHWc.x86" -> "conv2d_NCHWc". */
-static bool task_is(const char *task, const char *const *bases) {
-  size_t n = strcspn(task, ".");
-  for (int i = 0; bases[i]; i++)
-    if (strlen(bases[i]) == n && !strncmp(task, bases[i], n)) return true;
-  return false;
-}
-
-/* Always fills *out (unless out of memory: false). */
-static bool map_task(const char *task, const cJSON *args, const cJSON *kwargs, wl_map *out) {
-  static const char *const k_conv[] = {"conv2d_NCHWc", "conv2d_nchw", NULL};
-  static const char *const k_dense[] = {"dense_nopack", "dense_pack", "dense", NULL};
+/* Always fills *out (unless out of memory: false). args_json: the task's
+ * argument list as text (NULL: out of memory). */
+static bool map_task(const ob_db_autotvm_i *map, void *map_ctx, const char *task,
+                     const char *args_json, const cJSON *kwargs, wl_map *out) {
   memset(out, 0, sizeof *out);
   bool done = false;
   if (cJSON_IsObject(kwargs)) done = map_kwargs(kwargs, out);
-  if (!done && task_is(task, k_conv)) done = map_conv2d(args, out);
-  if (!done && task_is(task, k_dense)) done = map_dense(args, out);
+  if (!done && map && map->from_task && args_json) {
+    ob_db_wl_desc d = {0};
+    if (map->from_task(map_ctx, task, args_json, &d)) {
+      out->key = d.key;
+      out->op = d.op;
+      out->attrs = d.attrs;
+      out->flops = d.flops > 0 ? d.flops : 0;
+      out->mapped = done = true;
+    }
+  }
   if (!done) {
     wl_map_clear(out);
-    char *a = cJSON_PrintUnformatted(args);
     ob_str k = {0};
-    ob_str_appendf(&k, "autotvm:%s:%s", task, a ? a : "[]");
-    free(a);
+    ob_str_appendf(&k, "autotvm:%s:%s", task, args_json ? args_json : "[]");
     out->key = ob_str_take(&k);
     out->op = strndup(task, strcspn(task, "."));
     out->attrs = strdup("{}");
@@ -380,10 +239,12 @@ typedef struct chunk_counts {
 /* Stores one parsed line inside the open transaction. */
 static ob_status import_line(ob_db *db, const log_line *l, const ob_db_import_opts *o,
                              chunk_counts *cc) {
-  wl_map m;
-  if (!map_task(l->task, l->args, l->kwargs, &m))
-    return ob_fail(db->ctx, OB_ERR_NOMEM, "importing into '%s': out of memory", db->path);
   char *args = cJSON_PrintUnformatted(l->args);
+  wl_map m;
+  if (!map_task(o ? o->map : NULL, o ? o->map_ctx : NULL, l->task, args, l->kwargs, &m)) {
+    free(args);
+    return ob_fail(db->ctx, OB_ERR_NOMEM, "importing into '%s': out of memory", db->path);
+  }
   char *entity = cJSON_PrintUnformatted(l->entity);
   int n = cJSON_GetArraySize(l->costs);
   double *costs = calloc((size_t)n + 1, sizeof *costs);
@@ -552,72 +413,12 @@ static cJSON *num_json(double v) {
   return cJSON_CreateRaw(buf);
 }
 
-static int64_t attr_int(const cJSON *attrs, const char *name, bool *ok) {
-  int64_t v = 0;
-  if (!as_int(cJSON_GetObjectItemCaseSensitive(attrs, name), &v)) *ok = false;
-  return v;
-}
-
-static cJSON *tensor_json(const int64_t *shape, int n) {
-  cJSON *t = cJSON_CreateArray();
-  cJSON_AddItemToArray(t, cJSON_CreateString("TENSOR"));
-  cJSON *sh = cJSON_CreateArray();
-  for (int i = 0; i < n; i++) cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[i]));
-  cJSON_AddItemToArray(t, sh);
-  cJSON_AddItemToArray(t, cJSON_CreateString("float32"));
-  return t;
-}
-
-static cJSON *ints_json(const int64_t *v, int n) {
-  cJSON *a = cJSON_CreateArray();
-  for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
-  return a;
-}
-
-/* TVM's x86 argument lists for conv2d and dense workloads; NULL for any
- * other operator or an attribute set that does not fit. */
-static cJSON *args_from_attrs(const char *op, const cJSON *attrs) {
-  const cJSON *dt = cJSON_GetObjectItemCaseSensitive(attrs, "dtype");
-  if (!cJSON_IsObject(attrs) || (dt && !(cJSON_IsString(dt) && !strcmp(dt->valuestring, "float32"))))
-    return NULL;
-  const cJSON *epi = cJSON_GetObjectItemCaseSensitive(attrs, "epilogue");
-  const char *e = cJSON_IsString(epi) ? epi->valuestring : "";
-  bool ok = true;
-  if (op && !strcmp(op, "conv2d")) {
-    const char *names[] = {"N", "C", "H", "W", "K", "R", "S", "stride_h", "stride_w", "pad_t",
-                           "pad_l", "pad_b", "pad_r", "dil_h", "dil_w", "groups"};
-    int64_t v[16];
-    for (int i = 0; i < 16; i++) v[i] = attr_int(attrs, names[i], &ok);
-    if (!ok || v[15] != 1) return NULL;
-    cJSON *a = cJSON_CreateArray();
-    cJSON_AddItemToArray(a, tensor_json((int64_t[]){v[0], v[1], v[2], v[3]}, 4));
-    cJSON_AddItemToArray(a, tensor_json((int64_t[]){v[4], v[1], v[5], v[6]}, 4));
-    cJSON_AddItemToArray(a, ints_json(v + 7, 2));
-    cJSON_AddItemToArray(a, ints_json(v + 9, 4));
-    cJSON_AddItemToArray(a, ints_json(v + 13, 2));
-    cJSON_AddItemToArray(a, cJSON_CreateString("NCHW"));
-    cJSON_AddItemToArray(a, cJSON_CreateString("NCHW"));
-    cJSON_AddItemToArray(a, cJSON_CreateString("float32"));
-    return a;
-  }
-  if (op && !strcmp(op, "dense")) {
-    int64_t m = attr_int(attrs, "M", &ok), n = attr_int(attrs, "N", &ok),
-            k = attr_int(attrs, "K", &ok);
-    if (!ok) return NULL;
-    cJSON *a = cJSON_CreateArray();
-    cJSON_AddItemToArray(a, tensor_json((int64_t[]){m, k}, 2));
-    cJSON_AddItemToArray(a, tensor_json((int64_t[]){n, k}, 2));
-    cJSON_AddItemToArray(a, strstr(e, "bias") ? tensor_json(&n, 1) : cJSON_CreateNull());
-    cJSON_AddItemToArray(a, cJSON_CreateString("float32"));
-    return a;
-  }
-  return NULL;
-}
-
 typedef struct export_ctx {
   ob_db *db;
   FILE *f;
   const char *path;
+  const ob_db_autotvm_i *map;
+  void *map_ctx;
   ob_db_entity_fn entity_fn;
   void *user;
   int64_t n, nmissing;
@@ -649,9 +450,15 @@ static ob_status export_row(void *user, const ob_db_record *r) {
 
   attrs = cJSON_Parse(r->attrs ? r->attrs : "{}");
   cJSON *args = args_text ? cJSON_Parse(args_text) : NULL;
+  if (!cJSON_IsArray(args) && x->map && x->map->to_args) {
+    cJSON_Delete(args);
+    char *t = x->map->to_args(x->map_ctx, r->op, r->attrs ? r->attrs : "{}");
+    args = t ? cJSON_Parse(t) : NULL;
+    free(t);
+  }
   if (!cJSON_IsArray(args)) {
     cJSON_Delete(args);
-    args = args_from_attrs(r->op, attrs);
+    args = NULL;
   }
   if (!args) { /* no TVM form: the key stands in, kwargs carry the rest */
     args = cJSON_CreateArray();
@@ -660,8 +467,11 @@ static ob_status export_row(void *user, const ob_db_record *r) {
 
   cJSON *kwargs = cJSON_CreateObject();
   wl_map m;
-  bool same = map_task(r->tmpl, args, NULL, &m) && !strcmp(m.key, r->workload);
+  char *args_json = cJSON_PrintUnformatted(args);
+  bool same = map_task(x->map, x->map_ctx, r->tmpl, args_json, NULL, &m) &&
+              !strcmp(m.key, r->workload);
   wl_map_clear(&m);
+  free(args_json);
   if (!same) {
     cJSON *ob = cJSON_AddObjectToObject(kwargs, "opbench");
     cJSON_AddStringToObject(ob, "workload", r->workload);
@@ -741,6 +551,7 @@ done:
 }
 
 ob_status ob_db_export_autotvm(ob_db *db, const ob_db_filter *f, const char *path,
+                               const ob_db_autotvm_i *map, void *map_ctx,
                                ob_db_entity_fn entity_fn, void *user, int64_t *nrows) {
   OB_ASSERT(db);
   if (nrows) *nrows = 0;
@@ -749,7 +560,7 @@ ob_status ob_db_export_autotvm(ob_db *db, const ob_db_filter *f, const char *pat
   ob_db_out o;
   ob_status s = ob_db_out_open(db, path, &o);
   if (s) return s;
-  export_ctx x = {db, o.f, path, entity_fn, user, 0, 0};
+  export_ctx x = {db, o.f, path, map, map_ctx, entity_fn, user, 0, 0};
   s = ob_db_visit(db, f, export_row, &x);
   ob_status cs = ob_db_out_close(db, &o, s == OB_OK);
   if (!s) s = cs;

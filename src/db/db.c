@@ -13,7 +13,6 @@
 #include <cjson/cJSON.h>
 
 #include "db/db_impl.h"
-#include "opbench/ops.h"
 
 #define OB_DB_APPLICATION_ID 0x6f706230 /* "opb0", PRAGMA application_id */
 
@@ -500,6 +499,8 @@ void ob_db_set_busy_timeout(ob_db *db, int ms) {
   sqlite3_busy_timeout(db->sql, db->busy_ms);
 }
 
+ob_ctx *ob_db_ctx(const ob_db *db) { return db->ctx; }
+
 ob_status ob_db_check(ob_db *db) {
   OB_ASSERT(db);
   sqlite3_stmt *st = NULL;
@@ -629,8 +630,8 @@ ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
   return OB_OK;
 }
 
-ob_status ob_db_put_workload_raw(ob_db *db, const char *key, const char *op,
-                                 const char *attrs_json, double flops) {
+ob_status ob_db_put_workload(ob_db *db, const char *key, const char *op,
+                             const char *attrs_json, double flops) {
   OB_ASSERT(db);
   if (!key || !*key || !op || !*op)
     return ob_fail(db->ctx, OB_ERR_INVALID_ARG,
@@ -646,16 +647,4 @@ ob_status ob_db_put_workload_raw(ob_db *db, const char *key, const char *op,
                      db->path, key, attrs_json);
   }
   return ob_db_put_workload_locked(db, key, op, attrs_json, flops, NULL, true);
-}
-
-ob_status ob_db_put_workload(ob_db *db, const struct ob_workload *wl) {
-  OB_ASSERT(db && wl);
-  char key[512];
-  ob_workload_key(wl, key, sizeof key);
-  ob_str a = {0};
-  ob_workload_attrs(wl, &a);
-  ob_status s = a.failed ? ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': workload %s: out of memory", db->path, key)
-                         : ob_db_put_workload_locked(db, key, wl->op, a.data, ob_workload_flops(wl), NULL, true);
-  ob_str_free(&a);
-  return s;
 }

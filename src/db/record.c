@@ -10,20 +10,6 @@
 #include <cjson/cJSON.h>
 
 #include "db/db_impl.h"
-#include "opbench/tune.h"
-
-void ob_db_record_set_result(ob_db_record *rec, const struct ob_measure_result *r) {
-  OB_ASSERT(rec && r);
-  rec->error_no = r->error_no;
-  rec->error_msg = r->message;
-  rec->median_s = r->median_s;
-  rec->mean_s = r->mean_s;
-  rec->cv = r->cv;
-  rec->ncosts = r->ncosts;
-  rec->costs = r->costs;
-  rec->build_s = r->build_s;
-  rec->run_s = r->run_s;
-}
 
 ob_status ob_db_entity_normalize(const char *json, char **out) {
   *out = NULL;

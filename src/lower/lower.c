@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_impl.h"
+#include "opbench/ir.h"
+#include "opbench/lower.h"
+#include "schedule/sched_impl.h"
 
 typedef struct tinfo {
   const ob_tensor *t;
@@ -56,8 +58,6 @@ static ob_buffer *new_buffer(lctx *lc, const char *name, ob_dtype dt, int64_t nu
   b->arg_index = -1;
   return b;
 }
-
-const char *ob_buffer_name(const ob_buffer *b) { return b->name; }
 
 /* ---- inlining -------------------------------------------------------------- */
 static ob_expr *inline_expr(lctx *lc, ob_expr *e) {
@@ -110,15 +110,9 @@ static ob_expr *to_bloads(lctx *lc, ob_expr *e) {
     tinfo *ti = info(lc, e->tensor);
     OB_ASSERT(ti && (ti->buf || ob_arena_failed(lc->a)));
     ob_expr **idx = ob_arena_alloc(lc->a, sizeof(ob_expr *) * (size_t)e->n);
-    ob_expr *b = ob_arena_alloc(lc->a, sizeof *b);
-    if (!idx || !b || !(b->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *)))) return NULL;
+    if (!idx) return NULL;
     for (int i = 0; i < e->n; i++) idx[i] = to_bloads(lc, e->idx[i]);
-    b->kind = OB_E_BLOAD;
-    b->dtype = e->dtype;
-    b->buf = ti->buf;
-    b->n = 1;
-    b->idx[0] = flat_index(lc, ti, idx);
-    return ob_arena_failed(lc->a) ? NULL : b;
+    return ob_buffer_load(lc->a, ti->buf, e->dtype, flat_index(lc, ti, idx));
   }
   ob_expr *c = ob_e_copy(lc->a, e);
   if (!c) return NULL;
@@ -344,13 +338,7 @@ static ob_expr *store_value(lctx *lc, emit_state *es, ob_expr *const *coords, ob
   }
   ob_expr *v = to_bloads(lc, ob_expr_subst(lc->a, es->ti->body, n, from, to));
   if (!st->is_reduce || !v) return v;
-  ob_expr *cur = ob_arena_alloc(lc->a, sizeof *cur);
-  if (!cur || !(cur->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *)))) return NULL;
-  cur->kind = OB_E_BLOAD;
-  cur->dtype = v->dtype;
-  cur->buf = es->ti->buf;
-  cur->n = 1;
-  cur->idx[0] = idx;
+  ob_expr *cur = ob_buffer_load(lc->a, es->ti->buf, v->dtype, idx);
   return ob_e_bin(lc->a, st->rop == OB_REDUCE_SUM ? OB_ADD : OB_MAX, cur, v);
 }
 

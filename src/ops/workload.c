@@ -1,5 +1,6 @@
-/* workload.c: workloads (operator + named integer attributes) and the
- * operator registry. Parsing errors name the attribute at fault. */
+/* workload.c: workloads (operator + named integer attributes), their
+ * attribute JSON and row in the database, and the operator registry.
+ * Parsing errors name the attribute at fault. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "opbench/db.h"
 #include "ops/ops_impl.h"
 
 static const ob_op_def *const k_ops[] = {&ob_op_conv2d, &ob_op_depthwise_conv2d, &ob_op_dense, &ob_op_batch_matmul, &ob_op_relu,
@@ -178,6 +180,18 @@ void ob_workload_attrs(const ob_workload *wl, ob_str *a) {
     ob_str_appendf(a, ",\"%s\":%lld", wl->attr_name[i], (long long)wl->attr[i]);
   if (wl->epilogue[0]) ob_str_appendf(a, ",\"epilogue\":\"%s\"", wl->epilogue);
   ob_str_append(a, "}");
+}
+
+ob_status ob_workload_store(ob_db *db, const ob_workload *wl) {
+  OB_ASSERT(db && wl);
+  char key[512];
+  ob_workload_key(wl, key, sizeof key);
+  ob_str a = {0};
+  ob_workload_attrs(wl, &a);
+  ob_status s = a.failed ? ob_fail(ob_db_ctx(db), OB_ERR_NOMEM, "workload %s: out of memory", key)
+                         : ob_db_put_workload(db, key, wl->op, a.data, ob_workload_flops(wl));
+  ob_str_free(&a);
+  return s;
 }
 
 ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_json,

@@ -393,7 +393,7 @@ void ob_expr_print(ob_str *s, const ob_expr *e) {
     ob_str_append(s, "]");
     break;
   case OB_E_BLOAD: {
-    ob_str_appendf(s, "%s[", ob_buffer_name(e->buf));
+    ob_str_appendf(s, "%s[", e->buf_name);
     ob_expr_print(s, e->idx[0]);
     ob_str_append(s, "]");
     break;

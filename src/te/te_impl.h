@@ -1,6 +1,7 @@
-/* te_impl.h: node layouts shared by te, schedule, lower and codegen. The
- * same expression type serves tensor expressions (LOAD of a tensor with one
- * index per dimension) and the lowered IR (BLOAD of a flat buffer). */
+/* te_impl.h: node layouts shared by te, schedule, ir, lower, codegen and
+ * the tuner's feature extraction. The same expression type serves tensor
+ * expressions (LOAD of a tensor with one index per dimension) and the
+ * lowered IR (BLOAD of a flat buffer, ir.h). */
 #ifndef OB_TE_IMPL_H
 #define OB_TE_IMPL_H
 
@@ -21,13 +22,6 @@ typedef enum ob_expr_kind {
 } ob_expr_kind;
 
 typedef enum ob_ivar_kind { OB_IV_DATA = 0, OB_IV_REDUCE, OB_IV_KIND_COUNT } ob_ivar_kind;
-typedef enum ob_iter_ann {
-  OB_IT_SERIAL = 0,
-  OB_IT_UNROLL,
-  OB_IT_VECTORIZE,
-  OB_IT_PARALLEL,
-  OB_IT_ANN_COUNT
-} ob_iter_ann;
 
 struct ob_ivar {
   const char *name;
@@ -50,7 +44,9 @@ struct ob_expr {
   ob_reduce_op rop;
   ob_expr *a, *b, *c; /* operands; SELECT: c ? a : b; REDUCE: body a */
   const ob_tensor *tensor; /* LOAD */
-  struct ob_buffer *buf;   /* BLOAD */
+  struct ob_buffer *buf;   /* BLOAD (ir.h) */
+  const char *buf_name;    /* BLOAD: buf's name, so that te prints lowered
+                              expressions without knowing ir's buffers */
   int n;                   /* LOAD: index count; REDUCE: axis count */
   ob_expr **idx;           /* LOAD indices (BLOAD: idx[0]) */
   ob_ivar **axes;          /* REDUCE axes */
@@ -85,7 +81,6 @@ bool ob_binop_is_cmp(ob_binop op);
 const char *ob_binop_sym(ob_binop op);
 const char *ob_intrin_name(ob_intrin fn);
 void ob_expr_print(ob_str *s, const ob_expr *e);
-const char *ob_buffer_name(const struct ob_buffer *b); /* lower/ owns buffers */
 
 /* Substitution: returns e with each var in from[] replaced by to[]. */
 ob_expr *ob_expr_subst(ob_arena *a, ob_expr *e, int n, ob_ivar *const *from,

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_impl.h"
+#include "opbench/ir.h"
+#include "te/te_impl.h"
+#include "space/space_impl.h"
 #include "tune/feature.h"
-#include "tune/tune_impl.h"
 
 #define MAX_DEPTH 64 /* loops kept on the walk's stack; deeper ones are ignored */
 

@@ -344,7 +344,7 @@ static ob_status store(loop *L, const ob_config *cfg, const ob_measure_result *r
       .nthreads = L->trial_mo.nthreads > 0 ? L->trial_mo.nthreads : 1,
       .cores = L->cores_text,
   };
-  ob_db_record_set_result(&rec, res);
+  ob_measure_result_to_record(res, &rec);
   st = ob_db_put_measurement(L->db, &rec, flags, NULL);
   if (st) ob_fail_prefix(L->ctx, "storing trial of config %llu", (unsigned long long)cfg->index);
   free(entity);
@@ -656,7 +656,8 @@ static ob_status append_log(loop *L) {
   char *line = NULL;
   size_t lcap = 0;
   ob_db_filter f = {.key = L->key, .order = OB_DB_ORDER_TIME};
-  ob_status st = ob_db_export_autotvm(L->db, &f, tmp, entity_of, L, NULL);
+  ob_status st =
+      ob_db_export_autotvm(L->db, &f, tmp, ob_op_autotvm_map(), NULL, entity_of, L, NULL);
   if (!st) st = file_line_hashes(L->ctx, path, &have, &nhave, &ends_nl, &empty);
   if (st) goto done;
   if (!(in = fopen(tmp, "r")) || !(out = fopen(path, "a"))) {
@@ -713,7 +714,7 @@ static ob_status setup_keys(loop *L) {
                                                      ccver, sizeof ccver) == OB_OK;
   ob_ctx_clear_error(L->ctx);
   ob_status st = ob_db_put_host(L->db, hp, have_cc ? cc : NULL, have_cc ? ccver : NULL);
-  if (!st) st = ob_db_put_workload(L->db, ob_task_workload(L->task));
+  if (!st) st = ob_workload_store(L->db, ob_task_workload(L->task));
   return st;
 }
 

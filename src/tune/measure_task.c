@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opbench/db.h"
 #include "opbench/ops.h"
 #include "opbench/tune.h"
 #include "tune/tune_impl.h"
@@ -17,6 +18,19 @@ ob_measure_opts ob_measure_opts_default(void) {
   o.nthreads = 1;
   o.seed = 1;
   return o;
+}
+
+void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) {
+  OB_ASSERT(rec && r);
+  rec->error_no = r->error_no;
+  rec->error_msg = r->message;
+  rec->median_s = r->median_s;
+  rec->mean_s = r->mean_s;
+  rec->cv = r->cv;
+  rec->ncosts = r->ncosts;
+  rec->costs = r->costs;
+  rec->build_s = r->build_s;
+  rec->run_s = r->run_s;
 }
 
 typedef struct check_ctx {

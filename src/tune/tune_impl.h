@@ -1,37 +1,8 @@
-/* tune_impl.h: layouts private to the tune module. A space owns its knobs'
- * entity tables (malloc'd, freed by ob_space_free); an ob_config is a plain
- * value that points at its space and owns nothing. */
+/* tune_impl.h: what the tune module's files share beyond tune.h. */
 #ifndef OB_TUNE_IMPL_H
 #define OB_TUNE_IMPL_H
 
 #include "opbench/tune.h"
-
-#define OB_KNOB_NAME_MAX 64              /* bytes, NUL included */
-#define OB_KNOB_MAX_ENTITIES (1 << 20)   /* a bigger knob is a template bug */
-#define OB_SPLIT_MAX_EXTENT (INT64_C(1) << 48) /* keeps divisor search cheap */
-
-typedef struct ob_knob {
-  char name[OB_KNOB_NAME_MAX];
-  ob_knob_kind kind;
-  int policy;     /* ob_split_policy / ob_reorder_policy / ob_annotate_policy */
-  int width;      /* int64 values per entity: split n, reorder/annotate naxes, other 1 */
-  int n;          /* number of entities, >= 1 */
-  int64_t *vals;  /* n * width values; split rows start with -1 */
-  int64_t extent; /* split: the axis length */
-} ob_knob;
-
-struct ob_space {
-  ob_ctx *ctx;      /* for messages of functions without a ctx; may be NULL */
-  int nknobs;
-  uint64_t len;     /* product of knob sizes, 1 when empty */
-  ob_space_filter_fn filter;
-  void *filter_user;
-  ob_knob knobs[OB_MAX_KNOBS];
-};
-
-static inline const int64_t *ob_knob_row(const ob_knob *k, int choice) {
-  return k->vals + (size_t)choice * (size_t)k->width;
-}
 
 struct ob_task;
 /* Runs one built config of the task (so_path/symbol from the builder) with

@@ -21,8 +21,8 @@
 #include <xgboost/c_api.h>
 
 #include "opbench/db.h"
+#include "space/space_impl.h"
 #include "tune/feature.h"
-#include "tune/tune_impl.h"
 #include "tune/tuner_impl.h"
 
 /* AutoTVM's constants (tvm.autotvm.tuner.XGBTuner / SimulatedAnnealingOptimizer) */

@@ -13,7 +13,7 @@
  *            [-1,1,2], ... (AutoTVM appends tmp_stack[::-1]).
  *   reorder  permutations in lexicographic order (itertools.permutations).
  *   annotate DFS where the first axis varies slowest, none < unroll < vec. */
-#include "tune/tune_impl.h"
+#include "space/space_impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,4 +1,5 @@
-/* arith.c: integer index arithmetic for lowering. Index expressions are put
+/* arith.c: integer index arithmetic of the loop IR (ir.h), used by lowering,
+ * codegen and feature extraction. Index expressions are put
  * in a linear canonical form (sum of coefficient * atom + constant) so that
  * offsets cancel (x.outer*16 + x.inner - x.outer*16 -> x.inner), and floor
  * div/mod by a constant is resolved when the remainder's range is known.
@@ -8,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lower/lower_impl.h"
+#include "opbench/ir.h"
+#include "te/te_impl.h"
 
 static int64_t floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -316,35 +318,4 @@ ob_expr *ob_simplify(ob_arena *a, ob_expr *e) {
     return ob_arena_failed(a) ? NULL : c;
   }
   }
-}
-
-ob_stmt *ob_stmt_new(ob_arena *a, ob_stmt_kind k) {
-  ob_stmt *s = ob_arena_alloc(a, sizeof *s);
-  if (s) s->kind = k;
-  return s;
-}
-
-ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to) {
-  ob_stmt *c = s && to ? ob_stmt_new(a, s->kind) : NULL;
-  if (!c) return NULL; /* out of memory (s or to: an earlier failure) */
-  *c = *s;
-  ob_ivar *f[1] = {from};
-  ob_expr *t[1] = {to};
-  switch (s->kind) {
-  case OB_S_SEQ:
-    c->seq = ob_arena_alloc(a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
-    for (int i = 0; c->seq && i < s->nseq; i++) c->seq[i] = ob_stmt_subst(a, s->seq[i], from, to);
-    break;
-  case OB_S_FOR: c->body = ob_stmt_subst(a, s->body, from, to); break;
-  case OB_S_IF:
-    c->cond = ob_simplify(a, ob_expr_subst(a, s->cond, 1, f, t));
-    c->body = ob_stmt_subst(a, s->body, from, to);
-    break;
-  case OB_S_STORE:
-    c->index = ob_simplify(a, ob_expr_subst(a, s->index, 1, f, t));
-    c->value = ob_simplify(a, ob_expr_subst(a, s->value, 1, f, t));
-    break;
-  default: break;
-  }
-  return ob_arena_failed(a) ? NULL : c;
 }
