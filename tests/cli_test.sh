@@ -10,10 +10,12 @@ if [ ! -x "$OB" ]; then
   echo "cli_test.sh: $OB is not an executable" >&2
   exit 1
 fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/sh_util.sh"
+need python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OPBENCH_CACHE=${OPBENCH_CACHE:-$tmp/kcache}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 passed=0
 failed=0
@@ -263,5 +265,13 @@ printf 'dense M=4,N=32,K=16 many\n' >"$tmp/bad4.txt"
 bad "suite: bad count at FILE:LINE" "bad4.txt:1: .*many" bench --suite "$tmp/bad4.txt"
 bad "suite: missing file" "no-such-suite" bench --suite "$tmp/no-such-suite.txt"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+# ---- out of memory: a status all the way up, never an abort -------------------
+# OPBENCH_TEST_ALLOC_LIMIT=N fails every allocation of the te, schedule,
+# lower and codegen arenas and strings after the Nth (tests/test_nomem.c
+# sweeps N in the library); these land in each of the four.
+for lim in 0 40 400 2500; do
+  OPBENCH_TEST_ALLOC_LIMIT=$lim bad "out of memory after $lim allocations" "out of memory" \
+    op conv2d $CONV --pad 1 --print-source
+done
+
+finish

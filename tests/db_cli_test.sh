@@ -15,7 +15,9 @@
 set -u
 OB=${1:?usage: db_cli_test.sh path/to/opbench}
 [ -x "$OB" ] || { echo "db_cli_test.sh: $OB is not an executable" >&2; exit 1; }
-command -v sqlite3 >/dev/null || { echo "db_cli_test.sh: needs the sqlite3 CLI" >&2; exit 1; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/sh_util.sh"
+need sqlite3
 tmp=$(mktemp -d /tmp/opbench_db_cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OPBENCH_CACHE=$tmp/kcache
@@ -208,5 +210,4 @@ bad "a corrupt database" "(not an SQLite database|corrupt)" stats --db "$tmp/cor
 check "the corrupt file is untouched" $([ "$(md5sum <"$tmp/corrupt.db")" = "$c0" ]; echo $?)
 check "queries left the database unchanged" $([ "$(md5sum <"$db")" = "$sum0" ]; echo $?)
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

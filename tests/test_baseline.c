@@ -47,8 +47,11 @@ static void expect_error(ob_baseline *b, const ob_workload *wl, int error_no, co
 
 static double report(ob_baseline *b, const char *op, const char *shape, const char *what) {
   ob_workload wl;
-  if (ob_workload_parse(g_ctx, op, shape, &wl) != OB_OK) return 0;
+  ob_status st = ob_workload_parse(g_ctx, op, shape, &wl);
+  CHECK_MSG(st == OB_OK, "%s %s: %s", op, shape, ob_ctx_errmsg(g_ctx));
+  if (st) return 0;
   ob_timing_opts t = ob_timing_default(); /* number 1, repeat 10 */
+  t.timeout_s = OB_TEST_TIMEOUT_S;
   ob_baseline_result r;
   CHECK(ob_baseline_measure(b, &wl, &t, 1, &r) == OB_OK);
   CHECK_MSG(r.error_no == OB_MERR_NONE, "%s: %s", what, r.message);
@@ -67,6 +70,7 @@ int main(void) {
   printf("baseline: %s\n", ob_baseline_describe(b));
   ob_timing_opts t = ob_timing_default();
   t.repeat = 3;
+  t.timeout_s = OB_TEST_TIMEOUT_S;
 
   /* conv2d: checked by opbench's own task (ob_task_fill / ob_task_check) */
   expect_ok(b, "conv2d", "N=1,C=16,H=14,W=14,K=32,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", NULL, &t);
@@ -129,6 +133,7 @@ int main(void) {
   {
     ob_timing_opts tg = ob_timing_default();
     tg.repeat = 4;
+    tg.timeout_s = OB_TEST_TIMEOUT_S;
     tg.min_repeat_ms = 2;
     CHECK(ob_workload_parse(g_ctx, "dense", "M=1,N=16,K=16", &wl) == OB_OK);
     ob_baseline_result r;

@@ -2,7 +2,9 @@
  * (default config included) on random inputs against the naive reference,
  * with odd shapes (prime channel counts, sizes not divisible by the vector
  * width, stride 2 with odd sizes, padding larger than the kernel's half),
- * and the bad-input paths of workloads and configs. */
+ * and the bad-input paths of workloads and configs; then test_ops2.c's
+ * cases (built into this executable) and the walk of the operator registry
+ * that fails for any (operator, template) pair no case checked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +137,8 @@ int main(void) {
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) run_case(ctx, runner, &k_cases[i]);
   test_bad_input(ctx);
   test_keys(ctx);
+  ops2_run(ctx, runner);
+  ops_check_registry_covered(); /* after every case of both files */
   ob_runner_free(runner);
   ob_ctx_free(ctx);
   return CHECK_DONE();

@@ -3,7 +3,8 @@
  * (default config included) on random inputs against the naive reference,
  * with odd shapes (prime channel counts, sizes not divisible by the vector
  * width, stride 2 with odd sizes, padding larger than the window's half),
- * and their bad-input paths. */
+ * and their bad-input paths. Built into the test_ops executable (see
+ * CMakeLists.txt), whose main runs ops2_run and then the registry walk. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,15 +142,8 @@ static void test_keys_and_ir(ob_ctx *ctx) {
   }
 }
 
-int main(void) {
-  ob_ctx *ctx = NULL;
-  ob_runner *runner = NULL;
-  CHECK(ob_ctx_new(&ctx) == OB_OK);
-  CHECK(ob_runner_new(ctx, &runner) == OB_OK);
+void ops2_run(ob_ctx *ctx, ob_runner *runner) {
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) run_case(ctx, runner, &k_cases[i]);
   test_bad_input(ctx);
   test_keys_and_ir(ctx);
-  ob_runner_free(runner);
-  ob_ctx_free(ctx);
-  return CHECK_DONE();
 }

@@ -76,28 +76,62 @@ OB_API void ob_fail_prefix(ob_ctx *ctx, const char *fmt, ...)
 OB_API const char *ob_ctx_errmsg(const ob_ctx *ctx);
 OB_API void ob_ctx_clear_error(ob_ctx *ctx);
 OB_API void ob_ctx_set_log_level(ob_ctx *ctx, ob_log_level lvl);
+/* Fault injection for tests (SQLite's way of proving that every failed
+ * allocation is handled): after `n` more allocations through the arenas
+ * and strings tied to ctx (ob_arena_new(ctx, ...), ob_str's ctx), each one
+ * fails as if memory were exhausted; n < 0 (the default) lifts the limit.
+ * A new ctx takes n from the environment variable OPBENCH_TEST_ALLOC_LIMIT
+ * when it is set (so the command-line tool can be tested the same way). */
+OB_API void ob_ctx_set_alloc_limit(ob_ctx *ctx, int64_t n);
 OB_API void ob_log(ob_ctx *ctx, ob_log_level lvl, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- arena: one lifetime, freed in one call ------------------------------- */
+/* ---- arena: one lifetime, freed in one call -------------------------------
+ * Out of memory never aborts and is never silent. ob_arena_new returns NULL
+ * when it cannot make the arena; the caller returns OB_ERR_NOMEM. An
+ * allocation that fails returns NULL and marks the arena failed for good:
+ * every later allocation from it returns NULL too.
+ * Code that builds a structure in an arena may pass such a NULL along (the
+ * te, schedule, lower and codegen builders accept one once their arena has
+ * failed, and build nothing from it), and checks ob_arena_failed where the
+ * structure becomes a result, returning OB_ERR_NOMEM with a message
+ * (ob_fail(ctx, OB_ERR_NOMEM, "lowering: out of memory")). Allocations are
+ * zeroed and 16-byte aligned. ctx (may be NULL) is where a test's
+ * allocation limit (ob_ctx_set_alloc_limit) is counted. */
 typedef struct ob_arena ob_arena;
-OB_API ob_arena *ob_arena_new(size_t chunk_bytes); /* aborts on OOM */
-OB_API void ob_arena_free(ob_arena *a);            /* accepts NULL */
-OB_API void *ob_arena_alloc(ob_arena *a, size_t bytes); /* zeroed, 16-aligned */
+OB_API ob_arena *ob_arena_new(ob_ctx *ctx, size_t chunk_bytes); /* NULL: out of memory */
+OB_API void ob_arena_free(ob_arena *a);                         /* accepts NULL */
+OB_API void *ob_arena_alloc(ob_arena *a, size_t bytes);         /* NULL: out of memory */
+/* Copy of s (NULL: out of memory; s may be NULL once the arena failed). */
 OB_API char *ob_arena_strdup(ob_arena *a, const char *s);
 OB_API char *ob_arena_sprintf(ob_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* True once an allocation from `a` failed. */
+OB_API bool ob_arena_failed(const ob_arena *a);
 
-/* ---- growable string (malloc-backed) ------------------------------------- */
+/* ---- growable string (malloc-backed) ---------------------------------------
+ * Zero-initialise to start: {0}, or {.ctx = ctx} to count its growth against
+ * ctx's allocation limit. Out of memory makes the string failed for good:
+ * `failed` is set, later appends do nothing (data keeps the text so far, so
+ * a reader never meets a dangling pointer), and ob_str_take returns NULL.
+ * Whoever turns the string into a result checks (ob_str_take's NULL, or
+ * `failed` when it reads data in place) and returns OB_ERR_NOMEM. */
 typedef struct ob_str {
-  char *data; /* always NUL-terminated once anything was appended */
+  char *data; /* NUL-terminated once anything was appended */
   size_t len, cap;
+  bool failed; /* an allocation failed: the text is incomplete */
+  ob_ctx *ctx; /* NULL, or the ctx whose allocation limit counts */
 } ob_str;
 OB_API void ob_str_append(ob_str *s, const char *text);
 OB_API void ob_str_appendf(ob_str *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Appends t's text; a failed t fails s (its text is incomplete). */
+OB_API void ob_str_append_str(ob_str *s, const ob_str *t);
+/* Frees the text and clears the failure; the ctx stays. Accepts NULL. */
 OB_API void ob_str_free(ob_str *s);
-/* Takes ownership of the buffer (caller frees); leaves `s` empty. */
+/* Hands the text over (the caller frees it) and leaves `s` empty; an
+ * untouched string gives "". NULL when the string failed (its text is
+ * freed) or "" could not be allocated. */
 OB_API char *ob_str_take(ob_str *s);
 
 /* ---- hashing -------------------------------------------------------------- */

@@ -49,6 +49,10 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
   cfg_str = ob_config_str(&cfg);
+  if (!cfg_str) {
+    cli_error("out of memory");
+    goto done;
+  }
   if (ob_config_to_json(ctx, &cfg, &cfg_json) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
@@ -197,6 +201,10 @@ int cli_cmd_space(ob_ctx *ctx, const cli_args *a) {
   const ob_space *s = ob_task_space(task);
   ob_config def = ob_task_default_config(task);
   cfg_str = ob_config_str(&def);
+  if (!cfg_str) {
+    cli_error("out of memory");
+    goto done;
+  }
   if (ob_config_to_json(ctx, &def, &cfg_json) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;

@@ -295,6 +295,10 @@ static ob_status import_line(ob_db *db, const log_line *l, const ob_db_import_op
       if (cJSON_IsString(c)) ob_str_appendf(&msg, "%s%s", msg.len ? "; " : "", c->valuestring);
     }
     r.error_msg = msg.data;
+    if (msg.failed) {
+      s = ob_fail(db->ctx, OB_ERR_NOMEM, "importing into '%s': out of memory", db->path);
+      goto done;
+    }
   }
   r.build_s = NAN;
   r.run_s = l->all_cost; /* AutoTVM's all_cost: build + run together */

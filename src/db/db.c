@@ -525,6 +525,8 @@ void ob_db_set_busy_timeout(ob_db *db, int ms) {
   sqlite3_busy_timeout(db->sql, db->busy_ms);
 }
 
+ob_ctx *ob_db_ctx(const ob_db *db) { return db->ctx; }
+
 ob_status ob_db_check(ob_db *db) {
   OB_ASSERT(db);
   sqlite3_stmt *st = NULL;
@@ -547,7 +549,7 @@ ob_status ob_db_check(ob_db *db) {
   if (rc != SQLITE_DONE) s = ob_db_sqlfail(db, rc, "checking integrity");
   else if (!ok || found.len)
     s = ob_fail(db->ctx, OB_ERR_IO, "database '%s' failed its integrity check: %s", db->path,
-                found.len ? found.data : "no result");
+                found.len && found.data ? found.data : "no result");
   sqlite3_finalize(st);
   ob_str_free(&found);
   return s;

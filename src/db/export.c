@@ -81,10 +81,9 @@ static ob_status csv_row(void *user, const ob_db_record *r) {
   csv_real(f, r->cv);
   csv_real(f, r->gflops > 0 ? r->gflops : NAN);
   fprintf(f, "%d,", r->number);
-  ob_str costs = {0};
-  for (int i = 0; i < r->ncosts; i++) ob_str_appendf(&costs, "%s%.9g", i ? ";" : "", r->costs[i]);
-  csv_field(f, costs.data, false);
-  ob_str_free(&costs);
+  /* costs as "c1;c2;...": numbers need no quoting, so straight to the file */
+  for (int i = 0; i < r->ncosts; i++) fprintf(f, "%s%.9g", i ? ";" : "", r->costs[i]);
+  fputc(',', f);
   csv_real(f, r->build_s);
   csv_real(f, r->run_s);
   fprintf(f, "%d,", r->nthreads);

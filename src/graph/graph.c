@@ -13,8 +13,12 @@ ob_status ob_graph_new(ob_ctx *ctx, const char *name, ob_graph **out) {
   ob_graph *g = calloc(1, sizeof *g);
   if (!g) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
   g->ctx = ctx;
-  g->arena = ob_arena_new(256 * 1024);
-  g->name = ob_arena_strdup(g->arena, name ? name : "graph");
+  g->arena = ob_arena_new(ctx, 256 * 1024);
+  g->name = g->arena ? ob_arena_strdup(g->arena, name ? name : "graph") : NULL;
+  if (!g->name) {
+    ob_graph_free(g);
+    return ob_fail(ctx, OB_ERR_NOMEM, "graph '%s': out of memory", name ? name : "graph");
+  }
   *out = g;
   return OB_OK;
 }

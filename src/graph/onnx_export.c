@@ -260,7 +260,8 @@ static Onnx__ValueInfoProto *value_info(exp_ctx *e, const gtensor *t) {
 ob_status ob_onnx_export_buffer(ob_ctx *ctx, const ob_graph *g, void **out, size_t *len) {
   for (int i = 0; i < g->nt; i++)
     if (g->t[i]->ndim < 0) return ob_fail(ctx, OB_ERR_INVALID_ARG, "export: shape of '%s' is unknown (infer shapes first)", g->t[i]->name);
-  exp_ctx e = {.g = g, .a = ob_arena_new(1 << 20)};
+  exp_ctx e = {.g = g, .a = ob_arena_new(ctx, 1 << 20)};
+  if (!e.a) return ob_fail(ctx, OB_ERR_NOMEM, "export: out of memory");
   /* constants that live nodes or outputs read */
   bool *used = calloc((size_t)g->nt + 1, 1);
   if (!used) {

@@ -515,6 +515,13 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
     }
     if (!progress && running > 0) sleep_poll();
   }
+  /* a variant built (or cached) whose path could not be copied: out of
+   * memory, not a result anyone could run */
+  for (int i = 0; i < n; i++)
+    if (out[i].error_no == OB_MERR_NONE && !out[i].so_path) {
+      st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory in ob_build_batch");
+      goto done;
+    }
   goto done;
 
 fail:

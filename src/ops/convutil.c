@@ -1,5 +1,6 @@
 /* convutil.c: what the convolution operators share: the naive grouped
- * convolution reference (double accumulation, epilogue applied) and zero
+ * convolution reference (double accumulation, epilogue applied per element:
+ * no buffer, so nothing to run out of memory for) and zero
  * padding of the spatial dimensions as a select-based compute stage. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +37,7 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *out = bufs[a];
-  int64_t numel = p->n * p->k * p->oh * p->ow, cpg = p->c / p->g, kpg = p->k / p->g;
-  double *acc = malloc(sizeof(double) * (size_t)numel);
-  OB_ASSERT(acc);
+  int64_t cpg = p->c / p->g, kpg = p->k / p->g;
   for (int64_t n = 0; n < p->n; n++)
     for (int64_t k = 0; k < p->k; k++)
       for (int64_t y = 0; y < p->oh; y++)
@@ -56,11 +55,9 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
                      wt[((k * cpg + c) * p->r + ry) * p->s + rx];
               }
             }
-          acc[((n * p->k + k) * p->oh + y) * p->ow + x] = s;
+          int64_t i = ((n * p->k + k) * p->oh + y) * p->ow + x;
+          out[i] = (float)ob_epilogue_ref_at(&e, s, i, p->k, p->oh * p->ow, bias, res);
         }
-  ob_epilogue_ref(&e, acc, numel, p->k, p->oh * p->ow, bias, res);
-  for (int64_t i = 0; i < numel; i++) out[i] = (float)acc[i];
-  free(acc);
 }
 
 int64_t ob_window_out(int64_t in, int64_t pad_a, int64_t pad_b, int64_t dil, int64_t k,

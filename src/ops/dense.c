@@ -57,17 +57,12 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *C = bufs[a];
-  double *acc = malloc(sizeof(double) * (size_t)(M * N));
-  OB_ASSERT(acc);
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
       double s = 0;
       for (int64_t k = 0; k < K; k++) s += (double)A[i * K + k] * B[j * K + k];
-      acc[i * N + j] = s;
+      C[i * N + j] = (float)ob_epilogue_ref_at(&e, s, i * N + j, N, 1, bias, res);
     }
-  ob_epilogue_ref(&e, acc, M * N, N, 1, bias, res);
-  for (int64_t i = 0; i < M * N; i++) C[i] = (float)acc[i];
-  free(acc);
 }
 
 /* ---- template dense.x86 ---------------------------------------------------- */

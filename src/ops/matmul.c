@@ -232,19 +232,14 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *C = bufs[a];
-  int64_t numel = OB_NUMEL(p.b, p.m, p.n);
-  double *acc = malloc(sizeof(double) * (size_t)numel);
-  OB_ASSERT(acc);
   for (int64_t b = 0; b < p.b; b++)
     for (int64_t i = 0; i < p.m; i++)
       for (int64_t j = 0; j < p.n; j++) {
         double s = 0;
         for (int64_t k = 0; k < p.k; k++) s += (double)A[(b * p.m + i) * p.k + k] * B[(b * p.n + j) * p.k + k];
-        acc[(b * p.m + i) * p.n + j] = s;
+        int64_t at = (b * p.m + i) * p.n + j;
+        C[at] = (float)ob_epilogue_ref_at(&e, s, at, p.n, 1, bias, res);
       }
-  ob_epilogue_ref(&e, acc, numel, p.n, 1, bias, res);
-  for (int64_t i = 0; i < numel; i++) C[i] = (float)acc[i];
-  free(acc);
 }
 
 static const ob_tmpl_def k_tmpls[] = {

@@ -164,6 +164,10 @@ int ob_epilogue_args(const ob_epilogue *e, int64_t chans, int64_t out_numel, ob_
 /* out[i] = epilogue(acc[i]) given the epilogue inputs (bias, residual). */
 void ob_epilogue_ref(const ob_epilogue *e, double *acc, int64_t numel, int64_t chans,
                      int64_t inner, const float *bias, const float *residual);
+/* The same for element i alone (acc = v): lets a reference apply the
+ * epilogue as it goes, with no buffer (that could fail) for the whole. */
+double ob_epilogue_ref_at(const ob_epilogue *e, double v, int64_t i, int64_t chans, int64_t inner,
+                          const float *bias, const float *residual);
 
 /* ---- target facts as templates use them --------------------------------- */
 static inline int64_t ob_tmpl_lanes(const ob_target *tg) { return ob_target_get_facts(tg)->lanes_f32; }

@@ -74,7 +74,7 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, cons
       ob_str known = {0};
       for (int i = 0; i < op->ntmpls; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", op->tmpls[i].name);
       st = ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates: %s)", wl->op, tmpl,
-                   known.data);
+                   known.data ? known.data : "?");
       ob_str_free(&known);
       return st;
     }
@@ -143,6 +143,9 @@ ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
   ob_sched *s = NULL;
   st = ob_te_new(t->ctx, &te);
   if (!st) st = t->tmpl->build(te, t->target, &t->wl, cfg, &s);
+  /* a declaration cut short by out of memory fails with the template's own
+   * status (a NULL tensor is "invalid" to it): say what happened */
+  if (st && te && ob_te_failed(te)) st = ob_fail(t->ctx, OB_ERR_NOMEM, "compute declaration: out of memory");
   if (!st) st = ob_lower(s, out);
   if (!st && ob_lowered_num_args(*out) != t->nargs) {
     int got = ob_lowered_num_args(*out);

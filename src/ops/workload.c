@@ -51,7 +51,8 @@ int64_t ob_workload_get(const ob_workload *wl, const char *name) {
 static ob_status unknown_op(ob_ctx *ctx, const char *op) {
   ob_str known = {0};
   for (int i = 0; i < NOPS; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", k_ops[i]->name);
-  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op, known.data);
+  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op,
+                         known.data ? known.data : "?");
   ob_str_free(&known);
   return st;
 }
@@ -205,7 +206,8 @@ ob_status ob_workload_store(ob_db *db, const ob_workload *wl) {
   ob_workload_key(wl, key, sizeof key);
   ob_str a = {0};
   ob_workload_attrs(wl, &a);
-  ob_status s = ob_db_put_workload(db, key, wl->op, a.data, ob_workload_flops(wl));
+  ob_status s = a.failed ? ob_fail(ob_db_ctx(db), OB_ERR_NOMEM, "workload %s: out of memory", key)
+                         : ob_db_put_workload(db, key, wl->op, a.data, ob_workload_flops(wl));
   ob_str_free(&a);
   return s;
 }
@@ -229,6 +231,10 @@ ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_
   cJSON_ArrayForEach(it, j) {
     if (!cJSON_IsNumber(it)) continue;
     ob_str_appendf(&text, "%s%s=%lld", text.len ? "," : "", it->string, (long long)it->valuedouble);
+  }
+  if (text.failed) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "workload attributes of %s: out of memory", op);
+    goto done;
   }
   st = ob_workload_parse(ctx, op, text.data ? text.data : "", out);
   const cJSON *epi = cJSON_GetObjectItemCaseSensitive(j, "epilogue");

@@ -345,7 +345,7 @@ ob_status ob_target_parse(ob_ctx *ctx, const char *text, ob_target **out) {
     ob_str k = {0};
     for (int i = 0; i < OB_NTRIPLES; i++) ob_str_appendf(&k, "%s%s", i ? ", " : "", k_triples[i].triple);
     ob_status st = ob_fail(ctx, OB_ERR_INVALID_ARG, "target '%s': unknown triple '%s' (known: %s)",
-                           text, triple, k.data);
+                           text, triple, k.data ? k.data : "");
     ob_str_free(&k);
     return st;
   }

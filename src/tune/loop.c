@@ -132,6 +132,7 @@ static ob_status build_one(bworker *w, batch *b, int i) {
   char *src = NULL;
   ob_status st = ob_space_get(w->ctx, ob_task_space(w->task), b->cfg[i].index, &c);
   if (!st) st = ob_task_source(w->task, &c, &src, &b->sym[i]);
+  if (st == OB_ERR_NOMEM) return st; /* the machine's failure, not the config's */
   if (st) {
     r->error_no = OB_MERR_INSTANTIATION;
     snprintf(r->message, sizeof r->message, "%s", ob_ctx_errmsg(w->ctx));

@@ -124,6 +124,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
   int nb = 0;
   for (int i = 0; i < n; i++) {
     st = ob_task_source(task, &cfgs[i], &src[i], &names[i]);
+    if (st == OB_ERR_NOMEM) goto done; /* the machine's failure, not the config's */
     if (st) { /* the config cannot be turned into code: error 1 */
       out[i].error_no = OB_MERR_INSTANTIATION;
       snprintf(out[i].message, sizeof out[i].message, "%s", ob_ctx_errmsg(ctx));
