@@ -74,7 +74,10 @@ static void test_canonical(void) {
   }
   ob_target_free(a);
   ob_target_free(b);
-  if (!x86_host()) return;
+  if (!x86_host()) {
+    CHECK_SKIP("x86-64 targets on a %s host", host.os);
+    return;
+  }
 
   ob_target *c = parse_as("c -isa=avx2", "c -isa=avx2");
   if (c) {
@@ -144,7 +147,10 @@ static void test_canonical(void) {
 
 /* llvm -mcpu=<cpu>: the ISA comes from what the compiler enables for it. */
 static void test_mcpu(void) {
-  if (!x86_host()) return;
+  if (!x86_host()) {
+    CHECK_SKIP("x86-64 targets on a %s host", host.os);
+    return;
+  }
   ob_target *h = parse_as("llvm -mcpu=haswell", "llvm -mcpu=haswell");
   if (h) {
     const ob_target_facts *f = ob_target_get_facts(h);
@@ -243,7 +249,10 @@ static void test_checks(void) {
     CHECK_MSG(ob_target_check_buildable(ctx, t) == OB_OK, "%s", ob_ctx_errmsg(ctx));
   }
   ob_target_free(t);
-  if (!x86_host()) return;
+  if (!x86_host()) {
+    CHECK_SKIP("x86-64 targets on a %s host", host.os);
+    return;
+  }
   t = NULL;
   CHECK(ob_target_parse(ctx, "c -isa=avx512", &t) == OB_OK);
   if (t && !host_has("avx512f")) {
@@ -285,7 +294,7 @@ static void test_checks(void) {
   CHECK(ob_target_parse(ctx, neon, &t) == OB_OK);
   if (t) {
     ob_status b = ob_target_check_buildable(ctx, t), r = ob_target_check_runnable(ctx, t);
-    if (b || r) printf("note: %s cannot be built or run here: %s\n", neon, ob_ctx_errmsg(ctx));
+    if (b || r) CHECK_SKIP("%s cannot be built or run here: %s", neon, ob_ctx_errmsg(ctx));
     else CHECK(b == OB_OK && r == OB_OK);
   }
   ob_target_free(t);
@@ -296,7 +305,10 @@ static void test_checks(void) {
  * blocks are 4/8/16 lanes, and a config index means a config only with its
  * target. */
 static void test_spaces(void) {
-  if (!x86_host()) return;
+  if (!x86_host()) {
+    CHECK_SKIP("x86-64 targets on a %s host", host.os);
+    return;
+  }
   ob_target *avx2 = NULL, *avx512 = NULL;
   CHECK(ob_target_parse(ctx, "c -isa=avx2", &avx2) == OB_OK);
   CHECK(ob_target_parse(ctx, "c -isa=avx512", &avx512) == OB_OK);
@@ -370,7 +382,10 @@ done:
 /* No vector wider than the target's registers in its code; the default
  * target's code still has AVX-512 vectors (on an AVX-512 host). */
 static void test_codegen(void) {
-  if (!x86_host()) return;
+  if (!x86_host()) {
+    CHECK_SKIP("x86-64 targets on a %s host", host.os);
+    return;
+  }
   static const struct {
     const char *op, *shape;
   } k[] = {
@@ -413,12 +428,15 @@ static void test_codegen(void) {
 /* AVX2 (and scalar) kernels of every operator family build, run and match
  * the reference: the default config and a few sampled ones. */
 static void test_run(const char *target_text, int samples) {
-  if (!x86_host()) return;
+  if (!x86_host()) {
+    CHECK_SKIP("x86-64 targets on a %s host", host.os);
+    return;
+  }
   ob_target *t = NULL;
   CHECK(ob_target_parse(ctx, target_text, &t) == OB_OK);
   if (!t) return;
   if (ob_target_check_runnable(ctx, t) != OB_OK) {
-    printf("note: %s does not run here: %s\n", target_text, ob_ctx_errmsg(ctx));
+    CHECK_SKIP("%s does not run here: %s", target_text, ob_ctx_errmsg(ctx));
     ob_target_free(t);
     return;
   }
