@@ -163,12 +163,14 @@ int ob_gnode_workloads(ob_ctx *ctx, const ob_graph *g, const gnode *n, ob_worklo
   case OB_GOP_LAYERNORM: {
     int64_t ax = ob_gattr_i(n, "axis", -1);
     if ((ax != -1 && ax != x->ndim - 1) || fabs(ob_gattr_f(n, "epsilon", 1e-5) - 1e-5) > 1e-12 || !gin(g, n, 2)) return 0;
+    if (x->ndim < 1 || x->dims[x->ndim - 1] <= 0) return 0; /* empty rows: no workload */
     int64_t N = x->dims[x->ndim - 1];
     return make(wl, "layer_norm", "M=%lld,N=%lld", (long long)(ob_gt_numel(x) / N), (long long)N) && finish(wl);
   }
   case OB_GOP_SOFTMAX: {
     int64_t ax = ob_gattr_i(n, "axis", -1);
     if (ax != -1 && ax != x->ndim - 1) return 0;
+    if (x->ndim < 1 || x->dims[x->ndim - 1] <= 0) return 0; /* empty rows: no workload */
     int64_t N = x->dims[x->ndim - 1];
     return make(wl, "softmax", "M=%lld,N=%lld", (long long)(ob_gt_numel(x) / N), (long long)N) && finish(wl);
   }
@@ -192,6 +194,7 @@ int ob_gnode_workloads(ob_ctx *ctx, const ob_graph *g, const gnode *n, ob_worklo
     if (n->op != OB_GOP_ADD || !same_shape(x, y)) return 0;
     /* bias over channels: [N, C, H, W] + [C] or [1, C, 1, 1]; [..., C] + [C] */
     int64_t bn = ob_gt_numel(b);
+    if (bn <= 0) return 0;
     if (x->ndim == 4 && bn == x->dims[1] && (b->ndim == 1 ? x->dims[2] * x->dims[3] == 1 : b->ndim == 4 && b->dims[1] == bn))
       return make(wl, "bias_add", "N=%lld,C=%lld,H=%lld,W=%lld", (long long)x->dims[0], (long long)x->dims[1],
                   (long long)x->dims[2], (long long)x->dims[3]) && finish(wl);
