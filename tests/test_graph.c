@@ -28,6 +28,9 @@ static ob_graph *load_w(const char *source, const char *name, int64_t size, int6
   return g;
 }
 
+static float **run(ob_graph *g);
+static double rel_diff(const float *a, const float *b, int64_t n);
+
 static ob_graph *load(const char *source, const char *name, int64_t size, int64_t seqlen, int64_t hidden) {
   return load_w(source, name, size, seqlen, hidden, false);
 }
@@ -245,6 +248,86 @@ static void test_nasnet(void) {
   int dw = node_find(g, "reduction_cell_0.comb_iter_0_left.separable_1.depthwise_conv2d");
   int64_t p[4] = {0};
   CHECK(dw >= 0 && ob_graph_node_attr_ints(g, dw, "pads", p, 4) == 4 && p[0] == 1 && p[1] == 1 && p[2] == 2 && p[3] == 2);
+  ob_graph_free(g);
+}
+
+/* ---- operator merging --------------------------------------------------------------------- */
+static int add_conv(ob_graph *g, const char *name, int x, int64_t k, int64_t r, int64_t pad, bool bias, const char *act,
+                    ob_rng *rng) {
+  (void)ob_graph_infer_shapes(ctx, g); /* the input's channels */
+  int64_t c = ob_graph_tensor_dims(g, x)[1];
+  int64_t wd[4] = {k, c, r, r};
+  float *w = malloc(sizeof(float) * (size_t)(k * c * r * r)), bv[64];
+  for (int64_t i = 0; i < k * c * r * r; i++) w[i] = ob_rng_float(rng) * 0.3f;
+  for (int i = 0; i < 64; i++) bv[i] = ob_rng_float(rng);
+  char nm[64];
+  int tw = -1, tb = -1, out = -1, node = -1;
+  snprintf(nm, sizeof nm, "%s.w", name);
+  CHECK(ob_graph_add_const(g, nm, OB_F32, 4, wd, w, true, &tw) == OB_OK);
+  free(w);
+  if (bias) {
+    snprintf(nm, sizeof nm, "%s.b", name);
+    CHECK(ob_graph_add_const(g, nm, OB_F32, 1, &k, bv, true, &tb) == OB_OK);
+  }
+  CHECK(ob_graph_add_node(g, OB_GOP_CONV, name, bias ? 3 : 2, (int[]){x, tw, tb}, 1, NULL, &out, &node) == OB_OK);
+  ob_graph_set_attr_ints(g, node, "kernel_shape", 2, (int64_t[]){r, r});
+  ob_graph_set_attr_ints(g, node, "pads", 4, (int64_t[]){pad, pad, pad, pad});
+  if (*act) ob_graph_set_attr_s(g, node, "activation", act);
+  return out;
+}
+
+/* Merged convolutions compute what the separate ones did, read by the same
+ * consumers; mismatches are refused naming the node. */
+static void test_merge_convs(void) {
+  ob_rng rng = {42};
+  ob_graph *g = NULL;
+  CHECK(ob_graph_new(ctx, "merge", &g) == OB_OK);
+  int x = -1, t = -1, node = -1;
+  CHECK(ob_graph_add_input(g, "x", OB_F32, 4, (int64_t[]){1, 6, 9, 9}, &x) == OB_OK);
+  int pre = -1;
+  CHECK(ob_graph_add_node(g, OB_GOP_RELU, "pre", 1, &x, 1, NULL, &pre, &node) == OB_OK);
+  int a = add_conv(g, "a", pre, 5, 3, 1, true, "relu", &rng);
+  int other = add_conv(g, "other", x, 4, 1, 0, true, "", &rng); /* between them in the order */
+  int b = add_conv(g, "b", pre, 3, 3, 1, false, "relu", &rng);
+  int c = add_conv(g, "c", pre, 7, 3, 1, true, "relu", &rng);
+  int k1 = add_conv(g, "k1", pre, 2, 1, 0, true, "relu", &rng);    /* another kernel size */
+  int res = add_conv(g, "nobias", pre, 2, 3, 1, false, "", &rng); /* another activation */
+  int cat = -1;
+  CHECK(ob_graph_add_node(g, OB_GOP_CONCAT, "cat", 6, (int[]){c, a, other, b, k1, res}, 1, NULL, &cat, &node) == OB_OK);
+  ob_graph_set_attr_i(g, node, "axis", 1);
+  CHECK(ob_graph_add_node(g, OB_GOP_RELU, "post", 1, &a, 1, NULL, &t, &node) == OB_OK);
+  CHECK(ob_graph_mark_output(g, cat) == OB_OK);
+  CHECK(ob_graph_mark_output(g, t) == OB_OK);
+  CHECK(ob_graph_infer_shapes(ctx, g) == OB_OK);
+  float **before = run(g);
+  int ia = ob_graph_tensor_producer(g, a), ib = ob_graph_tensor_producer(g, b), ic = ob_graph_tensor_producer(g, c);
+  int ik = ob_graph_tensor_producer(g, k1), ir = ob_graph_tensor_producer(g, res), io = ob_graph_tensor_producer(g, other);
+  /* refusals name the node and the difference */
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, ik}) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "'k1'") && strstr(ob_ctx_errmsg(ctx), "kernel"));
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, ir}) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "activation") != NULL);
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, io}) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "reads") != NULL);
+  CHECK(ob_graph_merge_check(ctx, g, 1, (int[]){ia}) == OB_ERR_INVALID_ARG);
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, ia}) == OB_ERR_INVALID_ARG);
+  int convs = count_op(g, OB_GOP_CONV), merged = -1;
+  CHECK(ob_graph_merge_convs(ctx, g, 3, (int[]){ib, ia, ic}, &merged) == OB_OK);
+  CHECK(ob_graph_validate(ctx, g) == OB_OK);
+  CHECK(count_op(g, OB_GOP_CONV) == convs - 2);
+  CHECK(count_op(g, OB_GOP_SLICE) == 3);
+  CHECK(merged >= 0 && ob_graph_node_op(g, merged) == OB_GOP_CONV &&
+        ob_graph_tensor_dims(g, ob_graph_node_output(g, merged, 0))[1] == 3 + 5 + 7);
+  float **after = run(g);
+  for (int o = 0; o < 2; o++) {
+    int64_t n = ob_graph_tensor_numel(g, ob_graph_output(g, o));
+    CHECK_MSG(rel_diff(after[o], before[o], n) < 1e-6, "output %d: merged differs by %.3g", o,
+              rel_diff(after[o], before[o], n));
+    free(before[o]);
+    free(after[o]);
+  }
+  free(before);
+  free(after);
   ob_graph_free(g);
 }
 
@@ -502,6 +585,7 @@ int main(void) {
   test_published();
   test_randwire();
   test_nasnet();
+  test_merge_convs();
   test_bad_models();
   test_builder_errors();
   test_resnet_passes();
