@@ -3,10 +3,11 @@
 # are missing; packages already installed are left alone. Uses sudo only when
 # not run as root. python3 is only for the CLI test's JSON check; clang and
 # libclang-rt-14-dev (libFuzzer and clang's sanitizer runtimes) only for the
-# fuzz targets (make fuzz, and the short pass in make test).
+# fuzz targets (make fuzz, and the short pass in make test); gnuplot-nox
+# draws schedule timelines (opbench schedule --timeline).
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 clang libclang-rt-14-dev"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev gnuplot-nox python3 clang libclang-rt-14-dev"
 
 missing=()
 for p in $PACKAGES; do

@@ -143,6 +143,8 @@ typedef struct ob_stage_cost_i {
   ob_status (*cost)(void *self, ob_sched_stage_desc *stage, double *seconds);
   ob_status (*best_split)(void *self, ob_sched_stage_desc *stage, double *seconds);
   void (*free)(void *self);
+  /* optional: what this instance is, for outputs (NULL: name) */
+  const char *(*describe)(const void *self);
 } ob_stage_cost_i;
 
 typedef struct ob_stage_cost {
@@ -172,12 +174,14 @@ typedef struct ob_sched_predict_opts {
 OB_API ob_status ob_stage_cost_predicted(ob_ctx *ctx, const ob_sched_predict_opts *o, ob_stage_cost *out);
 
 /* A simple per-unit latency model, until measured latencies exist: per
- * node, overhead_s + max(flops / (gflops_per_core * k^efficiency),
- * bytes / (gbps_per_core * k^efficiency)) at k threads. */
+ * node, overhead_s + sync_s * (k - 1) + max(flops / (gflops_per_core *
+ * k^efficiency), bytes / (gbps_per_core * k^efficiency)) at k threads (the
+ * sync term: a parallel loop's fork and join, which small operators feel). */
 typedef struct ob_sched_flops_model {
-  double gflops_per_core, gbps_per_core, efficiency, overhead_s;
+  double gflops_per_core, gbps_per_core, efficiency, overhead_s, sync_s;
 } ob_sched_flops_model;
-OB_API ob_sched_flops_model ob_sched_flops_model_default(void); /* 20 GFLOP/s, 8 GB/s, 0.9, 2 us */
+/* 20 GFLOP/s, 8 GB/s, 0.9, 2 us, 2 us */
+OB_API ob_sched_flops_model ob_sched_flops_model_default(void);
 /* An ob_sched_latency_fn; user is an ob_sched_flops_model. */
 OB_API ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
 

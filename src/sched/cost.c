@@ -19,7 +19,8 @@ void ob_stage_cost_free(ob_stage_cost *c) {
 
 /* ---- the FLOPs model ------------------------------------------------------------------------- */
 ob_sched_flops_model ob_sched_flops_model_default(void) {
-  return (ob_sched_flops_model){.gflops_per_core = 20, .gbps_per_core = 8, .efficiency = 0.9, .overhead_s = 2e-6};
+  return (ob_sched_flops_model){
+      .gflops_per_core = 20, .gbps_per_core = 8, .efficiency = 0.9, .overhead_s = 2e-6, .sync_s = 2e-6};
 }
 
 ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds) {
@@ -29,7 +30,7 @@ ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int thr
   for (int i = 0; i < op->nnodes; i++) {
     double c = op->nodes[i].flops / (m->gflops_per_core * 1e9 * speed);
     double b = op->nodes[i].bytes / (m->gbps_per_core * 1e9 * speed);
-    t += m->overhead_s + (c > b ? c : b);
+    t += m->overhead_s + m->sync_s * (threads - 1) + (c > b ? c : b);
   }
   *seconds = t;
   return OB_OK;
@@ -186,8 +187,14 @@ static void pred_free(void *self) {
   free(p);
 }
 
-static const ob_stage_cost_i k_predicted = {
-    .name = "predicted", .predicted = true, .cost = pred_cost, .best_split = pred_split, .free = pred_free};
+static const char *pred_describe(const void *self) { return ((const predicted *)self)->name; }
+
+static const ob_stage_cost_i k_predicted = {.name = "predicted",
+                                            .predicted = true,
+                                            .cost = pred_cost,
+                                            .best_split = pred_split,
+                                            .free = pred_free,
+                                            .describe = pred_describe};
 
 ob_status ob_stage_cost_predicted(ob_ctx *ctx, const ob_sched_predict_opts *o, ob_stage_cost *out) {
   memset(out, 0, sizeof *out);

@@ -93,7 +93,7 @@ struct ob_schedule {
   sstage *st;
   int n, cap;
   char scheduler[32];
-  char cost_name[160];
+  char cost_name[400];
   bool predicted;
 };
 void ob_schedule_set_origin(ob_schedule *s, const char *scheduler, const ob_stage_cost *cost);

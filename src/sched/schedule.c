@@ -29,9 +29,10 @@ void ob_schedule_free(ob_schedule *s) {
 }
 
 void ob_schedule_set_origin(ob_schedule *s, const char *scheduler, const ob_stage_cost *cost) {
-  snprintf(s->scheduler, sizeof s->scheduler, "%s", scheduler);
+  if (scheduler != s->scheduler) snprintf(s->scheduler, sizeof s->scheduler, "%s", scheduler);
   if (cost && cost->vt) {
-    snprintf(s->cost_name, sizeof s->cost_name, "%s", cost->vt->name ? cost->vt->name : "");
+    const char *d = cost->vt->describe ? cost->vt->describe(cost->self) : cost->vt->name;
+    snprintf(s->cost_name, sizeof s->cost_name, "%s", d ? d : "");
     s->predicted = cost->vt->predicted;
   }
 }
