@@ -245,6 +245,14 @@ done:
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------ */
+/* A double with every digit (cJSON's own printing rounds to 15 digits when
+ * that is close enough, so a file read back would not print the same). */
+static void add_seconds(cJSON *o, const char *name, double v) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  cJSON_AddItemToObject(o, name, cJSON_CreateRaw(buf));
+}
+
 static cJSON *int_array(const int *v, int n) {
   cJSON *a = cJSON_CreateArray();
   for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
@@ -265,13 +273,13 @@ ob_status ob_schedule_to_json(ob_ctx *ctx, const ob_sched_units *u, const ob_sch
     cJSON_AddBoolToObject(j, "predicted", s->predicted);
   }
   double total = ob_schedule_seconds(s);
-  if (total >= 0) cJSON_AddNumberToObject(j, "seconds", total);
+  if (total >= 0) add_seconds(j, "seconds", total);
   cJSON *stages = cJSON_AddArrayToObject(j, "stages");
   for (int i = 0; i < s->n; i++) {
     const sstage *t = &s->st[i];
     cJSON *js = cJSON_CreateObject();
     cJSON_AddStringToObject(js, "kind", kind_word(t->kind));
-    if (t->seconds >= 0) cJSON_AddNumberToObject(js, "seconds", t->seconds);
+    if (t->seconds >= 0) add_seconds(js, "seconds", t->seconds);
     if (t->kind == OB_SCHED_STAGE_MERGE && t->ngroups == 1) {
       cJSON_AddItemToObject(js, "cores", int_array(t->groups[0].cores, t->groups[0].ncores));
       cJSON *ops = cJSON_AddArrayToObject(js, "ops");
@@ -284,7 +292,7 @@ ob_status ob_schedule_to_json(ob_ctx *ctx, const ob_sched_units *u, const ob_sch
         cJSON_AddItemToObject(jg, "cores", int_array(gr->cores, gr->ncores));
         cJSON *ops = cJSON_AddArrayToObject(jg, "ops");
         for (int k = 0; k < gr->nops; k++) cJSON_AddItemToArray(ops, cJSON_CreateString(u->u[gr->ops[k]].name));
-        if (gr->seconds >= 0) cJSON_AddNumberToObject(jg, "seconds", gr->seconds);
+        if (gr->seconds >= 0) add_seconds(jg, "seconds", gr->seconds);
         cJSON_AddItemToArray(gs, jg);
       }
     }
@@ -309,8 +317,9 @@ static bool ints_of(const cJSON *a, ob_arena *ar, int **v, int *n) {
   *n = 0;
   const cJSON *e;
   cJSON_ArrayForEach(e, a) {
-    if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int)e->valuedouble || e->valuedouble < -1 ||
-        e->valuedouble > JSON_MAX_CORES)
+    /* range first: converting an out-of-range double to int is undefined */
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= -1 && e->valuedouble <= JSON_MAX_CORES) ||
+        e->valuedouble != (double)(int)e->valuedouble)
       return false;
     (*v)[(*n)++] = (int)e->valuedouble;
   }
@@ -371,7 +380,7 @@ ob_status ob_schedule_from_json(ob_ctx *ctx, const ob_sched_units *u, const char
   }
   int planned = machine_cores;
   if (cores) {
-    if (!cJSON_IsNumber(cores) || cores->valuedouble < 1 || cores->valuedouble > JSON_MAX_CORES ||
+    if (!cJSON_IsNumber(cores) || !(cores->valuedouble >= 1 && cores->valuedouble <= JSON_MAX_CORES) ||
         cores->valuedouble != (double)(int)cores->valuedouble) {
       st = ob_fail(ctx, OB_ERR_PARSE, "%s: \"cores\" must be a whole number of cores", what);
       goto done;
