@@ -2,13 +2,17 @@
 #   make demo   installs missing packages, builds, measures ResNet-18's conv2d
 #               workloads at their default configs (1 thread)
 #   make test   installs missing packages, builds with -Werror and runs every
-#               test, then does the same in an ASan+UBSan build
+#               test (a short fuzz pass among them), then does the same in an
+#               ASan+UBSan build
+#   make fuzz   builds the libFuzzer targets (clang) in build-fuzz/ and runs
+#               each for FUZZ_SECONDS (default 300), keeping what they find
 # The real build is CMake; this file only strings the steps together.
 
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= 2
+FUZZ_SECONDS ?= 300
 
-.PHONY: all deps build demo test test-release test-asan clean
+.PHONY: all deps build demo test test-release test-asan fuzz clean
 
 all: build
 
@@ -37,5 +41,8 @@ test-asan:
 	cmake --build build-asan -j$(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j2
 
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

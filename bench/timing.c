@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int i = 0; i < n; i++) {
     wl_entry *e = &es[i];
-    if (ob_task_new(ctx, &e->wl, NULL, &e->task) != OB_OK) {
+    if (ob_task_new(ctx, &e->wl, NULL, NULL, &e->task) != OB_OK) {
       fprintf(stderr, "bench_timing: %s: %s\n", e->label, ob_ctx_errmsg(ctx));
       rc = 2;
       goto done;

@@ -90,7 +90,7 @@ static ob_task *make_task(const wl_def *w) {
   ob_task *t = NULL;
   if (ob_workload_parse(ctx, "conv2d", w->shape, &wl) ||
       ob_workload_set(ctx, &wl, "stride", w->stride) || ob_workload_set(ctx, &wl, "pad", w->pad) ||
-      ob_task_new(ctx, &wl, NULL, &t))
+      ob_task_new(ctx, &wl, NULL, NULL, &t))
     die(w->shape);
   return t;
 }

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # install-deps.sh: installs the Debian packages that opbench needs and that
 # are missing; packages already installed are left alone. Uses sudo only when
-# not run as root. python3 is only for the CLI test's JSON check.
+# not run as root. python3 (the CLI test's JSON check) and sqlite3 (the CLI
+# database tests) are for the tests only; clang and libclang-rt-14-dev
+# (libFuzzer and clang's sanitizer runtimes) only for the fuzz targets (make
+# fuzz, and the short pass in make test). The aarch64 cross compiler, its C
+# library and qemu-user build and run the kernels of the target
+# `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
+# schedule timelines (opbench schedule --timeline).
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler python3"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox"
 
 missing=()
 for p in $PACKAGES; do

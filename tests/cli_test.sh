@@ -10,10 +10,12 @@ if [ ! -x "$OB" ]; then
   echo "cli_test.sh: $OB is not an executable" >&2
   exit 1
 fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/sh_util.sh"
+need python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OPBENCH_CACHE=${OPBENCH_CACHE:-$tmp/kcache}
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 passed=0
 failed=0
@@ -30,11 +32,26 @@ not_ok() {
   sed 's/^/#   stderr: /' "$tmp/err" | head -20
 }
 
-# run ARGS...: runs opbench; leaves rc, $tmp/out and $tmp/err.
+# run ARGS...: runs opbench (in the environment `with` sets); leaves rc,
+# $tmp/out and $tmp/err.
+envs=()
 run() {
   args=("$@")
-  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
+  env "${envs[@]}" "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
   rc=$?
+}
+
+# with VAR=VALUE... -- CHECK NAME PATTERN ARGS...: a check (good, bad,
+# json_check) whose opbench runs with VAR=VALUE in its environment only.
+with() {
+  envs=()
+  while [ "$1" != "--" ]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  "$@"
+  envs=()
 }
 
 # good NAME PATTERN ARGS...: exit 0 and stdout matches PATTERN (grep -E).
@@ -205,6 +222,61 @@ else
   not_ok "--timeout 0.001: run timeout class 7"
 fi
 
+# ---- targets ---------------------------------------------------------------------------
+NEON="c -isa=neon -triple=aarch64-linux-gnu"
+json_check "op --target c -isa=avx2: verified, target in --json" \
+  'd["error_no"] == 0 and d["target"] == "c -isa=avx2"' op conv2d $CONV --pad 1 --target "c -isa=avx2" --json
+json_check "op: the default target in --json" 'd["target"] == "llvm -mcpu=native"' op dense $DENSE --json
+with OPBENCH_TARGET="c -isa=scalar" -- json_check "\$OPBENCH_TARGET picks the default" \
+  'd["target"] == "c -isa=scalar" and d["error_no"] == 0' op dense $DENSE --json
+good "op --print-source --target c -isa=avx2: 8-lane vectors" 'vector_size\(32\)' \
+  op conv2d $CONV --pad 1 --target "c -isa=avx2" --print-source
+good "space --target c -isa=avx2: the target's facts" \
+  '^target +c -isa=avx2 \(avx2: 8 float lanes, 16 vector registers, 14 for accumulators\)' \
+  space conv2d $CONV --pad 1 --target "c -isa=avx2"
+with OPBENCH_AARCH64_CC=/nonexistent/gcc OPBENCH_AARCH64_QEMU=/nonexistent/qemu -- \
+  good "space of a cross target needs no tools" '^target +c -isa=neon' space conv2d $CONV --target "$NEON"
+json_check "bench --target in --json" 'd["target"] == "c -isa=avx2" and d["failed"] == 0' \
+  bench --suite "$tmp/suite.txt" --target "c -isa=avx2" --json
+bad "unknown ISA" "--target: target 'c -isa=sse9': unknown ISA 'sse9'" op dense $DENSE --target "c -isa=sse9"
+bad "unknown triple" "unknown triple 'riscv64-linux-gnu'" op dense $DENSE --target "c -isa=neon -triple=riscv64-linux-gnu"
+bad "unknown target kind" "unknown target kind 'tvm'" bench --suite "$tmp/suite.txt" --target tvm
+bad "unknown target option" "unknown option '-mattr'" tune --op dense $DENSE --target "llvm -mattr=+avx2"
+bad "cuda is reserved" "target 'cuda': cuda is reserved for the GPU back ends" op dense $DENSE --target cuda
+bad "opencl is reserved" "opencl is reserved" space dense $DENSE --target opencl
+bad "empty --target" "--target: empty target" op dense $DENSE --target ""
+bad "neon without a triple" "-triple=aarch64-linux-gnu" op dense $DENSE --target "c -isa=neon"
+with OPBENCH_TARGET="c -isa=nope" -- \
+  bad "bad \$OPBENCH_TARGET" '\$OPBENCH_TARGET: target .c -isa=nope.: unknown ISA' op dense $DENSE
+# what is missing to build or run a cross target's kernels, named with the target
+with PATH=/nonexistent -- bad "cross compiler missing (PATH)" \
+  "target '$NEON': the cross compiler 'aarch64-linux-gnu-gcc' is not installed" op conv2d $CONV --target "$NEON"
+with OPBENCH_AARCH64_CC=/nonexistent/aarch64-gcc -- bad "cross compiler missing (override)" \
+  "target '$NEON': the cross compiler '/nonexistent/aarch64-gcc' is not installed" \
+  bench --suite "$tmp/suite.txt" --target "$NEON"
+with OPBENCH_AARCH64_SYSROOT=/nonexistent/sysroot -- bad "cross C library missing" \
+  "target '$NEON': the aarch64 C library headers are not installed" op conv2d $CONV --target "$NEON"
+if command -v aarch64-linux-gnu-gcc >/dev/null && [ -f /usr/aarch64-linux-gnu/include/stdlib.h ]; then
+  with OPBENCH_AARCH64_QEMU=/nonexistent/qemu-aarch64 -- bad "emulator missing" \
+    "target '$NEON': its kernels need the emulator '/nonexistent/qemu-aarch64', which is not installed" \
+    op conv2d $CONV --target "$NEON"
+  with OPBENCH_AARCH64_QEMU=/nonexistent/qemu-aarch64 -- bad "tune: emulator missing" "qemu-user" \
+    tune --op conv2d $CONV --target "$NEON" --db "$tmp/t.db"
+  bad "--vs onednn with a target oneDNN cannot run" "onednn: target '$NEON' does not run natively" \
+    bench --suite "$tmp/suite.txt" --target "$NEON" --vs onednn
+else
+  echo "skip - emulator missing, --vs onednn with neon (no cross compiler: scripts/install-deps.sh)"
+fi
+# a native target this CPU cannot run: built, never run
+if ! grep -qw amx_tile /proc/cpuinfo; then
+  bad "a CPU this host is not" "target 'llvm -mcpu=sapphirerapids': this CPU lacks .*amx_tile" \
+    op dense $DENSE --target "llvm -mcpu=sapphirerapids"
+elif ! grep -qw avx512f /proc/cpuinfo; then
+  bad "a CPU this host is not" "target 'c -isa=avx512': this CPU lacks avx512f" op dense $DENSE --target "c -isa=avx512"
+else
+  echo "skip - a CPU this host is not (this CPU has AMX and AVX-512)"
+fi
+
 printf '# header\n\ndense M=4,N=32,K=16 1\nconv2d N=1,C=8,H=,W=10,K=8,R=3,S=3 1 1 1\n' >"$tmp/bad1.txt"
 bad "suite: malformed shape at FILE:LINE" "bad1.txt:4: " bench --suite "$tmp/bad1.txt"
 printf 'dense M=4,N=32,K=16 1\nconv3x N=1 1\n' >"$tmp/bad2.txt"
@@ -215,5 +287,13 @@ printf 'dense M=4,N=32,K=16 many\n' >"$tmp/bad4.txt"
 bad "suite: bad count at FILE:LINE" "bad4.txt:1: .*many" bench --suite "$tmp/bad4.txt"
 bad "suite: missing file" "no-such-suite" bench --suite "$tmp/no-such-suite.txt"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+# ---- out of memory: a status all the way up, never an abort -------------------
+# OPBENCH_TEST_ALLOC_LIMIT=N fails every allocation of the te, schedule,
+# lower and codegen arenas and strings after the Nth (tests/test_nomem.c
+# sweeps N in the library); these land in each of the four.
+for lim in 0 40 400 2500; do
+  OPBENCH_TEST_ALLOC_LIMIT=$lim bad "out of memory after $lim allocations" "out of memory" \
+    op conv2d $CONV --pad 1 --print-source
+done
+
+finish

@@ -8,13 +8,16 @@
 #     (the round trip), a second import stores nothing new, and a log with
 #     broken lines imports the good ones and names the bad lines;
 #  3. --remeasure measures again and replaces (history keeps the old rows);
+#     records of another --target are kept apart (own trials, own best);
 #  4. bad input: each is exit 2 with one `opbench: error:` line, and no
 #     database file is created or changed by a query.
 # Prints `ok - name` / `not ok - name`, then `N passed, M failed`.
 set -u
 OB=${1:?usage: db_cli_test.sh path/to/opbench}
 [ -x "$OB" ] || { echo "db_cli_test.sh: $OB is not an executable" >&2; exit 1; }
-command -v sqlite3 >/dev/null || { echo "db_cli_test.sh: needs the sqlite3 CLI" >&2; exit 1; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/sh_util.sh"
+need sqlite3
 tmp=$(mktemp -d /tmp/opbench_db_cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export OPBENCH_CACHE=$tmp/kcache
@@ -159,6 +162,39 @@ check "tune --remeasure measures again and keeps the old rows in history" \
 check "without --remeasure the same run resumes" \
   $(grep -q "(resumed 12, measured 0, " "$tmp/re2.out"; echo $?) "$(grep trials "$tmp/re2.out")"
 
+# ---- 3b. targets are kept apart -------------------------------------------------------------
+dbt=$tmp/t.db
+cp "$db" "$dbt"
+AVX2="c -isa=avx2"
+"$OB" tune "${W[@]}" --tuner random --trials 6 --batch 3 --db "$dbt" --target "$AVX2" >"$tmp/tt.out" 2>&1
+rc=$?
+check "tune --target files its trials under the target, resuming none of the default's" \
+  $([ $rc -eq 0 ] && grep -q "(resumed 0, measured 6, " "$tmp/tt.out" && grep -q "^target     $AVX2" "$tmp/tt.out" &&
+    [ "$(q "$dbt" "SELECT count(*) FROM measurements WHERE target = '$AVX2'")" -eq 6 ] &&
+    [ "$(q "$dbt" "SELECT count(*) FROM measurements WHERE target = 'llvm -mcpu=native'")" -eq "$n" ]
+  echo $?) "exit $rc" "$(grep -E 'trials|target' "$tmp/tt.out")"
+dflt_idx=$(q "$dbt" "SELECT config_index FROM measurements WHERE error_no = 0 AND target = 'llvm -mcpu=native'
+  AND resources = 'threads=1;cores=0' ORDER BY median_s, config_index LIMIT 1")
+"$OB" db best "${W[@]}" --db "$dbt" >"$tmp/tb.out" 2>&1
+check "db best defaults to the default target" \
+  $(grep -Eq "^best +conv2d_NCHWc.x86 #$dflt_idx " "$tmp/tb.out" && grep -q "^target     llvm -mcpu=native" "$tmp/tb.out"
+  echo $?) "sqlite3 says #$dflt_idx" "$(cat "$tmp/tb.out")"
+avx2_idx=$(q "$dbt" "SELECT config_index FROM measurements WHERE error_no = 0 AND target = '$AVX2'
+  ORDER BY median_s, config_index LIMIT 1")
+"$OB" db best "${W[@]}" --db "$dbt" --target "$AVX2" >"$tmp/tb2.out" 2>&1
+check "db best --target picks that target's records, configs in its space" \
+  $(grep -Eq "^best +conv2d_NCHWc.x86 #$avx2_idx .*tile_oc=\[-1,(4|8|16)\]" "$tmp/tb2.out" &&
+    grep -q "^target     $AVX2" "$tmp/tb2.out"; echo $?) "sqlite3 says #$avx2_idx" "$(cat "$tmp/tb2.out")"
+"$OB" db top "${W[@]}" --db "$dbt" --target any --top 1000 --json >"$tmp/tt.json" 2>&1
+check "db top --target any lists both targets" \
+  $(python3 -c 'import json,sys; d=json.load(sys.stdin); t=set(r["target"] for r in d); sys.exit(0 if t == {"llvm -mcpu=native", "c -isa=avx2"} else 1)' <"$tmp/tt.json"
+  echo $?) "$(head -5 "$tmp/tt.json")"
+bad0() { "$OB" db "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"; }
+bad0 best "${W[@]}" --db "$dbt" --target "c -isa=nope"
+check "db best --target with an unknown ISA" \
+  $([ $? -eq 2 ] && grep -q "^opbench: error: --target: target 'c -isa=nope': unknown ISA 'nope'" "$tmp/bad.err"
+  echo $?) "$(cat "$tmp/bad.err")"
+
 # ---- 4. bad input ------------------------------------------------------------------------
 bad() { # bad NAME PATTERN ARGS...
   local name=$1 pattern=$2
@@ -175,7 +211,7 @@ bad "unknown action" "unknown action 'frobnicate'" frobnicate --db "$db"
 bad "best without a workload" "needs the workload" best --db "$db"
 bad "best of an operator without a shape" "needs the workload's --shape" best --op conv2d --db "$db"
 bad "unknown operator" "unknown operator 'conv9d'" stats --op conv9d --db "$db"
-bad "a setting with no records says how to widen" "try --host any --resources any" \
+bad "a setting with no records says how to widen" "try --host any --target any --resources any" \
   best "${W[@]}" --threads 2 --db "$db"
 bad "a workload with no records" "holds no record of" \
   best --op conv2d --shape N=1,C=8,H=8,W=8,K=8,R=3,S=3 --db "$db"
@@ -192,5 +228,4 @@ bad "a corrupt database" "(not an SQLite database|corrupt)" stats --db "$tmp/cor
 check "the corrupt file is untouched" $([ "$(md5sum <"$tmp/corrupt.db")" = "$c0" ]; echo $?)
 check "queries left the database unchanged" $([ "$(md5sum <"$db")" = "$sum0" ]; echo $?)
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

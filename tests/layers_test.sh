@@ -12,6 +12,7 @@ set -u
 SRC=${1:?usage: layers_test.sh path/to/source/root}
 CHECK=$SRC/scripts/check-layers.sh
 [ -f "$CHECK" ] || { echo "layers_test.sh: $CHECK is missing" >&2; exit 1; }
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/sh_util.sh"
 tmp=$(mktemp -d /tmp/opbench_layers.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -143,5 +144,4 @@ if command -v cc >/dev/null && command -v nm >/dev/null; then
   expect_fail "--objects without object files fails" "no object files" --objects "$tmp/empty"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -525,7 +525,9 @@ int main(void) {
   ob_ctx *ctx = NULL;
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   CHECK(ob_te_new(ctx, &te) == OB_OK);
-  A = ob_arena_new(1 << 20);
+  A = ob_arena_new(ctx, 1 << 20);
+  CHECK(A != NULL);
+  if (!A) return CHECK_DONE();
   test_is_const();
   test_lin();
   test_range();

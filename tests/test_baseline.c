@@ -52,8 +52,11 @@ static void expect_error(ob_baseline *b, const ob_workload *wl, int error_no, co
 
 static double report(ob_baseline *b, const char *op, const char *shape, const char *what) {
   ob_workload wl;
-  if (ob_workload_parse(g_ctx, op, shape, &wl) != OB_OK) return 0;
+  ob_status st = ob_workload_parse(g_ctx, op, shape, &wl);
+  CHECK_MSG(st == OB_OK, "%s %s: %s", op, shape, ob_ctx_errmsg(g_ctx));
+  if (st) return 0;
   ob_timing_opts t = ob_timing_default();
+  t.timeout_s = OB_TEST_TIMEOUT_S;
   ob_baseline_result r;
   CHECK(ob_baseline_measure(b, &wl, &t, 1, &r) == OB_OK);
   CHECK_MSG(r.error_no == OB_MERR_NONE, "%s: %s", what, r.message);
@@ -65,13 +68,14 @@ static double report(ob_baseline *b, const char *op, const char *shape, const ch
 int main(void) {
   CHECK(ob_ctx_new(&g_ctx) == OB_OK);
   ob_baseline *b = NULL;
-  ob_status st = ob_baseline_onednn_new(g_ctx, NULL, 1, &b);
+  ob_status st = ob_baseline_onednn_new(g_ctx, NULL, 1, NULL, &b);
   CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(g_ctx));
   if (st) return CHECK_DONE();
   CHECK(!strcmp(ob_baseline_name(b), "onednn"));
   printf("baseline: %s\n", ob_baseline_describe(b));
   ob_timing_opts t = ob_timing_default();
   t.repeat = 3;
+  t.timeout_s = OB_TEST_TIMEOUT_S;
 
   /* conv2d: checked by opbench's own task (ob_task_fill / ob_task_check) */
   expect_ok(b, "conv2d", "N=1,C=16,H=14,W=14,K=32,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", NULL, &t);
@@ -134,6 +138,7 @@ int main(void) {
   {
     ob_timing_opts tg = ob_timing_default();
     tg.repeat = 4;
+    tg.timeout_s = OB_TEST_TIMEOUT_S;
     tg.min_repeat_ms = 2;
     CHECK(ob_workload_parse(g_ctx, "dense", "M=1,N=16,K=16", &wl) == OB_OK);
     ob_baseline_result r;
@@ -152,13 +157,13 @@ int main(void) {
 
   /* construction errors; two threads where there are two cores */
   ob_baseline *bad = NULL;
-  CHECK(ob_baseline_onednn_new(g_ctx, NULL, 0, &bad) == OB_ERR_INVALID_ARG && !bad);
-  CHECK(ob_baseline_onednn_new(g_ctx, (int[]){100000}, 1, &bad) == OB_ERR_INVALID_ARG && !bad);
+  CHECK(ob_baseline_onednn_new(g_ctx, NULL, 0, NULL, &bad) == OB_ERR_INVALID_ARG && !bad);
+  CHECK(ob_baseline_onednn_new(g_ctx, (int[]){100000}, 1, NULL, &bad) == OB_ERR_INVALID_ARG && !bad);
   CHECK(strstr(ob_ctx_errmsg(g_ctx), "core 100000") != NULL);
   ob_baseline_free(NULL);
   if (sysconf(_SC_NPROCESSORS_ONLN) >= 2) {
     ob_baseline *b2 = NULL;
-    st = ob_baseline_onednn_new(g_ctx, NULL, 2, &b2);
+    st = ob_baseline_onednn_new(g_ctx, NULL, 2, NULL, &b2);
     CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(g_ctx));
     if (b2) {
       printf("baseline: %s\n", ob_baseline_describe(b2));

@@ -1,7 +1,8 @@
 /* test_core.c: tests for the core module: status names, context messages
  * and logging, arena, ob_str, hashing, the PRNG, host detection, core-list
  * parsing and the thread pool (correct partition, pinning, fast dispatch,
- * idle pool costs no CPU). Uses only the public API. */
+ * idle pool costs no CPU); out of memory in arenas and strings (sticky
+ * failure, the ctx's allocation limit). Uses only the public API. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -176,7 +177,8 @@ static void test_log(void) {
 /* ---- arena and ob_str ----------------------------------------------------- */
 
 static void test_arena(void) {
-  ob_arena *a = ob_arena_new(1024);
+  ob_arena *a = ob_arena_new(NULL, 1024);
+  CHECK(a && !ob_arena_failed(a));
   enum { N = 20000 };
   unsigned char **ptrs = malloc(N * sizeof *ptrs);
   size_t *sizes = malloc(N * sizeof *sizes);
@@ -213,9 +215,73 @@ static void test_arena(void) {
   ob_arena_free(a);
   ob_arena_free(NULL);
 
-  ob_arena *d = ob_arena_new(0); /* default chunk size */
+  ob_arena *d = ob_arena_new(NULL, 0); /* default chunk size */
   CHECK(ob_arena_alloc(d, 100000) != NULL);
   ob_arena_free(d);
+}
+
+static void new_ctx_into(void *arg) {
+  if (ob_ctx_new((ob_ctx **)arg) != OB_OK) *(ob_ctx **)arg = NULL;
+}
+
+/* Out of memory in an arena: NULL, the arena failed for good (later small
+ * requests fail too), and nothing aborts. A request no allocator can serve
+ * stands for exhaustion here; the ctx limit below for exhaustion anywhere. */
+static void test_arena_oom(void) {
+  ob_arena *a = ob_arena_new(NULL, 512);
+  CHECK(ob_arena_alloc(a, 64) != NULL && !ob_arena_failed(a));
+  CHECK(ob_arena_alloc(a, SIZE_MAX / 2 + 1) == NULL);
+  CHECK(ob_arena_failed(a));
+  CHECK(ob_arena_alloc(a, 1) == NULL);
+  CHECK(ob_arena_strdup(a, "x") == NULL);
+  CHECK(ob_arena_strdup(a, NULL) == NULL); /* an earlier failure's NULL passed along */
+  CHECK(ob_arena_sprintf(a, "%d", 1) == NULL);
+  ob_arena_free(a);
+  CHECK(ob_arena_new(NULL, SIZE_MAX - 1) == NULL);
+  CHECK(!ob_arena_failed(NULL));
+
+  /* The ctx limit counts arenas and allocations, shared by every arena of
+   * the ctx, and is lifted again with -1. */
+  ob_ctx *ctx = NULL;
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  ob_ctx_set_alloc_limit(ctx, 3);
+  ob_arena *b = ob_arena_new(ctx, 0); /* 1 */
+  CHECK(b != NULL);
+  CHECK(b && ob_arena_alloc(b, 8) != NULL);       /* 2 */
+  CHECK(b && ob_arena_strdup(b, "kept") != NULL); /* 3 */
+  CHECK(b && ob_arena_alloc(b, 8) == NULL && ob_arena_failed(b));
+  CHECK(ob_arena_new(ctx, 0) == NULL);
+  ob_ctx_set_alloc_limit(ctx, -1);
+  CHECK(b && ob_arena_alloc(b, 8) == NULL); /* failed for good, limit or not */
+  ob_arena *c = ob_arena_new(ctx, 0);
+  CHECK(c && ob_arena_alloc(c, 8) != NULL && !ob_arena_failed(c));
+  ob_arena_free(c);
+  ob_arena_free(b);
+  ob_ctx_set_alloc_limit(ctx, 0);
+  CHECK(ob_arena_new(ctx, 0) == NULL);
+  ob_arena *free_of_ctx = ob_arena_new(NULL, 0); /* no ctx: no limit */
+  CHECK(free_of_ctx && ob_arena_alloc(free_of_ctx, 8) != NULL);
+  ob_arena_free(free_of_ctx);
+  ob_ctx_free(ctx);
+
+  /* OPBENCH_TEST_ALLOC_LIMIT sets the limit of every new ctx; a value that
+   * is not a number is refused with a warning and sets none. */
+  CHECK(setenv("OPBENCH_TEST_ALLOC_LIMIT", "1", 1) == 0);
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  ob_arena *e = ob_arena_new(ctx, 0);
+  CHECK(e && ob_arena_alloc(e, 8) == NULL);
+  ob_arena_free(e);
+  ob_ctx_free(ctx);
+  CHECK(setenv("OPBENCH_TEST_ALLOC_LIMIT", "lots", 1) == 0);
+  char err[512];
+  ctx = NULL;
+  capture_stderr(new_ctx_into, &ctx, err, sizeof err);
+  CHECK_MSG(ctx && strstr(err, "OPBENCH_TEST_ALLOC_LIMIT='lots'"), "got \"%s\"", err);
+  ob_arena *f = ob_arena_new(ctx, 0);
+  CHECK(f && ob_arena_alloc(f, 8) != NULL);
+  ob_arena_free(f);
+  ob_ctx_free(ctx);
+  unsetenv("OPBENCH_TEST_ALLOC_LIMIT");
 }
 
 static void test_str(void) {
@@ -245,6 +311,44 @@ static void test_str(void) {
   CHECK(t.data == NULL && t.len == 0);
   ob_str_free(&t);
   ob_str_free(NULL);
+
+  /* Out of memory is sticky: the text so far stays readable, appends do
+   * nothing, ob_str_take gives NULL, a failed part fails the whole. */
+  ob_ctx *ctx = NULL;
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  ob_str u = {.ctx = ctx};
+  ob_ctx_set_alloc_limit(ctx, 1);
+  ob_str_append(&u, "first");                  /* one allocation: 64 bytes */
+  CHECK(!u.failed && !strcmp(u.data, "first"));
+  ob_str_appendf(&u, "%0100d", 7);             /* needs to grow: fails */
+  CHECK(u.failed && u.data && !strcmp(u.data, "first") && u.len == 5);
+  ob_str_append(&u, "x");
+  ob_str_appendf(&u, "%s", "y");
+  CHECK(u.failed && !strcmp(u.data, "first"));
+  ob_str whole = {0};
+  ob_str_append(&whole, "a");
+  ob_str_append_str(&whole, &u);
+  CHECK(whole.failed && ob_str_take(&whole) == NULL);
+  CHECK(whole.data == NULL && !whole.failed); /* taken: empty and usable again */
+  CHECK(ob_str_take(&u) == NULL);
+  CHECK(u.data == NULL && u.len == 0 && !u.failed && u.ctx == ctx);
+  ob_str_append(&u, "z"); /* the limit is spent: the first allocation fails */
+  CHECK(u.failed && u.data == NULL);
+  ob_str_free(&u);
+  CHECK(!u.failed);
+  ob_ctx_set_alloc_limit(ctx, -1);
+  ob_str_append(&u, "again");
+  char *again = ob_str_take(&u);
+  CHECK(again && !strcmp(again, "again"));
+  free(again);
+  ob_str ok = {0}, part = {0};
+  ob_str_append(&part, "tail");
+  ob_str_append(&ok, "head-");
+  ob_str_append_str(&ok, &part);
+  CHECK(!ok.failed && !strcmp(ok.data, "head-tail"));
+  ob_str_free(&ok);
+  ob_str_free(&part);
+  ob_ctx_free(ctx);
 }
 
 /* ---- hashing and PRNG ----------------------------------------------------- */
@@ -343,14 +447,81 @@ static void test_rng(void) {
   CHECK(fsame);
 }
 
+static double monotonic_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ob_now_s is CLOCK_MONOTONIC in seconds: a reading taken between two of
+ * its calls lies between them, and a sleep lasts at least as long as asked
+ * (no upper bound: a loaded machine may sleep longer). */
 static void test_time(void) {
   double t0 = ob_now_s();
-  sleep_ms(20);
+  double ref = monotonic_s();
   double t1 = ob_now_s();
-  CHECK(t1 - t0 >= 0.015 && t1 - t0 < 5.0);
+  CHECK_MSG(t0 <= ref && ref <= t1, "%.9f %.9f %.9f", t0, ref, t1);
+  sleep_ms(20);
+  double t2 = ob_now_s();
+  CHECK_MSG(t2 - t1 >= 0.020 - 1e-6, "slept %.6f s", t2 - t1);
+  CHECK(ob_now_s() >= t2);
 }
 
 /* ---- host ----------------------------------------------------------------- */
+
+/* Size in bytes of cpu0's cache of `level` ("Data"/"Unified" for data
+ * caches) as the kernel describes it in sysfs ("48K"); 0 if absent. */
+static int64_t sysfs_cache_bytes(int level) {
+  for (int i = 0; i < 16; i++) {
+    char path[96], type[32] = "";
+    int lv = 0;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+    FILE *f = fopen(path, "r");
+    if (!f) break;
+    if (fscanf(f, "%d", &lv) != 1) lv = 0;
+    fclose(f);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+    if ((f = fopen(path, "r"))) {
+      if (fscanf(f, "%31s", type) != 1) type[0] = '\0';
+      fclose(f);
+    }
+    if (lv != level || !strcmp(type, "Instruction")) continue;
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+    if (!(f = fopen(path, "r"))) continue;
+    long long v = 0;
+    char unit = 0;
+    int got = fscanf(f, "%lld%c", &v, &unit);
+    fclose(f);
+    if (got < 1) continue;
+    return got == 2 && unit == 'K' ? v << 10 : got == 2 && unit == 'M' ? v << 20 : v;
+  }
+  return 0;
+}
+
+/* The cache sizes hwloc reported agree with the kernel's own description
+ * (hwloc reads the same sysfs files on Linux; a unit or level mix-up shows
+ * here), or with sysconf where sysfs says nothing. */
+static void check_host_caches(const ob_host *h) {
+  const int64_t got[3] = {h->l1d_bytes, h->l2_bytes, h->l3_bytes};
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+  const int conf[3] = {_SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE};
+#endif
+  int known = 0;
+  for (int l = 0; l < 3; l++) {
+    int64_t want = sysfs_cache_bytes(l + 1);
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+    if (want == 0 && sysconf(conf[l]) > 0) want = sysconf(conf[l]);
+#endif
+    if (want == 0) continue;
+    known++;
+    CHECK_MSG(got[l] == want, "L%d: host says %lld bytes, the system %lld", l + 1, (long long)got[l],
+              (long long)want);
+  }
+  if (known == 0) CHECK_SKIP("host: neither sysfs nor sysconf describes the caches");
+  /* Inclusive sizes grow with the level wherever both are known. */
+  if (h->l1d_bytes && h->l2_bytes) CHECK(h->l1d_bytes < h->l2_bytes);
+  if (h->l2_bytes && h->l3_bytes) CHECK(h->l2_bytes <= h->l3_bytes);
+}
 
 static void test_host(void) {
   ob_ctx *ctx = NULL;
@@ -365,7 +536,7 @@ static void test_host(void) {
   CHECK(memcmp(&h1, &h2, sizeof h1) == 0);
   CHECK(h1.vector_bits == 128 || h1.vector_bits == 256 || h1.vector_bits == 512);
   CHECK(h1.os[0] != '\0');
-  CHECK(h1.l1d_bytes >= 0 && h1.l2_bytes >= 0 && h1.l3_bytes >= 0);
+  check_host_caches(&h1);
   if (strstr(h1.isa, "avx512f")) CHECK(h1.vector_bits == 512);
   printf("host: %s | %s | %d cores %d PUs | L1d %lld L2 %lld L3 %lld | %d-bit | %s | %s\n",
          h1.cpu_model, h1.isa, h1.ncores, h1.npus, (long long)h1.l1d_bytes,
@@ -538,7 +709,7 @@ static void test_pool(void) {
   CHECK_MSG(CPU_EQUAL(&now, &orig), "caller affinity not restored by ob_pool_free");
 
   if (ncores < 2) {
-    printf("pool: only one usable core; two-thread tests skipped\n");
+    CHECK_SKIP("pool: only one usable core; the two-thread tests need two");
   } else {
     ob_pool *p2 = NULL;
     ob_status st = ob_pool_new(ctx, cores, 2, &p2);
@@ -555,10 +726,12 @@ static void test_pool(void) {
       double t0 = ob_now_s();
       for (int r = 0; r < REPS; r++) ob_pool_parallel_for(p2, 1000, noop_task, &acc);
       double dt = ob_now_s() - t0;
+      /* Every call's work is done once and in full; the time is printed
+       * for the reader, not checked (speed is for benchmarks: this machine
+       * is shared and a check against a bound fails under load). */
       CHECK(atomic_load(&acc) == (int64_t)REPS * 1000);
       printf("pool: %d parallel_for calls on 2 threads: %.3f s (%.2f us/call)\n", REPS, dt,
              dt / REPS * 1e6);
-      CHECK_MSG(dt < 2.0, "%d calls took %.3f s", REPS, dt);
 
       /* An idle pool sleeps: almost no CPU while nothing is dispatched. */
       sleep_ms(20); /* let the workers' spin run out */
@@ -626,6 +799,7 @@ int main(void) {
   test_ctx();
   test_log();
   test_arena();
+  test_arena_oom();
   test_str();
   test_hash();
   test_rng();

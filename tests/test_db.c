@@ -506,7 +506,10 @@ static void test_locked(void) {
     double t0 = ob_now_s();
     CHECK(ob_db_put_measurement(b, &t.r, 0, NULL) == OB_ERR_BUSY);
     double waited = ob_now_s() - t0;
-    CHECK_MSG(waited >= 0.1 && waited < 3.0, "waited %.3f s", waited);
+    /* SQLite sleeps until the 150 ms are spent, then gives up: at least
+     * that long, and clearly less than the default it replaced (the upper
+     * bound leaves room for a loaded machine). */
+    CHECK_MSG(waited >= 0.1 && waited < 0.8 * OB_DB_DEFAULT_BUSY_MS * 1e-3, "waited %.3f s", waited);
     CHECK(msg_has("locked.db") && msg_has("locked"));
     CHECK(count_records(b, "dense/f32/M1N1K1") == 1);
     CHECK(ob_db_exec(a, "COMMIT") == OB_OK);
@@ -612,8 +615,9 @@ static void test_kill9(void) {
   }
   close(fd[1]);
   uint64_t last = 0, got = 0, v;
-  double t0 = ob_now_s();
-  while (got < 300 && ob_now_s() - t0 < 20 && read(fd[0], &v, sizeof v) == sizeof v) {
+  /* Kill after 300 reported commits, however long they take: read blocks
+   * until the child writes or dies. */
+  while (got < 300 && read(fd[0], &v, sizeof v) == sizeof v) {
     last = v;
     got++;
   }

@@ -69,7 +69,7 @@ static ob_task *make_task(const char *op, const char *shape) {
   ob_workload wl;
   ob_task *t = NULL;
   CHECK(ob_workload_parse(ctx, op, shape, &wl) == OB_OK);
-  CHECK_MSG(ob_task_new(ctx, &wl, NULL, &t) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  CHECK_MSG(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_OK, "%s", ob_ctx_errmsg(ctx));
   return t;
 }
 
@@ -80,7 +80,7 @@ static void test_abi(void) {
   ob_lowered *low = NULL;
   CHECK(ob_task_lower(t, &cfg, &low) == OB_OK);
   char *src = NULL;
-  CHECK(low && ob_codegen_c(ctx, low, "abi_dense", &src) == OB_OK && src);
+  CHECK(low && ob_codegen_c(ctx, NULL, low, "abi_dense", &src) == OB_OK && src);
   if (src) {
     char *msg = NULL;
     int e = compile_against_header(src, "abi_dense", &msg);

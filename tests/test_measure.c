@@ -189,7 +189,9 @@ static void test_builder(ob_ctx *ctx) {
   st = ob_build_batch(ctx, &o2, &kernels[K_VADD], 1, out);
   double dt = ob_now_s() - t0;
   CHECK(st == OB_OK && out[0].error_no == OB_MERR_BUILD_TIMEOUT);
-  CHECK_MSG(dt < 5.0, "took %g s", dt);
+  /* Killed at its deadline, not left to finish its 30 s: only the lower
+   * bound is tight; the upper one leaves room for a loaded machine. */
+  CHECK_MSG(dt >= 0.3 && dt < 20.0, "took %g s", dt);
   ob_build_result_clear(&out[0]);
 
   /* Missing compilers fail the call, naming the compiler. */
@@ -324,27 +326,51 @@ static void expect_fail(ob_runner *r, int k, const char *symbol, int want, const
   CHECK_MSG(strstr(res.message, text), "%s: message '%s' lacks '%s'", symbol, res.message, text);
   CHECK(res.timing.ncosts == 0);
   CHECK(res.run_s > 0 && res.run_s <= dt + 1e-3);
-  if (timeout > 0) CHECK_MSG(dt < timeout + 2.0, "%s took %g s", symbol, dt);
+  /* A hanging kernel is stopped after its timeout, never before; the upper
+   * bound only says "not forever" and leaves room for a loaded machine. */
+  if (timeout > 0) CHECK_MSG(dt >= timeout && dt < timeout + 20.0, "%s took %g s", symbol, dt);
   expect_ok(r, symbol);
 }
 
-/* SIGKILLs this thread's children (the worker); returns how many, or -1. */
+/* True once process `pid` (our child) has died: a zombie waiting for its
+ * parent's waitpid, or already reaped. */
+static bool child_dead(long pid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return true;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *rp = strrchr(buf, ')'); /* "pid (comm) S ..." */
+  return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/* SIGKILLs this thread's children (the worker) and waits until they are
+ * dead, so the next request cannot race the signal; returns how many, or -1
+ * when /proc has no children file. */
 static int kill_children(void) {
   char path[64];
   snprintf(path, sizeof path, "/proc/self/task/%ld/children", (long)gettid());
   FILE *f = fopen(path, "r");
   if (!f) return -1;
   int n = 0;
-  long pid;
-  while (fscanf(f, "%ld", &pid) == 1) n += kill((pid_t)pid, SIGKILL) == 0;
+  long pid, pids[16];
+  while (fscanf(f, "%ld", &pid) == 1)
+    if (kill((pid_t)pid, SIGKILL) == 0 && n < 16) pids[n++] = pid;
   fclose(f);
+  for (int i = 0; i < n; i++) {
+    double t0 = ob_now_s();
+    while (!child_dead(pids[i]) && ob_now_s() - t0 < 60) usleep(1000);
+    CHECK_MSG(child_dead(pids[i]), "worker %ld still alive a minute after SIGKILL", pids[i]);
+  }
   return n;
 }
 
 static void test_runner(ob_ctx *ctx) {
   for (int i = 0; i < K_COUNT; i++)
     if (i != K_BAD && !so[i]) {
-      CHECK_MSG(0, "no shared object for %s; runner tests skipped", kernels[i].name);
+      CHECK_MSG(0, "no shared object for %s; the runner tests cannot run", kernels[i].name);
       return;
     }
   ob_runner *r = NULL;
@@ -465,11 +491,9 @@ static void test_runner(ob_ctx *ctx) {
 
   /* A worker killed from outside between requests is replaced. */
   int killed = kill_children();
-  CHECK(killed != 0); /* -1: no /proc children file; the path is skipped */
-  if (killed > 0) {
-    usleep(20000);
-    expect_ok(r, "an outside kill");
-  }
+  if (killed < 0) CHECK_SKIP("runner: no /proc/self/task/TID/children; the outside-kill case needs it");
+  CHECK(killed != 0);
+  if (killed > 0) expect_ok(r, "an outside kill");
   ob_runner_free(r);
   r = NULL;
   CHECK(ob_runner_new(ctx, &r) == OB_OK);

@@ -2,7 +2,9 @@
  * (default config included) on random inputs against the naive reference,
  * with odd shapes (prime channel counts, sizes not divisible by the vector
  * width, stride 2 with odd sizes, padding larger than the kernel's half),
- * and the bad-input paths of workloads and configs. */
+ * and the bad-input paths of workloads and configs; then test_ops2.c's
+ * cases (built into this executable) and the walk of the operator registry
+ * that fails for any (operator, template) pair no case checked. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +57,7 @@ static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   if (!st && c->dil) st = ob_workload_set(ctx, &wl, "dilation", c->dil);
   if (!st) st = ob_workload_set_epilogue(ctx, &wl, c->epi);
   CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
-  if (!st) ops_check_all_templates(ctx, runner, &wl, c->samples, (uint64_t)c->samples * 977 + strlen(c->shape));
+  if (!st) ops_check_all_templates(ctx, runner, NULL, &wl, c->samples, (uint64_t)c->samples * 977 + strlen(c->shape));
 }
 
 static void test_bad_input(ob_ctx *ctx) {
@@ -79,19 +81,19 @@ static void test_bad_input(ob_ctx *ctx) {
   /* impossible shapes */
   ob_task *t = NULL;
   CHECK(ob_workload_parse(ctx, "conv2d", "C=4,H=2,W=2,K=4,R=5,S=5", &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG && !t);
+  CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_ERR_INVALID_ARG && !t);
   CHECK(strstr(ob_ctx_errmsg(ctx), "empty output") != NULL);
   CHECK(ob_workload_parse(ctx, "conv2d", "C=4,H=8,W=8,K=4,R=3,S=3,stride_h=0", &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG);
+  CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_ERR_INVALID_ARG);
   CHECK(strstr(ob_ctx_errmsg(ctx), "stride_h") != NULL);
   CHECK(ob_workload_parse(ctx, "dense", "M=0,N=2,K=3", &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_ERR_INVALID_ARG);
+  CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_ERR_INVALID_ARG);
 
   /* unknown template; configs outside the space */
   CHECK(ob_workload_parse(ctx, "dense", "M=64,N=64,K=16", &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, "dense.cuda", &t) == OB_ERR_NOT_FOUND);
+  CHECK(ob_task_new(ctx, &wl, "dense.cuda", NULL, &t) == OB_ERR_NOT_FOUND);
   CHECK(strstr(ob_ctx_errmsg(ctx), "dense.x86") != NULL);
-  CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_OK);
   ob_config c;
   CHECK(ob_space_get(ctx, ob_task_space(t), ob_space_len(ob_task_space(t)), &c) == OB_ERR_OUT_OF_SPACE);
   CHECK(ob_config_from_json(ctx, ob_task_space(t), "{\"entity\": [[\"tile_q\", \"sp\", [-1, 4]]]}", &c) ==
@@ -100,7 +102,7 @@ static void test_bad_input(ob_ctx *ctx) {
   CHECK(ob_config_from_json(ctx, ob_task_space(t), "{\"index\": ", &c) == OB_ERR_PARSE);
   /* a config of another task's space is refused, not lowered */
   ob_task *t2 = NULL;
-  CHECK(ob_task_new(ctx, &wl, NULL, &t2) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t2) == OB_OK);
   ob_config other = ob_task_default_config(t2);
   ob_lowered *f = NULL;
   CHECK(ob_task_lower(t, &other, &f) == OB_ERR_OUT_OF_SPACE && !f);
@@ -135,6 +137,8 @@ int main(void) {
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) run_case(ctx, runner, &k_cases[i]);
   test_bad_input(ctx);
   test_keys(ctx);
+  ops2_run(ctx, runner);
+  ops_check_registry_covered(); /* after every case of both files */
   ob_runner_free(runner);
   ob_ctx_free(ctx);
   return CHECK_DONE();

@@ -3,7 +3,8 @@
  * (default config included) on random inputs against the naive reference,
  * with odd shapes (prime channel counts, sizes not divisible by the vector
  * width, stride 2 with odd sizes, padding larger than the window's half),
- * and their bad-input paths. */
+ * and their bad-input paths. Built into the test_ops executable (see
+ * CMakeLists.txt), whose main runs ops2_run and then the registry walk. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +49,7 @@ static void run_case(ob_ctx *ctx, ob_runner *runner, const wcase *c) {
   ob_workload wl;
   ob_status st = ob_workload_parse(ctx, c->op, c->shape, &wl);
   CHECK_MSG(st == OB_OK, "%s %s: %s", c->op, c->shape, ob_ctx_errmsg(ctx));
-  if (!st) ops_check_all_templates(ctx, runner, &wl, c->samples, (uint64_t)c->samples * 131 + strlen(c->shape));
+  if (!st) ops_check_all_templates(ctx, runner, NULL, &wl, c->samples, (uint64_t)c->samples * 131 + strlen(c->shape));
 }
 
 /* ob_task_new's status for op/shape; the message must name `what`. */
@@ -56,7 +57,7 @@ static void expect_refused(ob_ctx *ctx, const char *op, const char *shape, ob_st
   ob_workload wl;
   ob_task *t = NULL;
   ob_status st = ob_workload_parse(ctx, op, shape, &wl);
-  if (!st) st = ob_task_new(ctx, &wl, NULL, &t);
+  if (!st) st = ob_task_new(ctx, &wl, NULL, NULL, &t);
   CHECK_MSG(st == want && !t, "%s %s: got %d (%s), want %d", op, shape, st, ob_ctx_errmsg(ctx), want);
   CHECK_MSG(strstr(ob_ctx_errmsg(ctx), what) != NULL, "%s %s: message '%s' does not name '%s'", op, shape,
             ob_ctx_errmsg(ctx), what);
@@ -95,7 +96,7 @@ static void test_bad_input(ob_ctx *ctx) {
   CHECK(ob_workload_set(ctx, &wl, "stride", 2) == OB_OK && ob_workload_get(&wl, "stride_w") == 2);
   /* unknown template */
   ob_task *t = NULL;
-  CHECK(ob_task_new(ctx, &wl, "pool2d.cuda", &t) == OB_ERR_NOT_FOUND && !t);
+  CHECK(ob_task_new(ctx, &wl, "pool2d.cuda", NULL, &t) == OB_ERR_NOT_FOUND && !t);
   CHECK(strstr(ob_ctx_errmsg(ctx), "pool2d.x86") != NULL);
 }
 
@@ -128,7 +129,7 @@ static void test_keys_and_ir(ob_ctx *ctx) {
     ob_task *t = NULL;
     ob_lowered *f = NULL;
     CHECK(ob_workload_parse(ctx, k_ir[i].op, k_ir[i].shape, &wl) == OB_OK);
-    CHECK(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);
+    CHECK(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_OK);
     if (!t) continue;
     ob_config d = ob_task_default_config(t);
     CHECK(ob_task_lower(t, &d, &f) == OB_OK && f);
@@ -141,15 +142,8 @@ static void test_keys_and_ir(ob_ctx *ctx) {
   }
 }
 
-int main(void) {
-  ob_ctx *ctx = NULL;
-  ob_runner *runner = NULL;
-  CHECK(ob_ctx_new(&ctx) == OB_OK);
-  CHECK(ob_runner_new(ctx, &runner) == OB_OK);
+void ops2_run(ob_ctx *ctx, ob_runner *runner) {
   for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) run_case(ctx, runner, &k_cases[i]);
   test_bad_input(ctx);
   test_keys_and_ir(ctx);
-  ob_runner_free(runner);
-  ob_ctx_free(ctx);
-  return CHECK_DONE();
 }

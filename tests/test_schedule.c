@@ -79,7 +79,8 @@ static bool ku_build(ku_env *e, ku_kernel *k, int n) {
   if (!m) return true;
   ob_kernel_artifact art[64];
   const char *flags = getenv("OB_TEST_KERNEL_FLAGS"); /* e.g. when cc is not the test's compiler */
-  ob_build_opts opts = {.cache_dir = e->cache, .flags = flags && flags[0] ? flags : KU_KERNEL_FLAGS};
+  ob_build_opts opts = {.cache_dir = e->cache, .flags = flags && flags[0] ? flags : KU_KERNEL_FLAGS,
+                        .timeout_s = OB_TEST_TIMEOUT_S};
   double t0 = ob_now_s();
   ob_status st = ob_kernel_build(e->ctx, NULL, &opts, fns, names, m, art);
   e->build_s += ob_now_s() - t0;

@@ -37,7 +37,7 @@ static ob_task *make_task(const char *op, const char *shape, int pad) {
   ob_task *t = NULL;
   OB_ASSERT(ob_workload_parse(ctx, op, shape, &wl) == OB_OK);
   if (pad) OB_ASSERT(ob_workload_set(ctx, &wl, "pad", pad) == OB_OK);
-  OB_ASSERT(ob_task_new(ctx, &wl, NULL, &t) == OB_OK);
+  OB_ASSERT(ob_task_new(ctx, &wl, NULL, NULL, &t) == OB_OK);
   return t;
 }
 
@@ -409,6 +409,7 @@ static ob_status tune_dense(const char *dbpath, const char *log, const char *tun
   ob_status st = ob_runner_new(ctx, &r);
   if (!st) st = ob_db_open(ctx, dbpath, 0, &db);
   ob_tune_opts o = ob_tune_opts_default();
+  o.measure.build.timeout_s = o.measure.timing.timeout_s = OB_TEST_TIMEOUT_S;
   o.n_trial = n_trial;
   o.batch = 5;
   o.log_path = log;
@@ -489,7 +490,7 @@ static void test_overlap_affinity(void) {
   cpu_set_t allowed;
   if (sched_getaffinity(0, sizeof allowed, &allowed) || CPU_COUNT(&allowed) < 2 ||
       !CPU_ISSET(0, &allowed)) {
-    printf("overlap test skipped: needs core 0 and another core\n");
+    CHECK_SKIP("overlap test: needs core 0 and another core");
     return;
   }
   char wrap[128], logp[128], cache[128];
@@ -521,6 +522,7 @@ static void test_overlap_affinity(void) {
   o.confirm_top = -1;
   o.search_repeat = 10; /* measurements long enough to overlap */
   o.measure.timing.number = 8;
+  o.measure.build.timeout_s = o.measure.timing.timeout_s = OB_TEST_TIMEOUT_S;
   o.measure.build.cc = wrap;
   o.measure.build.cache_dir = cache;
   o.trial_fn = log_trial;

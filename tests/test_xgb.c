@@ -23,7 +23,7 @@ static ob_task *conv_task(const char *shape) {
   ob_workload wl;
   ob_task *t = NULL;
   ob_status st = ob_workload_parse(ctx, "conv2d", shape, &wl);
-  if (!st) st = ob_task_new(ctx, &wl, "conv2d_NCHWc.x86", &t);
+  if (!st) st = ob_task_new(ctx, &wl, "conv2d_NCHWc.x86", NULL, &t);
   CHECK_MSG(st == OB_OK, "%s: %s", shape, ob_ctx_errmsg(ctx));
   return t;
 }
@@ -100,7 +100,7 @@ static void test_features(void) {
   ob_workload wl;
   ob_task *d = NULL;
   CHECK(ob_workload_parse(ctx, "dense", "M=16,N=64,K=64", &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, "dense.x86", &d) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, "dense.x86", NULL, &d) == OB_OK);
   if (d) {
     float fi[OB_FEATURE_ITERVAR_LEN], fc[OB_FEATURE_CURVE_LEN];
     ob_config dc = ob_task_default_config(d);
@@ -342,7 +342,7 @@ static void test_exhaust(void) {
   ob_workload wl;
   ob_task *t = NULL;
   CHECK(ob_workload_parse(ctx, "dense", "M=16,N=64,K=64", &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, "dense.x86", &t) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, "dense.x86", NULL, &t) == OB_OK);
   if (!t) return;
   const ob_space *s = ob_task_space(t);
   uint64_t nvalid = 0;
@@ -444,7 +444,7 @@ static void fill_db(ob_db *db, ob_task *task) {
     memset(&r, 0, sizeof r);
     r.host = "testhost";
     r.workload = key;
-    r.target = "llvm";
+    r.target = ob_target_str(ob_task_target(task)); /* transfer reads this target's records */
     r.resources = "threads=1";
     r.tmpl = ob_task_template(task);
     r.config_index = i;

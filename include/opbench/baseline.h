@@ -30,6 +30,7 @@
 #include "opbench/core.h"
 #include "opbench/kernel.h"
 #include "opbench/ops.h"
+#include "opbench/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,7 +53,12 @@ typedef struct ob_baseline_result {
   double run_s;        /* wall time of the whole measurement (setup included) */
 } ob_baseline_result;
 
-/* oneDNN on `nthreads` threads pinned one to one on cores[0..nthreads-1]
+/* oneDNN limited to the ISA of `target` (NULL or the host's best: no limit;
+ * "c -isa=avx2": AVX2, so both sides use the same vector width), set with
+ * dnnl_set_max_cpu_isa before oneDNN creates anything; the limit is
+ * process-wide and set once: OB_ERR_UNSUPPORTED when oneDNN already runs a
+ * wider ISA in this process, or for a target that does not run natively
+ * here. On `nthreads` threads pinned one to one on cores[0..nthreads-1]
  * (cores NULL: 0..nthreads-1), as ob_runner pins opbench's kernels. With
  * oneDNN's OpenMP runtime the thread count is set with omp_set_num_threads
  * on the measuring thread for the span of each ob_baseline_measure call
@@ -64,7 +70,7 @@ typedef struct ob_baseline_result {
  * cannot honour the request, OB_ERR_SYSTEM when no CPU engine can be made;
  * *out is then NULL. The caller frees the handle with ob_baseline_free. */
 OB_API ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads,
-                                        ob_baseline **out);
+                                        const ob_target *target, ob_baseline **out);
 OB_API void ob_baseline_free(ob_baseline *b); /* accepts NULL */
 OB_API const char *ob_baseline_name(const ob_baseline *b); /* "onednn" */
 /* Library version, threading runtime and core set, e.g. "oneDNN 2.6.3

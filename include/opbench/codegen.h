@@ -14,9 +14,13 @@ extern "C" {
 #endif
 
 struct ob_lowered;
-/* Emits C for `f` as function `name`. *out is malloc'd (caller frees). */
-OB_API ob_status ob_codegen_c(ob_ctx *ctx, const struct ob_lowered *f, const char *name,
-                              char **out);
+struct ob_target; /* target.h */
+/* Emits C for `f` as function `name` for `target` (NULL: the default
+ * target, ob_target_host): vectorized loops wider than one of its vector
+ * registers are cut into register-wide pieces, and register tiles hold at
+ * most its register count of vectors. *out is malloc'd (caller frees). */
+OB_API ob_status ob_codegen_c(ob_ctx *ctx, const struct ob_target *target,
+                              const struct ob_lowered *f, const char *name, char **out);
 
 #ifdef __cplusplus
 }

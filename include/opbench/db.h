@@ -70,6 +70,8 @@ OB_API ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_o
                                ob_db **out);
 OB_API void ob_db_close(ob_db *db); /* accepts NULL */
 OB_API const char *ob_db_path(const ob_db *db);
+/* The ctx it was opened with (where its messages go). */
+OB_API ob_ctx *ob_db_ctx(const ob_db *db);
 OB_API void ob_db_set_busy_timeout(ob_db *db, int ms);
 
 /* PRAGMA integrity_check: OB_OK, or OB_ERR_IO with SQLite's first findings. */

@@ -16,6 +16,7 @@
 #define OPBENCH_KERNEL_H
 
 #include "opbench/core.h"
+#include "opbench/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,9 +54,13 @@ OB_API const char *ob_merr_str(int error_no);
 
 /* ---- builder --------------------------------------------------------------- */
 typedef struct ob_build_opts {
-  const char *cc;        /* NULL: $OPBENCH_CC, else "cc" */
-  const char *flags;     /* NULL: "-O3 -march=native -mprefer-vector-width=512
-                            -fPIC -shared" */
+  const ob_target *target; /* what the kernels are for; NULL: the default
+                            target (ob_target_host). Gives the compiler and
+                            flags unless set below. */
+  const char *cc;        /* NULL: the target's ($OPBENCH_CC, else "cc", for a
+                            native target; e.g. aarch64-linux-gnu-gcc) */
+  const char *flags;     /* NULL: the target's, e.g. "-O3 -march=native
+                            -mprefer-vector-width=512 -fPIC -shared" */
   const char *cache_dir; /* NULL: $OPBENCH_CACHE, else $XDG_CACHE_HOME/opbench,
                             else $HOME/.cache/opbench, else /tmp/opbench-<uid> */
   double timeout_s;      /* <= 0: 10 s, as AutoTVM */
@@ -91,9 +96,6 @@ OB_API ob_status ob_build_compiler(ob_ctx *ctx, const ob_build_opts *opts, char 
                                    size_t path_cap, char *version, size_t version_cap);
 
 /* ---- artifacts: build, load, run -------------------------------------------- */
-/* The target kernels are built for (target.h). Until the target module is
- * merged only NULL, the host, is accepted. */
-typedef struct ob_target ob_target;
 struct ob_lowered; /* lower.h */
 
 #define OB_KERNEL_MAX_ARGS 16
@@ -104,7 +106,7 @@ typedef struct ob_kernel_artifact {
   int error_no;          /* OB_MERR_NONE; _INSTANTIATION (codegen failed),
                             _COMPILE_HOST, _BUILD_TIMEOUT */
   char *message;         /* malloc'd: why it failed, or compiler warnings; may be NULL */
-  char target[128];      /* the target string it was built for */
+  char target[192];      /* the canonical target string it was built for (ob_target_str) */
   char *so_path;         /* malloc'd path of the shared object; NULL on error */
   char *symbol;          /* malloc'd name of the exported kernel function */
   char *source;          /* malloc'd generated C (kept for messages and --print-source) */
@@ -116,12 +118,15 @@ typedef struct ob_kernel_artifact {
 } ob_kernel_artifact;
 OB_API void ob_kernel_artifact_clear(ob_kernel_artifact *a); /* accepts NULL */
 
-/* Emits C for fns[i] as function names[i] (a C identifier) and builds all n
- * in one ob_build_batch (parallel, cached, timeout). Per-kernel failures are
- * results in out[i].error_no; the call fails only when nothing could be
- * attempted (no compiler: OB_ERR_COMPILE; a target other than NULL:
- * OB_ERR_UNSUPPORTED for now). out[] is cleared first and must be cleared
- * by the caller with ob_kernel_artifact_clear, also on failure. */
+/* Emits C for fns[i] as function names[i] (a C identifier) for target t
+ * (NULL: the default, ob_target_host) and builds all n in one
+ * ob_build_batch (parallel, cached, timeout) with t's compiler and flags:
+ * t replaces o->target; o's cc and flags, when set, still override t's.
+ * Per-kernel failures are results in out[i].error_no; the call fails only
+ * when nothing could be attempted (no compiler: OB_ERR_COMPILE; a cross
+ * target's C library missing: OB_ERR_UNSUPPORTED). out[] is cleared first
+ * and must be cleared by the caller with ob_kernel_artifact_clear, also on
+ * failure. */
 OB_API ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *o,
                                  const struct ob_lowered *const *fns, const char *const *names,
                                  int n, ob_kernel_artifact *out);

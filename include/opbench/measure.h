@@ -50,8 +50,13 @@ OB_API void ob_runner_free(ob_runner *r); /* kills the worker */
  * it starts; every result carries it. Kernel failures are
  * results (res->error_no), not call failures; the worker is restarted as
  * needed. Returns an error status only when the runner itself cannot work
- * (fork/memfd failed). */
+ * (fork/memfd failed) or the request cannot be run: a buffer over
+ * OB_MAX_BUFFER_BYTES (OB_ERR_INVALID_ARG), buffers over the memory limit
+ * of ob_runner_check_memory (OB_ERR_NOMEM). */
 OB_API ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *res);
+/* OB_OK when `bytes` of buffers for `what` fit in half of the machine's
+ * physical memory; OB_ERR_NOMEM naming both sizes otherwise. */
+OB_API OB_NODISCARD ob_status ob_runner_check_memory(ob_ctx *ctx, const char *what, size_t bytes);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,15 @@
 /* ops: the operator library. A workload names an operator and its integer
  * attributes (shape, stride, padding, epilogue); the registry knows, per
  * operator, its compute declaration, naive reference and CPU schedule
- * templates. A task binds one workload to one template: it owns the config
- * space and the reference output, and turns any config into C source. */
+ * templates. A task binds one workload to one template for one target (its
+ * lanes and registers shape the config space): it owns the config space and
+ * the reference output, and turns any config into C source. */
 #ifndef OPBENCH_OPS_H
 #define OPBENCH_OPS_H
 
 #include "opbench/lower.h"
 #include "opbench/space.h"
+#include "opbench/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,21 +44,21 @@ typedef struct ob_epilogue {
 /* "bias,relu" -> steps. NULL or "" is the empty epilogue. An unknown or
  * repeated step (bias and add at most once), or more than 8, is
  * OB_ERR_INVALID_ARG naming it (ctx may be NULL). */
-OB_API ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
+OB_API OB_NODISCARD ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
 OB_API bool ob_epilogue_has(const ob_epilogue *e, ob_epi step);
 
 /* Builds a workload for `op` from "N=1,C=64,H=56,W=56,K=64,R=3,S=3"-style
  * text; attributes not given take the operator's defaults, a required one
  * missing, an unknown name or a malformed number is OB_ERR_INVALID_ARG
  * naming it; an unknown operator is OB_ERR_UNSUPPORTED listing the known. */
-OB_API ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *shape_text,
+OB_API OB_NODISCARD ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *shape_text,
                                    ob_workload *out);
 /* Sets one attribute (e.g. "stride" sets stride_h and stride_w). */
-OB_API ob_status ob_workload_set(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t v);
-OB_API ob_status ob_workload_set_epilogue(ob_ctx *ctx, ob_workload *wl, const char *list);
+OB_API OB_NODISCARD ob_status ob_workload_set(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t v);
+OB_API OB_NODISCARD ob_status ob_workload_set_epilogue(ob_ctx *ctx, ob_workload *wl, const char *list);
 OB_API int64_t ob_workload_get(const ob_workload *wl, const char *name);
 /* Checks the attributes together (positive sizes, output not empty...). */
-OB_API ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl);
+OB_API OB_NODISCARD ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl);
 /* Canonical key, e.g. conv2d_nchw/f32/N1C64H56W56/K64R3S3/s1,1/p1,1,1,1/d1,1/g1 */
 OB_API void ob_workload_key(const ob_workload *wl, char *out, size_t cap);
 OB_API double ob_workload_flops(const ob_workload *wl);
@@ -66,7 +68,7 @@ OB_API double ob_workload_flops(const ob_workload *wl);
  * or malformed object, another dtype or attributes the operator refuses are
  * OB_ERR_INVALID_ARG. */
 OB_API void ob_workload_attrs(const ob_workload *wl, ob_str *out);
-OB_API ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_json,
+OB_API OB_NODISCARD ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_json,
                                         ob_workload *out);
 /* Stores the workload in the database (ob_db_put_workload with its key,
  * operator, ob_workload_attrs and FLOPs). */
@@ -81,6 +83,17 @@ OB_API ob_status ob_workload_store(struct ob_db *db, const ob_workload *wl);
 struct ob_db_autotvm_i; /* db.h */
 OB_API const struct ob_db_autotvm_i *ob_op_autotvm_map(void);
 
+/* Arguments of a workload without a task (inputs in order, then outputs):
+ * how many, the element count of argument i and whether it is an input. */
+OB_API int ob_workload_num_args(const ob_workload *wl);
+OB_API int64_t ob_workload_arg_numel(const ob_workload *wl, int i);
+OB_API bool ob_workload_arg_is_input(const ob_workload *wl, int i);
+/* Runs the operator's naive reference (double accumulation) on caller
+ * buffers in argument order, in the operator's own layout; the workload
+ * must be valid (ob_workload_validate). Graph reference executions and the
+ * runtime's checks use the same code as the kernels' checks. */
+OB_API void ob_workload_reference(const ob_workload *wl, void *const *bufs);
+
 /* Registry. */
 OB_API int ob_op_count(void);
 OB_API const char *ob_op_name(int i);
@@ -89,11 +102,16 @@ OB_API bool ob_op_exists(const char *name);
 OB_API int ob_op_templates(const char *op, const char **names, int cap);
 
 typedef struct ob_task ob_task;
-/* tmpl NULL picks the operator's default template. */
-OB_API ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_task **out);
+/* tmpl NULL picks the operator's default template. target is borrowed and
+ * must outlive the task; NULL: the default target (ob_target_host), made
+ * and owned by the task. The space, fallback config and generated code are
+ * the target's: a config index means a config only with its target. */
+OB_API ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl,
+                             const ob_target *target, ob_task **out);
 OB_API void ob_task_free(ob_task *t);
 OB_API const ob_workload *ob_task_workload(const ob_task *t);
 OB_API const char *ob_task_template(const ob_task *t);
+OB_API const ob_target *ob_task_target(const ob_task *t);
 OB_API const ob_space *ob_task_space(const ob_task *t);
 OB_API ob_config ob_task_default_config(const ob_task *t);
 OB_API double ob_task_flops(const ob_task *t);
@@ -122,9 +140,9 @@ OB_API ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, cha
  * template's own layout (e.g. NCHW16c data, pre-packed weights): inputs are
  * made in the operator's layout and packed; outputs are unpacked before the
  * comparison. */
-OB_API ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed,
+OB_API OB_NODISCARD ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed,
                                   void *const *bufs);
-OB_API ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed,
+OB_API OB_NODISCARD ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed,
                                    void *const *bufs, char *msg, size_t cap);
 /* True when cfg's kernel takes its arguments in the operator's own layout. */
 OB_API bool ob_task_plain_layout(const ob_task *t, const ob_config *cfg);

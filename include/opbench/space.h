@@ -133,7 +133,7 @@ OB_API void ob_config_set_annotate(ob_config *c, const char *name, const ob_ann 
 OB_API ob_status ob_config_to_json(ob_ctx *ctx, const ob_config *c, char **out);
 OB_API ob_status ob_config_from_json(ob_ctx *ctx, const ob_space *s, const char *json,
                                      ob_config *out);
-/* One line "tile_oc=[-1,16] unroll_kw=1 ..." into a malloc'd string. */
+/* One line "tile_oc=[-1,16] unroll_kw=1 ..." into a malloc'd string (NULL: out of memory). */
 OB_API char *ob_config_str(const ob_config *c);
 
 #ifdef __cplusplus

@@ -1,7 +1,13 @@
 /* te: tensor expressions. Placeholders, compute declarations over iteration
  * variables, sum/max reductions over reduce axes, affine index arithmetic,
  * min/max, select (for padding), casts and a few math intrinsics. All nodes
- * live in the ob_te arena and die with ob_te_free. */
+ * live in the ob_te arena and die with ob_te_free.
+ *
+ * Out of memory: once an allocation for the te failed, every constructor
+ * returns NULL (and accepts the NULLs made before as arguments), the
+ * accessors read NULL as an empty tensor, ob_te_failed says so, and
+ * ob_sched_new returns OB_ERR_NOMEM: a declaration runs to its end and
+ * the failure is reported once, where it becomes a schedule. */
 #ifndef OPBENCH_TE_H
 #define OPBENCH_TE_H
 
@@ -50,6 +56,9 @@ typedef struct ob_ivar ob_ivar;
 OB_API ob_status ob_te_new(ob_ctx *ctx, ob_te **out);
 OB_API void ob_te_free(ob_te *te); /* frees every node made through it */
 OB_API ob_ctx *ob_te_ctx(ob_te *te);
+/* True once an allocation for te's nodes failed (what was declared since is
+ * incomplete; the caller returns OB_ERR_NOMEM). */
+OB_API bool ob_te_failed(const ob_te *te);
 
 OB_API ob_tensor *ob_te_placeholder(ob_te *te, const char *name, int ndim,
                                     const int64_t *shape, ob_dtype dtype);
@@ -87,7 +96,8 @@ OB_API bool ob_tensor_is_placeholder(const ob_tensor *t);
 OB_API const char *ob_ivar_name(const ob_ivar *iv);
 OB_API int64_t ob_ivar_extent(const ob_ivar *iv);
 
-/* Prints an expression in C-like syntax into a malloc'd string. */
+/* Prints an expression in C-like syntax into a malloc'd string (NULL when
+ * out of memory). */
 OB_API char *ob_expr_str(const ob_expr *e);
 
 #ifdef __cplusplus

@@ -214,7 +214,9 @@ typedef struct ob_tune_opts {
   int search_repeat;       /* timing.repeat of a trial; <= 0: 3 (at most measure's) */
   int confirm_top;         /* configs re-measured at the end; 0: 5; < 0: none */
   const ob_host *host;     /* the records' host; NULL: ob_host_detect */
-  const char *target;      /* NULL: "llvm -mcpu=native" */
+  const char *target;      /* the records' target; NULL: the task's canonical
+                              string (ob_target_str), "llvm -mcpu=native" for
+                              the host default */
   const char *resources;   /* NULL: "threads=N;cores=LIST" from measure */
   const char *log_path;    /* with a db: at the end, append to this file the
                               AutoTVM v0.2 lines of the task's records that

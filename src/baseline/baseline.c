@@ -157,7 +157,7 @@ ob_status ob_bl_checker_init(ob_ctx *ctx, const ob_workload *wl, const ob_bl_pro
   ob_status st = OB_ERR_UNSUPPORTED;
   for (int i = 0; i < nt && i < 8; i++) {
     ob_task *t = NULL;
-    st = ob_task_new(ctx, wl, names[i], &t);
+    st = ob_task_new(ctx, wl, names[i], NULL, &t);
     if (st == OB_ERR_NOMEM) return st;
     if (st == OB_OK && task_matches(t, p)) {
       ck->task = t;

@@ -493,10 +493,40 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
   }
 }
 
-ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads, ob_baseline **out) {
+/* Limits oneDNN to the target's ISA (AVX2 kernels against AVX2 oneDNN).
+ * The limit is process-wide and can be set only before oneDNN's first JIT
+ * kernel, so a second, different limit fails. The host's best (AVX-512)
+ * stays unlimited, as oneDNN picks it by itself. */
+static ob_status limit_isa(ob_ctx *ctx, const ob_target *t) {
+  const ob_target_facts *f = ob_target_get_facts(t);
+  if (!f->native || strcmp(f->arch, "x86_64"))
+    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "onednn: target '%s' does not run natively on this host; oneDNN runs the "
+                   "host's own x86-64 code only",
+                   ob_target_str(t));
+  dnnl_cpu_isa_t want = f->isa == OB_ISA_AVX2     ? dnnl_cpu_isa_avx2
+                        : f->isa == OB_ISA_SCALAR ? dnnl_cpu_isa_sse41
+                                                  : dnnl_cpu_isa_all;
+  if (want == dnnl_cpu_isa_all) return OB_OK;
+  dnnl_status_t s = dnnl_set_max_cpu_isa(want);
+  dnnl_cpu_isa_t got = dnnl_get_effective_cpu_isa();
+  if ((got & want) != got)
+    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "onednn: cannot limit oneDNN to %s for target '%s' (%s; it already dispatches "
+                   "up to %s in this process)",
+                   isa_name(want), ob_target_str(t), dnnl_status2str(s), isa_name(got));
+  return OB_OK;
+}
+
+ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads, const ob_target *target,
+                                 ob_baseline **out) {
   OB_ASSERT(out);
   *out = NULL;
   if (nthreads < 1) return ob_fail(ctx, OB_ERR_INVALID_ARG, "onednn: nthreads must be >= 1 (got %d)", nthreads);
+  if (target) {
+    ob_status lst = limit_isa(ctx, target);
+    if (lst) return lst;
+  }
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof allowed, &allowed))

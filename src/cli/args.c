@@ -11,17 +11,22 @@
 #include <string.h>
 
 int cli_error(const char *fmt, ...) {
+  /* One line whatever the message holds: a file name with a newline, a
+   * library's multi-line text. Control characters become spaces. */
+  char msg[4096];
   va_list ap;
   va_start(ap, fmt);
-  fputs("opbench: error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
+  fprintf(stderr, "opbench: error: %s\n", msg);
   return OB_CLI_EXIT_ERROR;
 }
 
-static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space",
-                                                     "ops", "tune",  "db"};
+static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
+                                                     "db",  "models", "export-onnx", "run-reference",
+                                                     "schedule"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -34,7 +39,12 @@ enum {
   M_OPS = 1u << CLI_CMD_OPS,
   M_TUNE = 1u << CLI_CMD_TUNE,
   M_DB = 1u << CLI_CMD_DB,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB,
+  M_MODELS = 1u << CLI_CMD_MODELS,
+  M_EXPORT = 1u << CLI_CMD_EXPORT_ONNX,
+  M_RUNREF = 1u << CLI_CMD_RUN_REFERENCE,
+  M_SCHED = 1u << CLI_CMD_SCHEDULE,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED,
   M_MEASURE = M_OP | M_BENCH | M_TUNE,
   M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
 };
@@ -45,7 +55,10 @@ typedef enum flag_id {
   F_MIN_REPEAT_MS, F_MAX_CV, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
-  F_TOP, F_COUNT
+  F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
+  F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
+  F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
+  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -68,7 +81,7 @@ static const flag_def flags[F_COUNT] = {
     [F_SUITE] = {"--suite", true, M_BENCH},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
     [F_THREADS] = {"--threads", true, M_MEASURE | M_DB},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB},
+    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED},
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
@@ -78,10 +91,10 @@ static const flag_def flags[F_COUNT] = {
     [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
     [F_CC] = {"--cc", true, M_MEASURE},
-    [F_SEED] = {"--seed", true, M_MEASURE},
+    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE | M_DB},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
     [F_OP] = {"--op", true, M_TUNE | M_DB},
@@ -97,8 +110,39 @@ static const flag_def flags[F_COUNT] = {
     [F_HOST] = {"--host", true, M_DB},
     [F_RESOURCES] = {"--resources", true, M_DB},
     [F_FORMAT] = {"--format", true, M_DB},
-    [F_OUT] = {"--out", true, M_DB},
+    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE},
     [F_TOP] = {"--top", true, M_DB},
+    [F_MODELSOURCE] = {"--modelsource", true, M_MODEL},
+    [F_MODELNAME] = {"--modelname", true, M_MODEL},
+    [F_MODELPATH] = {"--modelpath", true, M_MODEL},
+    [F_BATCHSIZE] = {"--batchsize", true, M_MODEL},
+    [F_SEQLEN] = {"--seqlen", true, M_MODEL},
+    [F_INPUT_SIZE] = {"--input-size", true, M_MODEL},
+    [F_HIDDEN] = {"--hidden", true, M_MODEL},
+    [F_SHA256] = {"--sha256", true, M_MODEL},
+    [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
+    [F_PRINT_GRAPH] = {"--print-graph", false, M_MODELS | M_RUNREF},
+    [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
+    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE},
+    [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF},
+    [F_INPUT] = {"--input", true, M_RUNREF},
+    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
+    [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
+    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS},
+    [F_R] = {"--r", true, M_SCHED},
+    [F_S] = {"--s", true, M_SCHED},
+    [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED},
+    [F_TIMELINE] = {"--timeline", true, M_SCHED},
+    [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
+    [F_GFLOPS] = {"--gflops", true, M_SCHED},
+    [F_GBPS] = {"--gbps", true, M_SCHED},
+    [F_EFFICIENCY] = {"--efficiency", true, M_SCHED},
+    [F_CORUN] = {"--corun", true, M_SCHED},
+    [F_IOS_ORIGINAL] = {"--ios-original", false, M_SCHED},
+    [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
+    [F_MAX_PART] = {"--max-part", true, M_SCHED},
+    [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -123,7 +167,25 @@ static const char measure_help[] =
     "  --build-timeout S    compile time limit of one variant, seconds (default 10)\n"
     "  --cc CC              C compiler (default $OPBENCH_CC, else cc)\n"
     "  --seed N             seed of the random inputs\n"
+    "  --target TEXT        what kernels are built for: llvm (the host's best ISA,\n"
+    "                       default; $OPBENCH_TARGET overrides), llvm -mcpu=CPU,\n"
+    "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu\n"
     "  --json               print one JSON object instead of text\n";
+
+static const char model_help[] =
+    "model:\n"
+    "  --modelsource S      local (default), transformers, simple, onnx or remoteonnx\n"
+    "  --modelname M        zoo name (see opbench models), or the URL for remoteonnx\n"
+    "  --modelpath FILE     the ONNX file for --modelsource onnx\n"
+    "  --batchsize N        batch size (default 1)\n"
+    "  --seqlen N           sequence length (transformers, bert-base, lstm; ONNX dynamic dims)\n"
+    "  --input-size N       input height and width of a CNN (default: the model's own)\n"
+    "  --hidden N           hidden size of the lstm (default 512)\n"
+    "  --seed N             seed of the random weights (default 1) and inputs\n"
+    "  --sha256 HEX         remoteonnx: the expected SHA-256 of the file\n"
+    "  --max-download BYTES remoteonnx: size limit (default 2 GiB)\n"
+    "  --no-passes          leave the graph as built or imported\n"
+    "  --print-graph        print the graph (after the passes)\n";
 
 static const char workload_help[] =
     "workload:\n"
@@ -133,6 +195,10 @@ static const char workload_help[] =
     "  --dilation D|DH,DW   conv2d dilation\n"
     "  --epilogue LIST      fused elementwise ops, e.g. bias,relu\n"
     "  --template NAME      schedule template (default: the operator's first; see opbench ops)\n";
+
+static const char target_help[] =
+    "  --target TEXT        the target whose config space to show (default: the host's\n"
+    "                       best ISA; see opbench op --help)\n";
 
 void cli_usage(FILE *f, cli_cmd cmd) {
   switch (cmd) {
@@ -171,11 +237,81 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_SPACE:
     fprintf(f,
             "usage: opbench space <op> --shape TEXT [workload flags]\n"
-            "Prints the knobs of the template's config space, its size and the default config.\n\n%s",
-            workload_help);
+            "       opbench space --modelname M [model flags] [--key-ops P] [--out FILE.json]\n"
+            "Prints the knobs of the template's config space, its size and the default config;\n"
+            "with a model, the config space of every task of the model (after the passes), as\n"
+            "JSON into --out (knobs with all their entities, sizes, default configs).\n"
+            "Spaces depend on the target (vector lanes, registers).\n\n%s%s\n%s",
+            workload_help, target_help, model_help);
     break;
   case CLI_CMD_OPS:
     fprintf(f, "usage: opbench ops\nLists the operators and their schedule templates.\n");
+    break;
+  case CLI_CMD_MODELS:
+    fprintf(f,
+            "usage: opbench models [model flags] [--print-graph] [--no-passes] [--key-ops P] [--lanes N] [--json]\n"
+            "Without --modelname (and --modelpath): lists the zoo with each model's multiply-adds\n"
+            "and parameters beside the published figures. With a model: its inputs and outputs,\n"
+            "multiply-adds and parameters, what the passes did, and its tasks (the distinct\n"
+            "workloads with their counts, GFLOPs and share of the estimated time, which is\n"
+            "proportional to FLOPs); --key-ops P keeps the tasks that make up P%% of it.\n\n%s",
+            model_help);
+    break;
+  case CLI_CMD_EXPORT_ONNX:
+    fprintf(f,
+            "usage: opbench export-onnx --modelname M --out FILE [model flags] [--no-passes]\n"
+            "Writes the model (weights included) as an ONNX file, opset 17: the graph as built,\n"
+            "before any pass (--no-passes is the default; the passes are never applied).\n\n%s",
+            model_help);
+    break;
+  case CLI_CMD_RUN_REFERENCE:
+    fprintf(f,
+            "usage: opbench run-reference --modelname M [model flags] [--input FILE.npy]\n"
+            "                             [--save-output FILE.npy] [--save-io DIR] [--no-passes]\n"
+            "Runs the model's naive reference (double accumulation) on random inputs (--seed)\n"
+            "or on --input (NumPy .npy of the first input's shape and type), after the passes\n"
+            "unless --no-passes, and prints each output's shape and a checksum.\n"
+            "  --save-output FILE   the first output as NumPy .npy (float32)\n"
+            "  --save-io DIR        every input and output as DIR/input<i>.npy, DIR/output<i>.npy\n"
+            "                       and their names in DIR/io.txt\n\n%s",
+            model_help);
+    break;
+  case CLI_CMD_SCHEDULE:
+    fprintf(f,
+            "usage: opbench schedule --modelname M [model flags] [--r 3] [--s 8] [--cores N]\n"
+            "                        [--schedule-out FILE] [--timeline FILE.svg] [--scheduler ios|greedy|sequential]\n"
+            "                        [--schedule FILE] [--print-stages] [--json]\n"
+            "Plans the model's operators (after the passes) as IOS does, on CPU core groups, with\n"
+            "three schedulers: sequential (every operator on all cores), greedy (every ready\n"
+            "operator at once, cores split evenly) and IOS's dynamic program (stages that merge\n"
+            "convolutions or run groups of operators concurrently, each group on its own cores;\n"
+            "the split of the cores is searched with each stage). Prints, for each: stages,\n"
+            "groups per stage, predicted latency, the DP's statistics and the optimisation time.\n"
+            "Latencies are PREDICTED by a per-operator model (below), not measured: measured\n"
+            "stage costs arrive with the graph runtime.\n\n"
+            "scheduling:\n"
+            "  --r R                most operators in a group (default 3)\n"
+            "  --s S                most groups in a stage (default 8; never more than the cores)\n"
+            "  --cores N            plan for N cores (default: this machine's); beyond this\n"
+            "                       machine the plan is a prediction for a machine not at hand\n"
+            "  --ios-original       IOS's own endings: no overlapping groups merged (its known flaw)\n"
+            "  --no-merge           no merge stages\n"
+            "  --max-part P         most operators the DP plans at once (1..64, default 64)\n"
+            "  --scheduler NAME     the schedule --schedule-out, --timeline and --print-stages take\n"
+            "                       (ios, greedy or sequential; default ios)\n"
+            "  --schedule-out FILE  write that schedule as JSON\n"
+            "  --schedule FILE      also cost a schedule file (checked against the model: every\n"
+            "                       operator once, after its inputs, disjoint cores per stage)\n"
+            "  --timeline FILE.svg  draw that schedule as a timeline (gnuplot)\n"
+            "  --print-stages       list its stages\n\n"
+            "the per-operator model: at k threads, per graph node, 2 us + 2 us x (k-1) + max(FLOPs / (G x k^E),\n"
+            "bytes / (B x k^E)); a group's time is the sum over its operators, times a co-run\n"
+            "slowdown when other groups run beside it; a stage lasts as long as its slowest group:\n"
+            "  --gflops G           GFLOP/s of one core (default 20)\n"
+            "  --gbps B             GB/s of one core (default 8)\n"
+            "  --efficiency E       thread scaling exponent (default 0.9)\n"
+            "  --corun F            co-run slowdown factor (default 1.1)\n\n%s",
+            model_help);
     break;
   case CLI_CMD_TUNE:
     fprintf(f,
@@ -234,6 +370,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --threads N, --cores LIST   the resource setting the records were measured\n"
             "                       with, as opbench tune files them (default threads=1;cores=0)\n"
             "  --resources TEXT|any the resource setting as stored, or any\n"
+            "  --target TEXT|any    the target the records were built for (best/top: default\n"
+            "                       the default target, as opbench tune files them; else any)\n"
             "  --json               print JSON (best, top, stats)\n\n%s",
             workload_help);
     break;
@@ -254,7 +392,7 @@ bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out) {
   return true;
 }
 
-static bool parse_u64(const char *text, uint64_t *out) {
+static OB_NODISCARD bool parse_u64(const char *text, uint64_t *out) {
   if (!text || *text < '0' || *text > '9') return false; /* strtoull takes "-1" */
   char *end = NULL;
   errno = 0;
@@ -264,7 +402,7 @@ static bool parse_u64(const char *text, uint64_t *out) {
   return true;
 }
 
-static bool parse_double(const char *text, double lo, double hi, double *out) {
+static OB_NODISCARD bool parse_double(const char *text, double lo, double hi, double *out) {
   if (!text || !*text) return false;
   char *end = NULL;
   errno = 0;
@@ -274,7 +412,7 @@ static bool parse_double(const char *text, double lo, double hi, double *out) {
   return true;
 }
 
-static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
+static OB_NODISCARD bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
   int64_t v;
   if (!cli_parse_i64(text, lo, hi, &v)) {
     cli_error("%s: bad value '%s' (expected an integer from %lld to %lld)", flag, text,
@@ -285,7 +423,7 @@ static bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi,
   return true;
 }
 
-static bool double_flag(const char *flag, const char *text, double lo, double hi,
+static OB_NODISCARD bool double_flag(const char *flag, const char *text, double lo, double hi,
                         double *out) {
   if (!parse_double(text, lo, hi, out)) {
     cli_error("%s: bad value '%s' (expected a number from %g to %g)", flag, text, lo, hi);
@@ -322,6 +460,13 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->has_config_index = true;
     break;
   case F_SUITE: a->suite = v; break;
+  case F_TARGET:
+    if (!*v) {
+      cli_error("--target: empty target (expected e.g. llvm, c -isa=avx2)");
+      return false;
+    }
+    a->target = v;
+    break;
   case F_DRY_RUN: a->dry_run = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
@@ -369,6 +514,10 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->threads_set = true;
     break;
   case F_CORES:
+    if (a->cmd == CLI_CMD_SCHEDULE) { /* a count: the machine to plan for */
+      if (!int_flag(name, v, 1, 4096, &a->sched_cores)) return false;
+      break;
+    }
     if (ob_parse_cores(ctx, v, a->cores, OB_CLI_MAX_CORES, &a->ncores) != OB_OK) {
       cli_error("--cores: %s", ob_ctx_errmsg(ctx));
       return false;
@@ -420,6 +569,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
       return false;
     }
     a->mo.seed = s;
+    a->seed_set = true;
     break;
   }
   case F_OP: a->op = v; break;
@@ -456,6 +606,93 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_PRINT_SOURCE: a->print_source = true; break;
   case F_PRINT_IR: a->print_ir = true; break;
   case F_JSON: a->json = true; break;
+  case F_MODELSOURCE: a->modelsource = v; break;
+  case F_MODELNAME: a->modelname = v; break;
+  case F_MODELPATH: a->modelpath = v; break;
+  case F_BATCHSIZE:
+    if (!cli_parse_i64(v, 1, 1 << 16, &a->batchsize)) {
+      cli_error("--batchsize: bad value '%s' (expected an integer in 1..65536)", v);
+      return false;
+    }
+    break;
+  case F_SEQLEN:
+    if (!cli_parse_i64(v, 1, 1 << 16, &a->seqlen)) {
+      cli_error("--seqlen: bad value '%s' (expected an integer in 1..65536)", v);
+      return false;
+    }
+    break;
+  case F_INPUT_SIZE:
+    if (!cli_parse_i64(v, 1, 1 << 14, &a->input_size)) {
+      cli_error("--input-size: bad value '%s' (expected an integer in 1..16384)", v);
+      return false;
+    }
+    break;
+  case F_HIDDEN:
+    if (!cli_parse_i64(v, 1, 1 << 14, &a->hidden)) {
+      cli_error("--hidden: bad value '%s' (expected an integer in 1..16384)", v);
+      return false;
+    }
+    break;
+  case F_SHA256: a->sha256 = v; break;
+  case F_MAX_DOWNLOAD:
+    if (!cli_parse_i64(v, 1, INT64_C(1) << 40, &a->max_download)) {
+      cli_error("--max-download: bad value '%s' (expected a byte count >= 1)", v);
+      return false;
+    }
+    break;
+  case F_PRINT_GRAPH: a->print_graph = true; break;
+  case F_NO_PASSES: a->no_passes = true; break;
+  case F_KEY_OPS:
+    if (!double_flag(name, v, 1e-9, 100, &a->key_ops)) return false;
+    break;
+  case F_LANES:
+    if (!int_flag(name, v, 2, 64, &a->lanes)) return false;
+    break;
+  case F_INPUT: a->input_file = v; break;
+  case F_SAVE_OUTPUT: a->save_output = v; break;
+  case F_SAVE_IO: a->save_io = v; break;
+  case F_R:
+    if (!int_flag(name, v, 1, 64, &a->sched_r)) return false;
+    break;
+  case F_S:
+    if (!int_flag(name, v, 1, 64, &a->sched_s)) return false;
+    break;
+  case F_SCHEDULE_OUT:
+  case F_SCHEDULE:
+  case F_TIMELINE:
+    if (!*v) {
+      cli_error("%s: empty file name", name);
+      return false;
+    }
+    if (id == F_SCHEDULE_OUT) a->schedule_out = v;
+    else if (id == F_SCHEDULE) a->schedule_in = v;
+    else a->timeline = v;
+    break;
+  case F_SCHEDULER:
+    if (strcmp(v, "ios") && strcmp(v, "greedy") && strcmp(v, "sequential")) {
+      cli_error("--scheduler: unknown scheduler '%s' (known: ios, greedy, sequential)", v);
+      return false;
+    }
+    a->scheduler = v;
+    break;
+  case F_GFLOPS:
+    if (!double_flag(name, v, 1e-3, 1e6, &a->gflops)) return false;
+    break;
+  case F_GBPS:
+    if (!double_flag(name, v, 1e-3, 1e6, &a->gbps)) return false;
+    break;
+  case F_EFFICIENCY:
+    if (!double_flag(name, v, 0.01, 1, &a->efficiency)) return false;
+    break;
+  case F_CORUN:
+    if (!double_flag(name, v, 1, 100, &a->corun)) return false;
+    break;
+  case F_IOS_ORIGINAL: a->ios_original = true; break;
+  case F_NO_MERGE: a->no_merge = true; break;
+  case F_MAX_PART:
+    if (!int_flag(name, v, 1, 64, &a->max_part)) return false;
+    break;
+  case F_PRINT_STAGES: a->print_stages = true; break;
   case F_COUNT: break;
   }
   return true;
@@ -559,6 +796,32 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");
     return false;
   }
+  bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE ||
+                   cmd == CLI_CMD_SCHEDULE;
+  if (cmd == CLI_CMD_SPACE && (a->modelsource || a->modelname || a->modelpath)) {
+    if (a->op) {
+      cli_error("'opbench space' takes an operator or a model (--modelname), not both");
+      return false;
+    }
+    model_cmd = true;
+  }
+  if (model_cmd) {
+    const char *src = a->modelsource ? a->modelsource : "local";
+    bool needs = cmd != CLI_CMD_MODELS;
+    if (!strcmp(src, "onnx") && !a->modelpath) {
+      cli_error("--modelsource onnx needs --modelpath FILE");
+      return false;
+    }
+    if (needs && strcmp(src, "onnx") && strcmp(src, "simple") && !a->modelname) {
+      cli_error("'opbench %s' needs --modelname (see opbench models)", cname);
+      return false;
+    }
+    if (cmd == CLI_CMD_EXPORT_ONNX && !a->out) {
+      cli_error("'opbench export-onnx' needs --out FILE");
+      return false;
+    }
+    return true;
+  }
   if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE) && !a->op) {
     cli_error("'opbench %s' needs an operator name (see opbench ops)", cname);
     return false;
@@ -583,7 +846,27 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   return true;
 }
 
-ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
+bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out) {
+  *out = NULL;
+  ob_status st = a->target ? ob_target_parse(ctx, a->target, out) : ob_target_host(ctx, out);
+  if (st) {
+    cli_error("%s%s", a->target ? "--target: " : "", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  if (!measure) return true;
+  /* with --cc the builder reports a missing compiler itself */
+  st = a->mo.build.cc ? OB_OK : ob_target_check_buildable(ctx, *out);
+  if (!st) st = ob_target_check_runnable(ctx, *out);
+  if (st) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    ob_target_free(*out);
+    *out = NULL;
+    return false;
+  }
+  return true;
+}
+
+ob_task *cli_task(ob_ctx *ctx, const cli_args *a, const ob_target *target) {
   ob_workload wl;
   ob_task *task = NULL;
   if (cli_workload(ctx, a->op, a->shape, a->stride, a->pad, a->dilation, a->epilogue, true,
@@ -591,7 +874,7 @@ ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     return NULL;
   }
-  if (ob_task_new(ctx, &wl, a->tmpl, &task) != OB_OK) {
+  if (ob_task_new(ctx, &wl, a->tmpl, target, &task) != OB_OK) {
     if (a->tmpl) cli_error("--template '%s': %s", a->tmpl, ob_ctx_errmsg(ctx));
     else cli_error("%s", ob_ctx_errmsg(ctx));
     return NULL;
@@ -602,7 +885,7 @@ ob_task *cli_task(ob_ctx *ctx, const cli_args *a) {
 /* ---- workload from text ------------------------------------------------------ */
 
 /* Splits "1,2,3" into at most cap integers. Returns the count, 0 if malformed. */
-static int parse_list(const char *text, int64_t *vals, int cap) {
+static OB_NODISCARD int parse_list(const char *text, int64_t *vals, int cap) {
   char buf[128];
   if (!text || strlen(text) >= sizeof buf) return 0;
   strcpy(buf, text);

@@ -1,9 +1,9 @@
-/* bench.c: `opbench bench`: reads a suite (a list of workloads taken from a
- * real model, one per line: `op shape [stride pad] count`), refuses it
- * whole on the first malformed line, then measures the default config of
- * every workload and prints a table plus the geometric mean of GFLOPS and
- * the count-weighted total latency. The suite text, its entries and their
- * tasks belong to this file and are freed on every path.
+/* bench.c: `opbench bench`: reads a suite (suite.c: a list of workloads
+ * taken from a real model, refused whole on the first malformed line), then
+ * measures the default config of every workload and prints a table plus the
+ * geometric mean of GFLOPS and the count-weighted total latency. The
+ * suite's entries and their tasks belong to this file and are freed on
+ * every path.
  * --search finds each workload's best config over all templates of its
  * operator (ob_search_best); --vs onednn measures oneDNN on the same
  * workloads in the same process and prints speed ratios (oneDNN time /
@@ -36,137 +36,6 @@ typedef struct bench_entry {
   bool have_base;
   ob_baseline_result base;
 } bench_entry;
-
-/* Reads a whole file into a malloc'd string; NULL with errno on failure. */
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  ob_str s = {0};
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
-    buf[n] = '\0';
-    if (strlen(buf) != n) { /* a NUL byte: not a text file */
-      fclose(f);
-      ob_str_free(&s);
-      errno = EINVAL;
-      return NULL;
-    }
-    ob_str_append(&s, buf);
-  }
-  int err = ferror(f) ? EIO : 0;
-  fclose(f);
-  if (err) {
-    ob_str_free(&s);
-    errno = err;
-    return NULL;
-  }
-  if (!s.data) ob_str_append(&s, "");
-  return ob_str_take(&s);
-}
-
-/* Copies a token into a fixed field; false if it does not fit. */
-static bool copy_tok(char *dst, size_t cap, const char *tok) {
-  if (strlen(tok) >= cap) return false;
-  strcpy(dst, tok);
-  return true;
-}
-
-/* Parses one non-empty, comment-stripped line. Prints "FILE:LINE: ..." and
- * returns false when it is malformed. */
-static bool parse_line(ob_ctx *ctx, const char *file, int lineno, char *line, bench_entry *e) {
-  enum { MAXTOK = 8 };
-  char *tok[MAXTOK];
-  int n = 0;
-  char *save = NULL;
-  for (char *t = strtok_r(line, " \t\r\v\f", &save); t; t = strtok_r(NULL, " \t\r\v\f", &save)) {
-    if (n == MAXTOK) {
-      n++;
-      break;
-    }
-    tok[n++] = t;
-  }
-  memset(e, 0, sizeof *e);
-  e->line = lineno;
-  if (n != 3 && n != 5) {
-    cli_error("%s:%d: expected 'op shape [stride pad] count' (3 or 5 columns), got %s%d", file,
-              lineno, n > MAXTOK ? "more than " : "", n > MAXTOK ? MAXTOK : n);
-    return false;
-  }
-  if (!ob_op_exists(tok[0])) {
-    ob_workload tmp;
-    ob_workload_parse(ctx, tok[0], tok[1], &tmp); /* its message lists the known ops */
-    cli_error("%s:%d: %s", file, lineno, ob_ctx_errmsg(ctx));
-    return false;
-  }
-  if (!copy_tok(e->op, sizeof e->op, tok[0]) || !copy_tok(e->shape, sizeof e->shape, tok[1])) {
-    cli_error("%s:%d: column too long: '%s'", file, lineno, tok[1]);
-    return false;
-  }
-  const char *count = tok[n - 1];
-  if (!cli_parse_i64(count, 1, INT32_MAX, &e->count)) {
-    cli_error("%s:%d: bad count '%s' (expected an integer >= 1)", file, lineno, count);
-    return false;
-  }
-  if (n == 5) {
-    int64_t v;
-    for (int i = 1; i <= 2; i++) {
-      if (!cli_parse_i64(tok[1 + i], 0, INT32_MAX, &v)) {
-        cli_error("%s:%d: bad %s '%s' (expected an integer >= 0)", file, lineno,
-                  i == 1 ? "stride" : "pad", tok[1 + i]);
-        return false;
-      }
-    }
-    copy_tok(e->stride, sizeof e->stride, tok[2]);
-    copy_tok(e->pad, sizeof e->pad, tok[3]);
-  }
-  if (cli_workload(ctx, e->op, e->shape, e->stride[0] ? e->stride : NULL,
-                   e->pad[0] ? e->pad : NULL, NULL, NULL, false, &e->wl) != OB_OK) {
-    cli_error("%s:%d: %s", file, lineno, ob_ctx_errmsg(ctx));
-    return false;
-  }
-  return true;
-}
-
-/* Parses the whole suite into *out (malloc'd, *n entries). */
-static bool parse_suite(ob_ctx *ctx, const char *file, char *text, bench_entry **out, int *n) {
-  int cap = 0, len = 0, lineno = 0;
-  bench_entry *v = NULL;
-  char *p = text;
-  while (p && *p) {
-    char *nl = strchr(p, '\n');
-    if (nl) *nl = '\0';
-    lineno++;
-    char *hash = strchr(p, '#');
-    if (hash) *hash = '\0';
-    if (p[strspn(p, " \t\r\v\f")] != '\0') {
-      if (len == cap) {
-        cap = cap ? 2 * cap : 16;
-        bench_entry *g = realloc(v, (size_t)cap * sizeof *v);
-        if (!g) {
-          cli_error("out of memory reading suite %s", file);
-          free(v);
-          return false;
-        }
-        v = g;
-      }
-      if (!parse_line(ctx, file, lineno, p, &v[len])) {
-        free(v);
-        return false;
-      }
-      len++;
-    }
-    p = nl ? nl + 1 : NULL;
-  }
-  if (len == 0) {
-    cli_error("%s: the suite lists no workloads", file);
-    free(v);
-    return false;
-  }
-  *out = v;
-  *n = len;
-  return true;
-}
 
 static void print_header(void) {
   printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s %9s %7s %-9s  %s\n", "#", "workload", "shape",
@@ -226,22 +95,28 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   int n = 0;
   ob_runner *runner = NULL;
   ob_baseline *base = NULL;
+  ob_target *target = NULL;
   cJSON *root = NULL;
   char *json = NULL;
   const char *file = a->suite;
-  char *text = NULL;
+  cli_suite_entry *se = NULL;
 
-  if (strcmp(a->suite, "resnet18") == 0) {
-    text = strdup(cli_suite_resnet18);
-  } else if (!(text = read_file(a->suite))) {
-    cli_error("--suite: cannot read '%s': %s", a->suite, strerror(errno));
+  if (!cli_suite_read(ctx, file, &se, &n)) goto done;
+  if (!(es = calloc((size_t)n, sizeof *es))) {
+    cli_error("--suite %s: out of memory for %d workloads", file, n);
     goto done;
   }
-  if (!text) {
-    cli_error("out of memory");
-    goto done;
+  for (int i = 0; i < n; i++) {
+    bench_entry *e = &es[i];
+    e->line = se[i].line;
+    memcpy(e->op, se[i].op, sizeof e->op);
+    memcpy(e->shape, se[i].shape, sizeof e->shape);
+    memcpy(e->stride, se[i].stride, sizeof e->stride);
+    memcpy(e->pad, se[i].pad, sizeof e->pad);
+    e->count = se[i].count;
+    e->wl = se[i].wl;
   }
-  if (!parse_suite(ctx, file, text, &es, &n)) goto done;
+  if (!cli_target(ctx, a, !a->dry_run, &target)) goto done;
 
   if (a->dry_run) {
     print_header();
@@ -252,7 +127,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   }
 
   for (int i = 0; i < n; i++) {
-    if (ob_task_new(ctx, &es[i].wl, NULL, &es[i].task) != OB_OK) {
+    if (ob_task_new(ctx, &es[i].wl, NULL, target, &es[i].task) != OB_OK) {
       cli_error("%s:%d: %s", file, es[i].line, ob_ctx_errmsg(ctx));
       goto done;
     }
@@ -262,7 +137,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
 
-  if (a->vs && ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, &base) != OB_OK) {
+  if (a->vs && ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, target, &base) != OB_OK) {
     cli_error("--vs onednn: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -292,7 +167,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         ob_task *tk = NULL;
         ob_search_result sr;
         ob_search_opts so = {.budget = a->search_budget, .seed = a->mo.seed + (uint64_t)i};
-        if (ob_task_new(ctx, &e->wl, names[t], &tk) != OB_OK) {
+        if (ob_task_new(ctx, &e->wl, names[t], target, &tk) != OB_OK) {
           cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
           goto done;
         }
@@ -331,10 +206,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     }
     if (wide && !a->json) {
       if (i == 0) {
-        printf("suite %s: %d workloads, %d thread(s), number %s, repeat %d, %s caches, search %s, "
-               "baseline %s%s%s\n",
-               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, a->mo.nthreads,
-               number_text, asked.repeat, asked.flush ? "cold" : "warm",
+        printf("suite %s: %d workloads, target %s, %d thread(s), number %s, repeat %d, %s caches, "
+               "search %s, baseline %s%s%s\n",
+               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
+               a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
                a->search_budget ? "on" : "off",
                base ? ob_baseline_describe(base) : "none", a->search_budget ? "" : "",
                "; GFLOPS columns, ratios = oneDNN time / opbench time");
@@ -356,9 +231,9 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       /* The heading waits for the first result, so that a failure to measure
        * at all (no compiler) leaves stdout empty. */
       if (i == 0) {
-        printf("suite %s: %d workloads, default configs, %d thread(s), number %s, repeat %d, "
-               "%s caches, max CV %g %%\n",
-               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n,
+        printf("suite %s: %d workloads, default configs, target %s, %d thread(s), number %s, "
+               "repeat %d, %s caches, max CV %g %%\n",
+               strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
                a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
                asked.max_cv * 100);
         print_header();
@@ -372,6 +247,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   if (a->json) {
     root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "suite", file);
+    cJSON_AddStringToObject(root, "target", ob_target_str(target));
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
     cJSON_AddNumberToObject(root, "number", asked.number); /* 0: adaptive; each workload says what it used */
     cJSON_AddNumberToObject(root, "repeat", asked.repeat);
@@ -476,8 +352,9 @@ done:
   cJSON_Delete(root);
   for (int i = 0; i < n; i++) ob_task_free(es[i].task);
   free(es);
-  free(text);
+  free(se);
   ob_runner_free(runner);
   ob_baseline_free(base);
+  ob_target_free(target);
   return rc;
 }

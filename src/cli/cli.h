@@ -12,6 +12,7 @@
 #include "opbench/core.h"
 #include "opbench/measure.h"
 #include "opbench/ops.h"
+#include "opbench/target.h"
 #include "opbench/tune.h"
 
 #define OB_CLI_VERSION "0.1.0"
@@ -25,6 +26,10 @@ typedef enum cli_cmd {
   CLI_CMD_OPS,
   CLI_CMD_TUNE,
   CLI_CMD_DB,
+  CLI_CMD_MODELS,
+  CLI_CMD_EXPORT_ONNX,
+  CLI_CMD_RUN_REFERENCE,
+  CLI_CMD_SCHEDULE,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -33,6 +38,7 @@ typedef struct cli_args {
   cli_cmd cmd;
   const char *op;          /* positional operator name (op, space) */
   const char *shape, *stride, *pad, *dilation, *epilogue, *tmpl;
+  const char *target;      /* --target TEXT (NULL: the default target) */
   const char *config_json; /* --config */
   bool has_config_index;
   uint64_t config_index;
@@ -64,6 +70,29 @@ typedef struct cli_args {
   const char *format;      /* --format csv|autotvm (default csv) */
   const char *out;         /* --out FILE (default -: stdout) */
   int top;                 /* --top N (default 10) */
+  /* models (models, export-onnx, run-reference, space --modelname) */
+  const char *modelsource; /* --modelsource (default local) */
+  const char *modelname;   /* --modelname */
+  const char *modelpath;   /* --modelpath (onnx) */
+  int64_t batchsize, seqlen, input_size, hidden; /* 0: the model's default (batch 1) */
+  const char *sha256;      /* --sha256 (remoteonnx) */
+  int64_t max_download;    /* --max-download BYTES (remoteonnx) */
+  bool print_graph;        /* --print-graph: the graph after the passes */
+  bool no_passes;          /* --no-passes */
+  double key_ops;          /* --key-ops P (0: all tasks) */
+  int lanes;               /* --lanes N for layout planning (0: from the host) */
+  bool seed_set;
+  const char *input_file;  /* --input FILE.npy */
+  const char *save_output; /* --save-output FILE.npy */
+  const char *save_io;     /* --save-io DIR */
+  /* schedule */
+  int sched_r, sched_s;    /* --r (3), --s (8) */
+  int sched_cores;         /* --cores N (0: this machine's) */
+  const char *schedule_out, *schedule_in, *timeline; /* --schedule-out, --schedule, --timeline */
+  const char *scheduler;   /* --scheduler: which schedule --schedule-out/--timeline take (ios) */
+  double gflops, gbps, efficiency, corun; /* the FLOPs model (0: defaults) */
+  bool ios_original, no_merge, print_stages;
+  int max_part;            /* --max-part (0: 64) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -83,12 +112,19 @@ ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const cha
                        const char *pad, const char *dilation, const char *epilogue,
                        bool flagstyle, ob_workload *out);
 
-/* The task of the workload flags (--op/--shape/... and --template); prints
- * the error and returns NULL on failure. */
-ob_task *cli_task(ob_ctx *ctx, const cli_args *a);
+/* The target of --target (else the default: $OPBENCH_TARGET or the host's
+ * best ISA) into *out (caller frees). `measure`: the command builds and
+ * runs kernels, so what is missing to build or run them here (compiler,
+ * sysroot, emulator, CPU features) is an error now, before anything is
+ * measured. Prints the error and returns false on failure. */
+bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out);
+
+/* The task of the workload flags (--op/--shape/... and --template) for
+ * `target` (borrowed); prints the error and returns NULL on failure. */
+ob_task *cli_task(ob_ctx *ctx, const cli_args *a, const ob_target *target);
 
 /* Parses a whole decimal integer in [lo, hi]; false if it is not one. */
-bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);
+OB_NODISCARD bool cli_parse_i64(const char *text, int64_t lo, int64_t hi, int64_t *out);
 
 /* Subcommands; each returns the process exit status. */
 int cli_cmd_op(ob_ctx *ctx, const cli_args *a);
@@ -97,6 +133,39 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_ops(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_db(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_models(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_export_onnx(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a);
+/* Loads the model of the flags (zero_weights: weights left zero, for
+ * commands that only count or plan); prints the error and returns NULL. */
+struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);
+/* opbench space --modelname ...: the config space of every task of a model. */
+int cli_cmd_model_space(ob_ctx *ctx, const cli_args *a);
+
+/* ---- suite files (suite.c) ------------------------------------------------ */
+#define CLI_SUITE_MAX_BYTES (16 << 20) /* bytes of a suite file */
+#define CLI_SUITE_MAX_LINE 65536       /* bytes of one line */
+#define CLI_SUITE_MAX_LINES 1000000    /* lines, comments included */
+#define CLI_SUITE_MAX_WORKLOADS 10000  /* workload lines */
+
+/* One workload line of a suite: `op shape [stride pad] count`. */
+typedef struct cli_suite_entry {
+  int line;
+  char op[32];
+  char shape[128];
+  char stride[24], pad[24]; /* "" when the line gives none */
+  int64_t count;
+  ob_workload wl;
+} cli_suite_entry;
+
+/* Parses suite text (modified in place) into *out (malloc'd, *n entries).
+ * Prints "opbench: error: FILE:LINE: ..." and returns false on the first
+ * malformed line, or when the suite lists nothing or too much. */
+bool cli_suite_parse(ob_ctx *ctx, const char *file, char *text, cli_suite_entry **out, int *n);
+/* Reads and parses suite `file` ("resnet18": the built-in suite) within the
+ * limits above; errors as cli_suite_parse, for unreadable files too. */
+bool cli_suite_read(ob_ctx *ctx, const char *file, cli_suite_entry **out, int *n);
 
 /* timing.c: a timing record as --json members of o (number used, repeat,
  * floor, cache state, timer overhead, flags), as text lines under a

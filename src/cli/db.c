@@ -1,9 +1,10 @@
 /* db.c: `opbench db best|top|stats|export|import`, the record database from
  * the command line. Selection flags become an ob_db_key / ob_db_filter; best
- * and top default to this host and to the resource setting `opbench tune`
- * files its trials under for the same --threads/--cores, so a record tuned
- * on another CPU or with other threads is never offered as this setting's
- * best unless asked (--host any, --resources any). */
+ * and top default to this host, to the default target and to the resource
+ * setting `opbench tune` files its trials under for the same
+ * --threads/--cores, so a record tuned on another CPU, for another target or
+ * with other threads is never offered as this setting's best unless asked
+ * (--host any, --target any, --resources any). */
 #include "cli.h"
 
 #include <cjson/cJSON.h>
@@ -18,12 +19,22 @@ typedef struct sel {
   ob_db_filter f;
   ob_workload wl;
   bool have_wl;
-  char host[64], wl_key[512], resources[256];
+  char host[64], wl_key[512], resources[256], target[192];
   /* the task config_text rendered the last record with, reused while the
-   * records share workload and template (top lists usually do) */
+   * records share workload, template and target (top lists usually do);
+   * it borrows task_target, the parse of the record's target (NULL when
+   * that string does not parse: the task then has the default target) */
   ob_task *task;
-  char task_wl[512], task_tmpl[64];
+  ob_target *task_target;
+  char task_wl[512], task_tmpl[64], task_tstr[192];
 } sel;
+
+static void sel_free(sel *s) {
+  ob_task_free(s->task);
+  ob_target_free(s->task_target);
+  s->task = NULL;
+  s->task_target = NULL;
+}
 
 static bool is_action(const cli_args *a, const char *name) { return !strcmp(a->action, name); }
 
@@ -68,6 +79,17 @@ static bool make_selection(ob_ctx *ctx, const cli_args *a, sel *s) {
     s->f.key.workload = s->wl_key;
   }
   if (a->tmpl) s->f.key.tmpl = a->tmpl;
+  if (a->target ? strcmp(a->target, "any") != 0 : narrow) {
+    ob_target *t = NULL;
+    ob_status st = a->target ? ob_target_parse(ctx, a->target, &t) : ob_target_host(ctx, &t);
+    if (st) {
+      cli_error("%s%s", a->target ? "--target: " : "", ob_ctx_errmsg(ctx));
+      return false;
+    }
+    snprintf(s->target, sizeof s->target, "%s", ob_target_str(t));
+    ob_target_free(t);
+    s->f.key.target = s->target;
+  }
   if (a->resources) {
     if (strcmp(a->resources, "any") != 0) s->f.key.resources = a->resources;
   } else if (narrow || a->threads_set || a->ncores) {
@@ -82,6 +104,7 @@ static const char *or_any(const char *s) { return s ? s : "any"; }
 static void describe_selection(const sel *s) {
   printf("workload   %s\n", or_any(s->f.key.workload));
   printf("host       %s\n", or_any(s->f.key.host));
+  printf("target     %s\n", or_any(s->f.key.target));
   printf("resources  %s\n", or_any(s->f.key.resources));
   if (s->f.key.tmpl) printf("template   %s\n", s->f.key.tmpl);
 }
@@ -90,17 +113,20 @@ static void describe_selection(const sel *s) {
  * rebuilt (for the selected workload, else from the record's stored
  * attributes); its stored entity otherwise. */
 static ob_task *task_of(ob_ctx *ctx, sel *s, const ob_db_record *r) {
-  if (s->task && !strcmp(s->task_wl, r->workload) && !strcmp(s->task_tmpl, r->tmpl))
+  const char *rt = r->target ? r->target : "";
+  if (s->task && !strcmp(s->task_wl, r->workload) && !strcmp(s->task_tmpl, r->tmpl) &&
+      !strcmp(s->task_tstr, rt))
     return s->task;
-  ob_task_free(s->task);
-  s->task = NULL;
+  sel_free(s);
   ob_workload wl;
   bool have = s->have_wl;
   if (have) wl = s->wl;
   else have = r->op && ob_workload_from_attrs(ctx, r->op, r->attrs, &wl) == OB_OK;
-  if (have && ob_task_new(ctx, &wl, r->tmpl, &s->task) == OB_OK) {
+  if (have && ob_target_parse(ctx, rt, &s->task_target) != OB_OK) ob_ctx_clear_error(ctx);
+  if (have && ob_task_new(ctx, &wl, r->tmpl, s->task_target, &s->task) == OB_OK) {
     snprintf(s->task_wl, sizeof s->task_wl, "%s", r->workload);
     snprintf(s->task_tmpl, sizeof s->task_tmpl, "%s", r->tmpl);
+    snprintf(s->task_tstr, sizeof s->task_tstr, "%s", rt);
   }
   return s->task;
 }
@@ -197,10 +223,11 @@ static int no_record(ob_db *db, const sel *s, const char *what) {
   if (ob_db_stats_get(db, &f, &st) == OB_OK) n = st->total.total;
   ob_db_stats_free(st);
   if (n > 0)
-    return cli_error("%s: no error-free record of %s for host %s, resources %s%s%s (the "
-                     "database holds %lld of this workload under other settings: try --host "
-                     "any --resources any)",
-                     what, s->f.key.workload, or_any(s->f.key.host), or_any(s->f.key.resources),
+    return cli_error("%s: no error-free record of %s for host %s, target %s, resources %s%s%s "
+                     "(the database holds %lld of this workload under other settings: try "
+                     "--host any --target any --resources any)",
+                     what, s->f.key.workload, or_any(s->f.key.host), or_any(s->f.key.target),
+                     or_any(s->f.key.resources),
                      s->f.key.tmpl ? ", template " : "", s->f.key.tmpl ? s->f.key.tmpl : "",
                      (long long)n);
   return cli_error("%s: the database holds no record of %s", what, s->f.key.workload);
@@ -236,6 +263,7 @@ static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
     time_text(b->timestamp, when, sizeof when);
     printf("workload   %s\n", b->workload);
     printf("host       %s\n", b->host);
+    printf("target     %s\n", b->target);
     printf("resources  %s\n", b->resources);
     printf("best       %s #%llu %s: %.2f GFLOPS, %.4g ms, CV %.2f %% (%s)\n", b->tmpl,
            (unsigned long long)b->config_index, cfg ? cfg : "", b->gflops,
@@ -349,10 +377,11 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
            (long long)st->nreplaced);
     printf("records    %lld of %lld workloads (%lld operators)\n", (long long)st->total.total,
            (long long)st->nworkloads, (long long)st->nops);
-    if (s->f.key.host || s->f.key.resources || s->f.key.tmpl || s->f.op || s->f.key.workload)
-      printf("selection  op %s, workload %s, host %s, resources %s, template %s\n",
+    if (s->f.key.host || s->f.key.target || s->f.key.resources || s->f.key.tmpl || s->f.op ||
+        s->f.key.workload)
+      printf("selection  op %s, workload %s, host %s, target %s, resources %s, template %s\n",
              or_any(s->f.op), or_any(s->f.key.workload), or_any(s->f.key.host),
-             or_any(s->f.key.resources), or_any(s->f.key.tmpl));
+             or_any(s->f.key.target), or_any(s->f.key.resources), or_any(s->f.key.tmpl));
     printf("\n%-64s %8s %8s %6s %9s  %s\n", "operator / workload", "records", "ok", "noisy",
            "best GF", "errors");
     for (int64_t i = 0; i < st->nops; i++) {
@@ -449,7 +478,7 @@ int cli_cmd_db(ob_ctx *ctx, const cli_args *a) {
   else if (is_action(a, "top")) rc = cmd_top(ctx, db, a, &s);
   else if (is_action(a, "stats")) rc = cmd_stats(ctx, db, a, &s);
   else rc = cmd_export(ctx, db, a, &s);
-  if (!import) ob_task_free(s.task);
+  if (!import) sel_free(&s);
   ob_db_close(db);
   return rc;
 }

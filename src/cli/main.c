@@ -16,6 +16,11 @@ static void usage(FILE *f) {
           "  ops                     list operators and their schedule templates\n"
           "  tune --op OP --shape ... tune one operator's config (resumable; see tune --help)\n"
           "  db best|top|stats|export|import   query, export and import the record database\n"
+          "  models [--modelname M]  the model zoo; a model's graph, passes and tasks\n"
+          "  export-onnx --modelname M --out FILE   write a model as ONNX (opset 17)\n"
+          "  run-reference --modelname M   run a model's naive reference, save outputs (.npy)\n"
+          "  space --modelname M     the config space of every task of a model\n"
+          "  schedule --modelname M  inter-operator schedules (sequential, greedy, IOS) on core groups\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -54,7 +59,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune or db)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference or schedule)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -71,10 +76,16 @@ int main(int argc, char **argv) {
   switch ((cli_cmd)cmd) {
   case CLI_CMD_OP: rc = cli_cmd_op(ctx, &args); break;
   case CLI_CMD_BENCH: rc = cli_cmd_bench(ctx, &args); break;
-  case CLI_CMD_SPACE: rc = cli_cmd_space(ctx, &args); break;
+  case CLI_CMD_SPACE:
+    rc = args.op ? cli_cmd_space(ctx, &args) : cli_cmd_model_space(ctx, &args);
+    break;
   case CLI_CMD_OPS: rc = cli_cmd_ops(ctx, &args); break;
   case CLI_CMD_TUNE: rc = cli_cmd_tune(ctx, &args); break;
   case CLI_CMD_DB: rc = cli_cmd_db(ctx, &args); break;
+  case CLI_CMD_MODELS: rc = cli_cmd_models(ctx, &args); break;
+  case CLI_CMD_EXPORT_ONNX: rc = cli_cmd_export_onnx(ctx, &args); break;
+  case CLI_CMD_RUN_REFERENCE: rc = cli_cmd_run_reference(ctx, &args); break;
+  case CLI_CMD_SCHEDULE: rc = cli_cmd_schedule(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:

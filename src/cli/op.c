@@ -32,6 +32,7 @@ static void print_ms_list(const ob_measure_result *r) {
 
 int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
+  ob_target *target = NULL;
   ob_task *task = NULL;
   ob_runner *runner = NULL;
   ob_lowered *lowered = NULL;
@@ -41,13 +42,18 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
   ob_measure_result res;
   memset(&res, 0, sizeof res);
 
-  if (!(task = cli_task(ctx, a))) goto done;
+  if (!cli_target(ctx, a, true, &target)) goto done;
+  if (!(task = cli_task(ctx, a, target))) goto done;
   ob_config cfg;
   if (pick_config(ctx, task, a, &cfg) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
   cfg_str = ob_config_str(&cfg);
+  if (!cfg_str) {
+    cli_error("out of memory");
+    goto done;
+  }
   if (ob_config_to_json(ctx, &cfg, &cfg_json) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
@@ -90,6 +96,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddStringToObject(root, "op", a->op);
     cJSON_AddStringToObject(root, "workload", key);
     cJSON_AddStringToObject(root, "template", ob_task_template(task));
+    cJSON_AddStringToObject(root, "target", ob_target_str(target));
     cJSON *cj = cJSON_Parse(cfg_json);
     if (cj) cJSON_AddItemToObject(root, "config", cj);
     else cJSON_AddNullToObject(root, "config");
@@ -130,6 +137,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
   } else {
     printf("workload   %s\n", key);
     printf("template   %s\n", ob_task_template(task));
+    printf("target     %s\n", ob_target_str(target));
     printf("config     #%llu %s\n", (unsigned long long)cfg.index, cfg_str);
     printf("config json %s\n", cfg_json);
     printf("error      %d (%s)\n", res.error_no, ob_merr_str(res.error_no));
@@ -169,6 +177,7 @@ done:
   ob_lowered_free(lowered);
   ob_runner_free(runner);
   ob_task_free(task);
+  ob_target_free(target);
   return rc;
 }
 
@@ -197,11 +206,16 @@ static void print_entity(const ob_space *s, int k, int choice) {
 int cli_cmd_space(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   char *cfg_str = NULL, *cfg_json = NULL;
-  ob_task *task = cli_task(ctx, a);
-  if (!task) goto done;
+  ob_target *target = NULL;
+  ob_task *task = NULL;
+  if (!cli_target(ctx, a, false, &target) || !(task = cli_task(ctx, a, target))) goto done;
   const ob_space *s = ob_task_space(task);
   ob_config def = ob_task_default_config(task);
   cfg_str = ob_config_str(&def);
+  if (!cfg_str) {
+    cli_error("out of memory");
+    goto done;
+  }
   if (ob_config_to_json(ctx, &def, &cfg_json) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
@@ -210,6 +224,10 @@ int cli_cmd_space(ob_ctx *ctx, const cli_args *a) {
   ob_workload_key(ob_task_workload(task), key, sizeof key);
   printf("workload   %s\n", key);
   printf("template   %s\n", ob_task_template(task));
+  const ob_target_facts *tf = ob_target_get_facts(target);
+  printf("target     %s (%s: %d float lanes, %d vector registers, %d for accumulators)\n",
+         ob_target_str(target), ob_isa_name(tf->isa), tf->lanes_f32, tf->vector_registers,
+         tf->accum_budget);
   printf("knobs      %d\n", ob_space_num_knobs(s));
   printf("  %-16s %-9s %9s  %s\n", "name", "kind", "entities", "first entities");
   enum { SHOW = 4 };
@@ -233,5 +251,6 @@ done:
   free(cfg_str);
   free(cfg_json);
   ob_task_free(task);
+  ob_target_free(target);
   return rc;
 }

@@ -27,6 +27,7 @@ static void put_config(cJSON *o, const char *name, const ob_config *c,
 
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
+  ob_target *target = NULL;
   ob_task *task = NULL;
   ob_tuner *tuner = NULL;
   ob_runner *runner = NULL;
@@ -35,7 +36,8 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   char *text = NULL, *best_str = NULL, *conf_str = NULL;
   ob_host host;
 
-  if (!(task = cli_task(ctx, a))) goto done;
+  if (!cli_target(ctx, a, true, &target)) goto done;
+  if (!(task = cli_task(ctx, a, target))) goto done;
   const ob_workload *wl = ob_task_workload(task);
   /* An existing database is checked first (a corrupt one is reported as
    * such, not as a failed transfer of the xgb tuners); a new one is only
@@ -94,6 +96,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "workload", key);
     cJSON_AddStringToObject(root, "template", ob_task_template(task));
+    cJSON_AddStringToObject(root, "target", ob_target_str(target));
     cJSON_AddStringToObject(root, "tuner", ob_tuner_name(tuner));
     cJSON_AddNumberToObject(root, "seed", (double)a->mo.seed);
     cJSON_AddNumberToObject(root, "trials", s.trials);
@@ -125,6 +128,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   } else {
     printf("workload   %s\n", key);
     printf("template   %s\n", ob_task_template(task));
+    printf("target     %s\n", ob_target_str(target));
     printf("tuner      %s, seed %llu\n", ob_tuner_name(tuner), (unsigned long long)a->mo.seed);
     printf("trials     %d of %d (resumed %d, measured %d, failed %d)%s%s\n", s.trials, a->trials,
            s.resumed, s.measured, s.failed, why ? ", " : "", why ? why : "");
@@ -166,5 +170,6 @@ done:
   ob_db_close(db);
   ob_tuner_free(tuner);
   ob_task_free(task);
+  ob_target_free(target);
   return rc;
 }

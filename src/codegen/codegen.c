@@ -4,7 +4,13 @@
  * the exported kernel. Vectorized loops become GCC vector-extension code;
  * a vectorized loop whose body the vector path cannot express (non-f32
  * data, nested loops, a guard that is not monotone in the lane) is emitted
- * as a scalar loop with a comment saying why. */
+ * as a scalar loop with a comment saying why.
+ *
+ * Out of memory: the statements are expanded (unrolled loops copied) first
+ * and checked; while emitting, the expressions made on the way (one lane's
+ * index, a guard) may come back NULL once the arena failed, which the
+ * emitters print as nothing, and the strings are sticky-failing. One check
+ * at the end returns OB_ERR_NOMEM ("codegen: out of memory"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +18,7 @@
 
 #include "opbench/codegen.h"
 #include "opbench/ir.h"
+#include "opbench/target.h"
 #include "te/te_impl.h"
 
 typedef struct cg {
@@ -30,6 +37,8 @@ typedef struct cg {
   int nlocals;
   int vec_lanes[8]; /* vector widths used, for typedefs */
   int nvec;
+  int native_lanes; /* float lanes of one vector register of the target */
+  int max_vecs;     /* vectors a register tile may hold: the target's registers */
 } cg;
 
 static void ind(cg *g, int d) { ob_str_appendf(g->out, "%*s", 2 * d, ""); }
@@ -107,6 +116,7 @@ static bool nonneg(const ob_expr *e) {
 
 /* ---- scalar expressions --------------------------------------------------- */
 static void emit_expr(cg *g, ob_str *o, const ob_expr *e) {
+  if (!e) return; /* out of memory on the way: the source is never returned */
   switch (e->kind) {
   case OB_E_INT: ob_str_appendf(o, "%lldLL", (long long)e->ival); break;
   case OB_E_FLOAT: float_lit(o, e->fval, e->dtype); break;
@@ -277,11 +287,12 @@ static void emit_vexpr(cg *g, ob_str *o, const ob_expr *e, const vctx *vc, bool 
  * operand is used as it is (wrapping it in an add of zero would cost an
  * instruction per use: without fast-math x + 0.0f cannot fold). */
 static void emit_vec_operand(cg *g, ob_str *o, const ob_expr *e, const vctx *vc) {
-  ob_str tmp = {0};
+  ob_str tmp = {.ctx = g->ctx};
   bool isv;
   emit_vexpr(g, &tmp, e, vc, &isv);
-  if (isv) ob_str_append(o, tmp.data);
-  else ob_str_appendf(o, "ob_bc%d(%s)", vc->lanes, tmp.data);
+  if (!isv) ob_str_appendf(o, "ob_bc%d(", vc->lanes);
+  ob_str_append_str(o, &tmp);
+  if (!isv) ob_str_append(o, ")");
   ob_str_free(&tmp);
 }
 
@@ -498,7 +509,7 @@ static void emit_args(cg *g, const char *src, int d) {
 
 static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
   int id = g->npar++;
-  ob_str fn = {0};
+  ob_str fn = {.ctx = g->ctx};
   /* closure: args, temps, locals in scope, enclosing loop variables */
   ob_str_appendf(&fn, "struct %s_cl%d {\n  void *const *bufs;\n", g->name, id);
   for (int i = 0; i < g->f->ntemps; i++) {
@@ -562,7 +573,7 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
   g->in_par--;
   ob_str_append(&fn, "  }\n}\n\n");
   g->out = saved;
-  ob_str_append(&g->fns, fn.data);
+  ob_str_append_str(&g->fns, &fn);
   ob_str_free(&fn);
 
   ind(g, d);
@@ -594,11 +605,7 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
 }
 
 #define OB_UNROLL_MAX 64 /* longer unrolled loops stay loops under a pragma */
-/* float32 lanes of one vector register (AVX-512); wider vectorized loops are
- * split into pieces of this width */
-#define OB_NATIVE_LANES 16
 #define OB_STACK_BUF_MAX (256 * 1024) /* bytes; larger locals go to the heap */
-#define OB_PROMOTE_MAX_VECS 32           /* at most this many vector registers */
 
 /* Can buffer b be declared as an array of L-lane vectors? Every access in
  * a vectorized loop must be a whole aligned vector at a constant offset
@@ -658,7 +665,7 @@ static int promote_lanes(cg *g, const ob_buffer *b, ob_stmt *const *rest, int n)
   if (b->dtype != OB_F32) return 0;
   promo p = {b, 0};
   for (int i = 0; i < n; i++) promo_stmt(g, &p, rest[i], NULL, 0);
-  if (p.lanes <= 0 || b->numel % p.lanes || b->numel / p.lanes > OB_PROMOTE_MAX_VECS) return 0;
+  if (p.lanes <= 0 || b->numel % p.lanes || b->numel / p.lanes > g->max_vecs) return 0;
   note_lanes(g, p.lanes);
   return p.lanes;
 }
@@ -753,12 +760,13 @@ static void emit_stmt(cg *g, const ob_stmt *s, int d) {
 /* Unrolled loops become straight-line copies with the index a constant, so
  * that every index is known to the emitter (register tiles need it). */
 static ob_stmt *expand_unroll(cg *g, const ob_stmt *s) {
-  ob_stmt *c = ob_stmt_new(g->a, s->kind);
+  ob_stmt *c = s ? ob_stmt_new(g->a, s->kind) : NULL;
+  if (!c) return NULL; /* out of memory: ob_codegen_c checks the arena */
   *c = *s;
   switch (s->kind) {
   case OB_S_SEQ:
     c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
-    for (int i = 0; i < s->nseq; i++) c->seq[i] = expand_unroll(g, s->seq[i]);
+    for (int i = 0; c->seq && i < s->nseq; i++) c->seq[i] = expand_unroll(g, s->seq[i]);
     return c;
   case OB_S_IF: {
     int64_t v;
@@ -770,25 +778,26 @@ static ob_stmt *expand_unroll(cg *g, const ob_stmt *s) {
     if (s->ann == OB_IT_UNROLL && s->var->extent <= OB_UNROLL_MAX) {
       int64_t n = s->var->extent;
       c = ob_stmt_new(g->a, OB_S_SEQ);
-      c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n);
+      if (!c || !(c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n))) return NULL;
       c->nseq = (int)n;
       for (int64_t i = 0; i < n; i++)
         c->seq[i] = expand_unroll(g, ob_stmt_subst(g->a, s->body, s->var, ob_e_int(g->a, i)));
       return c;
     }
-    if (s->ann == OB_IT_VECTORIZE && s->var->extent > OB_NATIVE_LANES &&
-        s->var->extent % OB_NATIVE_LANES == 0) {
-      /* wider than a register: native-width pieces (a 128-byte vector type
-       * would live in memory) */
-      int64_t n = s->var->extent / OB_NATIVE_LANES;
+    int L = g->native_lanes; /* the target's float lanes per register */
+    if (s->ann == OB_IT_VECTORIZE && s->var->extent > L && s->var->extent % L == 0) {
+      /* wider than a register: native-width pieces (a vector type wider
+       * than the registers would live in memory) */
+      int64_t n = s->var->extent / L;
       c = ob_stmt_new(g->a, OB_S_SEQ);
-      c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n);
+      if (!c || !(c->seq = ob_arena_alloc(g->a, sizeof(ob_stmt *) * (size_t)n))) return NULL;
       c->nseq = (int)n;
       for (int64_t i = 0; i < n; i++) {
-        ob_ivar *v = ob_iv_new(g->a, s->var->name, OB_NATIVE_LANES, s->var->kind, s->var->id * 64 + (int)i);
-        v->ann = OB_IT_VECTORIZE;
-        ob_expr *at = ob_e_bin(g->a, OB_ADD, ob_e_var(g->a, v), ob_e_int(g->a, i * OB_NATIVE_LANES));
+        ob_ivar *v = ob_iv_new(g->a, s->var->name, L, s->var->kind, s->var->id * 64 + (int)i);
         ob_stmt *f = ob_stmt_new(g->a, OB_S_FOR);
+        if (!v || !f) return NULL;
+        v->ann = OB_IT_VECTORIZE;
+        ob_expr *at = ob_e_bin(g->a, OB_ADD, ob_e_var(g->a, v), ob_e_int(g->a, i * L));
         f->var = v;
         f->ann = OB_IT_VECTORIZE;
         f->body = expand_unroll(g, ob_stmt_subst(g->a, s->body, s->var, at));
@@ -829,13 +838,29 @@ static const char k_prelude[] =
     "#define OB_HMAX(x, L) ({ __typeof__(x) ob_h_ = (x); float ob_r_ = ob_h_[0]; "
     "for (int ob_l_ = 1; ob_l_ < (L); ++ob_l_) ob_r_ = ob_maxf(ob_r_, ob_h_[ob_l_]); ob_r_; })\n";
 
-ob_status ob_codegen_c(ob_ctx *ctx, const ob_lowered *f, const char *name, char **out) {
+ob_status ob_codegen_c(ob_ctx *ctx, const ob_target *target, const ob_lowered *f, const char *name,
+                       char **out) {
   for (const char *p = name; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "kernel name '%s' is not a C identifier", name);
-  cg g = {.ctx = ctx, .f = f, .name = name};
-  g.a = ob_arena_new(64 * 1024);
-  ob_str body = {0};
+  ob_target *own = NULL;
+  if (!target) {
+    ob_status st = ob_target_host(ctx, &own);
+    if (st) return st;
+    target = own;
+  }
+  const ob_target_facts *tf = ob_target_get_facts(target);
+  cg g = {.ctx = ctx,
+          .f = f,
+          .name = name,
+          .fns = {.ctx = ctx},
+          .native_lanes = tf->lanes_f32,
+          .max_vecs = tf->vector_registers};
+  ob_target_free(own);
+  ob_str body = {.ctx = ctx}, src = {.ctx = ctx};
+  g.a = ob_arena_new(ctx, 64 * 1024);
+  ob_stmt *top = g.a ? expand_unroll(&g, f->body) : NULL;
+  if (!top || ob_arena_failed(g.a)) goto oom; /* the emitters need a whole tree */
   g.out = &body;
   emit_args(&g, "bufs", 1);
   for (int i = 0; i < f->ntemps; i++) {
@@ -844,13 +869,12 @@ ob_status ob_codegen_c(ob_ctx *ctx, const ob_lowered *f, const char *name, char 
     ob_str_appendf(&body, " = (%s *)ob_alloc(%zu);\n", ctype(f->temps[i]->dtype),
                    (size_t)f->temps[i]->numel * ob_dtype_size(f->temps[i]->dtype));
   }
-  emit_stmt(&g, expand_unroll(&g, f->body), 1);
+  emit_stmt(&g, top, 1);
   for (int i = 0; i < f->ntemps; i++) {
     ob_str_append(&body, "  free(");
     buf_name(&body, f->temps[i]);
     ob_str_append(&body, ");\n");
   }
-  ob_str src = {0};
   ob_str_appendf(&src, "/* Generated by opbench codegen: kernel %s. Do not edit. */\n", name);
   ob_str_append(&src, k_prelude);
   for (int i = 0; i < g.nvec; i++) {
@@ -862,14 +886,21 @@ ob_status ob_codegen_c(ob_ctx *ctx, const ob_lowered *f, const char *name, char 
     ob_str_append(&src, "}; }\n");
   }
   ob_str_append(&src, "\n");
-  if (g.fns.data) ob_str_append(&src, g.fns.data);
+  ob_str_append_str(&src, &g.fns);
   ob_str_appendf(&src, "int %s(void *const *bufs, const ob_krt *rt) {\n", name);
   ob_str_append(&src, "  (void)rt;\n");
-  ob_str_append(&src, body.data ? body.data : "");
+  ob_str_append_str(&src, &body);
   ob_str_append(&src, "  return 0;\n}\n");
+  if (ob_arena_failed(g.a)) goto oom; /* an expression made while emitting is missing */
   ob_str_free(&body);
   ob_str_free(&g.fns);
   ob_arena_free(g.a);
   *out = ob_str_take(&src);
-  return OB_OK;
+  return *out ? OB_OK : ob_fail(ctx, OB_ERR_NOMEM, "codegen of kernel %s: out of memory", name);
+oom:
+  ob_str_free(&body);
+  ob_str_free(&g.fns);
+  ob_str_free(&src);
+  ob_arena_free(g.a);
+  return ob_fail(ctx, OB_ERR_NOMEM, "codegen of kernel %s: out of memory", name);
 }

@@ -1,7 +1,8 @@
 /* arena.c: bump allocator for objects that share one lifetime (an IR, a
  * schedule, a batch of candidates). The arena owns every chunk; callers never
  * free individual allocations. Chunks come from calloc and are never reused,
- * so every allocation is already zeroed. */
+ * so every allocation is already zeroed. Out of memory returns NULL and
+ * marks the arena failed for good (core.h says what callers do with it). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,22 +21,29 @@ typedef struct ob_chunk {
 struct ob_arena {
   ob_chunk *head; /* the chunk being filled; large blocks sit behind it */
   size_t chunk_bytes;
+  ob_ctx *ctx; /* where a test's allocation limit is counted; may be NULL */
+  bool failed;
 };
 
 static ob_chunk *ob_chunk_new(size_t cap) {
-  if (cap > SIZE_MAX - sizeof(ob_chunk)) ob_oom(cap);
+  if (cap > SIZE_MAX / 2) return NULL;
   ob_chunk *c = calloc(1, sizeof(ob_chunk) + cap);
-  if (!c) ob_oom(sizeof(ob_chunk) + cap);
-  c->cap = cap;
+  if (c) c->cap = cap;
   return c;
 }
 
-ob_arena *ob_arena_new(size_t chunk_bytes) {
-  if (chunk_bytes > SIZE_MAX / 2) ob_oom(chunk_bytes);
-  ob_arena *a = ob_xcalloc(1, sizeof *a);
+ob_arena *ob_arena_new(ob_ctx *ctx, size_t chunk_bytes) {
+  if (chunk_bytes > SIZE_MAX / 4 || !ob_ctx_alloc_ok(ctx)) return NULL;
+  ob_arena *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
   if (chunk_bytes < 256) chunk_bytes = chunk_bytes ? 256 : OB_ARENA_DEFAULT_CHUNK;
   a->chunk_bytes = (chunk_bytes + OB_ARENA_ALIGN - 1) & ~(size_t)(OB_ARENA_ALIGN - 1);
+  a->ctx = ctx;
   a->head = ob_chunk_new(a->chunk_bytes);
+  if (!a->head) {
+    free(a);
+    return NULL;
+  }
   return a;
 }
 
@@ -50,9 +58,17 @@ void ob_arena_free(ob_arena *a) {
   free(a);
 }
 
+bool ob_arena_failed(const ob_arena *a) { return a && a->failed; }
+
+static void *ob_arena_fail(ob_arena *a) {
+  a->failed = true;
+  return NULL;
+}
+
 void *ob_arena_alloc(ob_arena *a, size_t bytes) {
   OB_ASSERT(a);
-  if (bytes > SIZE_MAX / 2) ob_oom(bytes);
+  if (a->failed) return NULL; /* failed for good: nothing half-built gets finished */
+  if (bytes > SIZE_MAX / 2 || !ob_ctx_alloc_ok(a->ctx)) return ob_arena_fail(a);
   /* Zero-byte requests still get a distinct pointer. */
   size_t size = (bytes + OB_ARENA_ALIGN - 1) & ~(size_t)(OB_ARENA_ALIGN - 1);
   if (size == 0) size = OB_ARENA_ALIGN;
@@ -67,12 +83,14 @@ void *ob_arena_alloc(ob_arena *a, size_t bytes) {
    * left in the current chunk stays usable for later small requests. */
   if (size > a->chunk_bytes / 4) {
     ob_chunk *big = ob_chunk_new(size);
+    if (!big) return ob_arena_fail(a);
     big->used = size;
     big->next = c->next;
     c->next = big;
     return big->data;
   }
   ob_chunk *fresh = ob_chunk_new(a->chunk_bytes);
+  if (!fresh) return ob_arena_fail(a);
   fresh->next = c;
   a->head = fresh;
   fresh->used = size;
@@ -80,10 +98,11 @@ void *ob_arena_alloc(ob_arena *a, size_t bytes) {
 }
 
 char *ob_arena_strdup(ob_arena *a, const char *s) {
-  OB_ASSERT(s);
+  OB_ASSERT(a && (s || a->failed)); /* NULL only as an earlier failure's result */
+  if (!s) return NULL;
   size_t n = strlen(s);
   char *p = ob_arena_alloc(a, n + 1);
-  memcpy(p, s, n); /* the terminator is already zero */
+  if (p) memcpy(p, s, n); /* the terminator is already zero */
   return p;
 }
 
@@ -96,7 +115,7 @@ char *ob_arena_sprintf(ob_arena *a, const char *fmt, ...) {
   va_end(ap);
   OB_ASSERT(n >= 0); /* only a bad format string makes vsnprintf fail */
   char *p = ob_arena_alloc(a, (size_t)n + 1);
-  vsnprintf(p, (size_t)n + 1, fmt, ap2);
+  if (p) vsnprintf(p, (size_t)n + 1, fmt, ap2);
   va_end(ap2);
   return p;
 }

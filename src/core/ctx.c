@@ -1,7 +1,10 @@
 /* ctx.c: the context passed first to every fallible call. It owns the last
- * error message (a fixed buffer, so reporting a failure never allocates) and
- * the log threshold. A NULL ctx is tolerated: messages are then dropped and
- * logging uses the default level. */
+ * error message (a fixed buffer, so reporting a failure never allocates),
+ * the log threshold and the allocation limit of fault-injection tests. A
+ * NULL ctx is tolerated: messages are then dropped, logging uses the
+ * default level and allocations are not limited. */
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,9 @@ enum { OB_MSG_CAP = 2048 };
 
 struct ob_ctx {
   ob_log_level log_level;
+  /* Allocations left before each one fails; < 0: no limit. Atomic: the
+   * builder's threads share their caller's ctx. */
+  _Atomic int64_t alloc_left;
   char msg[OB_MSG_CAP];
 };
 
@@ -24,8 +30,33 @@ ob_status ob_ctx_new(ob_ctx **out) {
   ob_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return OB_ERR_NOMEM;
   ctx->log_level = OB_LOG_WARN;
+  int64_t limit = -1;
+  const char *env = getenv("OPBENCH_TEST_ALLOC_LIMIT");
+  if (env && *env) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(env, &end, 10);
+    if (errno || *end || end == env)
+      ob_log(ctx, OB_LOG_WARN, "OPBENCH_TEST_ALLOC_LIMIT='%s' is not a number: no limit", env);
+    else
+      limit = v;
+  }
+  atomic_init(&ctx->alloc_left, limit);
   *out = ctx;
   return OB_OK;
+}
+
+void ob_ctx_set_alloc_limit(ob_ctx *ctx, int64_t n) {
+  OB_ASSERT(ctx);
+  atomic_store(&ctx->alloc_left, n < 0 ? -1 : n);
+}
+
+bool ob_ctx_alloc_ok(ob_ctx *ctx) {
+  if (!ctx) return true;
+  int64_t left = atomic_load_explicit(&ctx->alloc_left, memory_order_relaxed);
+  while (left > 0 && !atomic_compare_exchange_weak(&ctx->alloc_left, &left, left - 1)) {
+  }
+  return left != 0; /* < 0: no limit; > 0: this one counted */
 }
 
 void ob_ctx_free(ob_ctx *ctx) { free(ctx); }

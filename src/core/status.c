@@ -1,5 +1,5 @@
-/* status.c: status names, the assertion handler, the abort-on-OOM
- * allocation wrappers and the monotonic clock: the stateless corner of core. */
+/* status.c: status names, the assertion handler and the monotonic clock:
+ * the stateless corner of core. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -37,30 +37,6 @@ void ob_assert_fail(const char *file, int line, const char *expr) {
   fprintf(stderr, "opbench: assertion failed at %s:%d: %s\n", file, line, expr);
   fflush(stderr);
   abort();
-}
-
-_Noreturn void ob_oom(size_t bytes) {
-  fprintf(stderr, "opbench: out of memory (%zu bytes)\n", bytes);
-  fflush(stderr);
-  abort();
-}
-
-void *ob_xmalloc(size_t bytes) {
-  void *p = malloc(bytes ? bytes : 1);
-  if (!p) ob_oom(bytes);
-  return p;
-}
-
-void *ob_xcalloc(size_t count, size_t size) {
-  void *p = calloc(count ? count : 1, size ? size : 1);
-  if (!p) ob_oom(count * size);
-  return p;
-}
-
-void *ob_xrealloc(void *p, size_t bytes) {
-  void *q = realloc(p, bytes ? bytes : 1);
-  if (!q) ob_oom(bytes);
-  return q;
 }
 
 double ob_now_s(void) {

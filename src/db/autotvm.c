@@ -15,7 +15,8 @@
 
 #include "db/db_impl.h"
 
-#define OB_IMPORT_CHUNK 512 /* lines per transaction */
+#define OB_IMPORT_CHUNK 512    /* lines per transaction */
+#define OB_IMPORT_MAX_COST 1e9 /* seconds: an error-free cost at or above is a broken line */
 
 /* ---- workload mapping ------------------------------------------------------------- */
 
@@ -179,6 +180,13 @@ static bool parse_line(const cJSON *root, log_line *l, char *why, size_t cap) {
     snprintf(why, cap, "'result' must be [costs, error_no, all_cost, timestamp]");
     return false;
   }
+  /* cJSON reads 1e999 as infinity: such a line would store a record that
+   * exports as null and never reads back */
+  if (!isfinite(all->valuedouble) || !isfinite(ts->valuedouble)) {
+    snprintf(why, cap, "'result' has a %s that is not a finite number",
+             isfinite(all->valuedouble) ? "timestamp" : "all_cost");
+    return false;
+  }
   if (error_no == 0) {
     int n = cJSON_GetArraySize(costs);
     if (n == 0) {
@@ -193,6 +201,12 @@ static bool parse_line(const cJSON *root, log_line *l, char *why, size_t cap) {
       const cJSON *c = cJSON_GetArrayItem(costs, i);
       if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || c->valuedouble <= 0) {
         snprintf(why, cap, "cost %d of an error-free result is not a positive number", i + 1);
+        return false;
+      }
+      /* AutoTVM's own failure sentinel is 1e9 s: no run takes that long */
+      if (c->valuedouble >= OB_IMPORT_MAX_COST) {
+        snprintf(why, cap, "cost %d of an error-free result is %g s, not a measurement (limit %g s)",
+                 i + 1, c->valuedouble, OB_IMPORT_MAX_COST);
         return false;
       }
     }
@@ -250,7 +264,10 @@ typedef struct chunk_counts {
   int64_t imported, duplicate, unmapped;
 } chunk_counts;
 
-/* Stores one parsed line inside the open transaction. */
+/* Stores one parsed line inside the open transaction. A record the
+ * database would refuse is OB_ERR_INVALID_ARG before anything is written,
+ * so the caller skips the line as broken; any other failure ends the
+ * import. */
 static ob_status import_line(ob_db *db, const log_line *l, const ob_db_import_opts *o,
                              chunk_counts *cc) {
   char *args = cJSON_PrintUnformatted(l->args);
@@ -298,13 +315,19 @@ static ob_status import_line(ob_db *db, const log_line *l, const ob_db_import_op
       if (cJSON_IsString(c)) ob_str_appendf(&msg, "%s%s", msg.len ? "; " : "", c->valuestring);
     }
     r.error_msg = msg.data;
+    if (msg.failed) {
+      s = ob_fail(db->ctx, OB_ERR_NOMEM, "importing into '%s': out of memory", db->path);
+      goto done;
+    }
   }
   r.build_s = NAN;
   r.run_s = l->all_cost; /* AutoTVM's all_cost: build + run together */
   const char *nt = strstr(l->target, "-num-threads=");
-  r.nthreads = nt ? atoi(nt + strlen("-num-threads=")) : 0;
+  long nth = nt ? strtol(nt + strlen("-num-threads="), NULL, 10) : 0;
+  r.nthreads = nth > 0 && nth <= 1 << 20 ? (int)nth : 0;
   r.timestamp = l->timestamp > 0 ? l->timestamp : 0;
 
+  if ((s = ob_db_record_check(db, &r))) goto done;
   s = ob_db_put_workload_locked(db, m.key, m.op, m.attrs, m.flops, args, false);
   if (s) goto done;
   bool stored = false;
@@ -331,33 +354,39 @@ ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_o
   memset(res, 0, sizeof *res);
   if (db->readonly)
     return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "database '%s' was opened read-only", db->path);
-  FILE *f = fopen(path, "r");
-  if (!f) return ob_fail(db->ctx, OB_ERR_IO, "cannot read AutoTVM log '%s': %s", path, strerror(errno));
+  ob_lines *in = NULL;
+  ob_status s = ob_lines_open(db->ctx, path, "AutoTVM log", NULL, &in);
+  if (s) return s;
   char *line = NULL;
-  size_t cap = 0;
-  ssize_t len;
-  int64_t lineno = 0;
+  size_t len = 0;
   bool in_txn = false;
   int pending = 0;
   chunk_counts cc = {0};
-  ob_status s = OB_OK;
-  char why[160];
-  errno = 0;
-  while ((len = getline(&line, &cap, f)) >= 0) {
-    lineno++;
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+  char why[240];
+  for (;;) {
+    s = ob_lines_next(in, &line, &len);
+    int64_t lineno = ob_lines_lineno(in);
+    if (s == OB_ERR_PARSE) { /* a line over the length limit: broken, skipped */
+      res->nlines++;
+      snprintf(why, sizeof why, "longer than the limit of %lld bytes", (long long)OB_READ_MAX_LINE);
+      add_bad(res, lineno, why);
+      ob_ctx_clear_error(db->ctx);
+      continue;
+    }
+    if (s || !line) break;
+    while (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
     size_t lead = strspn(line, " \t");
-    if ((ssize_t)lead == len) continue;
+    if (lead == len) continue;
     res->nlines++;
     const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(line, (size_t)len, &end, false);
+    cJSON *root = cJSON_ParseWithLengthOpts(line, len, &end, false);
     if (!root) {
       long col = end ? (long)(end - line) + 1 : 0;
       snprintf(why, sizeof why, "not valid JSON (stops at column %ld)", col);
       add_bad(res, lineno, why);
       continue;
     }
-    if (end && (ssize_t)(end - line + strspn(end, " \t")) < len) {
+    if (end && (size_t)(end - line) + strspn(end, " \t") < len) {
       cJSON_Delete(root);
       add_bad(res, lineno, "text after the JSON object");
       continue;
@@ -377,6 +406,12 @@ ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_o
     }
     s = import_line(db, &l, o, &cc);
     cJSON_Delete(root);
+    if (s == OB_ERR_INVALID_ARG) { /* refused before any write: a broken line */
+      add_bad(res, lineno, ob_ctx_errmsg(db->ctx));
+      ob_ctx_clear_error(db->ctx);
+      s = OB_OK;
+      continue;
+    }
     if (s) {
       ob_fail_prefix(db->ctx, "importing '%s' line %lld", path, (long long)lineno);
       break;
@@ -394,10 +429,8 @@ ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_o
       cc = (chunk_counts){0};
     }
   }
-  bool read_err = !s && ferror(f);
-  int saved = errno;
   if (in_txn) {
-    if (s || read_err) {
+    if (s) {
       ob_db_txn_rollback(db);
     } else if (!(s = ob_db_txn_commit(db))) {
       res->nimported += cc.imported;
@@ -405,11 +438,7 @@ ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_o
       res->nunmapped += cc.unmapped;
     }
   }
-  if (read_err)
-    s = ob_fail(db->ctx, OB_ERR_IO, "reading AutoTVM log '%s' after line %lld: %s", path,
-                (long long)lineno, strerror(saved));
-  free(line);
-  fclose(f);
+  ob_lines_close(in);
   if (!s && res->nbroken)
     ob_log(db->ctx, OB_LOG_WARN, "%s: skipped %lld broken line(s) of %lld (first: line %lld: %s)",
            path, (long long)res->nbroken, (long long)res->nlines,
@@ -545,8 +574,8 @@ static ob_status export_row(void *user, const ob_db_record *r) {
   cJSON_AddItemToArray(res, costs);
   cJSON_AddItemToArray(res, cJSON_CreateNumber(r->error_no));
   double all = (isfinite(r->build_s) ? r->build_s : 0) + (isfinite(r->run_s) ? r->run_s : 0);
-  cJSON_AddItemToArray(res, num_json(all));
-  cJSON_AddItemToArray(res, num_json(r->timestamp));
+  cJSON_AddItemToArray(res, num_json(isfinite(all) ? all : 0));
+  cJSON_AddItemToArray(res, num_json(isfinite(r->timestamp) ? r->timestamp : 0));
   cJSON_AddNumberToObject(root, "version", 0.2);
   cJSON_AddStringToObject(root, "tvm_version", "opbench");
   /* How it was timed, where known: TVM reads only the keys above, and

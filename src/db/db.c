@@ -383,6 +383,25 @@ static ob_status inspect(ob_db *db, int64_t *nobjects, long *version) {
   }
   free(v);
   *version = ver;
+  if (ver > OB_DB_SCHEMA_VERSION) return OB_OK; /* refused by the caller, with its version */
+  /* Every table of the schema: one dropped by hand or lost to damage would
+   * otherwise surface halfway through a run, after the work it costs. */
+  /* (confirmed is created when first needed, so it may be missing) */
+  static const char *const k_tables[] = {"meta",    "hosts", "workloads", "configs",
+                                         "measurements", "measurements_history"};
+  for (size_t i = 0; i < sizeof k_tables / sizeof k_tables[0]; i++) {
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", k_tables[i]);
+    if ((s = query_text(db, sql, "reading the schema", &v))) return s;
+    bool have = v && !strcmp(v, "1");
+    free(v);
+    if (!have)
+      return ob_fail(db->ctx, OB_ERR_IO,
+                     "database '%s' lacks the table '%s' of the opbench schema (damaged or "
+                     "changed by hand); refusing to use it",
+                     db->path, k_tables[i]);
+  }
   return OB_OK;
 }
 
@@ -484,8 +503,15 @@ ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_opts *op
   int busy = opts && opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : OB_DB_DEFAULT_BUSY_MS;
   bool readonly = flags & OB_DB_READONLY;
   struct stat sb;
-  if ((flags & (OB_DB_READONLY | OB_DB_NO_CREATE)) && stat(path, &sb) != 0)
+  bool exists = stat(path, &sb) == 0;
+  if ((flags & (OB_DB_READONLY | OB_DB_NO_CREATE)) && !exists)
     return ob_fail(ctx, OB_ERR_NOT_FOUND, "database '%s' does not exist", path);
+  /* SQLite would try a directory, and write its journal "into" /dev/null */
+  if (exists && !S_ISREG(sb.st_mode))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "database '%s' is a %s, not a database file", path,
+                   S_ISDIR(sb.st_mode)                        ? "directory"
+                   : S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ? "pipe or character device"
+                                                              : "special file");
 
   ob_status s = OB_OK;
   ob_db *db = calloc(1, sizeof *db);
@@ -563,6 +589,8 @@ void ob_db_set_busy_timeout(ob_db *db, int ms) {
   sqlite3_busy_timeout(db->sql, db->busy_ms);
 }
 
+ob_ctx *ob_db_ctx(const ob_db *db) { return db->ctx; }
+
 ob_status ob_db_check(ob_db *db) {
   OB_ASSERT(db);
   sqlite3_stmt *st = NULL;
@@ -578,11 +606,14 @@ ob_status ob_db_check(ob_db *db) {
     }
     ob_str_appendf(&found, "%s%s", found.len ? "; " : "", line ? line : "?");
   }
+  /* SQLite's report is multi-line; the message stays one line */
+  for (size_t i = 0; i < found.len; i++)
+    if (found.data[i] == '\n' || found.data[i] == '\r' || found.data[i] == '\t') found.data[i] = ' ';
   ob_status s = OB_OK;
   if (rc != SQLITE_DONE) s = ob_db_sqlfail(db, rc, "checking integrity");
   else if (!ok || found.len)
     s = ob_fail(db->ctx, OB_ERR_IO, "database '%s' failed its integrity check: %s", db->path,
-                found.len ? found.data : "no result");
+                found.len && found.data ? found.data : "no result");
   sqlite3_finalize(st);
   ob_str_free(&found);
   return s;

@@ -62,15 +62,15 @@ struct ob_db {
 ob_status ob_db_sqlfail(ob_db *db, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The prepared statement `id`, reset and with bindings cleared. */
-ob_status ob_db_stmt(ob_db *db, ob_db_stmt_id id, sqlite3_stmt **out);
+OB_NODISCARD ob_status ob_db_stmt(ob_db *db, ob_db_stmt_id id, sqlite3_stmt **out);
 /* A statement for ad-hoc SQL kept in the query cache under `shape`. */
-ob_status ob_db_stmt_shape(ob_db *db, unsigned shape, const char *sql, sqlite3_stmt **out);
+OB_NODISCARD ob_status ob_db_stmt_shape(ob_db *db, unsigned shape, const char *sql, sqlite3_stmt **out);
 
 /* Write transactions: BEGIN IMMEDIATE at the outermost level (so waiting
  * for a lock happens under the busy timeout, never as a deadlock), a
  * savepoint inside a transaction the caller opened with ob_db_exec. */
-ob_status ob_db_txn_begin(ob_db *db);
-ob_status ob_db_txn_commit(ob_db *db);
+OB_NODISCARD ob_status ob_db_txn_begin(ob_db *db);
+OB_NODISCARD ob_status ob_db_txn_commit(ob_db *db);
 void ob_db_txn_rollback(ob_db *db);
 
 /* Binds text; NULL binds SQL NULL. */
@@ -86,11 +86,14 @@ double ob_db_unix_now(void);
 /* "host H, workload W, target 'T', resources 'R', template X, config I" */
 void ob_db_describe(const ob_db_record *rec, char *out, size_t cap);
 
+/* OB_OK when ob_db_put_locked would accept the record's fields; else
+ * OB_ERR_INVALID_ARG saying what is wrong with it. Writes nothing. */
+OB_NODISCARD ob_status ob_db_record_check(ob_db *db, const ob_db_record *rec);
 /* Stores one record inside an open transaction (no begin/commit). */
-ob_status ob_db_put_locked(ob_db *db, const ob_db_record *rec, unsigned flags, bool *stored);
+OB_NODISCARD ob_status ob_db_put_locked(ob_db *db, const ob_db_record *rec, unsigned flags, bool *stored);
 /* Inside a transaction: the workload row, keeping non-empty existing facts
  * when `refresh` is false. autotvm_args may be NULL. */
-ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
+OB_NODISCARD ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
                                     const char *attrs_json, double flops,
                                     const char *autotvm_args, bool refresh);
 
@@ -98,19 +101,21 @@ ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
  * only inside the callback. A non-OB_OK return from fn stops the walk and
  * is returned. */
 typedef ob_status (*ob_db_visit_fn)(void *user, const ob_db_record *rec);
-ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void *user);
+OB_NODISCARD ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void *user);
 
-/* Opens `path` for an export ("-": stdout) through a temporary file that
- * ob_db_out_close renames into place on success (or removes on failure). */
+/* Opens `path` for an export ("-": stdout) as ob_out_open does, with the
+ * database (and its -wal, -shm, -journal files) as the inputs it refuses to
+ * write over; ob_db_out_close renames into place on success (or removes the
+ * temporary file on failure). */
 typedef struct ob_db_out {
   FILE *f;
-  char *path, *tmp;
+  ob_out out;
 } ob_db_out;
-ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o);
-ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok);
+OB_NODISCARD ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o);
+OB_NODISCARD ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok);
 
 /* Normalises a config entity (a JSON list, or an object with "entity") to
  * the compact list text; malloc'd into *out. OB_ERR_PARSE otherwise. */
-ob_status ob_db_entity_normalize(const char *json, char **out);
+OB_NODISCARD ob_status ob_db_entity_normalize(const char *json, char **out);
 
 #endif

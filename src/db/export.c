@@ -1,6 +1,8 @@
 /* export.c: CSV export of measurements and the output-file helper every
- * export uses (write to a temporary file beside the destination, rename on
- * success, so a failed export never leaves half a file behind). */
+ * export uses: core's ob_out (a temporary file renamed over a regular
+ * destination on success, so a failed export never leaves half a file
+ * behind; devices and pipes written directly) with the database and its
+ * SQLite side files as the inputs an export must never overwrite. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,48 +15,26 @@
 ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o) {
   memset(o, 0, sizeof *o);
   if (!path || !*path) return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "export path is empty");
-  if (!strcmp(path, "-")) {
-    o->f = stdout;
-    return OB_OK;
+  /* the database and SQLite's files beside it are this export's inputs */
+  static const char *const k_sfx[] = {"", "-wal", "-shm", "-journal"};
+  enum { NIN = sizeof k_sfx / sizeof k_sfx[0] };
+  char *in[NIN] = {0};
+  ob_status s = OB_OK;
+  for (int i = 0; i < NIN && !s; i++) {
+    size_t n = strlen(db->path) + strlen(k_sfx[i]) + 1;
+    if (!(in[i] = malloc(n))) s = ob_fail(db->ctx, OB_ERR_NOMEM, "export: out of memory");
+    else snprintf(in[i], n, "%s%s", db->path, k_sfx[i]);
   }
-  ob_str t = {0};
-  ob_str_appendf(&t, "%s.tmp.%ld", path, (long)getpid());
-  o->tmp = ob_str_take(&t);
-  o->path = strdup(path);
-  o->f = o->path ? fopen(o->tmp, "w") : NULL;
-  if (!o->f) {
-    ob_status s = ob_fail(db->ctx, OB_ERR_IO, "cannot write '%s': %s", o->tmp, strerror(errno));
-    free(o->tmp);
-    free(o->path);
-    memset(o, 0, sizeof *o);
-    return s;
-  }
+  if (!s) s = ob_out_open(db->ctx, path, (const char *const *)in, NIN, &o->out);
+  for (int i = 0; i < NIN; i++) free(in[i]);
+  if (s) return s;
+  o->f = o->out.f;
   return OB_OK;
 }
 
 ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok) {
-  ob_status s = OB_OK;
-  if (!o->f) return OB_OK;
-  if (o->f == stdout) {
-    if (fflush(stdout) != 0 && ok) s = ob_fail(db->ctx, OB_ERR_IO, "writing to stdout: %s", strerror(errno));
-    o->f = NULL;
-    return s;
-  }
-  bool werr = ferror(o->f) != 0;
-  int saved = errno;
-  if (fclose(o->f) != 0 && !werr) {
-    werr = true;
-    saved = errno;
-  }
+  ob_status s = ob_out_close(db->ctx, &o->out, ok);
   o->f = NULL;
-  if (ok && werr) s = ob_fail(db->ctx, OB_ERR_IO, "writing '%s': %s", o->path, strerror(saved));
-  if (ok && !s && rename(o->tmp, o->path) != 0)
-    s = ob_fail(db->ctx, OB_ERR_IO, "cannot move '%s' to '%s': %s", o->tmp, o->path,
-                strerror(errno));
-  if (!ok || s) unlink(o->tmp);
-  free(o->tmp);
-  free(o->path);
-  o->tmp = o->path = NULL;
   return s;
 }
 
@@ -102,12 +82,11 @@ static ob_status csv_row(void *user, const ob_db_record *r) {
   csv_real(f, t->cv);
   csv_real(f, r->gflops > 0 ? r->gflops : NAN);
   fprintf(f, "%d,", t->number);
-  ob_str costs = {0};
+  /* costs as "c1;c2;...": numbers need no quoting, so straight to the file */
   const double *cv = r->nall_costs > 0 ? r->all_costs : t->costs;
   int ncv = r->nall_costs > 0 ? r->nall_costs : t->ncosts;
-  for (int i = 0; i < ncv; i++) ob_str_appendf(&costs, "%s%.9g", i ? ";" : "", cv[i]);
-  csv_field(f, costs.data, false);
-  ob_str_free(&costs);
+  for (int i = 0; i < ncv; i++) fprintf(f, "%s%.9g", i ? ";" : "", cv[i]);
+  fputc(',', f);
   /* the protocol: unknown fields are empty */
   bool known = !isnan(t->min_repeat_ms);
   if (t->repeat > 0) fprintf(f, "%d", t->repeat);

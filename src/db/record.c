@@ -27,7 +27,7 @@ ob_status ob_db_entity_normalize(const char *json, char **out) {
 
 /* ---- storing ------------------------------------------------------------------------ */
 
-static ob_status validate(ob_db *db, const ob_db_record *r) {
+ob_status ob_db_record_check(ob_db *db, const ob_db_record *r) {
   char what[768];
   const char *why = NULL;
   if (!r->host || !*r->host) why = "no host fingerprint";
@@ -70,7 +70,7 @@ static void op_of_key(const char *key, char *op, size_t cap) {
 
 ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, bool *stored) {
   char what[768];
-  ob_status s = validate(db, r);
+  ob_status s = ob_db_record_check(db, r);
   if (s) return s;
   ob_db_describe(r, what, sizeof what);
   double now = ob_db_unix_now();
@@ -120,6 +120,10 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   ob_str_append(&costs, "[");
   for (int i = 0; i < ncv; i++) ob_str_appendf(&costs, "%s%.17g", i ? "," : "", cv[i]);
   ob_str_append(&costs, "]");
+  if (costs.failed) {
+    s = ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': storing measurement (%s): out of memory", db->path, what);
+    goto done;
+  }
 
   if ((s = ob_db_stmt(db, replace ? OB_DBS_MEAS_REPLACE : OB_DBS_MEAS_INSERT, &st))) goto done;
   bind_key(st, r);
@@ -342,7 +346,8 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
     ob_str_append(&sql, " GROUP BY m.workload_key ORDER BY coalesce(w.op, ''), m.workload_key");
   }
   sqlite3_stmt *st;
-  ob_status s = ob_db_stmt_shape(db, shape, sql.data, &st);
+  ob_status s = sql.failed ? ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': building a query: out of memory", db->path)
+                           : ob_db_stmt_shape(db, shape, sql.data, &st);
   ob_str_free(&sql);
   if (s) return s;
   for (int i = 0; i < 6; i++)
@@ -469,13 +474,13 @@ static ob_status collect_one(void *user, const ob_db_record *r) {
   d->cores = arena_dup(a, r->cores);
   d->op = arena_dup(a, r->op);
   d->attrs = arena_dup(a, r->attrs);
-  if (r->nall_costs > 0) {
-    double *cs = ob_arena_alloc(a, (size_t)r->nall_costs * sizeof *cs);
-    memcpy(cs, r->all_costs, (size_t)r->nall_costs * sizeof *cs);
-    d->all_costs = cs;
-  } else {
-    d->all_costs = NULL;
-  }
+  d->all_costs = NULL;
+  if (r->nall_costs > 0 &&
+      (d->all_costs = ob_arena_alloc(a, (size_t)r->nall_costs * sizeof *d->all_costs)))
+    memcpy((double *)d->all_costs, r->all_costs, (size_t)r->nall_costs * sizeof *d->all_costs);
+  if (ob_arena_failed(a))
+    return ob_fail(c->db->ctx, OB_ERR_NOMEM, "database '%s': out of memory reading %lld records",
+                   c->db->path, (long long)o->n);
   return OB_OK;
 }
 
@@ -490,8 +495,10 @@ ob_status ob_db_query(ob_db *db, const ob_db_filter *f, ob_db_records **out) {
   OB_ASSERT(db && out);
   *out = NULL;
   ob_db_records *res = calloc(1, sizeof *res);
-  if (!res) return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': out of memory", db->path);
-  res->arena = ob_arena_new(0);
+  if (!res || !(res->arena = ob_arena_new(db->ctx, 0))) {
+    free(res);
+    return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': out of memory", db->path);
+  }
   collect c = {db, res, 0};
   ob_status s = ob_db_visit(db, f, collect_one, &c);
   if (s) {
@@ -570,8 +577,10 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
   ob_db_filter all = {0};
   if (!f) f = &all;
   ob_db_stats *res = calloc(1, sizeof *res);
-  if (!res) return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': out of memory", db->path);
-  res->arena = ob_arena_new(0);
+  if (!res || !(res->arena = ob_arena_new(db->ctx, 0))) {
+    free(res);
+    return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': out of memory", db->path);
+  }
   res->total.name = "total";
   res->total.op = "";
   res->total.best_s = NAN;
@@ -594,6 +603,10 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
     memset(w, 0, sizeof *w);
     w->name = ob_arena_strdup(res->arena, ob_db_col_text(st, 0));
     w->op = ob_arena_strdup(res->arena, ob_db_col_text(st, 1));
+    if (ob_arena_failed(res->arena)) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
     w->total = sqlite3_column_int64(st, 2);
     for (int e = 0; e < OB_MERR_COUNT; e++) w->by_error[e] = sqlite3_column_int64(st, 3 + e);
     w->best_s = ob_db_col_real(st, 3 + OB_MERR_COUNT);

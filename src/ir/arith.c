@@ -2,7 +2,9 @@
  * codegen and feature extraction. Index expressions are put
  * in a linear canonical form (sum of coefficient * atom + constant) so that
  * offsets cancel (x.outer*16 + x.inner - x.outer*16 -> x.inner), and floor
- * div/mod by a constant is resolved when the remainder's range is known. */
+ * div/mod by a constant is resolved when the remainder's range is known.
+ * Out of memory: builders return NULL once their arena failed (never a node
+ * with a missing operand), and the readers take NULL as "nothing known". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +96,7 @@ static int merge_divmod(ob_lin *l) { /* 1 merged, 0 nothing to merge, -1 full */
 
 bool ob_lin_of(const ob_expr *e, ob_lin *out) {
   memset(out, 0, sizeof *out);
-  if (!lin_rec(e, 1, out)) return false;
+  if (!e || !lin_rec(e, 1, out)) return false;
   for (int pass = 0; pass < 4; pass++) {
     int r = merge_divmod(out);
     if (r < 0) return false;
@@ -138,6 +140,7 @@ static void mul_range(int64_t alo, int64_t ahi, int64_t blo, int64_t bhi, int64_
 
 bool ob_range(const ob_expr *e, int64_t *lo, int64_t *hi) {
   int64_t alo, ahi, blo, bhi;
+  if (!e) return false;
   switch (e->kind) {
   case OB_E_INT: *lo = *hi = e->ival; return true;
   case OB_E_VAR: *lo = 0; *hi = e->var->extent - 1; return e->var->extent >= 1;
@@ -282,6 +285,7 @@ ob_expr *ob_simplify(ob_arena *a, ob_expr *e) {
   case OB_E_BIN: {
     ob_expr *x = ob_simplify(a, e->a), *y = ob_simplify(a, e->b);
     ob_expr *c = ob_e_copy(a, e);
+    if (!x || !y || !c) return NULL; /* out of memory */
     c->a = x;
     c->b = y;
     return fold_bin(a, c);
@@ -291,25 +295,27 @@ ob_expr *ob_simplify(ob_arena *a, ob_expr *e) {
     int64_t v;
     if (ob_is_const(cond, &v)) return ob_simplify(a, v ? e->a : e->b);
     ob_expr *c = ob_e_copy(a, e);
+    if (!c) return NULL;
     c->c = cond;
     c->a = ob_simplify(a, e->a);
     c->b = ob_simplify(a, e->b);
-    return c;
+    return ob_arena_failed(a) ? NULL : c;
   }
   case OB_E_LOAD:
   case OB_E_BLOAD: {
     ob_expr *c = ob_e_copy(a, e);
     int m = e->kind == OB_E_LOAD ? e->n : 1;
-    c->idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)m);
+    if (!c || !(c->idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)m))) return NULL;
     for (int i = 0; i < m; i++) c->idx[i] = ob_simplify(a, e->idx[i]);
-    return c;
+    return ob_arena_failed(a) ? NULL : c;
   }
   default: {
     ob_expr *c = ob_e_copy(a, e);
+    if (!c) return NULL;
     c->a = ob_simplify(a, e->a);
     c->b = ob_simplify(a, e->b);
     c->c = ob_simplify(a, e->c);
-    return c;
+    return ob_arena_failed(a) ? NULL : c;
   }
   }
 }

@@ -1,35 +1,38 @@
 /* stmt.c: constructors and substitution for the loop IR's statements and
- * buffer loads (ir.h). Nodes live in the caller's arena. */
+ * buffer loads (ir.h). Nodes live in the caller's arena. Out of memory:
+ * NULL, never a node with a missing part (arena.c's contract), and a NULL
+ * argument is an earlier failure's result, passed along. */
 #include "opbench/ir.h"
 #include "te/te_impl.h"
 
 ob_expr *ob_buffer_load(ob_arena *a, ob_buffer *buf, ob_dtype dtype, ob_expr *idx) {
-  ob_expr *e = ob_arena_alloc(a, sizeof *e);
+  ob_expr *e = buf && idx ? ob_arena_alloc(a, sizeof *e) : NULL;
+  if (!e || !(e->idx = ob_arena_alloc(a, sizeof(ob_expr *)))) return NULL;
   e->kind = OB_E_BLOAD;
   e->dtype = dtype;
   e->buf = buf;
   e->buf_name = buf->name;
   e->n = 1;
-  e->idx = ob_arena_alloc(a, sizeof(ob_expr *));
   e->idx[0] = idx;
   return e;
 }
 
 ob_stmt *ob_stmt_new(ob_arena *a, ob_stmt_kind k) {
   ob_stmt *s = ob_arena_alloc(a, sizeof *s);
-  s->kind = k;
+  if (s) s->kind = k;
   return s;
 }
 
 ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to) {
-  ob_stmt *c = ob_stmt_new(a, s->kind);
+  ob_stmt *c = s && to ? ob_stmt_new(a, s->kind) : NULL;
+  if (!c) return NULL;
   *c = *s;
   ob_ivar *f[1] = {from};
   ob_expr *t[1] = {to};
   switch (s->kind) {
   case OB_S_SEQ:
     c->seq = ob_arena_alloc(a, sizeof(ob_stmt *) * (size_t)(s->nseq ? s->nseq : 1));
-    for (int i = 0; i < s->nseq; i++) c->seq[i] = ob_stmt_subst(a, s->seq[i], from, to);
+    for (int i = 0; c->seq && i < s->nseq; i++) c->seq[i] = ob_stmt_subst(a, s->seq[i], from, to);
     break;
   case OB_S_FOR: c->body = ob_stmt_subst(a, s->body, from, to); break;
   case OB_S_IF:
@@ -42,5 +45,5 @@ ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to
     break;
   default: break;
   }
-  return c;
+  return ob_arena_failed(a) ? NULL : c;
 }

@@ -21,13 +21,11 @@
 #include <unistd.h>
 
 #include "opbench/kernel.h"
+#include "opbench/target.h"
 #include "kernel/kernel_impl.h"
 
 extern char **environ;
 
-/* 512-bit vectors: GCC tunes znver* for 256-bit and would split the
- * kernels' 64-byte vector-extension types into ymm halves */
-#define OB_BUILD_DEFAULT_FLAGS "-O3 -march=native -mprefer-vector-width=512 -fPIC -shared"
 #define OB_BUILD_TIMEOUT_S 10.0
 #define OB_BUILD_PROBE_TIMEOUT_S 10.0 /* `cc --version` */
 #define OB_BUILD_MSG_MAX 8192         /* compiler output kept per variant */
@@ -365,11 +363,34 @@ static void finish_compile(bvar *v, int status, bool timed_out, double timeout,
   out->message = text; /* warnings are kept on success too */
 }
 
+/* The compiler and flags come from the target's facts (its table row: cc,
+ * or $OPBENCH_CC for a native target, and the ISA's flags); opts->cc and
+ * opts->flags override them. A cross target whose own compiler or C
+ * library is missing fails here, naming what is missing. */
+static ob_status pick_compiler(ob_ctx *ctx, const ob_build_opts *opts, char *cc, size_t cc_cap,
+                               char *flags, size_t flags_cap) {
+  ob_target *own = NULL;
+  const ob_target *t = opts ? opts->target : NULL;
+  ob_status st = OB_OK;
+  if (!t) {
+    if ((st = ob_target_host(ctx, &own))) return st;
+    t = own;
+  }
+  const ob_target_facts *f = ob_target_get_facts(t);
+  bool own_cc = !(opts && opts->cc && opts->cc[0]);
+  if (own_cc && f->triple[0]) st = ob_target_check_buildable(ctx, t);
+  snprintf(cc, cc_cap, "%s", own_cc ? f->cc : opts->cc);
+  snprintf(flags, flags_cap, "%s", opts && opts->flags ? opts->flags : f->cflags);
+  ob_target_free(own);
+  return st;
+}
+
 ob_status ob_build_compiler(ob_ctx *ctx, const ob_build_opts *opts, char *path,
                             size_t path_cap, char *version, size_t version_cap) {
   OB_ASSERT(ctx && path && version && path_cap && version_cap);
-  const char *cc = opts && opts->cc && opts->cc[0] ? opts->cc : getenv("OPBENCH_CC");
-  if (!cc || !cc[0]) cc = "cc";
+  char cc[256], flags[1024];
+  ob_status st = pick_compiler(ctx, opts, cc, sizeof cc, flags, sizeof flags);
+  if (st) return st;
   char *ccpath = resolve_cc(cc);
   if (!ccpath) return ob_fail(ctx, OB_ERR_COMPILE, "compiler '%s' not found (set --cc or OPBENCH_CC)", cc);
   char *v = probe_version(ccpath, cc);
@@ -391,9 +412,8 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
   for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
   if (n == 0) return OB_OK;
 
-  const char *cc = opts && opts->cc && opts->cc[0] ? opts->cc : getenv("OPBENCH_CC");
-  if (!cc || !cc[0]) cc = "cc";
-  const char *flags = opts && opts->flags ? opts->flags : OB_BUILD_DEFAULT_FLAGS;
+  char cc[256], flags[1024];
+  if ((st = pick_compiler(ctx, opts, cc, sizeof cc, flags, sizeof flags))) return st;
   double timeout = opts && opts->timeout_s > 0 ? opts->timeout_s : OB_BUILD_TIMEOUT_S;
   int jobs = opts && opts->jobs > 0 ? opts->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (jobs < 1) jobs = 1;
@@ -416,7 +436,7 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
     st = ob_fail(ctx, OB_ERR_IO, "cannot create cache directory %s: %s", dir, strerror(err));
     goto fail;
   }
-  argv[0] = (char *)cc;
+  argv[0] = cc;
   char *save = NULL;
   for (char *t = strtok_r(flagbuf, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
     argv[1 + nflags++] = t;
@@ -495,6 +515,13 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
     }
     if (!progress && running > 0) sleep_poll();
   }
+  /* a variant built (or cached) whose path could not be copied: out of
+   * memory, not a result anyone could run */
+  for (int i = 0; i < n; i++)
+    if (out[i].error_no == OB_MERR_NONE && !out[i].so_path) {
+      st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory in ob_build_batch");
+      goto done;
+    }
   goto done;
 
 fail:

@@ -14,10 +14,6 @@
 #include "opbench/lower.h"
 #include "kernel/kernel_impl.h"
 
-/* The host's target string, as the records made before the target module
- * name it (src/tune's default). */
-#define OB_KERNEL_HOST_TARGET "llvm -mcpu=native"
-
 const char *ob_kernel_signame(int sig, char buf[32]) {
   static const struct { int sig; const char *name; } names[] = {
       {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},
@@ -44,11 +40,12 @@ const char *ob_merr_str(int error_no) {
 /* ---- timing options for a target ---------------------------------------------------- */
 
 ob_timing_opts ob_timing_resolve(const ob_timing_opts *o, const ob_target *t) {
-  /* The target's floor is a target fact; the host's (t NULL) until the
-   * target module supplies them. Kept out of timeloop.c, which knows no
-   * module but itself. */
-  (void)t;
-  return ob_timing_normalize(o, OB_TIMING_DEFAULT_FLOOR_MS);
+  /* The floor is a target fact; timeloop.c knows no module but itself, so
+   * it gets the number. NULL: the host's default, whose table row has
+   * OB_TIMING_DEFAULT_FLOOR_MS (parsing $OPBENCH_TARGET here would need a
+   * context; callers that have a target pass it). */
+  double floor_ms = t ? ob_target_get_facts(t)->min_repeat_ms : OB_TIMING_DEFAULT_FLOOR_MS;
+  return ob_timing_normalize(o, floor_ms > 0 ? floor_ms : OB_TIMING_DEFAULT_FLOOR_MS);
 }
 
 /* ---- artifacts ------------------------------------------------------------------ */
@@ -67,10 +64,17 @@ ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *
                           ob_kernel_artifact *out) {
   OB_ASSERT(ctx && n >= 0 && (n == 0 || (fns && names && out)));
   for (int i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
-  if (t)
-    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
-                   "ob_kernel_build: only the host target (NULL) is supported in this build");
+  if (n == 0) return OB_OK;
   ob_status st = OB_OK;
+  ob_target *own = NULL;
+  if (!t) {
+    if ((st = ob_target_host(ctx, &own))) return st;
+    t = own;
+  }
+  /* the kernels' target decides the compiler and flags too (o's cc and
+   * flags still override them) */
+  ob_build_opts bo = o ? *o : (ob_build_opts){0};
+  bo.target = t;
   ob_build_input *in = calloc((size_t)n + 1, sizeof *in);
   ob_build_result *br = calloc((size_t)n + 1, sizeof *br);
   int *slot = calloc((size_t)n + 1, sizeof *slot);
@@ -81,7 +85,7 @@ ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *
   int nb = 0;
   for (int i = 0; i < n; i++) {
     ob_kernel_artifact *a = &out[i];
-    snprintf(a->target, sizeof a->target, "%s", OB_KERNEL_HOST_TARGET);
+    snprintf(a->target, sizeof a->target, "%s", ob_target_str(t));
     a->symbol = strdup(names[i]);
     if (!a->symbol) {
       st = ob_fail(ctx, OB_ERR_NOMEM, "ob_kernel_build: out of memory");
@@ -102,7 +106,7 @@ ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *
                         ob_dtype_size(ob_lowered_arg_dtype(fns[i], k));
       a->arg_is_input[k] = !ob_lowered_arg_is_output(fns[i], k);
     }
-    if (ob_codegen_c(ctx, fns[i], names[i], &a->source) != OB_OK) {
+    if (ob_codegen_c(ctx, t, fns[i], names[i], &a->source) != OB_OK) {
       a->error_no = OB_MERR_INSTANTIATION;
       a->message = strdup(ob_ctx_errmsg(ctx));
       ob_ctx_clear_error(ctx);
@@ -111,7 +115,7 @@ ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *
     in[nb] = (ob_build_input){a->source, names[i]};
     slot[nb++] = i;
   }
-  if (nb) st = ob_build_batch(ctx, o, in, nb, br);
+  if (nb) st = ob_build_batch(ctx, &bo, in, nb, br);
   for (int b = 0; b < nb; b++) {
     ob_kernel_artifact *a = &out[slot[b]];
     a->error_no = br[b].error_no;
@@ -126,6 +130,7 @@ done:
   free(in);
   free(br);
   free(slot);
+  ob_target_free(own);
   return st;
 }
 

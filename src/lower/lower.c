@@ -2,7 +2,13 @@
  * attached stage must compute (linear forms over the consumer's inner loop
  * variables, interval arithmetic otherwise), builds each stage's loops from
  * its leaf order and split/fuse relations, guards non-dividing splits and
- * regions that overhang a tensor, and flattens tensor accesses. */
+ * regions that overhang a tensor, and flattens tensor accesses.
+ *
+ * Out of memory: the IR lives in the lowered function's arena, and once an
+ * allocation from it failed every builder returns NULL (arena.c, te.c).
+ * The code below only has to survive those NULLs (never dereference one,
+ * never assert on facts computed from one) until the next check of the
+ * arena, which returns OB_ERR_NOMEM ("lowering: out of memory"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +46,11 @@ static tinfo *info(lctx *lc, const ob_tensor *t) {
   return NULL;
 }
 
+static ob_status lower_oom(lctx *lc) { return ob_fail(lc->ctx, OB_ERR_NOMEM, "lowering: out of memory"); }
+
 static ob_buffer *new_buffer(lctx *lc, const char *name, ob_dtype dt, int64_t numel, ob_buf_kind k) {
   ob_buffer *b = ob_arena_alloc(lc->a, sizeof *b);
-  b->name = ob_arena_strdup(lc->a, name);
+  if (!b || !(b->name = ob_arena_strdup(lc->a, name))) return NULL;
   b->dtype = dt;
   b->numel = numel;
   b->kind = k;
@@ -56,11 +64,13 @@ static ob_expr *inline_expr(lctx *lc, ob_expr *e) {
   if (!e) return NULL;
   if (e->kind == OB_E_INT || e->kind == OB_E_FLOAT || e->kind == OB_E_VAR) return e;
   ob_expr *c = ob_e_copy(lc->a, e);
+  if (!c) return NULL;
   c->a = inline_expr(lc, e->a);
   c->b = inline_expr(lc, e->b);
   c->c = inline_expr(lc, e->c);
   if (e->kind == OB_E_LOAD) {
     c->idx = ob_arena_alloc(lc->a, sizeof(ob_expr *) * (size_t)e->n);
+    if (!c->idx) return NULL;
     for (int i = 0; i < e->n; i++) c->idx[i] = inline_expr(lc, e->idx[i]);
     tinfo *ti = info(lc, e->tensor);
     if (ti && ti->stage && ti->stage->attach == OB_ATTACH_INLINE)
@@ -98,12 +108,14 @@ static ob_expr *to_bloads(lctx *lc, ob_expr *e) {
   if (e->kind == OB_E_VAR) return e;
   if (e->kind == OB_E_LOAD) {
     tinfo *ti = info(lc, e->tensor);
-    OB_ASSERT(ti && ti->buf);
+    OB_ASSERT(ti && (ti->buf || ob_arena_failed(lc->a)));
     ob_expr **idx = ob_arena_alloc(lc->a, sizeof(ob_expr *) * (size_t)e->n);
+    if (!idx) return NULL;
     for (int i = 0; i < e->n; i++) idx[i] = to_bloads(lc, e->idx[i]);
     return ob_buffer_load(lc->a, ti->buf, e->dtype, flat_index(lc, ti, idx));
   }
   ob_expr *c = ob_e_copy(lc->a, e);
+  if (!c) return NULL;
   c->a = to_bloads(lc, e->a);
   c->b = to_bloads(lc, e->b);
   c->c = to_bloads(lc, e->c);
@@ -152,7 +164,12 @@ static void infer_dim(lctx *lc, ob_expr *e, ob_ivar *const *relaxed, int nrel, o
     }
   }
   int64_t lo = 0, hi = 0;
-  OB_ASSERT(ob_range(e, &lo, &hi)); /* affine-with-div/mod indices always have one */
+  if (!ob_range(e, &lo, &hi)) { /* affine-with-div/mod indices always have one */
+    OB_ASSERT(ob_arena_failed(lc->a));
+    *base = NULL;
+    *ext = 1;
+    return;
+  }
   *base = ob_e_int(lc->a, lo);
   *ext = hi - lo + 1;
 }
@@ -167,7 +184,10 @@ static void union_dim(lctx *lc, ob_expr **base, int64_t *ext, ob_expr *b2, int64
     return;
   }
   int64_t l1, h1, l2, h2;
-  OB_ASSERT(ob_range(*base, &l1, &h1) && ob_range(b2, &l2, &h2));
+  if (!ob_range(*base, &l1, &h1) || !ob_range(b2, &l2, &h2)) {
+    OB_ASSERT(ob_arena_failed(lc->a));
+    return;
+  }
   int64_t lo = l1 < l2 ? l1 : l2, hi = h1 + *ext > h2 + e2 ? h1 + *ext : h2 + e2;
   *base = ob_e_int(lc->a, lo);
   *ext = hi - lo;
@@ -195,6 +215,7 @@ typedef struct ivmap {
   int64_t ext[96];
   ob_expr *val[96];
   int n;
+  const ob_arena *a; /* where the values live: NULL values once it failed */
 } ivmap;
 
 static int ivm_find(ivmap *m, const ob_ivar *iv) {
@@ -221,7 +242,7 @@ static int64_t ivm_ext(ivmap *m, const ob_ivar *iv) {
 }
 static ob_expr *ivm_val(ivmap *m, const ob_ivar *iv) {
   int i = ivm_find(m, iv);
-  OB_ASSERT(i >= 0 && m->val[i]);
+  OB_ASSERT(i >= 0 && (m->val[i] || ob_arena_failed(m->a)));
   return m->val[i];
 }
 
@@ -257,14 +278,15 @@ static void derive_values(lctx *lc, ob_stage *st, ivmap *m, guard *g, int *ng) {
 
 static ob_stmt *seq_of(lctx *lc, ob_stmt **items, int n) {
   ob_stmt *s = ob_stmt_new(lc->a, OB_S_SEQ);
-  s->seq = ob_arena_alloc(lc->a, sizeof(ob_stmt *) * (size_t)(n ? n : 1));
+  if (!s || !(s->seq = ob_arena_alloc(lc->a, sizeof(ob_stmt *) * (size_t)(n ? n : 1)))) return NULL;
   if (n) memcpy(s->seq, items, sizeof(ob_stmt *) * (size_t)n);
   s->nseq = n;
   return s;
 }
 
 static ob_stmt *for_of(lctx *lc, ob_ivar *v, ob_stmt *body) {
-  ob_stmt *s = ob_stmt_new(lc->a, OB_S_FOR);
+  ob_stmt *s = v && body ? ob_stmt_new(lc->a, OB_S_FOR) : NULL;
+  if (!s) return NULL;
   s->var = v;
   s->ann = v->ann;
   s->body = body;
@@ -282,6 +304,7 @@ static ob_stmt *guarded(lctx *lc, ob_stmt *body, guard *g, int ng, bool with_red
   }
   if (!cond) return body;
   ob_stmt *s = ob_stmt_new(lc->a, OB_S_IF);
+  if (!s) return NULL;
   s->cond = cond;
   s->body = body;
   return s;
@@ -314,13 +337,14 @@ static ob_expr *store_value(lctx *lc, emit_state *es, ob_expr *const *coords, ob
     to[st->ndim + r] = ivm_val(&es->m, st->raxes[r]);
   }
   ob_expr *v = to_bloads(lc, ob_expr_subst(lc->a, es->ti->body, n, from, to));
-  if (!st->is_reduce) return v;
+  if (!st->is_reduce || !v) return v;
   ob_expr *cur = ob_buffer_load(lc->a, es->ti->buf, v->dtype, idx);
   return ob_e_bin(lc->a, st->rop == OB_REDUCE_SUM ? OB_ADD : OB_MAX, cur, v);
 }
 
 static ob_stmt *make_store(lctx *lc, tinfo *ti, ob_expr *idx, ob_expr *value) {
   ob_stmt *s = ob_stmt_new(lc->a, OB_S_STORE);
+  if (!s) return NULL;
   s->buf = ti->buf;
   s->index = idx;
   s->value = value;
@@ -337,6 +361,7 @@ static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
     ob_ivar *leaf = st->leaves[p];
     if (leaf->kind != OB_IV_DATA || !es->lv[p]) continue;
     ob_ivar *v = ob_iv_new(lc->a, leaf->name, es->lv[p]->extent, OB_IV_DATA, lc->next_id++);
+    if (!v) return NULL;
     v->ann = es->lv[p]->ann == OB_IT_PARALLEL ? OB_IT_SERIAL : es->lv[p]->ann;
     m.val[ivm_find(&m, leaf)] = ob_e_var(lc->a, v);
     loops[nl++] = v;
@@ -355,6 +380,7 @@ static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
     }
   }
   ob_expr *init = ob_arena_alloc(lc->a, sizeof *init);
+  if (!init) return NULL;
   init->kind = OB_E_FLOAT;
   init->dtype = st->tensor->dtype;
   init->fval = st->rop == OB_REDUCE_SUM ? 0.0 : -HUGE_VAL;
@@ -418,6 +444,7 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
     pti->local = true;
     pti->buf = new_buffer(lc, pr->tensor->name, pr->tensor->dtype, numel, OB_BUF_LOCAL);
     ob_stmt *al = ob_stmt_new(lc->a, OB_S_ALLOC);
+    if (!pti->buf || !al) return lower_oom(lc);
     al->buf = pti->buf;
     items[(*n)++] = al;
     ob_stmt *nest;
@@ -434,7 +461,7 @@ static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
     ob_expr *idx = flat_index(lc, es->ti, es->gcoord);
     *out = guarded(lc, make_store(lc, es->ti, idx, store_value(lc, es, es->gcoord, idx)), es->g,
                    es->ng, true);
-    return OB_OK;
+    return ob_arena_failed(lc->a) ? lower_oom(lc) : OB_OK;
   }
   ob_stmt *items[64], *inner[64];
   int n = 0, ni = 0;
@@ -447,12 +474,13 @@ static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
   ob_stmt *body = ni == 1 ? inner[0] : seq_of(lc, inner, ni);
   items[n++] = es->lv[pos] ? for_of(lc, es->lv[pos], body) : body;
   *out = n == 1 ? items[0] : seq_of(lc, items, n);
-  return OB_OK;
+  return ob_arena_failed(lc->a) ? lower_oom(lc) : OB_OK;
 }
 
 static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
   emit_state *es = calloc(1, sizeof *es);
-  if (!es) return ob_fail(lc->ctx, OB_ERR_NOMEM, "out of memory");
+  if (!es) return lower_oom(lc);
+  es->m.a = lc->a;
   es->st = st;
   es->ti = info(lc, st->tensor);
   for (int d = 0; d < st->ndim; d++)
@@ -479,6 +507,7 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
       continue;
     }
     ob_ivar *v = ob_iv_new(lc->a, leaf->name, ivm_ext(&es->m, leaf), leaf->kind, lc->next_id++);
+    if (!v) break; /* reported below */
     v->ann = ob_stage_ann(st, leaf);
     es->lv[p] = v;
     es->m.val[ivm_find(&es->m, leaf)] = ob_e_var(lc->a, v);
@@ -494,7 +523,7 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
       es->g[es->ng++].reduce = false;
     }
   }
-  ob_status r = build(lc, es, 0, out);
+  ob_status r = ob_arena_failed(lc->a) ? lower_oom(lc) : build(lc, es, 0, out);
   free(es);
   return r;
 }
@@ -510,7 +539,7 @@ static int64_t floor_div(int64_t a, int64_t b) {
 }
 
 static void safe_bound(lctx *lc, const ob_expr *c, ob_ivar *o, int64_t *safe) {
-  if (c->kind != OB_E_BIN) return;
+  if (!c || c->kind != OB_E_BIN) return;
   if (c->op == OB_AND) {
     safe_bound(lc, c->a, o, safe);
     safe_bound(lc, c->b, o, safe);
@@ -525,7 +554,7 @@ static void safe_bound(lctx *lc, const ob_expr *c, ob_ivar *o, int64_t *safe) {
   case OB_GE: d = ob_e_bin(a, OB_SUB, ob_e_bin(a, OB_SUB, c->b, c->a), ob_e_int(a, 1)); break;
   default: return;
   }
-  if (c->a->dtype != OB_I64) return;
+  if (!d || c->a->dtype != OB_I64) return;
   ob_lin l;
   if (!ob_lin_of(ob_simplify(a, d), &l)) return;
   int64_t coef = 0;
@@ -547,6 +576,7 @@ static void safe_bound(lctx *lc, const ob_expr *c, ob_ivar *o, int64_t *safe) {
 }
 
 static void collect_safe(lctx *lc, const ob_stmt *s, ob_ivar *o, int64_t *safe) {
+  if (!s) return; /* out of memory in the partitioning: reported by ob_lower */
   switch (s->kind) {
   case OB_S_SEQ:
     for (int i = 0; i < s->nseq; i++) collect_safe(lc, s->seq[i], o, safe);
@@ -562,6 +592,7 @@ static void collect_safe(lctx *lc, const ob_stmt *s, ob_ivar *o, int64_t *safe) 
 
 /* No store below s (a tail whose guards all turned out false). */
 static bool stmt_empty(const ob_stmt *s) {
+  if (!s) return false;
   switch (s->kind) {
   case OB_S_SEQ:
     for (int i = 0; i < s->nseq; i++)
@@ -574,6 +605,7 @@ static bool stmt_empty(const ob_stmt *s) {
 }
 
 static ob_stmt *partition(lctx *lc, ob_stmt *s) {
+  if (!s) return NULL; /* out of memory: reported by ob_lower */
   switch (s->kind) {
   case OB_S_SEQ:
     for (int i = 0; i < s->nseq; i++) s->seq[i] = partition(lc, s->seq[i]);
@@ -599,6 +631,7 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
     }
     ob_ivar *v1 = ob_iv_new(lc->a, o->name, safe, o->kind, lc->next_id++);
     ob_ivar *v2 = ob_iv_new(lc->a, o->name, ext - safe, o->kind, lc->next_id++);
+    if (!v1 || !v2) return NULL;
     v1->ann = v2->ann = o->ann;
     ob_expr *e2 = ob_e_bin(lc->a, OB_ADD, ob_e_var(lc->a, v2), ob_e_int(lc->a, safe));
     ob_stmt *parts[2];
@@ -650,13 +683,18 @@ static ob_status check_attach(lctx *lc) {
 
 ob_status ob_lower(ob_sched *s, ob_lowered **out) {
   ob_ctx *ctx = s->ctx;
+  /* A schedule that ran out of memory misses some of its primitives. */
+  if (ob_arena_failed(s->arena)) return ob_fail(ctx, OB_ERR_NOMEM, "schedule: out of memory");
   ob_lowered *f = calloc(1, sizeof *f);
-  if (!f) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  if (!f) return ob_fail(ctx, OB_ERR_NOMEM, "lowering: out of memory");
   f->ctx = ctx;
-  f->arena = ob_arena_new(64 * 1024);
+  f->arena = ob_arena_new(ctx, 64 * 1024);
   lctx lc = {.ctx = ctx, .s = s, .f = f, .a = f->arena, .next_id = 1};
-  lc.ti = ob_arena_alloc(lc.a, sizeof(tinfo) * (size_t)(s->ninputs + s->nstages));
   ob_status r = OB_OK;
+  if (!lc.a || !(lc.ti = ob_arena_alloc(lc.a, sizeof(tinfo) * (size_t)(s->ninputs + s->nstages)))) {
+    r = lower_oom(&lc);
+    goto fail;
+  }
   for (int i = 0; i < s->ninputs; i++) {
     tinfo *ti = &lc.ti[lc.nti++];
     ti->t = s->inputs[i];
@@ -669,24 +707,40 @@ ob_status ob_lower(ob_sched *s, ob_lowered **out) {
     for (int d = 0; d < ti->t->ndim; d++) ti->ext[d] = ti->t->shape[d];
     ti->body = inline_expr(&lc, s->stages[i]->body);
   }
+  if (ob_arena_failed(lc.a)) { /* before check_attach reads the bodies */
+    r = lower_oom(&lc);
+    goto fail;
+  }
   r = check_attach(&lc);
   if (r) goto fail;
   f->args = ob_arena_alloc(lc.a, sizeof(ob_buffer *) * (size_t)(s->ninputs + s->nout));
+  f->temps = ob_arena_alloc(lc.a, sizeof(ob_buffer *) * (size_t)s->nstages);
+  ob_stmt **items = ob_arena_alloc(lc.a, sizeof(ob_stmt *) * (size_t)s->nstages);
+  if (!f->args || !f->temps || !items) {
+    r = lower_oom(&lc);
+    goto fail;
+  }
   for (int i = 0; i < s->ninputs; i++) {
     tinfo *ti = info(&lc, s->inputs[i]);
     ti->buf = new_buffer(&lc, ti->t->name, ti->t->dtype, ob_tensor_numel(ti->t), OB_BUF_ARG);
+    if (!ti->buf) {
+      r = lower_oom(&lc);
+      goto fail;
+    }
     ti->buf->arg_index = f->nargs;
     f->args[f->nargs++] = ti->buf;
   }
   for (int i = 0; i < s->nout; i++) {
     tinfo *ti = info(&lc, s->outs[i]);
     ti->buf = new_buffer(&lc, ti->t->name, ti->t->dtype, ob_tensor_numel(ti->t), OB_BUF_ARG);
+    if (!ti->buf) {
+      r = lower_oom(&lc);
+      goto fail;
+    }
     ti->buf->arg_index = f->nargs;
     ti->buf->is_output = true;
     f->args[f->nargs++] = ti->buf;
   }
-  f->temps = ob_arena_alloc(lc.a, sizeof(ob_buffer *) * (size_t)s->nstages);
-  ob_stmt **items = ob_arena_alloc(lc.a, sizeof(ob_stmt *) * (size_t)s->nstages);
   int n = 0;
   for (int i = 0; i < s->nstages; i++) {
     ob_stage *st = s->stages[i];
@@ -694,6 +748,10 @@ ob_status ob_lower(ob_sched *s, ob_lowered **out) {
     tinfo *ti = info(&lc, st->tensor);
     if (!ti->buf) {
       ti->buf = new_buffer(&lc, ti->t->name, ti->t->dtype, ob_tensor_numel(ti->t), OB_BUF_GLOBAL);
+      if (!ti->buf) {
+        r = lower_oom(&lc);
+        goto fail;
+      }
       f->temps[f->ntemps++] = ti->buf;
     }
     r = emit_stage(&lc, st, &items[n]);
@@ -701,6 +759,10 @@ ob_status ob_lower(ob_sched *s, ob_lowered **out) {
     n++;
   }
   f->body = partition(&lc, seq_of(&lc, items, n));
+  if (ob_arena_failed(lc.a)) {
+    r = lower_oom(&lc);
+    goto fail;
+  }
   *out = f;
   return OB_OK;
 fail:
@@ -756,6 +818,7 @@ static void print_stmt(ob_str *o, const ob_stmt *s, int ind) {
   }
 }
 
+/* NULL when out of memory. */
 char *ob_lowered_str(const ob_lowered *f) {
   ob_str o = {0};
   ob_str_append(&o, "kernel(");

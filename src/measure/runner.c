@@ -424,6 +424,27 @@ void ob_runner_free(ob_runner *r) {
   free(r);
 }
 
+/* Buffers the parent fills and checks against a reference (which needs as
+ * much again): more than half of the machine's memory would end in the
+ * kernel's OOM killer (which may pick the parent), so they are refused up
+ * front with the sizes named. An address-space limit (ulimit -v) lowers the
+ * budget the same way. */
+ob_status ob_runner_check_memory(ob_ctx *ctx, const char *what, size_t bytes) {
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  double mem = pages > 0 && psz > 0 ? (double)pages * (double)psz : INFINITY;
+  const char *whose = "this machine's memory";
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (double)rl.rlim_cur < mem) {
+    mem = (double)rl.rlim_cur;
+    whose = "the address-space limit (ulimit -v)";
+  }
+  if (!isfinite(mem) || (double)bytes <= mem / 2) return OB_OK;
+  return ob_fail(ctx, OB_ERR_NOMEM,
+                 "%s: the buffers need %.2f GiB, more than half of %s (%.2f GiB), the limit for "
+                 "one kernel's buffers",
+                 what, (double)bytes / 1073741824.0, whose, mem / 1073741824.0);
+}
+
 /* Makes the shared buffer area at least `bytes` long. */
 static ob_status ensure_map(ob_runner *r, size_t bytes) {
   if (r->map && r->map_cap >= bytes) return OB_OK;
@@ -550,9 +571,16 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   for (size_t i = 0; i < nb; i++) {
     off[i] = total;
     size_t b = req->buf_bytes[i] ? req->buf_bytes[i] : 1;
-    total += align_up(b, OB_RUN_ALIGN);
+    if (b > (size_t)OB_MAX_BUFFER_BYTES || !ob_add_size(total, align_up(b, OB_RUN_ALIGN), &total)) {
+      st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
+                   "runner: buffer %zu of %s has %zu bytes, more than the limit of %lld bytes per "
+                   "buffer",
+                   i, req->symbol, b, (long long)OB_MAX_BUFFER_BYTES);
+      goto out;
+    }
   }
   if (total == 0) total = OB_RUN_ALIGN;
+  if ((st = ob_runner_check_memory(r->ctx, req->symbol, total)) != OB_OK) goto out;
   if ((st = ensure_map(r, total)) != OB_OK) goto out;
   for (size_t i = 0; i < nb; i++) bufs[i] = r->map + off[i];
 

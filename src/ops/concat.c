@@ -29,9 +29,9 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "concat: %s must be >= 1 (got %lld)", k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
   cat_p p = params(wl);
-  if (p.n * (p.c1 + p.c2) * p.h * p.w > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "concat: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  /* C1 + C2 cannot overflow: both are within OB_MAX_ATTR */
+  return ob_check_numel(ctx, "concat output (N x (C1+C2) x H x W)", 4,
+                        (int64_t[]){p.n, p.c1 + p.c2, p.h, p.w}, NULL);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -42,14 +42,14 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   cat_p p = params(wl);
-  return (double)(p.n * (p.c1 + p.c2) * p.h * p.w);
+  return (double)p.n * ((double)p.c1 + (double)p.c2) * (double)p.h * (double)p.w;
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   cat_p p = params(wl);
-  out[0] = (ob_arg_info){"a", p.n * p.c1 * p.h * p.w, true};
-  out[1] = (ob_arg_info){"b", p.n * p.c2 * p.h * p.w, true};
-  out[2] = (ob_arg_info){"out", p.n * (p.c1 + p.c2) * p.h * p.w, false};
+  out[0] = (ob_arg_info){"a", OB_NUMEL(p.n, p.c1, p.h, p.w), true};
+  out[1] = (ob_arg_info){"b", OB_NUMEL(p.n, p.c2, p.h, p.w), true};
+  out[2] = (ob_arg_info){"out", OB_NUMEL(p.n, p.c1 + p.c2, p.h, p.w), false};
   return 3;
 }
 
@@ -64,25 +64,27 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_concat(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_concat(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   cat_p p = params(wl);
   int64_t hw = p.h * p.w, parts[4];
   int np = 0;
   for (int64_t k = 1; k <= 8 && k <= hw; k *= 2) parts[np++] = k;
-  ob_status st = ob_space_define_knob(sp, "vec", (int64_t[]){4, 8, 16, 32, 64}, 5);
+  int64_t vecs[8], lanes = ob_tmpl_lanes(tg);
+  ob_status st = ob_space_define_knob(sp, "vec", vecs, ob_tmpl_vec_choices(tg, vecs));
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){1, 2, 4}, 3);
   if (!st) st = ob_space_define_knob(sp, "hw_parts", parts, np);
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", hw >= 32 ? 32 : 16);
+  ob_config_set_knob(&c, "vec", hw >= 2 * lanes ? 2 * lanes : lanes); /* two registers */
   ob_config_set_knob(&c, "unroll", 1);
   ob_config_set_knob(&c, "hw_parts", p.n * (p.c1 + p.c2) < 8 && hw >= 64 ? 2 : 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_concat(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_concat(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   cat_p p = params(wl);
   int64_t hw = p.h * p.w; /* NCHW viewed as planes [N, C, H*W] */
   ob_tensor *a = ob_te_placeholder(te, "a", 3, (int64_t[]){p.n, p.c1, hw}, OB_F32);

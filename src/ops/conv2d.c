@@ -37,8 +37,8 @@ static conv_p params(const ob_workload *wl) {
   p.dh = ob_workload_get(wl, "dil_h");
   p.dw = ob_workload_get(wl, "dil_w");
   p.g = ob_workload_get(wl, "groups");
-  p.oh = p.sh > 0 && p.dh > 0 ? (p.h + p.pt + p.pb - p.dh * (p.r - 1) - 1) / p.sh + 1 : 0;
-  p.ow = p.sw > 0 && p.dw > 0 ? (p.w + p.pl + p.pr - p.dw * (p.s - 1) - 1) / p.sw + 1 : 0;
+  p.oh = ob_window_out(p.h, p.pt, p.pb, p.dh, p.r, p.sh);
+  p.ow = ob_window_out(p.w, p.pl, p.pr, p.dw, p.s, p.sw);
   return p;
 }
 
@@ -58,11 +58,11 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
                    (long long)p.g, (long long)p.c, (long long)p.k);
   if (p.oh < 1 || p.ow < 1)
     return ob_fail(ctx, OB_ERR_INVALID_ARG,
-                   "conv2d: empty output (%lldx%lld) for input %lldx%lld, kernel %lldx%lld", (long long)p.oh,
-                   (long long)p.ow, (long long)p.h, (long long)p.w, (long long)p.r, (long long)p.s);
-  if (p.n * p.c * p.h * p.w > (1LL << 31) || p.n * p.k * p.oh * p.ow > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "conv2d: tensors over 2^31 elements are not supported");
-  return OB_OK;
+                   "conv2d: empty output: the kernel %lldx%lld (dilation %lld,%lld) is larger than "
+                   "the padded input %lldx%lld",
+                   (long long)p.r, (long long)p.s, (long long)p.dh, (long long)p.dw,
+                   (long long)(p.h + p.pt + p.pb), (long long)(p.w + p.pl + p.pr));
+  return ob_conv_check_sizes(ctx, "conv2d", &p);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -76,12 +76,13 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   conv_p p = params(wl);
-  return 2.0 * (double)(p.n * p.k * p.oh * p.ow) * (double)(p.c / p.g * p.r * p.s);
+  return 2.0 * (double)p.n * (double)p.k * (double)p.oh * (double)p.ow * (double)(p.c / p.g) *
+         (double)p.r * (double)p.s;
 }
 
 static int64_t reduce_len(const ob_workload *wl) {
   conv_p p = params(wl);
-  return p.c / p.g * p.r * p.s;
+  return OB_NUMEL(p.c / p.g, p.r, p.s);
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
@@ -89,10 +90,11 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int n = 0;
-  out[n++] = (ob_arg_info){"data", p.n * p.c * p.h * p.w, true};
-  out[n++] = (ob_arg_info){"weight", p.k * (p.c / p.g) * p.r * p.s, true};
-  n += ob_epilogue_args(&e, p.k, p.n * p.k * p.oh * p.ow, out + n);
-  out[n++] = (ob_arg_info){"output", p.n * p.k * p.oh * p.ow, false};
+  int64_t onumel = OB_NUMEL(p.n, p.k, p.oh, p.ow);
+  out[n++] = (ob_arg_info){"data", OB_NUMEL(p.n, p.c, p.h, p.w), true};
+  out[n++] = (ob_arg_info){"weight", OB_NUMEL(p.k, p.c / p.g, p.r, p.s), true};
+  n += ob_epilogue_args(&e, p.k, onumel, out + n);
+  out[n++] = (ob_arg_info){"output", onumel, false};
   return n;
 }
 
@@ -146,24 +148,27 @@ static ob_status declare(ob_te *te, const ob_workload *wl, conv_t *c) {
 }
 
 /* ---- template conv2d_nchw.x86 --------------------------------------------- */
-/* At most 32 vector accumulators (AVX-512 has 32 zmm registers). */
+/* At most as many vector accumulators as the target has vector registers
+ * (operands come from memory: broadcast weights, unaligned input rows). */
 static bool regblock_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t oc[2], oh[2], ow[2];
   ob_config_split(cfg, "tile_oc", oc);
   ob_config_split(cfg, "tile_oh", oh);
   ob_config_split(cfg, "tile_ow", ow);
-  int64_t vecs = (ow[1] + 15) / 16;
-  return oc[1] * oh[1] * vecs <= 32;
+  return oc[1] * oh[1] * ob_tmpl_vectors(tg, ow[1]) <= ob_tmpl_registers(tg);
 }
 
-static ob_status define_nchw(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   conv_p p = params(wl);
+  int64_t lanes = ob_tmpl_lanes(tg);
   ob_status st;
-  st = ob_space_define_split(sp, "tile_oc", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 32});
+  /* a register per output channel of the block at most; rows of up to two
+   * vectors */
+  st = ob_space_define_split(sp, "tile_oc", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = ob_tmpl_registers(tg)});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 4});
-  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 32});
+  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 2 * lanes});
   if (!st) st = ob_space_define_split(sp, "tile_ic", p.c / p.g, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
   if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
@@ -171,14 +176,15 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, o
   bool padded = p.pt || p.pl || p.pb || p.pr;
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
   if (st) return st;
-  ob_space_set_filter(sp, regblock_ok, NULL);
-  /* fallback: 8 output channels x 16 columns (8 zmm accumulators), input
-   * channels in blocks of up to 16, padding materialized */
+  ob_space_set_filter(sp, regblock_ok, (void *)tg); /* read only */
+  /* fallback: 8 output channels x one vector of columns (8 accumulators),
+   * input channels in blocks of up to a vector's lanes, padding
+   * materialized */
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_oc", (int64_t[]){8}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
-  ob_config_set_split(&c, "tile_ow", (int64_t[]){16}, 1);
-  ob_config_set_split(&c, "tile_ic", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_ow", (int64_t[]){lanes}, 1);
+  ob_config_set_split(&c, "tile_ic", (int64_t[]){lanes}, 1);
   ob_config_set_knob(&c, "reduce_order", 0);
   ob_config_set_knob(&c, "unroll_kw", 1);
   ob_config_set_knob(&c, "unroll_oc", 1);
@@ -187,7 +193,8 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, o
   return OB_OK;
 }
 
-static ob_status build_nchw(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   conv_t c;
   ob_status st = declare(te, wl, &c);
   if (st) return st;
@@ -257,22 +264,28 @@ static void nchwc_blocks(const ob_config *cfg, int64_t *icb, int64_t *ocb) {
   *ocb = oc[1];
 }
 
+/* The register block (columns x rows x vectors of output channels) within
+ * the target's accumulator budget, and with the block's weight vectors and
+ * the broadcast input in registers too (ob_tmpl_block_fits). */
 static bool nchwc_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t oc[2], oh[2], ow[2];
   ob_config_split(cfg, "tile_oc", oc);
   ob_config_split(cfg, "tile_oh", oh);
   ob_config_split(cfg, "tile_ow", ow);
-  return ow[1] * oh[1] * ((oc[1] + 15) / 16) <= 28;
+  return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
 }
 
-static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   conv_p p = params(wl);
+  int64_t lanes = ob_tmpl_lanes(tg), budget = ob_tmpl_budget(tg);
+  /* output-channel blocks of half a vector, one or two vectors; they never
+   * straddle groups */
   int64_t occ[4];
   int nocc = 0;
-  for (int64_t b = 8; b <= 32; b *= 2)
-    if ((p.k / p.g) % b == 0) occ[nocc++] = b; /* blocks never straddle groups */
+  for (int64_t b = lanes / 2; b <= 2 * lanes; b *= 2)
+    if (b > 1 && (p.k / p.g) % b == 0) occ[nocc++] = b;
   if (!nocc) occ[nocc++] = 1; /* odd channel counts: still correct, one lane */
   int64_t ocand[8];
   for (int i = 0; i < nocc; i++) {
@@ -281,26 +294,27 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
   }
   ob_status st = ob_space_define_split(sp, "tile_ic", p.c / p.g, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 64});
   if (!st) st = ob_space_define_split(sp, "tile_oc", p.k / p.g, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = ocand, .ncandidates = nocc});
-  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 28});
+  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = budget});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 2});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
   bool padded = p.pt || p.pl || p.pb || p.pr;
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
   if (st) return st;
-  ob_space_set_filter(sp, nchwc_ok, NULL);
-  /* fallback as AutoTVM's: 16 lanes of output channels, a register block of
-   * up to 14 columns that divides the output width, ic_bn up to 16 */
-  int64_t owb = 1;
-  for (int64_t b = 14; b >= 1; b--)
+  ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
+  /* fallback as AutoTVM's: a vector of output channels, a register block of
+   * up to 14 columns (within the accumulator budget) that divides the output
+   * width, ic_bn up to a vector's lanes */
+  int64_t owb = 1, most = budget < 14 ? budget : 14;
+  for (int64_t b = most; b >= 1; b--)
     if (p.ow % b == 0) {
       owb = b;
       break;
     }
-  if (owb < 4 && p.ow >= 8) owb = 8; /* prime widths: a tail beats 1-wide blocks */
+  if (owb < 4 && p.ow >= 8) owb = most < 8 ? most : 8; /* prime widths: a tail beats 1-wide blocks */
   ob_config c = ob_space_first(sp);
-  ob_config_set_split(&c, "tile_ic", (int64_t[]){16}, 1);
-  ob_config_set_split(&c, "tile_oc", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_ic", (int64_t[]){lanes}, 1);
+  ob_config_set_split(&c, "tile_oc", (int64_t[]){lanes}, 1);
   ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "unroll_kw", 0);
@@ -310,7 +324,8 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
   return OB_OK;
 }
 
-static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   conv_p p = params(wl);
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);

@@ -1,9 +1,33 @@
 /* convutil.c: what the convolution operators share: the naive grouped
- * convolution reference (double accumulation, epilogue applied) and zero
+ * convolution reference (double accumulation, epilogue applied per element:
+ * no buffer, so nothing to run out of memory for) and zero
  * padding of the spatial dimensions as a select-based compute stage. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ops/ops_impl.h"
+
+/* Every tensor of a convolution, padded data included (templates may
+ * materialize it); the channel-blocked layouts hold the same counts. */
+ob_status ob_conv_check_sizes(ob_ctx *ctx, const char *op, const ob_conv_geom *p) {
+  char what[64];
+  const struct {
+    const char *name;
+    int64_t d[4];
+  } t[] = {
+      {"data (N x C x H x W)", {p->n, p->c, p->h, p->w}},
+      {"weight (K x C/groups x R x S)", {p->k, p->c / p->g, p->r, p->s}},
+      {"output (N x K x OH x OW)", {p->n, p->k, p->oh, p->ow}},
+      {"padded data (N x C x (H+pads) x (W+pads))",
+       {p->n, p->c, p->h + p->pt + p->pb, p->w + p->pl + p->pr}},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    snprintf(what, sizeof what, "%s %s", op, t[i].name);
+    ob_status st = ob_check_numel(ctx, what, 4, t[i].d, NULL);
+    if (st) return st;
+  }
+  return OB_OK;
+}
 
 void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs) {
   ob_epilogue e;
@@ -13,9 +37,7 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *out = bufs[a];
-  int64_t numel = p->n * p->k * p->oh * p->ow, cpg = p->c / p->g, kpg = p->k / p->g;
-  double *acc = malloc(sizeof(double) * (size_t)numel);
-  OB_ASSERT(acc);
+  int64_t cpg = p->c / p->g, kpg = p->k / p->g;
   for (int64_t n = 0; n < p->n; n++)
     for (int64_t k = 0; k < p->k; k++)
       for (int64_t y = 0; y < p->oh; y++)
@@ -33,11 +55,19 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
                      wt[((k * cpg + c) * p->r + ry) * p->s + rx];
               }
             }
-          acc[((n * p->k + k) * p->oh + y) * p->ow + x] = s;
+          int64_t i = ((n * p->k + k) * p->oh + y) * p->ow + x;
+          out[i] = (float)ob_epilogue_ref_at(&e, s, i, p->k, p->oh * p->ow, bias, res);
         }
-  ob_epilogue_ref(&e, acc, numel, p->k, p->oh * p->ow, bias, res);
-  for (int64_t i = 0; i < numel; i++) out[i] = (float)acc[i];
-  free(acc);
+}
+
+int64_t ob_window_out(int64_t in, int64_t pad_a, int64_t pad_b, int64_t dil, int64_t k,
+                      int64_t stride) {
+  int64_t span, room;
+  if (stride < 1 || dil < 1 || k < 1 || in < 1 || pad_a < 0 || pad_b < 0) return 0;
+  if (!ob_mul_i64(dil, k - 1, &span) || !ob_add_i64(span, 1, &span)) return 0;
+  if (!ob_add_i64(in, pad_a, &room) || !ob_add_i64(room, pad_b, &room)) return 0;
+  if (room < span) return 0; /* C division truncates toward 0: test before dividing */
+  return (room - span) / stride + 1;
 }
 
 ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_t pt, int64_t pl,

@@ -18,9 +18,10 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "dense: %s must be >= 1 (got %lld)", k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
   int64_t m = ob_workload_get(wl, "M"), n = ob_workload_get(wl, "N"), k = ob_workload_get(wl, "K");
-  if (m * k > (1LL << 31) || n * k > (1LL << 31) || m * n > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "dense: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  ob_status st = ob_check_numel(ctx, "dense A (M x K)", 2, (int64_t[]){m, k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "dense B (N x K)", 2, (int64_t[]){n, k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "dense C (M x N)", 2, (int64_t[]){m, n}, NULL);
+  return st;
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -40,10 +41,10 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int c = 0;
-  out[c++] = (ob_arg_info){"A", m * k, true};
-  out[c++] = (ob_arg_info){"B", n * k, true};
-  c += ob_epilogue_args(&e, n, m * n, out + c);
-  out[c++] = (ob_arg_info){"C", m * n, false};
+  out[c++] = (ob_arg_info){"A", OB_NUMEL(m, k), true};
+  out[c++] = (ob_arg_info){"B", OB_NUMEL(n, k), true};
+  c += ob_epilogue_args(&e, n, OB_NUMEL(m, n), out + c);
+  out[c++] = (ob_arg_info){"C", OB_NUMEL(m, n), false};
   return c;
 }
 
@@ -56,52 +57,59 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *C = bufs[a];
-  double *acc = malloc(sizeof(double) * (size_t)(M * N));
-  OB_ASSERT(acc);
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
       double s = 0;
       for (int64_t k = 0; k < K; k++) s += (double)A[i * K + k] * B[j * K + k];
-      acc[i * N + j] = s;
+      C[i * N + j] = (float)ob_epilogue_ref_at(&e, s, i * N + j, N, 1, bias, res);
     }
-  ob_epilogue_ref(&e, acc, M * N, N, 1, bias, res);
-  for (int64_t i = 0; i < M * N; i++) C[i] = (float)acc[i];
-  free(acc);
 }
 
 /* ---- template dense.x86 ---------------------------------------------------- */
+/* A tile of tile_y x tile_x partial sums, each vec_k lanes wide, within the
+ * target's accumulator budget. */
 static bool regblock_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t y[2], x[2];
   ob_config_split(cfg, "tile_y", y);
   ob_config_split(cfg, "tile_x", x);
-  return y[1] * x[1] <= 28;
+  return y[1] * x[1] * ob_tmpl_vectors(tg, ob_config_knob(cfg, "vec_k")) <= ob_tmpl_budget(tg);
 }
 
-static ob_status define_dense(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_dense(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N"), K = ob_workload_get(wl, "K");
-  int64_t vk[4];
-  int nvk = 0;
-  for (int64_t v = 4; v <= 16; v *= 2)
-    if (K % v == 0) vk[nvk++] = v;
+  int64_t vk[8], all[8];
+  int nvk = 0, na = ob_tmpl_vec_choices(tg, all);
+  for (int i = 0; i < na && all[i] <= ob_tmpl_lanes(tg); i++) /* up to one vector */
+    if (K % all[i] == 0) vk[nvk++] = all[i];
   if (!nvk) vk[nvk++] = 1; /* no vector split of K divides it: scalar reduction */
   ob_status st = ob_space_define_split(sp, "tile_y", M, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 8});
+  /* tile_x bounds a count of columns (each its own accumulator), not lanes */
   if (!st) st = ob_space_define_split(sp, "tile_x", N, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 16});
   if (!st) st = ob_space_define_knob(sp, "vec_k", vk, nvk);
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){0, 1}, 2);
   if (st) return st;
-  ob_space_set_filter(sp, regblock_ok, NULL);
+  ob_space_set_filter(sp, regblock_ok, (void *)tg); /* read only */
+  /* fallback: 4 x 4 partial sums of a vector each, fewer columns where the
+   * accumulator budget (or the factors of M and N) asks for it */
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_y", (int64_t[]){4}, 1);
-  ob_config_set_split(&c, "tile_x", (int64_t[]){4}, 1);
-  ob_config_set_knob(&c, "vec_k", 16);
+  ob_config_set_knob(&c, "vec_k", ob_tmpl_lanes(tg));
   ob_config_set_knob(&c, "unroll", 1);
+  int64_t y[2], x[2], per = ob_tmpl_vectors(tg, ob_config_knob(&c, "vec_k"));
+  ob_config_split(&c, "tile_y", y);
+  for (int64_t want = 4; want >= 1; want--) {
+    ob_config_set_split(&c, "tile_x", (int64_t[]){want}, 1);
+    ob_config_split(&c, "tile_x", x);
+    if (y[1] * x[1] * per <= ob_tmpl_budget(tg)) break;
+  }
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_dense(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_dense(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N"), K = ob_workload_get(wl, "K");
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);

@@ -22,8 +22,8 @@ static dw_p params(const ob_workload *wl) {
   dw_p p;
   int64_t *f[] = {&p.n, &p.c, &p.h, &p.w, &p.r, &p.s, &p.sh, &p.sw, &p.pt, &p.pl, &p.pb, &p.pr, &p.dh, &p.dw};
   for (int i = 0; i < 14; i++) *f[i] = ob_workload_get(wl, k_attrs[i]);
-  p.oh = p.sh > 0 && p.dh > 0 ? (p.h + p.pt + p.pb - p.dh * (p.r - 1) - 1) / p.sh + 1 : 0;
-  p.ow = p.sw > 0 && p.dw > 0 ? (p.w + p.pl + p.pr - p.dw * (p.s - 1) - 1) / p.sw + 1 : 0;
+  p.oh = ob_window_out(p.h, p.pt, p.pb, p.dh, p.r, p.sh);
+  p.ow = ob_window_out(p.w, p.pl, p.pr, p.dw, p.s, p.sw);
   return p;
 }
 
@@ -37,11 +37,13 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
                      is_pad ? 0 : 1, (long long)v);
   }
   if (p.oh < 1 || p.ow < 1)
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "depthwise_conv2d: empty output for input %lldx%lld, kernel %lldx%lld",
-                   (long long)p.h, (long long)p.w, (long long)p.r, (long long)p.s);
-  if (p.n * p.c * p.h * p.w > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "depthwise_conv2d: tensors over 2^31 elements are not supported");
-  return OB_OK;
+    return ob_fail(ctx, OB_ERR_INVALID_ARG,
+                   "depthwise_conv2d: empty output: the kernel %lldx%lld (dilation %lld,%lld) is "
+                   "larger than the padded input %lldx%lld",
+                   (long long)p.r, (long long)p.s, (long long)p.dh, (long long)p.dw,
+                   (long long)(p.h + p.pt + p.pb), (long long)(p.w + p.pl + p.pr));
+  ob_conv_geom g = {p.n, p.c, p.h, p.w, p.c, p.r, p.s, p.sh, p.sw, p.pt, p.pl, p.pb, p.pr, p.dh, p.dw, p.c, p.oh, p.ow};
+  return ob_conv_check_sizes(ctx, "depthwise_conv2d", &g);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -54,12 +56,12 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   dw_p p = params(wl);
-  return 2.0 * (double)(p.n * p.c * p.oh * p.ow) * (double)(p.r * p.s);
+  return 2.0 * (double)p.n * (double)p.c * (double)p.oh * (double)p.ow * (double)p.r * (double)p.s;
 }
 
 static int64_t reduce_len(const ob_workload *wl) {
   dw_p p = params(wl);
-  return p.r * p.s;
+  return OB_NUMEL(p.r, p.s);
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
@@ -67,10 +69,11 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int n = 0;
-  out[n++] = (ob_arg_info){"data", p.n * p.c * p.h * p.w, true};
-  out[n++] = (ob_arg_info){"weight", p.c * p.r * p.s, true};
-  n += ob_epilogue_args(&e, p.c, p.n * p.c * p.oh * p.ow, out + n);
-  out[n++] = (ob_arg_info){"output", p.n * p.c * p.oh * p.ow, false};
+  int64_t onumel = OB_NUMEL(p.n, p.c, p.oh, p.ow);
+  out[n++] = (ob_arg_info){"data", OB_NUMEL(p.n, p.c, p.h, p.w), true};
+  out[n++] = (ob_arg_info){"weight", OB_NUMEL(p.c, p.r, p.s), true};
+  n += ob_epilogue_args(&e, p.c, onumel, out + n);
+  out[n++] = (ob_arg_info){"output", onumel, false};
   return n;
 }
 
@@ -82,22 +85,25 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 }
 
 /* ---- template depthwise_NCHWc.x86 ----------------------------------------- */
+/* The register block within the target's accumulator budget, with the
+ * weight vectors and an input vector in registers too. */
 static bool nchwc_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t cb[2], ow[2], oh[2];
   ob_config_split(cfg, "tile_c", cb);
   ob_config_split(cfg, "tile_ow", ow);
   ob_config_split(cfg, "tile_oh", oh);
-  return ow[1] * oh[1] * ((cb[1] + 15) / 16) <= 28;
+  return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, cb[1]));
 }
 
-static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   dw_p p = params(wl);
-  int64_t cand[8];
+  int64_t lanes = ob_tmpl_lanes(tg);
+  int64_t cand[8]; /* channel blocks of half a vector, one or two vectors */
   int nc = 0;
-  for (int64_t b = 8; b <= 32; b *= 2)
-    if (p.c % b == 0) {
+  for (int64_t b = lanes / 2; b <= 2 * lanes; b *= 2)
+    if (b > 1 && p.c % b == 0) {
       cand[2 * nc] = -1;
       cand[2 * nc + 1] = b;
       nc++;
@@ -108,13 +114,13 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
     nc = 1;
   }
   ob_status st = ob_space_define_split(sp, "tile_c", p.c, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = cand, .ncandidates = nc});
-  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 28});
+  if (!st) st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = ob_tmpl_budget(tg)});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   bool pd = p.pt || p.pl || p.pb || p.pr;
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, pd ? 2 : 1);
   if (st) return st;
-  ob_space_set_filter(sp, nchwc_ok, NULL);
+  ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback from searches on MobileNetV2's layers: padding inlined (a
    * materialized copy costs a whole extra pass over memory in this
    * memory-bound operator), blocks of up to 8 columns */
@@ -125,7 +131,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, 
       break;
     }
   ob_config c = ob_space_first(sp);
-  ob_config_set_split(&c, "tile_c", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_c", (int64_t[]){lanes}, 1);
   ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "unroll_kw", 1);
@@ -143,7 +149,8 @@ static ob_status finish(ob_sched *s, ob_status st, ob_sched **out) {
   return OB_OK;
 }
 
-static ob_status build_nchwc(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   dw_p p = params(wl);
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
@@ -236,22 +243,24 @@ static void unpack(const ob_workload *wl, const ob_config *cfg, int arg, const f
 }
 
 /* ---- template depthwise_nchw.x86 ------------------------------------------ */
-static ob_status define_nchw(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   dw_p p = params(wl);
-  ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 64});
+  /* columns in vectors of up to four registers' worth */
+  ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 4 * ob_tmpl_lanes(tg)});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_split(&c, "tile_ow", (int64_t[]){16}, 1);
+  ob_config_set_split(&c, "tile_ow", (int64_t[]){ob_tmpl_lanes(tg)}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){2}, 1);
   ob_config_set_knob(&c, "unroll_kw", 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_nchw(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   dw_p p = params(wl);
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);

@@ -45,8 +45,10 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
     if (d[i] < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", wl->op, k_attrs[i],
                      (long long)d[i]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
+  char what[64];
+  snprintf(what, sizeof what, "%s x (N x C x H x W)", wl->op);
+  ob_status st = ob_check_numel(ctx, what, 4, d, NULL);
+  if (st) return st;
   if (kind_of(wl) == EW_CLIP && ob_workload_get(wl, "lo") > ob_workload_get(wl, "hi"))
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "clip: lo > hi");
   return OB_OK;
@@ -65,13 +67,13 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 static double flops(const ob_workload *wl) {
   int64_t d[4];
   dims(wl, d);
-  return (double)(d[0] * d[1] * d[2] * d[3]);
+  return (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[4];
   dims(wl, d);
-  int64_t n = d[0] * d[1] * d[2] * d[3];
+  int64_t n = ob_numel_valid(4, d);
   int c = 0;
   out[c++] = (ob_arg_info){"x", n, true};
   if (kind_of(wl) == EW_ADD || kind_of(wl) == EW_MUL) out[c++] = (ob_arg_info){"y", n, true};
@@ -109,21 +111,23 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_ew(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_ew(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t d[4];
   dims(wl, d);
-  ob_status st = ob_space_define_knob(sp, "vec", (int64_t[]){4, 8, 16, 32, 64}, 5);
+  int64_t vecs[8], lanes = ob_tmpl_lanes(tg);
+  ob_status st = ob_space_define_knob(sp, "vec", vecs, ob_tmpl_vec_choices(tg, vecs));
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){1, 2, 4}, 3);
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", d[2] * d[3] >= 32 ? 32 : 16);
+  ob_config_set_knob(&c, "vec", d[2] * d[3] >= 2 * lanes ? 2 * lanes : lanes); /* two registers */
   ob_config_set_knob(&c, "unroll", 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_ew(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_ew(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[4];
   dims(wl, d);
   ew_kind k = kind_of(wl);

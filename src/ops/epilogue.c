@@ -89,7 +89,7 @@ ob_tensor *ob_epilogue_apply_blocked(ob_te *te, const ob_epilogue *e, ob_tensor 
     }
     if (cur != x) mid[(*nmid)++] = cur;
     cur = ob_te_compute(te, k_epi_names[e->step[s]], nd, ax, body);
-    OB_ASSERT(cur);
+    OB_ASSERT(cur || ob_te_failed(te)); /* well-formed by construction; NULL: out of memory */
   }
   return cur;
 }
@@ -101,16 +101,21 @@ int ob_epilogue_args(const ob_epilogue *e, int64_t chans, int64_t out_numel, ob_
   return n;
 }
 
+double ob_epilogue_ref_at(const ob_epilogue *e, double v, int64_t i, int64_t chans, int64_t inner,
+                          const float *bias, const float *residual) {
+  for (int s = 0; s < e->n; s++) {
+    switch (e->step[s]) {
+    case OB_EPI_BIAS: v = (float)(v + bias[(i / inner) % chans]); break;
+    case OB_EPI_RELU: v = v > 0 ? v : 0; break;
+    case OB_EPI_RELU6: v = v < 0 ? 0 : v > 6 ? 6 : v; break;
+    case OB_EPI_ADD: v = (float)(v + residual[i]); break;
+    default: break;
+    }
+  }
+  return v;
+}
+
 void ob_epilogue_ref(const ob_epilogue *e, double *acc, int64_t numel, int64_t chans,
                      int64_t inner, const float *bias, const float *residual) {
-  for (int s = 0; s < e->n; s++)
-    for (int64_t i = 0; i < numel; i++) {
-      switch (e->step[s]) {
-      case OB_EPI_BIAS: acc[i] = (float)(acc[i] + bias[(i / inner) % chans]); break;
-      case OB_EPI_RELU: acc[i] = acc[i] > 0 ? acc[i] : 0; break;
-      case OB_EPI_RELU6: acc[i] = acc[i] < 0 ? 0 : acc[i] > 6 ? 6 : acc[i]; break;
-      case OB_EPI_ADD: acc[i] = (float)(acc[i] + residual[i]); break;
-      default: break;
-      }
-    }
+  for (int64_t i = 0; i < numel; i++) acc[i] = ob_epilogue_ref_at(e, acc[i], i, chans, inner, bias, residual);
 }

@@ -26,9 +26,9 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
   if (d[1] % d[4])
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: block cb=%lld must divide C=%lld", wl->op, (long long)d[4],
                    (long long)d[1]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
-  return OB_OK;
+  char what[64];
+  snprintf(what, sizeof what, "%s x (N x C x H x W)", wl->op);
+  return ob_check_numel(ctx, what, 4, d, NULL);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -41,13 +41,13 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 static double flops(const ob_workload *wl) {
   int64_t d[5];
   dims(wl, d);
-  return (double)(d[0] * d[1] * d[2] * d[3]); /* one move per element */
+  return (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3]; /* one move per element */
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[5];
   dims(wl, d);
-  int64_t n = d[0] * d[1] * d[2] * d[3];
+  int64_t n = ob_numel_valid(4, d);
   out[0] = (ob_arg_info){"x", n, true};
   out[1] = (ob_arg_info){"out", n, false};
   return 2;
@@ -68,20 +68,22 @@ static void reference(const ob_workload *wl, void *const *bufs) {
       }
 }
 
-static ob_status define_layout(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_layout(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   (void)wl;
+  int64_t lanes = ob_tmpl_lanes(tg);
   ob_status st = ob_space_define_knob(sp, "vec_axis", (int64_t[]){0, 1}, 2); /* 0: block, 1: w */
-  if (!st) st = ob_space_define_knob(sp, "vec_w", (int64_t[]){8, 16}, 2);
+  if (!st) st = ob_space_define_knob(sp, "vec_w", (int64_t[]){lanes / 2, lanes}, 2); /* half, one register */
   if (st) return st;
   ob_config c = ob_space_first(sp);
   ob_config_set_knob(&c, "vec_axis", to_blocked(wl) ? 1 : 0); /* contiguous reads */
-  ob_config_set_knob(&c, "vec_w", 16);
+  ob_config_set_knob(&c, "vec_w", lanes);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_layout(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_layout(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[5];
   dims(wl, d);
   int64_t cb = d[4], cc = d[1] / cb;

@@ -19,24 +19,28 @@ static mm_p params(const ob_workload *wl) {
   return p;
 }
 
+/* The register block (tile_y rows of nb/lanes vectors) plus one row of
+ * the packed B panel within the target's accumulator budget. */
 static bool pack_ok(const ob_config *cfg, void *user) {
-  (void)user;
+  const ob_target *tg = user;
   int64_t y[2], x[2];
   ob_config_split(cfg, "tile_y", y);
   ob_config_split(cfg, "tile_x", x);
-  return y[1] * ((x[1] + 15) / 16) <= 24;
+  return (y[1] + 1) * ob_tmpl_vectors(tg, x[1]) <= ob_tmpl_budget(tg);
 }
 
-ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   mm_p p = params(wl);
+  int64_t lanes = ob_tmpl_lanes(tg);
   int64_t cand[16];
   int nc = 0;
-  static const int64_t k_nb[] = {8, 16, 32, 48, 64};
-  for (size_t i = 0; i < sizeof k_nb / sizeof k_nb[0]; i++)
-    if (p.n % k_nb[i] == 0) {
+  /* panels of half a vector and of one to four vectors */
+  const int64_t nbs[] = {lanes / 2, lanes, 2 * lanes, 3 * lanes, 4 * lanes};
+  for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++)
+    if (nbs[i] > 1 && p.n % nbs[i] == 0) {
       cand[2 * nc] = -1;
-      cand[2 * nc + 1] = k_nb[i];
+      cand[2 * nc + 1] = nbs[i];
       nc++;
     }
   if (!nc) {
@@ -48,19 +52,27 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp
   if (!st) st = ob_space_define_split(sp, "tile_x", p.n, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = cand, .ncandidates = nc});
   if (!st) st = ob_space_define_split(sp, "tile_k", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (st) return st;
-  ob_space_set_filter(sp, pack_ok, NULL);
+  ob_space_set_filter(sp, pack_ok, (void *)tg); /* read only */
+  /* fallback: the widest panel of at most two vectors, 6 rows of two
+   * vectors or 8 of one, fewer where the budget is smaller */
   ob_config c = ob_space_first(sp);
   int64_t nb = 1;
   for (int i = 0; i < nc; i++)
-    if (cand[2 * i + 1] <= 32) nb = cand[2 * i + 1];
+    if (cand[2 * i + 1] <= 2 * lanes) nb = cand[2 * i + 1];
   ob_config_set_split(&c, "tile_x", (int64_t[]){nb}, 1);
-  ob_config_set_split(&c, "tile_y", (int64_t[]){nb >= 32 ? 6 : 8}, 1);
+  for (int64_t want = nb >= 2 * lanes ? 6 : 8; want >= 1; want--) {
+    int64_t y[2]; /* the row count M's splits allow nearest to want */
+    ob_config_set_split(&c, "tile_y", (int64_t[]){want}, 1);
+    ob_config_split(&c, "tile_y", y);
+    if ((y[1] + 1) * ob_tmpl_vectors(tg, nb) <= ob_tmpl_budget(tg)) break;
+  }
   ob_config_set_split(&c, "tile_k", (int64_t[]){2}, 1);
   *dflt = c;
   return OB_OK;
 }
 
-ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   mm_p p = params(wl);
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
@@ -144,11 +156,11 @@ static void move(const ob_workload *wl, const ob_config *cfg, int arg, const flo
   ob_config_split(cfg, "tile_x", tx);
   int64_t nb = tx[1], bt = p.b ? p.b : 1;
   if (arg != 1) {
-    int64_t numel = arg == 0 ? bt * p.m * p.k : -1;
+    int64_t numel = arg == 0 ? OB_NUMEL(bt, p.m, p.k) : -1;
     if (numel < 0) { /* bias [N], residual/output [b, M, N] */
       ob_epilogue e;
       OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
-      numel = ob_epilogue_has(&e, OB_EPI_BIAS) && arg == 2 ? p.n : bt * p.m * p.n;
+      numel = ob_epilogue_has(&e, OB_EPI_BIAS) && arg == 2 ? p.n : OB_NUMEL(bt, p.m, p.n);
     }
     memcpy(dst, src, sizeof(float) * (size_t)numel);
     return;
@@ -180,9 +192,10 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_matmul: %s must be >= 1 (got %lld)", k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
   mm_p p = params(wl);
-  if (p.b * p.m * p.k > (1LL << 31) || p.b * p.n * p.k > (1LL << 31) || p.b * p.m * p.n > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_matmul: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  ob_status st = ob_check_numel(ctx, "batch_matmul A (B x M x K)", 3, (int64_t[]){p.b, p.m, p.k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "batch_matmul B (B x N x K)", 3, (int64_t[]){p.b, p.n, p.k}, NULL);
+  if (!st) st = ob_check_numel(ctx, "batch_matmul C (B x M x N)", 3, (int64_t[]){p.b, p.m, p.n}, NULL);
+  return st;
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -203,10 +216,10 @@ static int args(const ob_workload *wl, ob_arg_info *out) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int c = 0;
-  out[c++] = (ob_arg_info){"A", p.b * p.m * p.k, true};
-  out[c++] = (ob_arg_info){"B", p.b * p.n * p.k, true};
-  c += ob_epilogue_args(&e, p.n, p.b * p.m * p.n, out + c);
-  out[c++] = (ob_arg_info){"C", p.b * p.m * p.n, false};
+  out[c++] = (ob_arg_info){"A", OB_NUMEL(p.b, p.m, p.k), true};
+  out[c++] = (ob_arg_info){"B", OB_NUMEL(p.b, p.n, p.k), true};
+  c += ob_epilogue_args(&e, p.n, OB_NUMEL(p.b, p.m, p.n), out + c);
+  out[c++] = (ob_arg_info){"C", OB_NUMEL(p.b, p.m, p.n), false};
   return c;
 }
 
@@ -219,19 +232,14 @@ static void reference(const ob_workload *wl, void *const *bufs) {
   const float *bias = ob_epilogue_has(&e, OB_EPI_BIAS) ? bufs[a++] : NULL;
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *C = bufs[a];
-  int64_t numel = p.b * p.m * p.n;
-  double *acc = malloc(sizeof(double) * (size_t)numel);
-  OB_ASSERT(acc);
   for (int64_t b = 0; b < p.b; b++)
     for (int64_t i = 0; i < p.m; i++)
       for (int64_t j = 0; j < p.n; j++) {
         double s = 0;
         for (int64_t k = 0; k < p.k; k++) s += (double)A[(b * p.m + i) * p.k + k] * B[(b * p.n + j) * p.k + k];
-        acc[(b * p.m + i) * p.n + j] = s;
+        int64_t at = (b * p.m + i) * p.n + j;
+        C[at] = (float)ob_epilogue_ref_at(&e, s, at, p.n, 1, bias, res);
       }
-  ob_epilogue_ref(&e, acc, numel, p.n, 1, bias, res);
-  for (int64_t i = 0; i < numel; i++) C[i] = (float)acc[i];
-  free(acc);
 }
 
 static const ob_tmpl_def k_tmpls[] = {

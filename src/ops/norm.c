@@ -37,9 +37,8 @@ static ob_status ln_validate(ob_ctx *ctx, const ob_workload *wl) {
     if (ob_workload_get(wl, k_ln_attrs[i]) < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "layer_norm: %s must be >= 1 (got %lld)", k_ln_attrs[i],
                      (long long)ob_workload_get(wl, k_ln_attrs[i]));
-  if (ob_workload_get(wl, "M") * ob_workload_get(wl, "N") > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "layer_norm: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  return ob_check_numel(ctx, "layer_norm x (M x N)", 2,
+                        (int64_t[]){ob_workload_get(wl, "M"), ob_workload_get(wl, "N")}, NULL);
 }
 
 static void ln_key(const ob_workload *wl, char *out, size_t cap) {
@@ -55,10 +54,10 @@ static int64_t ln_reduce_len(const ob_workload *wl) { return ob_workload_get(wl,
 
 static int ln_args(const ob_workload *wl, ob_arg_info *out) {
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
-  out[0] = (ob_arg_info){"x", M * N, true};
+  out[0] = (ob_arg_info){"x", OB_NUMEL(M, N), true};
   out[1] = (ob_arg_info){"gamma", N, true};
   out[2] = (ob_arg_info){"beta", N, true};
-  out[3] = (ob_arg_info){"out", M * N, false};
+  out[3] = (ob_arg_info){"out", OB_NUMEL(M, N), false};
   return 4;
 }
 
@@ -78,19 +77,19 @@ static void ln_reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_ln(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_ln(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
-  int64_t lanes[5];
-  int nl = ob_rowred_lane_choices(N, lanes);
+  int64_t lanes[8];
+  int nl = ob_rowred_lane_choices(tg, N, lanes);
   ob_status st = ob_space_define_knob(sp, "vec", lanes, nl);
   if (!st) st = ob_space_define_split(sp, "tile_m", M, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 16});
   if (!st) st = ob_space_define_knob(sp, "one_pass", (int64_t[]){0, 1}, 2);
   if (st) return st;
-  /* fallback: up to 32 lanes (two zmm per partial sum), a row per parallel
+  /* fallback: up to two registers of lanes per partial sum, a row per parallel
    * iteration, the accurate two-pass variance */
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(N, 32));
+  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(tg, N));
   ob_config_set_split(&c, "tile_m", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "one_pass", 0);
   *dflt = c;
@@ -121,7 +120,8 @@ static ob_expr *rstd_of(ob_te *te, ob_expr *var) {
                    ob_te_call(te, OB_SQRT, OB_TE_ADD(te, var, ob_te_float(te, OB_F32, NORM_EPS))));
 }
 
-static ob_status build_ln(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_ln(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
   int64_t lanes = ob_config_knob(cfg, "vec"), tm[2];
   bool one_pass = ob_config_knob(cfg, "one_pass");
@@ -235,9 +235,7 @@ static ob_status bn_validate(ob_ctx *ctx, const ob_workload *wl) {
     if (d[i] < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_norm: %s must be >= 1 (got %lld)", k_bn_attrs[i],
                      (long long)d[i]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "batch_norm: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  return ob_check_numel(ctx, "batch_norm x (N x C x H x W)", 4, d, NULL);
 }
 
 static void bn_key(const ob_workload *wl, char *out, size_t cap) {
@@ -250,18 +248,18 @@ static void bn_key(const ob_workload *wl, char *out, size_t cap) {
 static double bn_flops(const ob_workload *wl) {
   int64_t d[4];
   bn_dims(wl, d);
-  return 2.0 * (double)(d[0] * d[1] * d[2] * d[3]);
+  return 2.0 * (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
 }
 
 static int bn_args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[4];
   bn_dims(wl, d);
-  out[0] = (ob_arg_info){"x", d[0] * d[1] * d[2] * d[3], true};
+  out[0] = (ob_arg_info){"x", ob_numel_valid(4, d), true};
   out[1] = (ob_arg_info){"gamma", d[1], true};
   out[2] = (ob_arg_info){"beta", d[1], true};
   out[3] = (ob_arg_info){"mean", d[1], true};
   out[4] = (ob_arg_info){"var", d[1], true};
-  out[5] = (ob_arg_info){"out", d[0] * d[1] * d[2] * d[3], false};
+  out[5] = (ob_arg_info){"out", ob_numel_valid(4, d), false};
   return 6;
 }
 
@@ -282,28 +280,30 @@ static void bn_reference(const ob_workload *wl, void *const *bufs) {
     }
 }
 
-static ob_status define_bn(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_bn(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t d[4];
   bn_dims(wl, d);
   int64_t hw = d[2] * d[3], parts[4];
   int np = 0;
   for (int64_t p = 1; p <= 8 && p <= hw; p *= 2) parts[np++] = p;
-  ob_status st = ob_space_define_knob(sp, "vec", (int64_t[]){4, 8, 16, 32, 64}, 5);
+  int64_t vecs[8], lanes = ob_tmpl_lanes(tg);
+  ob_status st = ob_space_define_knob(sp, "vec", vecs, ob_tmpl_vec_choices(tg, vecs));
   if (!st) st = ob_space_define_knob(sp, "unroll", (int64_t[]){1, 2, 4}, 3);
   if (!st) st = ob_space_define_knob(sp, "hw_parts", parts, np);
   if (st) return st;
-  /* fallback: 32 lanes; planes cut in two when there are fewer planes than
+  /* fallback: two registers of lanes; planes cut in two when there are fewer planes than
    * a machine has cores, so that two threads share the work evenly */
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", hw >= 32 ? 32 : 16);
+  ob_config_set_knob(&c, "vec", hw >= 2 * lanes ? 2 * lanes : lanes);
   ob_config_set_knob(&c, "unroll", 1);
   ob_config_set_knob(&c, "hw_parts", d[0] * d[1] < 8 && hw >= 64 ? 2 : 1);
   *dflt = c;
   return OB_OK;
 }
 
-static ob_status build_bn(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_bn(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[4];
   bn_dims(wl, d);
   int64_t pl[3] = {d[0], d[1], d[2] * d[3]}; /* NCHW as planes */

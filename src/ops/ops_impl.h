@@ -6,17 +6,26 @@
 
 #include "opbench/ops.h"
 #include "opbench/schedule.h"
+#include "opbench/target.h"
 
 #define OB_ATTR_REQUIRED INT64_MIN
 #define OB_MAX_ARGS 8
 
+/* A template reads the target's facts (float lanes, vector registers, the
+ * accumulator budget) for everything that depends on the machine: vector
+ * widths, register blocks, the filter and the fallback config. No lane
+ * count or register budget is written into a template; the facts come
+ * from the target table (src/target/). The target outlives the task. */
 typedef struct ob_tmpl_def {
   const char *name;
-  /* Declares the knobs into `space` and sets *dflt to the fallback config. */
-  ob_status (*define)(ob_ctx *ctx, const ob_workload *wl, ob_space *space, ob_config *dflt);
+  /* Declares the knobs into `space` and sets *dflt to the fallback config.
+   * A filter may keep `tg` as its user pointer. */
+  ob_status (*define)(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *space,
+                      ob_config *dflt);
   /* Declares the compute in te (placeholders in argument order) and returns
    * its schedule with cfg applied. */
-  ob_status (*build)(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+  ob_status (*build)(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                     ob_sched **out);
   /* Optional, for kernels whose arguments use the template's own layout:
    * pack copies argument `arg` from the operator's layout into the kernel's,
    * unpack the other way. NULL: the layouts are the same. */
@@ -70,10 +79,36 @@ extern const ob_op_def ob_op_concat;
 extern const ob_op_def ob_op_to_nchwc;
 extern const ob_op_def ob_op_from_nchwc;
 
+/* ---- sizes ------------------------------------------------------------------
+ * ob_workload_validate checks every attribute against OB_MAX_ATTR before an
+ * operator's validate runs, and validate checks every tensor the operator
+ * makes (inputs, outputs, materialized intermediates such as padded data)
+ * through ob_check_numel. The other functions of an ob_op_def see only
+ * validated workloads; ob_numel_valid multiplies their dims and asserts
+ * what validate established. flops functions multiply in double. */
+static inline int64_t ob_numel_valid(int n, const int64_t *d) {
+  int64_t v = 1;
+  for (int i = 0; i < n; i++) OB_ASSERT(d[i] >= 0 && ob_mul_i64(v, d[i], &v));
+  OB_ASSERT(v <= OB_MAX_TENSOR_ELEMS);
+  return v;
+}
+#define OB_NUMEL(...) \
+  ob_numel_valid((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+
+/* The output extent of a sliding window: floor((in + pad_a + pad_b -
+ * dil * (k - 1) - 1) / stride) + 1, or 0 when the dilated window is larger
+ * than the padded input or a value is out of range (stride or dil below 1,
+ * overflow). */
+int64_t ob_window_out(int64_t in, int64_t pad_a, int64_t pad_b, int64_t dil, int64_t k,
+                      int64_t stride);
+
 /* ---- convolution helpers (convutil.c) ------------------------------------ */
 typedef struct ob_conv_geom {
   int64_t n, c, h, w, k, r, s, sh, sw, pt, pl, pb, pr, dh, dw, g, oh, ow;
 } ob_conv_geom;
+/* Checks the element count of every tensor of a convolution (data,
+ * weight, output, padded data) for operator `op`. */
+ob_status ob_conv_check_sizes(ob_ctx *ctx, const char *op, const ob_conv_geom *p);
 /* Naive grouped convolution (data NCHW, weight [K, C/g, R, S]) in double,
  * then the epilogue; bufs in argument order: data, weight, [bias],
  * [residual], output. */
@@ -84,8 +119,8 @@ ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_
                           int64_t pb, int64_t pr);
 
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
-ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt);
-ob_status ob_matmul_build_pack(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
+ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt);
+ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 
@@ -114,6 +149,35 @@ int ob_epilogue_args(const ob_epilogue *e, int64_t chans, int64_t out_numel, ob_
 /* out[i] = epilogue(acc[i]) given the epilogue inputs (bias, residual). */
 void ob_epilogue_ref(const ob_epilogue *e, double *acc, int64_t numel, int64_t chans,
                      int64_t inner, const float *bias, const float *residual);
+/* The same for element i alone (acc = v): lets a reference apply the
+ * epilogue as it goes, with no buffer (that could fail) for the whole. */
+double ob_epilogue_ref_at(const ob_epilogue *e, double v, int64_t i, int64_t chans, int64_t inner,
+                          const float *bias, const float *residual);
+
+/* ---- target facts as templates use them --------------------------------- */
+static inline int64_t ob_tmpl_lanes(const ob_target *tg) { return ob_target_get_facts(tg)->lanes_f32; }
+static inline int64_t ob_tmpl_budget(const ob_target *tg) { return ob_target_get_facts(tg)->accum_budget; }
+static inline int64_t ob_tmpl_registers(const ob_target *tg) {
+  return ob_target_get_facts(tg)->vector_registers;
+}
+/* Vectors of `lanes` float lanes needed for n floats. */
+static inline int64_t ob_tmpl_vectors(const ob_target *tg, int64_t n) {
+  return (n + ob_tmpl_lanes(tg) - 1) / ob_tmpl_lanes(tg);
+}
+/* A register block of `points` outputs, each `vecs` vectors wide (the
+ * block holds points x vecs accumulators and reads vecs weight vectors and
+ * one broadcast per step): within the accumulator budget, and with the
+ * weights and the broadcast in registers as well. With AVX2's 16 ymm a
+ * 2-vector block of 14 spills an accumulator each step (14 + 2 + 1 > 16),
+ * which the budget alone (14) would allow. */
+static inline bool ob_tmpl_block_fits(const ob_target *tg, int64_t points, int64_t vecs) {
+  int64_t acc = points * vecs;
+  return acc <= ob_tmpl_budget(tg) && acc + vecs + 1 <= ob_tmpl_registers(tg);
+}
+/* Vector widths (float lanes) a template offers for a vectorized loop: the
+ * powers of two from 4 to four registers' worth (4, 8, ..., 4 x lanes).
+ * Returns the count; out needs room for 8. */
+int ob_tmpl_vec_choices(const ob_target *tg, int64_t *out);
 
 /* Shared helper: i-th argument pointer as float. */
 #define OB_F(bufs, i) ((float *)(bufs)[i])

@@ -51,10 +51,8 @@ static pool_p params(const ob_workload *wl) {
   p.pr = ob_workload_get(wl, "pad_r");
   p.mode = ob_workload_get(wl, "mode");
   p.incl = ob_workload_get(wl, "incl_pad");
-  /* floor division of a possibly negative numerator: empty output is <= 0 */
-  int64_t nh = p.h + p.pt + p.pb - p.r, nw = p.w + p.pl + p.pr - p.s;
-  p.oh = p.sh > 0 && nh >= 0 ? nh / p.sh + 1 : 0;
-  p.ow = p.sw > 0 && nw >= 0 ? nw / p.sw + 1 : 0;
+  p.oh = ob_window_out(p.h, p.pt, p.pb, 1, p.r, p.sh);
+  p.ow = ob_window_out(p.w, p.pl, p.pr, 1, p.s, p.sw);
   return p;
 }
 
@@ -93,9 +91,13 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
                    "pool2d: a window lies entirely in the padding (W=%lld, S=%lld, stride_w=%lld, "
                    "pad_l=%lld, pad_r=%lld); padding must be smaller than the window",
                    (long long)p.w, (long long)p.s, (long long)p.sw, (long long)p.pl, (long long)p.pr);
-  if (p.n * p.c * p.h * p.w > (1LL << 31) || p.n * p.c * p.oh * p.ow > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "pool2d: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  ob_status st = ob_check_numel(ctx, "pool2d data (N x C x H x W)", 4, (int64_t[]){p.n, p.c, p.h, p.w}, NULL);
+  if (!st)
+    st = ob_check_numel(ctx, "pool2d output (N x C x OH x OW)", 4, (int64_t[]){p.n, p.c, p.oh, p.ow}, NULL);
+  if (!st)
+    st = ob_check_numel(ctx, "pool2d padded data (N x C x (H+pads) x (W+pads))", 4,
+                        (int64_t[]){p.n, p.c, p.h + p.pt + p.pb, p.w + p.pl + p.pr}, NULL);
+  return st;
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -109,18 +111,18 @@ static void key(const ob_workload *wl, char *out, size_t cap) {
 
 static double flops(const ob_workload *wl) {
   pool_p p = params(wl);
-  return (double)(p.n * p.c * p.oh * p.ow) * (double)(p.r * p.s);
+  return (double)p.n * (double)p.c * (double)p.oh * (double)p.ow * (double)p.r * (double)p.s;
 }
 
 static int64_t reduce_len(const ob_workload *wl) {
   pool_p p = params(wl);
-  return p.r * p.s;
+  return OB_NUMEL(p.r, p.s);
 }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
   pool_p p = params(wl);
-  out[0] = (ob_arg_info){"data", p.n * p.c * p.h * p.w, true};
-  out[1] = (ob_arg_info){"output", p.n * p.c * p.oh * p.ow, false};
+  out[0] = (ob_arg_info){"data", OB_NUMEL(p.n, p.c, p.h, p.w), true};
+  out[1] = (ob_arg_info){"output", OB_NUMEL(p.n, p.c, p.oh, p.ow), false};
   return 2;
 }
 
@@ -222,10 +224,11 @@ static ob_status declare(ob_te *te, const pool_p *p, pool_t *c) {
   return OB_OK;
 }
 
-static ob_status define_pool(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_pool(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   pool_p p = params(wl);
-  ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 32});
+  /* column tiles of up to two registers' worth */
+  ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 2 * ob_tmpl_lanes(tg)});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded(&p) ? 2 : 1);
@@ -245,7 +248,8 @@ static ob_status define_pool(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, o
   return OB_OK;
 }
 
-static ob_status build_pool(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_pool(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   pool_p p = params(wl);
   pool_t c;
   ob_status st = declare(te, &p, &c);
@@ -324,9 +328,7 @@ static ob_status gap_validate(ob_ctx *ctx, const ob_workload *wl) {
     if (d[i] < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "global_avg_pool: %s must be >= 1 (got %lld)",
                      k_gap_attrs[i], (long long)d[i]);
-  if (d[0] * d[1] * d[2] * d[3] > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "global_avg_pool: tensors over 2^31 elements are not supported");
-  return OB_OK;
+  return ob_check_numel(ctx, "global_avg_pool data (N x C x H x W)", 4, d, NULL);
 }
 
 static void gap_key(const ob_workload *wl, char *out, size_t cap) {
@@ -339,18 +341,18 @@ static void gap_key(const ob_workload *wl, char *out, size_t cap) {
 static double gap_flops(const ob_workload *wl) {
   int64_t d[4];
   gap_dims(wl, d);
-  return (double)(d[0] * d[1] * d[2] * d[3]);
+  return (double)d[0] * (double)d[1] * (double)d[2] * (double)d[3];
 }
 
 static int64_t gap_reduce_len(const ob_workload *wl) {
-  return ob_workload_get(wl, "H") * ob_workload_get(wl, "W");
+  return OB_NUMEL(ob_workload_get(wl, "H"), ob_workload_get(wl, "W"));
 }
 
 static int gap_args(const ob_workload *wl, ob_arg_info *out) {
   int64_t d[4];
   gap_dims(wl, d);
-  out[0] = (ob_arg_info){"data", d[0] * d[1] * d[2] * d[3], true};
-  out[1] = (ob_arg_info){"output", d[0] * d[1], false};
+  out[0] = (ob_arg_info){"data", ob_numel_valid(4, d), true};
+  out[1] = (ob_arg_info){"output", OB_NUMEL(d[0], d[1]), false};
   return 2;
 }
 
@@ -367,17 +369,17 @@ static void gap_reference(const ob_workload *wl, void *const *bufs) {
   }
 }
 
-static ob_status define_gap(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_gap(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t d[4];
   gap_dims(wl, d);
-  int64_t lanes[5];
-  int nl = ob_rowred_lane_choices(d[2] * d[3], lanes);
+  int64_t lanes[8];
+  int nl = ob_rowred_lane_choices(tg, d[2] * d[3], lanes);
   ob_status st = ob_space_define_knob(sp, "vec", lanes, nl);
   if (!st) st = ob_space_define_split(sp, "tile_nc", d[0] * d[1], &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 16});
   if (st) return st;
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(d[2] * d[3], 32));
+  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(tg, d[2] * d[3]));
   ob_config_set_split(&c, "tile_nc", (int64_t[]){1}, 1);
   *dflt = c;
   return OB_OK;
@@ -392,7 +394,8 @@ static ob_expr *gap_elem(ob_te *te, ob_expr *const *rows, ob_expr *col, void *us
   return ob_te_load(te, u->x, 3, (ob_expr *[]){rows[0], rows[1], col});
 }
 
-static ob_status build_gap(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_gap(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t d[4], tnc[2], hw;
   gap_dims(wl, d);
   hw = d[2] * d[3];

@@ -71,16 +71,23 @@ ob_status ob_rowred_schedule(ob_sched *s, const ob_rowred *r, ob_ivar *at) {
   return rc;
 }
 
-int ob_rowred_lane_choices(int64_t len, int64_t *out) {
+int ob_tmpl_vec_choices(const ob_target *tg, int64_t *out) {
   int n = 0;
-  for (int64_t v = 4; v <= 64 && v <= len; v *= 2) out[n++] = v;
+  for (int64_t v = 4; v <= 4 * ob_tmpl_lanes(tg) && n < 8; v *= 2) out[n++] = v;
+  return n;
+}
+
+int ob_rowred_lane_choices(const ob_target *tg, int64_t len, int64_t *out) {
+  int64_t all[8];
+  int na = ob_tmpl_vec_choices(tg, all), n = 0;
+  for (int i = 0; i < na && all[i] <= len; i++) out[n++] = all[i];
   if (!n) out[n++] = 1;
   return n;
 }
 
-int64_t ob_rowred_default_lanes(int64_t len, int64_t cap) {
-  int64_t ch[5], best = 1, best_cost = INT64_MAX;
-  int n = ob_rowred_lane_choices(len, ch);
+int64_t ob_rowred_default_lanes(const ob_target *tg, int64_t len) {
+  int64_t ch[8], best = 1, best_cost = INT64_MAX, cap = 2 * ob_tmpl_lanes(tg);
+  int n = ob_rowred_lane_choices(tg, len, ch);
   for (int i = 0; i < n; i++) {
     if (ch[i] > cap && i > 0) break;
     int64_t cost = len / ch[i] + ch[i] + len % ch[i];

@@ -22,19 +22,20 @@ typedef struct ob_rowred {
  *                 (t < lanes ? partial[rows, t] : fn(rows, len - len%lanes - lanes + t))
  * i.e. the columns past the last full vector are folded in by the total.
  * Fails (ctx error set) on a malformed declaration. */
-ob_status ob_rowred_declare(ob_te *te, const char *name, ob_reduce_op op, int nrows,
+OB_NODISCARD ob_status ob_rowred_declare(ob_te *te, const char *name, ob_reduce_op op, int nrows,
                             const int64_t *rows, int64_t len, int64_t lanes, ob_rowred_fn fn,
                             void *user, ob_rowred *out);
 /* Computes partial inside total's loop `at` (a leaf of total's stage), the
  * lane axis innermost and vectorized. No-op when there is no partial. */
-ob_status ob_rowred_schedule(ob_sched *s, const ob_rowred *r, ob_ivar *at);
-/* Lane counts for a row of len: the powers of two in [4, 64] up to len, or
- * {1} when len < 4. Returns the count (at most 5). */
-int ob_rowred_lane_choices(int64_t len, int64_t *out);
-/* Fallback lane count for a row of len, at most cap: the choice with the
- * fewest vector iterations plus scalar steps of the total (lanes + len %
- * lanes), the larger on a tie. */
-int64_t ob_rowred_default_lanes(int64_t len, int64_t cap);
+OB_NODISCARD ob_status ob_rowred_schedule(ob_sched *s, const ob_rowred *r, ob_ivar *at);
+/* Lane counts for a row of len: the target's vector widths
+ * (ob_tmpl_vec_choices: 4 ... 4 x lanes) up to len, or {1} when len < 4.
+ * Returns the count (at most 8). */
+int ob_rowred_lane_choices(const ob_target *tg, int64_t len, int64_t *out);
+/* Fallback lane count for a row of len, at most two registers' worth: the
+ * choice with the fewest vector iterations plus scalar steps of the total
+ * (lanes + len % lanes), the larger on a tie. */
+int64_t ob_rowred_default_lanes(const ob_target *tg, int64_t len);
 
 /* Elementwise stage over planes [N, C, H*W] (an NCHW tensor with H and W
  * declared as one axis, so that a vector along it never straddles a row
@@ -42,7 +43,7 @@ int64_t ob_rowred_default_lanes(int64_t len, int64_t cap);
  * that join the fused (n, c) axis in one parallel loop; each piece split by
  * vec (vectorized, tail guarded) and the vector loop's outer part split by
  * unroll (unrolled when > 1). */
-ob_status ob_ew_schedule_planes(ob_sched *s, ob_stage *st, int64_t vec, int64_t unroll,
+OB_NODISCARD ob_status ob_ew_schedule_planes(ob_sched *s, ob_stage *st, int64_t vec, int64_t unroll,
                                 int64_t hw_parts);
 
 #endif

@@ -20,9 +20,8 @@ static ob_status validate(ob_ctx *ctx, const ob_workload *wl) {
     if (ob_workload_get(wl, k_attrs[i]) < 1)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %s must be >= 1 (got %lld)", wl->op, k_attrs[i],
                      (long long)ob_workload_get(wl, k_attrs[i]));
-  if (ob_workload_get(wl, "M") * ob_workload_get(wl, "N") > (1LL << 31))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: tensors over 2^31 elements are not supported", wl->op);
-  return OB_OK;
+  return ob_check_numel(ctx, "softmax x (M x N)", 2,
+                        (int64_t[]){ob_workload_get(wl, "M"), ob_workload_get(wl, "N")}, NULL);
 }
 
 static void key(const ob_workload *wl, char *out, size_t cap) {
@@ -37,7 +36,7 @@ static double flops(const ob_workload *wl) {
 static int64_t reduce_len(const ob_workload *wl) { return ob_workload_get(wl, "N"); }
 
 static int args(const ob_workload *wl, ob_arg_info *out) {
-  int64_t n = ob_workload_get(wl, "M") * ob_workload_get(wl, "N");
+  int64_t n = OB_NUMEL(ob_workload_get(wl, "M"), ob_workload_get(wl, "N"));
   out[0] = (ob_arg_info){"x", n, true};
   out[1] = (ob_arg_info){"out", n, false};
   return 2;
@@ -57,19 +56,19 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 }
 
 /* ---- template softmax.x86 ------------------------------------------------------ */
-static ob_status define_softmax(ob_ctx *ctx, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+static ob_status define_softmax(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
-  int64_t lanes[5];
-  int nl = ob_rowred_lane_choices(N, lanes);
+  int64_t lanes[8];
+  int nl = ob_rowred_lane_choices(tg, N, lanes);
   ob_status st = ob_space_define_knob(sp, "vec", lanes, nl);
   if (!st) st = ob_space_define_split(sp, "tile_m", M, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 16});
   if (!st) st = ob_space_define_knob(sp, "stash_exp", (int64_t[]){0, 1}, 2);
   if (st) return st;
-  /* fallback: up to 32 lanes (two zmm per partial), a row per parallel
+  /* fallback: up to two registers of lanes per partial, a row per parallel
    * iteration, exp computed once (it is a libm call per lane) */
   ob_config c = ob_space_first(sp);
-  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(N, 32));
+  ob_config_set_knob(&c, "vec", ob_rowred_default_lanes(tg, N));
   ob_config_set_split(&c, "tile_m", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "stash_exp", 1);
   *dflt = c;
@@ -107,7 +106,8 @@ static ob_status row_nest(ob_sched *s, ob_stage *st, int64_t tm, int64_t lanes, 
   return r;
 }
 
-static ob_status build_softmax(ob_te *te, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+static ob_status build_softmax(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
   int64_t M = ob_workload_get(wl, "M"), N = ob_workload_get(wl, "N");
   int64_t lanes = ob_config_knob(cfg, "vec"), tm[2];
   bool stash = ob_config_knob(cfg, "stash_exp");

@@ -1,7 +1,8 @@
-/* task.c: one workload bound to one template. Owns the config space, the
- * argument layout and the reference output (computed once per seed), and
- * turns a config into lowered IR or C source through te -> schedule ->
- * lower -> codegen. */
+/* task.c: one workload bound to one template for one target. Owns the
+ * config space, the argument layout and the reference output (computed once
+ * per seed), and turns a config into lowered IR or C source through te ->
+ * schedule -> lower -> codegen. The target is borrowed from the caller, or
+ * owned when the task made the host's default itself. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,8 @@
 
 struct ob_task {
   ob_ctx *ctx;
+  const ob_target *target;
+  ob_target *own_target; /* the default made by ob_task_new, else NULL */
   ob_workload wl;
   const ob_op_def *op;
   const ob_tmpl_def *tmpl;
@@ -26,7 +29,39 @@ struct ob_task {
   float *ref[OB_MAX_ARGS];
 };
 
-ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_task **out) {
+/* A template's fallback can land on a config its own filter rejects
+ * (dense.x86 asks for a 4x4 register tile; with M=7 and N=1001 the nearest
+ * factors give 7x7, over its 28 accumulators), which --config-index, the
+ * database and the tuners would then refuse. The default is made the
+ * nearest valid config: one knob moved as few entities as possible (first
+ * knob first, the smaller entity first), else the first valid index. */
+static ob_status valid_default(ob_task *t) {
+  const ob_space *s = t->space;
+  if (ob_space_is_valid(s, t->dflt.index)) return OB_OK;
+  int nk = ob_space_num_knobs(s);
+  for (int dist = 1;; dist++) {
+    bool any = false;
+    for (int k = 0; k < nk; k++)
+      for (int sign = -1; sign <= 1; sign += 2) {
+        int j = t->dflt.choice[k] + sign * dist;
+        if (j < 0 || j >= ob_space_knob_len(s, k)) continue;
+        any = true;
+        int32_t ch[OB_MAX_KNOBS];
+        memcpy(ch, t->dflt.choice, sizeof ch);
+        ch[k] = j;
+        uint64_t idx = ob_config_index_of(s, ch);
+        if (ob_space_is_valid(s, idx)) return ob_space_get(t->ctx, s, idx, &t->dflt);
+      }
+    if (!any) break;
+  }
+  uint64_t len = ob_space_len(s);
+  for (uint64_t i = 0; i < len && i < (1u << 20); i++)
+    if (ob_space_is_valid(s, i)) return ob_space_get(t->ctx, s, i, &t->dflt);
+  return ob_fail(t->ctx, OB_ERR_UNSUPPORTED, "no config of the space passes the template's filter");
+}
+
+ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, const ob_target *target,
+                      ob_task **out) {
   ob_status st = ob_workload_validate(ctx, wl);
   if (st) return st;
   const ob_op_def *op = ob_op_def_find(wl->op);
@@ -39,7 +74,7 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_t
       ob_str known = {0};
       for (int i = 0; i < op->ntmpls; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", op->tmpls[i].name);
       st = ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates: %s)", wl->op, tmpl,
-                   known.data);
+                   known.data ? known.data : "?");
       ob_str_free(&known);
       return st;
     }
@@ -51,8 +86,18 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, ob_t
   t->op = op;
   t->tmpl = td;
   t->nargs = op->args(wl, t->args);
+  t->target = target;
+  if (!target) {
+    st = ob_target_host(ctx, &t->own_target);
+    if (st) {
+      ob_task_free(t);
+      return st;
+    }
+    t->target = t->own_target;
+  }
   st = ob_space_new(ctx, &t->space);
-  if (!st) st = td->define(ctx, wl, t->space, &t->dflt);
+  if (!st) st = td->define(ctx, t->target, wl, t->space, &t->dflt);
+  if (!st) st = valid_default(t);
   if (st) {
     ob_fail_prefix(ctx, "template '%s'", td->name);
     ob_task_free(t);
@@ -67,11 +112,13 @@ void ob_task_free(ob_task *t) {
   for (int i = 0; i < OB_MAX_ARGS; i++) free(t->ref[i]);
   free(t->scratch);
   ob_space_free(t->space);
+  ob_target_free(t->own_target);
   free(t);
 }
 
 const ob_workload *ob_task_workload(const ob_task *t) { return &t->wl; }
 const char *ob_task_template(const ob_task *t) { return t->tmpl->name; }
+const ob_target *ob_task_target(const ob_task *t) { return t->target; }
 const ob_space *ob_task_space(const ob_task *t) { return t->space; }
 ob_config ob_task_default_config(const ob_task *t) { return t->dflt; }
 double ob_task_flops(const ob_task *t) { return t->op->flops(&t->wl); }
@@ -95,7 +142,10 @@ ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
   ob_te *te = NULL;
   ob_sched *s = NULL;
   st = ob_te_new(t->ctx, &te);
-  if (!st) st = t->tmpl->build(te, &t->wl, cfg, &s);
+  if (!st) st = t->tmpl->build(te, t->target, &t->wl, cfg, &s);
+  /* a declaration cut short by out of memory fails with the template's own
+   * status (a NULL tensor is "invalid" to it): say what happened */
+  if (st && te && ob_te_failed(te)) st = ob_fail(t->ctx, OB_ERR_NOMEM, "compute declaration: out of memory");
   if (!st) st = ob_lower(s, out);
   if (!st && ob_lowered_num_args(*out) != t->nargs) {
     int got = ob_lowered_num_args(*out);
@@ -120,7 +170,7 @@ ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **na
            (unsigned long long)cfg->index);
   for (char *p = buf; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
-  st = ob_codegen_c(t->ctx, f, buf, src);
+  st = ob_codegen_c(t->ctx, t->target, f, buf, src);
   ob_lowered_free(f);
   if (st) return st;
   *name = strdup(buf);

@@ -51,7 +51,8 @@ int64_t ob_workload_get(const ob_workload *wl, const char *name) {
 static ob_status unknown_op(ob_ctx *ctx, const char *op) {
   ob_str known = {0};
   for (int i = 0; i < NOPS; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", k_ops[i]->name);
-  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op, known.data);
+  ob_status st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "unknown operator '%s' (known: %s)", op,
+                         known.data ? known.data : "?");
   ob_str_free(&known);
   return st;
 }
@@ -67,6 +68,10 @@ static ob_status set_one(ob_ctx *ctx, ob_workload *wl, const char *name, int64_t
     ob_str_free(&known);
     return st;
   }
+  char what[64];
+  snprintf(what, sizeof what, "%s: %s", wl->op, name);
+  ob_status st = ob_check_attr(ctx, what, v);
+  if (st) return st;
   wl->attr[i] = v;
   return OB_OK;
 }
@@ -151,11 +156,22 @@ ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *text, ob_wo
 ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl) {
   const ob_op_def *d = ob_op_def_find(wl->op);
   if (!d) return unknown_op(ctx, wl->op);
-  /* a workload built by hand may lack what ob_workload_parse fills in */
+  if (wl->nattr > d->nattrs)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %d attributes, the operator has %d", wl->op,
+                   wl->nattr, d->nattrs);
+  /* In range, every attribute leaves the operators' validate functions room
+   * to add and multiply a few of them in int64 before their checked sizes. A
+   * workload built by hand may lack what ob_workload_parse fills in. */
   for (int i = 0; i < d->nattrs; i++) {
-    int k = attr_index(wl, d->attrs[i]);
-    if (k < 0 || wl->attr[k] == OB_ATTR_REQUIRED)
+    if (i >= wl->nattr || wl->attr[i] == OB_ATTR_REQUIRED)
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: missing attribute '%s'", wl->op, d->attrs[i]);
+    if (strncmp(wl->attr_name[i], d->attrs[i], sizeof wl->attr_name[i]))
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: attribute %d is '%.12s', expected '%s'", wl->op,
+                     i, wl->attr_name[i], d->attrs[i]);
+    char what[64];
+    snprintf(what, sizeof what, "%s: %s", wl->op, d->attrs[i]);
+    ob_status st = ob_check_attr(ctx, what, wl->attr[i]);
+    if (st) return st;
   }
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ctx, wl->epilogue, &e);
@@ -193,7 +209,8 @@ ob_status ob_workload_store(ob_db *db, const ob_workload *wl) {
   ob_workload_key(wl, key, sizeof key);
   ob_str a = {0};
   ob_workload_attrs(wl, &a);
-  ob_status s = ob_db_put_workload(db, key, wl->op, a.data, ob_workload_flops(wl));
+  ob_status s = a.failed ? ob_fail(ob_db_ctx(db), OB_ERR_NOMEM, "workload %s: out of memory", key)
+                         : ob_db_put_workload(db, key, wl->op, a.data, ob_workload_flops(wl));
   ob_str_free(&a);
   return s;
 }
@@ -218,6 +235,10 @@ ob_status ob_workload_from_attrs(ob_ctx *ctx, const char *op, const char *attrs_
     if (!cJSON_IsNumber(it)) continue;
     ob_str_appendf(&text, "%s%s=%lld", text.len ? "," : "", it->string, (long long)it->valuedouble);
   }
+  if (text.failed) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "workload attributes of %s: out of memory", op);
+    goto done;
+  }
   st = ob_workload_parse(ctx, op, text.data ? text.data : "", out);
   const cJSON *epi = cJSON_GetObjectItemCaseSensitive(j, "epilogue");
   if (!st && cJSON_IsString(epi)) st = ob_workload_set_epilogue(ctx, out, epi->valuestring);
@@ -226,4 +247,35 @@ done:
   ob_str_free(&text);
   cJSON_Delete(j);
   return st;
+}
+
+int ob_workload_num_args(const ob_workload *wl) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  return d->args(wl, a);
+}
+
+int64_t ob_workload_arg_numel(const ob_workload *wl, int i) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  int n = d->args(wl, a);
+  OB_ASSERT(i >= 0 && i < n);
+  return a[i].numel;
+}
+
+bool ob_workload_arg_is_input(const ob_workload *wl, int i) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  ob_arg_info a[OB_MAX_ARGS];
+  int n = d->args(wl, a);
+  OB_ASSERT(i >= 0 && i < n);
+  return a[i].is_input;
+}
+
+void ob_workload_reference(const ob_workload *wl, void *const *bufs) {
+  const ob_op_def *d = ob_op_def_find(wl->op);
+  OB_ASSERT(d);
+  d->reference(wl, bufs);
 }

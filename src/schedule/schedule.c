@@ -1,50 +1,70 @@
 /* schedule.c: stages and loop primitives. Each primitive checks that its
  * axes are current leaves of the stage and records a relation; lowering
- * derives the loops and index expressions from the relations. */
+ * derives the loops and index expressions from the relations. Out of
+ * memory: a primitive allocates before it edits the stage, returns
+ * OB_ERR_NOMEM, and every later primitive (and ob_lower) refuses the
+ * schedule with OB_ERR_NOMEM too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "schedule/sched_impl.h"
 
-static ob_status add_stage(ob_sched *s, ob_stage *st, int pos) {
-  if (s->nstages == s->capstages) {
-    int cap = s->capstages ? 2 * s->capstages : 16;
-    ob_stage **n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)cap);
-    if (s->nstages) memcpy(n, s->stages, sizeof(*n) * (size_t)s->nstages);
-    s->stages = n;
-    s->capstages = cap;
-  }
+/* Room for one more stage; false when out of memory. */
+static bool reserve_stage(ob_sched *s) {
+  if (s->nstages < s->capstages) return true;
+  int cap = s->capstages ? 2 * s->capstages : 16;
+  ob_stage **n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)cap);
+  if (!n) return false;
+  if (s->nstages) memcpy(n, s->stages, sizeof(*n) * (size_t)s->nstages);
+  s->stages = n;
+  s->capstages = cap;
+  return true;
+}
+
+static void add_stage(ob_sched *s, ob_stage *st, int pos) {
+  if (!st || !reserve_stage(s)) return; /* the arena failed: ob_sched_new reports it */
   memmove(s->stages + pos + 1, s->stages + pos, sizeof(ob_stage *) * (size_t)(s->nstages - pos));
   s->stages[pos] = st;
   s->nstages++;
-  return OB_OK;
+}
+
+/* Room for `more` leaves; false when out of memory. */
+static bool reserve_leaves(ob_sched *s, ob_stage *st, int more) {
+  if (st->nleaves + more <= st->capleaves) return true;
+  int cap = st->capleaves ? 2 * st->capleaves : 16;
+  while (cap < st->nleaves + more) cap *= 2;
+  ob_ivar **n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)cap);
+  if (!n) return false;
+  if (st->nleaves) memcpy(n, st->leaves, sizeof(*n) * (size_t)st->nleaves);
+  st->leaves = n;
+  st->capleaves = cap;
+  return true;
 }
 
 static void push_leaf(ob_sched *s, ob_stage *st, ob_ivar *iv) {
-  if (st->nleaves == st->capleaves) {
-    int cap = st->capleaves ? 2 * st->capleaves : 16;
-    ob_ivar **n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)cap);
-    if (st->nleaves) memcpy(n, st->leaves, sizeof(*n) * (size_t)st->nleaves);
-    st->leaves = n;
-    st->capleaves = cap;
-  }
-  st->leaves[st->nleaves++] = iv;
+  if (reserve_leaves(s, st, 1)) st->leaves[st->nleaves++] = iv;
 }
 
-static ob_rel *push_rel(ob_sched *s, ob_stage *st) {
-  if (st->nrels == st->caprels) {
-    int cap = st->caprels ? 2 * st->caprels : 8;
-    ob_rel *n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)cap);
-    if (st->nrels) memcpy(n, st->rels, sizeof(*n) * (size_t)st->nrels);
-    st->rels = n;
-    st->caprels = cap;
-  }
-  return &st->rels[st->nrels++];
+/* Room for one more relation; false when out of memory. */
+static bool reserve_rel(ob_sched *s, ob_stage *st) {
+  if (st->nrels < st->caprels) return true;
+  int cap = st->caprels ? 2 * st->caprels : 8;
+  ob_rel *n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)cap);
+  if (!n) return false;
+  if (st->nrels) memcpy(n, st->rels, sizeof(*n) * (size_t)st->nrels);
+  st->rels = n;
+  st->caprels = cap;
+  return true;
+}
+
+static ob_status sched_oom(ob_sched *s, const char *prim, const ob_stage *st) {
+  return ob_fail(s->ctx, OB_ERR_NOMEM, "%s on stage '%s': out of memory", prim, st->tensor->name);
 }
 
 static ob_stage *stage_from_tensor(ob_sched *s, const ob_tensor *t) {
   ob_stage *st = ob_arena_alloc(s->arena, sizeof *st);
+  if (!st) return NULL;
   st->s = s;
   st->tensor = t;
   st->ndim = t->ndim;
@@ -76,11 +96,13 @@ static void visit_tensor(ob_sched *s, const ob_tensor *t, const ob_tensor ***inp
   if (t->placeholder) {
     if (seen_input(s, t)) return;
     if (s->ninputs == *cap) {
-      *cap = *cap ? 2 * *cap : 8;
-      const ob_tensor **n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)*cap);
+      int ncap = *cap ? 2 * *cap : 8;
+      const ob_tensor **n = ob_arena_alloc(s->arena, sizeof(*n) * (size_t)ncap);
+      if (!n) return; /* ob_sched_new reports the failed arena */
       if (s->ninputs) memcpy(n, *inputs, sizeof(*n) * (size_t)s->ninputs);
       *inputs = n;
       s->inputs = n;
+      *cap = ncap;
     }
     (*inputs)[s->ninputs++] = t;
     return;
@@ -109,14 +131,21 @@ static int cmp_tensor_id(const void *x, const void *y) {
 
 ob_status ob_sched_new(ob_te *te, int nout, ob_tensor *const *outs, ob_sched **out) {
   ob_ctx *ctx = te->ctx;
+  /* A declaration that ran out of memory is incomplete (its NULLs may be
+   * among outs): say so before anything else. */
+  if (ob_te_failed(te)) return ob_fail(ctx, OB_ERR_NOMEM, "compute declaration: out of memory");
   if (nout < 1) return ob_fail(ctx, OB_ERR_INVALID_ARG, "schedule needs at least one output");
   ob_sched *s = calloc(1, sizeof *s);
-  if (!s) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  if (!s) return ob_fail(ctx, OB_ERR_NOMEM, "schedule: out of memory");
   s->te = te;
   s->ctx = ctx;
-  s->arena = ob_arena_new(32 * 1024);
+  s->arena = ob_arena_new(ctx, 32 * 1024);
   s->next_id = 1 << 20; /* ids of schedule-made axes never clash with te's */
-  s->outs = ob_arena_alloc(s->arena, sizeof(ob_tensor *) * (size_t)nout);
+  if (s->arena) s->outs = ob_arena_alloc(s->arena, sizeof(ob_tensor *) * (size_t)nout);
+  if (!s->outs) {
+    ob_sched_free(s);
+    return ob_fail(ctx, OB_ERR_NOMEM, "schedule: out of memory");
+  }
   s->nout = nout;
   const ob_tensor **inputs = NULL;
   int cap = 0;
@@ -127,6 +156,10 @@ ob_status ob_sched_new(ob_te *te, int nout, ob_tensor *const *outs, ob_sched **o
     }
     s->outs[i] = outs[i];
     visit_tensor(s, outs[i], &inputs, &cap);
+  }
+  if (ob_arena_failed(s->arena)) {
+    ob_sched_free(s);
+    return ob_fail(ctx, OB_ERR_NOMEM, "schedule: out of memory");
   }
   for (int i = 0; i < nout; i++) ob_sched_stage(s, outs[i])->is_output = true;
   if (s->ninputs > 1) qsort(s->inputs, (size_t)s->ninputs, sizeof(*s->inputs), cmp_tensor_id);
@@ -171,6 +204,7 @@ static int leaf_pos(const ob_stage *st, const ob_ivar *iv) {
 }
 
 static ob_status need_leaf(ob_sched *s, const ob_stage *st, const ob_ivar *iv, const char *prim) {
+  if (ob_arena_failed(s->arena)) return sched_oom(s, prim, st); /* iv may be its NULL */
   if (!iv) return ob_fail(s->ctx, OB_ERR_SCHEDULE, "%s on stage '%s': axis is NULL", prim, st->tensor->name);
   if (leaf_pos(st, iv) < 0)
     return ob_fail(s->ctx, OB_ERR_SCHEDULE, "%s on stage '%s': axis '%s' is not a leaf of this stage",
@@ -195,7 +229,8 @@ static ob_status do_split(ob_sched *s, ob_stage *st, ob_ivar *iv, int64_t factor
   if (factor > iv->extent) factor = iv->extent; /* an inner loop never exceeds its parent */
   ob_ivar *o = new_iv(s, iv->name, "outer", (iv->extent + factor - 1) / factor, iv->kind);
   ob_ivar *i = new_iv(s, iv->name, "inner", factor, iv->kind);
-  ob_rel *r = push_rel(s, st);
+  if (!o || !i || !reserve_rel(s, st) || !reserve_leaves(s, st, 1)) return sched_oom(s, "split", st);
+  ob_rel *r = &st->rels[st->nrels++];
   r->kind = OB_REL_SPLIT;
   r->parent = iv;
   r->outer = o;
@@ -267,7 +302,8 @@ ob_status ob_sched_fuse(ob_sched *s, ob_stage *st, ob_ivar *outer, ob_ivar *inne
   char buf[256];
   snprintf(buf, sizeof buf, "%s.%s.fused", outer->name, inner->name);
   ob_ivar *f = ob_iv_new(s->arena, buf, outer->extent * inner->extent, outer->kind, s->next_id++);
-  ob_rel *rel = push_rel(s, st);
+  if (!f || !reserve_rel(s, st)) return sched_oom(s, "fuse", st);
+  ob_rel *rel = &st->rels[st->nrels++];
   rel->kind = OB_REL_FUSE;
   rel->outer = outer;
   rel->inner = inner;
@@ -322,7 +358,7 @@ ob_status ob_sched_compute_at(ob_sched *s, ob_stage *st, ob_stage *consumer, ob_
 }
 
 ob_status ob_sched_compute_root(ob_sched *s, ob_stage *st) {
-  (void)s;
+  if (ob_arena_failed(s->arena)) return sched_oom(s, "compute_root", st);
   st->attach = OB_ATTACH_ROOT;
   st->attach_stage = NULL;
   st->attach_iv = NULL;
@@ -330,6 +366,7 @@ ob_status ob_sched_compute_root(ob_sched *s, ob_stage *st) {
 }
 
 ob_status ob_sched_compute_inline(ob_sched *s, ob_stage *st) {
+  if (ob_arena_failed(s->arena)) return sched_oom(s, "compute_inline", st);
   if (st->is_output)
     return ob_fail(s->ctx, OB_ERR_SCHEDULE, "compute_inline: stage '%s' is an output", st->tensor->name);
   if (st->is_reduce)
@@ -340,28 +377,33 @@ ob_status ob_sched_compute_inline(ob_sched *s, ob_stage *st) {
 }
 
 ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **local) {
+  if (ob_arena_failed(s->arena)) return sched_oom(s, "cache_write", st);
   if (st->touched || st->nrels)
     return ob_fail(s->ctx, OB_ERR_SCHEDULE,
                    "cache_write on stage '%s' must come before its loops are transformed",
                    st->tensor->name);
   if (st->attach == OB_ATTACH_INLINE)
     return ob_fail(s->ctx, OB_ERR_SCHEDULE, "cache_write on inlined stage '%s'", st->tensor->name);
+  /* Everything is allocated and built before `st` changes, so that out of
+   * memory leaves it as it was. */
   ob_arena *a = s->arena;
+  int n = st->ndim + st->nred;
   ob_tensor *t = ob_arena_alloc(a, sizeof *t);
+  ob_ivar **from = ob_arena_alloc(a, sizeof(ob_ivar *) * (size_t)n);
+  ob_expr **to = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)n);
+  ob_stage *l = ob_arena_alloc(a, sizeof *l);
+  if (!t || !from || !to || !l) return sched_oom(s, "cache_write", st);
   *t = *st->tensor;
   t->name = ob_arena_sprintf(a, "%s.local", st->tensor->name);
   t->placeholder = false;
   t->id = -1;
-  int n = st->ndim + st->nred;
-  ob_ivar **from = ob_arena_alloc(a, sizeof(ob_ivar *) * (size_t)n);
-  ob_expr **to = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)n);
-  ob_stage *l = ob_arena_alloc(a, sizeof *l);
   l->s = s;
   l->tensor = t;
   l->ndim = st->ndim;
   l->nred = st->nred;
   l->axes = ob_arena_alloc(a, sizeof(ob_ivar *) * (size_t)(st->ndim));
   l->raxes = ob_arena_alloc(a, sizeof(ob_ivar *) * (size_t)(st->nred ? st->nred : 1));
+  if (!l->axes || !l->raxes) return sched_oom(s, "cache_write", st);
   for (int i = 0; i < st->ndim; i++) {
     l->axes[i] = ob_iv_new(a, st->axes[i]->name, st->axes[i]->extent, OB_IV_DATA, s->next_id++);
     from[i] = st->axes[i];
@@ -380,8 +422,9 @@ ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **local) {
   for (int i = 0; i < l->nred; i++) push_leaf(s, l, l->raxes[i]);
   /* the original stage becomes a copy out of the local buffer */
   ob_expr **idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)st->ndim);
-  for (int i = 0; i < st->ndim; i++) idx[i] = ob_e_var(a, st->axes[i]);
+  for (int i = 0; idx && i < st->ndim; i++) idx[i] = ob_e_var(a, st->axes[i]);
   ob_expr *ld = ob_arena_alloc(a, sizeof *ld);
+  if (ob_arena_failed(a) || !reserve_stage(s)) return sched_oom(s, "cache_write", st);
   ld->kind = OB_E_LOAD;
   ld->dtype = t->dtype;
   ld->tensor = t;

@@ -772,7 +772,7 @@ char *ob_config_str(const ob_config *c) {
     ob_str_appendf(&o, "%s%s=", k ? " " : "", kn->name);
     append_value(&o, kn, c->choice[k], ",", false);
   }
-  return ob_str_take(&o); /* never NULL; OOM aborts in ob_str */
+  return ob_str_take(&o); /* NULL: out of memory */
 }
 
 ob_status ob_config_to_json(ob_ctx *ctx, const ob_config *c, char **out) {
@@ -789,9 +789,8 @@ ob_status ob_config_to_json(ob_ctx *ctx, const ob_config *c, char **out) {
     ob_str_append(&o, "]");
   }
   ob_str_append(&o, "]}");
-  (void)ctx; /* nothing can fail: ob_str aborts on OOM */
   *out = ob_str_take(&o);
-  return OB_OK;
+  return *out ? OB_OK : ob_fail(ctx, OB_ERR_NOMEM, "config %llu as JSON: out of memory", (unsigned long long)c->index);
 }
 
 /* ---- JSON parsing -------------------------------------------------------- */

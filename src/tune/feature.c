@@ -514,6 +514,7 @@ struct ob_feat_cache {
   bool *ok;
   int nrows, caprows, maxrows;
   int64_t nlowered, nhits;
+  bool failed; /* out of memory growing the rows */
 };
 
 ob_status ob_feat_cache_new(ob_ctx *ctx, struct ob_task *task, unsigned kinds, size_t max_bytes,
@@ -557,6 +558,10 @@ void ob_feat_cache_free(ob_feat_cache *c) {
   free(c);
 }
 
+ob_status ob_feat_cache_check(const ob_feat_cache *c) {
+  return c->failed ? ob_fail(c->ctx, OB_ERR_NOMEM, "out of memory growing the feature cache") : OB_OK;
+}
+
 void ob_feat_cache_stats(const ob_feat_cache *c, int64_t *lowered, int64_t *hits) {
   if (lowered) *lowered = c->nlowered;
   if (hits) *hits = c->nhits;
@@ -573,10 +578,10 @@ static bool fill_row(ob_feat_cache *c, const ob_config *cfg, float *r) {
   if (!c->lowers) return true;
   ob_lowered *f = NULL;
   c->nlowered++;
-  if (ob_task_lower(c->task, cfg, &f)) {
-    ob_ctx_clear_error(c->ctx);
-    return false;
-  }
+  ob_status st = ob_task_lower(c->task, cfg, &f);
+  if (st == OB_ERR_NOMEM) c->failed = true; /* reported by ob_feat_cache_check */
+  else if (st) ob_ctx_clear_error(c->ctx); /* a config that does not lower: zeros */
+  if (st) return false;
   ob_feature_of_lowered(f,
                         (c->kinds & (1u << OB_FEATURE_ITERVAR)) ? r + c->off[OB_FEATURE_ITERVAR] : NULL,
                         (c->kinds & (1u << OB_FEATURE_CURVE)) ? r + c->off[OB_FEATURE_CURVE] : NULL);
@@ -606,11 +611,15 @@ bool ob_feat_cache_get(ob_feat_cache *c, const ob_config *cfg, ob_feature_kind k
   if (c->nrows == c->caprows) { /* grow by doubling up to maxrows */
     int want = c->caprows ? 2 * c->caprows : 64;
     if (want > c->maxrows) want = c->maxrows;
-    float *rows = realloc(c->rows, (size_t)want * (size_t)c->row * sizeof(float));
+    float *rows = c->failed ? NULL : realloc(c->rows, (size_t)want * (size_t)c->row * sizeof(float));
     if (rows) c->rows = rows;
     bool *ok = rows ? realloc(c->ok, (size_t)want * sizeof(bool)) : NULL;
     if (ok) c->ok = ok;
-    if (!rows || !ok) ob_assert_fail(__FILE__, __LINE__, "out of memory growing the feature cache");
+    if (!rows || !ok) {
+      c->failed = true;
+      memset(out, 0, sizeof(float) * (size_t)c->len[kind]);
+      return false;
+    }
     c->caprows = want;
   }
   int r = c->nrows++;

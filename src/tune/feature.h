@@ -27,8 +27,11 @@ ob_status ob_feat_cache_new(ob_ctx *ctx, struct ob_task *task, unsigned kinds, s
 void ob_feat_cache_free(ob_feat_cache *c); /* accepts NULL */
 /* Copies the features of `kind` (one of the cache's kinds) for cfg into
  * out[ob_feature_len(space, kind)]. A config that does not lower gets
- * zeros (it is also cached); the return says whether it lowered. */
+ * zeros (it is also cached); the return says whether it lowered. Out of
+ * memory growing the cache is sticky: out gets zeros, the return is false,
+ * and ob_feat_cache_check says OB_ERR_NOMEM from then on. */
 bool ob_feat_cache_get(ob_feat_cache *c, const ob_config *cfg, ob_feature_kind kind, float *out);
+ob_status ob_feat_cache_check(const ob_feat_cache *c);
 /* Lowerings done and lookups answered from the cache (for logs). */
 void ob_feat_cache_stats(const ob_feat_cache *c, int64_t *lowered, int64_t *hits);
 

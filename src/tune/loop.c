@@ -22,6 +22,7 @@
  * trial in flight. The loop owns everything it allocates and frees it on
  * every path; the task, tuner, runner and db are borrowed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -40,7 +41,6 @@
 #define OB_TUNE_DEFAULT_BATCH 16
 #define OB_TUNE_MAX_BATCH 1024
 #define OB_TUNE_CONFIRM_TOP 5
-#define OB_TUNE_DEFAULT_TARGET "llvm -mcpu=native"
 
 ob_tune_opts ob_tune_opts_default(void) {
   ob_tune_opts o;
@@ -132,6 +132,7 @@ static ob_status build_one(bworker *w, batch *b, int i) {
   char *src = NULL;
   ob_status st = ob_space_get(w->ctx, ob_task_space(w->task), b->cfg[i].index, &c);
   if (!st) st = ob_task_source(w->task, &c, &src, &b->sym[i]);
+  if (st == OB_ERR_NOMEM) return st; /* the machine's failure, not the config's */
   if (st) {
     r->error_no = OB_MERR_INSTANTIATION;
     snprintf(r->message, sizeof r->message, "%s", ob_ctx_errmsg(w->ctx));
@@ -268,6 +269,7 @@ typedef struct loop {
   double cur_gflops;
   bool reported;       /* a progress line was printed */
   int reported_trials; /* its trial count */
+  FILE *log_stream;    /* --log as a pipe or device, opened before the first trial */
 } loop;
 
 static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
@@ -585,27 +587,32 @@ static bool sorted_has(const uint64_t *v, size_t n, uint64_t x) {
 
 static uint64_t line_hash(const char *s, size_t n) { return ob_hash64(s, n, 0x6c6f67); }
 
-/* Hashes of the lines of a file (sorted); a missing file has none. */
+/* Hashes of the lines of the log (sorted); a missing log has none, and
+ * neither has a stream (a pipe, /dev/stdout, a device): it cannot be read
+ * back, only appended to. A regular log is read within the reader's limits. */
 static ob_status file_line_hashes(ob_ctx *ctx, const char *path, uint64_t **out, size_t *n,
                                   bool *ends_nl, bool *empty) {
   *out = NULL;
   *n = 0;
   *ends_nl = true;
   *empty = true;
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    if (errno == ENOENT) return OB_OK;
-    return ob_fail(ctx, OB_ERR_IO, "cannot read log '%s': %s", path, strerror(errno));
-  }
-  char *line = NULL;
-  size_t lcap = 0, cap = 0;
-  ssize_t len;
+  ob_file_kind kind;
+  ob_status st = ob_file_kind_of(ctx, path, &kind);
+  if (st || kind == OB_FILE_MISSING || kind == OB_FILE_STREAM) return st;
+  ob_lines *in = NULL;
+  if ((st = ob_lines_open(ctx, path, "log", NULL, &in))) return st;
+  char *line;
+  size_t l, cap = 0;
   uint64_t *v = NULL;
-  ob_status st = OB_OK;
-  while ((len = getline(&line, &lcap, f)) >= 0) {
+  for (;;) {
+    st = ob_lines_next(in, &line, &l);
+    if (st == OB_ERR_PARSE) { /* over the line limit: no exported line is that long */
+      ob_ctx_clear_error(ctx);
+      *empty = false;
+      continue;
+    }
+    if (st || !line) break;
     *empty = false;
-    *ends_nl = len > 0 && line[len - 1] == '\n';
-    size_t l = (size_t)len - (*ends_nl ? 1 : 0);
     if (*n == cap) {
       cap = cap ? cap * 2 : 1024;
       uint64_t *nv = realloc(v, cap * sizeof *nv);
@@ -617,16 +624,68 @@ static ob_status file_line_hashes(ob_ctx *ctx, const char *path, uint64_t **out,
     }
     v[(*n)++] = line_hash(line, l);
   }
-  if (!st && ferror(f)) st = ob_fail(ctx, OB_ERR_IO, "cannot read log '%s': %s", path, strerror(errno));
-  free(line);
-  fclose(f);
+  ob_lines_close(in);
   if (st) {
+    ob_fail_prefix(ctx, "reading the log to append to");
     free(v);
     *n = 0;
     return st;
   }
+  /* whether the last line ended in '\n': the reader strips it, so look */
+  struct stat sb;
+  FILE *f = (*n && stat(path, &sb) == 0 && sb.st_size > 0) ? fopen(path, "r") : NULL;
+  if (f) {
+    if (fseeko(f, sb.st_size - 1, SEEK_SET) == 0) *ends_nl = fgetc(f) == '\n';
+    fclose(f);
+  }
   if (*n) qsort(v, *n, sizeof *v, cmp_u64);
   *out = v;
+  return OB_OK;
+}
+
+/* fopen(path, "a") that fails (ENXIO) instead of waiting when the path is
+ * a FIFO nobody reads. */
+static FILE *open_append(const char *path) {
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  if (fd < 0) return NULL;
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "a");
+  if (!f) close(fd);
+  return f;
+}
+
+/* Refuses, before any trial is run, a --log that cannot be one: a
+ * directory, a block device or socket, the database itself or one of its
+ * SQLite side files (appending JSON to them would corrupt every record). */
+static ob_status check_log(loop *L) {
+  const char *path = L->o->log_path;
+  if (!path) return OB_OK;
+  if (!*path) return ob_fail(L->ctx, OB_ERR_INVALID_ARG, "--log: empty file name");
+  ob_file_kind kind;
+  ob_status st = ob_file_kind_of(L->ctx, path, &kind);
+  if (st) return st;
+  if (kind == OB_FILE_DIR || kind == OB_FILE_OTHER)
+    return ob_fail(L->ctx, OB_ERR_INVALID_ARG, "--log '%s': it is a %s, not a file to append to",
+                   path, ob_file_kind_name(kind));
+  if (L->db) {
+    static const char *const k_sfx[] = {"", "-wal", "-shm", "-journal"};
+    const char *dbp = ob_db_path(L->db);
+    for (size_t i = 0; i < sizeof k_sfx / sizeof k_sfx[0]; i++) {
+      char side[4096];
+      snprintf(side, sizeof side, "%s%s", dbp, k_sfx[i]);
+      if (ob_same_file(path, side))
+        return ob_fail(L->ctx, OB_ERR_INVALID_ARG,
+                       "--log '%s' is the database file '%s'; appending to it would destroy it",
+                       path, side);
+    }
+  }
+  /* A pipe is opened now, and kept: a FIFO nobody reads is an error before
+   * the run rather than after it (and probing it by opening and closing
+   * would hand its reader an end of file). */
+  if (kind == OB_FILE_STREAM && !(L->log_stream = open_append(path)))
+    return ob_fail(L->ctx, OB_ERR_IO, "cannot write log '%s': %s", path,
+                   errno == ENXIO ? "no process reads that pipe" : strerror(errno));
   return OB_OK;
 }
 
@@ -658,8 +717,13 @@ static ob_status append_log(loop *L) {
       ob_db_export_autotvm(L->db, &f, tmp, ob_op_autotvm_map(), NULL, entity_of, L, NULL);
   if (!st) st = file_line_hashes(L->ctx, path, &have, &nhave, &ends_nl, &empty);
   if (st) goto done;
-  if (!(in = fopen(tmp, "r")) || !(out = fopen(path, "a"))) {
-    st = ob_fail(L->ctx, OB_ERR_IO, "cannot open log '%s': %s", in ? path : tmp, strerror(errno));
+  if (L->log_stream) { /* a pipe or device: written as it is, kept open */
+    out = L->log_stream;
+    L->log_stream = NULL;
+  }
+  if (!(in = fopen(tmp, "r")) || !(out || (out = open_append(path)))) {
+    st = errno == ENXIO ? ob_fail(L->ctx, OB_ERR_IO, "cannot write log '%s': no process reads that pipe", path)
+                        : ob_fail(L->ctx, OB_ERR_IO, "cannot open log '%s': %s", in ? path : tmp, strerror(errno));
     goto done;
   }
   if (!ends_nl && !empty) fputc('\n', out); /* a line cut by a kill stays on its own */
@@ -701,15 +765,17 @@ static ob_status setup_keys(loop *L) {
   snprintf(L->host, sizeof L->host, "%s", hp ? hp->fingerprint : "unknown");
   L->key = (ob_db_key){.host = L->host,
                        .workload = L->wl_key,
-                       .target = o->target ? o->target : OB_TUNE_DEFAULT_TARGET,
+                       .target = o->target ? o->target : ob_target_str(ob_task_target(L->task)),
                        .resources = L->resources,
                        .tmpl = ob_task_template(L->task)};
   if (!L->db) return OB_OK;
   /* the host row records the compiler the trials are built with; a missing
    * compiler is left to the builder to report per batch */
   char cc[128], ccver[128];
-  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &o->measure.build, cc, sizeof cc,
-                                                     ccver, sizeof ccver) == OB_OK;
+  ob_build_opts bo = o->measure.build;
+  bo.target = ob_task_target(L->task);
+  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &bo, cc, sizeof cc, ccver,
+                                                     sizeof ccver) == OB_OK;
   ob_ctx_clear_error(L->ctx);
   ob_status st = ob_db_put_host(L->db, hp, have_cc ? cc : NULL, have_cc ? ccver : NULL);
   if (!st) st = ob_workload_store(L->db, ob_task_workload(L->task));
@@ -731,6 +797,7 @@ static ob_status setup_pool(loop *L) {
   if (!p->w) return ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory");
   p->bopts = o->measure.build;
   p->bopts.jobs = 1;
+  p->bopts.target = ob_task_target(L->task); /* the code is generated for it */
   p->overlap = !o->no_overlap && nfree > 0;
   for (int c = 0; c < CPU_SETSIZE && p->nw < n; c++) {
     if (!CPU_ISSET(c, &allowed)) continue;
@@ -740,7 +807,8 @@ static ob_status setup_pool(loop *L) {
     w->on_meas = !CPU_ISSET(c, &fr);
     ob_status st = ob_ctx_new(&w->ctx);
     if (st) return ob_fail(L->ctx, st, "out of memory");
-    st = ob_task_new(w->ctx, ob_task_workload(L->task), ob_task_template(L->task), &w->task);
+    st = ob_task_new(w->ctx, ob_task_workload(L->task), ob_task_template(L->task),
+                     ob_task_target(L->task), &w->task);
     if (st) return ob_fail(L->ctx, st, "%s", ob_ctx_errmsg(w->ctx));
   }
   ob_log(L->ctx, OB_LOG_INFO, "tune %s: %d build worker(s); %s", L->wl_key, p->nw,
@@ -758,6 +826,10 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
                    opts->n_trial);
   if (!runner && !opts->measure_fn)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "tuning needs a runner (or a measure_fn)");
+  if (!opts->measure_fn) {
+    ob_status cs = ob_task_check_measurable(ctx, task);
+    if (cs) return cs;
+  }
   loop L;
   memset(&L, 0, sizeof L);
   L.ctx = ctx;
@@ -793,6 +865,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
     st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
     goto done;
   }
+  if ((st = check_log(&L))) goto done;
   if ((st = setup_keys(&L))) goto done;
   if (!opts->measure_fn && (st = setup_pool(&L))) goto done;
   if (db && !opts->remeasure && (st = resume(&L))) goto done;
@@ -836,5 +909,6 @@ done:
   batch_free(&bufs[1]);
   pool_free(&L.pool);
   free(L.trials);
+  if (L.log_stream) fclose(L.log_stream);
   return st;
 }

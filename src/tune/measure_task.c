@@ -33,19 +33,36 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
   rec->run_s = r->run_s;
 }
 
+ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task) {
+  const ob_target *t = ob_task_target(task);
+  ob_status st = ob_target_check_runnable(ctx, t);
+  if (st) return st;
+  if (!ob_target_get_facts(t)->native)
+    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "target '%s': its kernels run under an emulator, and this runner runs kernels "
+                   "natively only",
+                   ob_target_str(t));
+  return OB_OK;
+}
+
 typedef struct check_ctx {
   ob_task *task;
   const ob_config *cfg;
   uint64_t seed;
+  ob_status fill_st; /* a fill that failed (out of memory): the check reports it */
 } check_ctx;
 
 static void fill_cb(void *user, void *const *bufs) {
   check_ctx *c = user;
-  (void)ob_task_fill_for(c->task, c->cfg, c->seed, bufs); /* only OOM fails; check reports it */
+  c->fill_st = ob_task_fill_for(c->task, c->cfg, c->seed, bufs);
 }
 
 static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) {
   check_ctx *c = user;
+  if (c->fill_st) { /* the inputs were never made: no answer can be right */
+    snprintf(msg, cap, "filling the inputs failed: %s", ob_status_str(c->fill_st));
+    return c->fill_st;
+  }
   return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
 }
 
@@ -60,7 +77,7 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
     bytes[a] = ob_task_arg_bytes(task, a);
     is_in[a] = ob_task_arg_is_input(task, a);
   }
-  check_ctx cc = {task, cfg, mo->seed};
+  check_ctx cc = {task, cfg, mo->seed, OB_OK};
   ob_run_request req = {
       .so_path = so_path,
       .symbol = symbol,
@@ -89,7 +106,8 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
 ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
                              const ob_measure_opts *opts, const ob_config *cfgs, int n,
                              ob_measure_result *out) {
-  ob_status st = OB_OK;
+  ob_status st = ob_task_check_measurable(ctx, task);
+  if (st) return st;
   char **src = calloc((size_t)n, sizeof *src), **names = calloc((size_t)n, sizeof *names);
   ob_build_input *in = calloc((size_t)n, sizeof *in);
   ob_build_result *br = calloc((size_t)n, sizeof *br);
@@ -102,6 +120,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
   int nb = 0;
   for (int i = 0; i < n; i++) {
     st = ob_task_source(task, &cfgs[i], &src[i], &names[i]);
+    if (st == OB_ERR_NOMEM) goto done; /* the machine's failure, not the config's */
     if (st) { /* the config cannot be turned into code: error 1 */
       out[i].error_no = OB_MERR_INSTANTIATION;
       snprintf(out[i].message, sizeof out[i].message, "%s", ob_ctx_errmsg(ctx));
@@ -112,7 +131,9 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
     slot[nb++] = i;
   }
   if (nb) {
-    st = ob_build_batch(ctx, &opts->build, in, nb, br);
+    ob_build_opts bo = opts->build;
+    bo.target = ob_task_target(task); /* the code was generated for it */
+    st = ob_build_batch(ctx, &bo, in, nb, br);
     if (st) goto done;
   }
   for (int b = 0; b < nb; b++) {

@@ -11,8 +11,13 @@ struct ob_task;
  * copied into *r (error_no, message, run_s; on success median/mean/cv,
  * costs and GFLOPS, 0 when the median is not positive). Fails only when
  * the runner itself does. measure_task.c; shared with the tuning loop. */
-ob_status ob_run_built(ob_runner *runner, struct ob_task *task, const ob_measure_opts *mo,
+OB_NODISCARD ob_status ob_run_built(ob_runner *runner, struct ob_task *task, const ob_measure_opts *mo,
                        const ob_config *cfg, const char *so_path, const char *symbol,
                        ob_measure_result *r);
+
+/* OB_OK if the task's kernels can be measured by this process's runner: the
+ * target runs here natively (the message names the target and what is
+ * missing otherwise: a CPU feature, an emulator, or the emulator runner). */
+ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task);
 
 #endif

@@ -115,11 +115,14 @@ static void put_slot(uint64_t *slots, size_t cap, uint64_t v) {
 
 bool ob_idxset_add(ob_idxset *s, uint64_t v) {
   OB_ASSERT(v != UINT64_MAX);
-  if (ob_idxset_has(s, v)) return false;
+  if (s->failed || ob_idxset_has(s, v)) return false;
   if ((s->n + 1) * 2 > s->cap) { /* keep the load at most 1/2 */
     size_t cap = s->cap ? s->cap * 2 : 64;
     uint64_t *slots = calloc(cap, sizeof *slots);
-    if (!slots) ob_assert_fail(__FILE__, __LINE__, "out of memory growing an index set");
+    if (!slots) {
+      s->failed = true;
+      return false;
+    }
     for (size_t i = 0; i < s->cap; i++)
       if (s->slot[i]) put_slot(slots, cap, s->slot[i] - 1);
     free(s->slot);
@@ -129,6 +132,10 @@ bool ob_idxset_add(ob_idxset *s, uint64_t v) {
   put_slot(s->slot, s->cap, v);
   s->n++;
   return true;
+}
+
+ob_status ob_idxset_check(ob_ctx *ctx, const ob_idxset *s, const char *who) {
+  return s->failed ? ob_fail(ctx, OB_ERR_NOMEM, "%s: out of memory recording visited configs", who) : OB_OK;
 }
 
 void ob_idxset_free(ob_idxset *s) {

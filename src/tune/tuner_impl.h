@@ -34,14 +34,20 @@ struct ob_tuner {
   char name[32]; /* as asked for, e.g. "xgb-rank" */
 };
 
-/* A set of config indices (open addressing, grows by doubling). Growth
- * aborts on out-of-memory, as the arena does. Zero-initialise to start. */
+/* A set of config indices (open addressing, grows by doubling).
+ * Zero-initialise to start. Out of memory is sticky, as in an arena: growth
+ * that fails marks the set failed (the value is not added, ob_idxset_add
+ * returns false), and the tuner that owns it returns OB_ERR_NOMEM from the
+ * vtable call in progress (ob_idxset_check), so no proposal rests on it. */
 typedef struct ob_idxset {
   uint64_t *slot; /* index + 1; 0 = empty */
   size_t cap, n;
+  bool failed;
 } ob_idxset;
 bool ob_idxset_has(const ob_idxset *s, uint64_t v);
 bool ob_idxset_add(ob_idxset *s, uint64_t v); /* true when v was new */
+/* OB_ERR_NOMEM naming `who` once the set failed, else OB_OK. */
+ob_status ob_idxset_check(ob_ctx *ctx, const ob_idxset *s, const char *who);
 void ob_idxset_free(ob_idxset *s);
 
 /* Constructors. `name` is the registry name that selected the family; `ctx`

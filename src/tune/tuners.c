@@ -56,7 +56,13 @@ static bool walker_left(const walker *w) {
 
 static bool walker_seen(const walker *w, uint64_t idx) { return ob_idxset_has(&w->seen, idx); }
 
-/* Marks a config as seen; false if it was seen already or is not valid. */
+/* What every vtable call returns last: out of memory in the seen-set. */
+static ob_status walker_check(const walker *w, ob_status st) {
+  return st ? st : ob_idxset_check(w->ctx, &w->seen, "tuner");
+}
+
+/* Marks a config as seen; false if it was seen already or is not valid
+ * (or out of memory: walker_check reports it). */
 static bool walker_mark(walker *w, uint64_t idx) {
   return ob_space_is_valid(w->space, idx) && ob_idxset_add(&w->seen, idx);
 }
@@ -122,12 +128,12 @@ static ob_status rnd_next(void *self, int n, ob_config *out, int *got) {
     walker_mark(&t->w, idx);
     (*got)++;
   }
-  return OB_OK;
+  return walker_check(&t->w, OB_OK);
 }
 
 static ob_status mark_all(walker *w, const ob_config *cfgs, int n) {
   for (int i = 0; i < n; i++) walker_mark(w, cfgs[i].index);
-  return OB_OK;
+  return walker_check(w, OB_OK);
 }
 
 static ob_status rnd_update(void *self, const ob_config *cfgs, const ob_measure_result *res,
@@ -189,7 +195,7 @@ static ob_status grid_next(void *self, int n, ob_config *out, int *got) {
     walker_mark(&t->w, idx);
     (*got)++;
   }
-  return OB_OK;
+  return walker_check(&t->w, OB_OK);
 }
 
 static ob_status grid_update(void *self, const ob_config *cfgs, const ob_measure_result *res,
@@ -315,7 +321,7 @@ static ob_status ga_breed(ga_tuner *g) {
   }
   if (npool == 0) {
     ga_seed_population(g);
-    return st;
+    return walker_check(&g->w, st);
   }
   memcpy(g->pool, g->genes, (size_t)g->ngenes * sizeof *g->pool);
   memcpy(g->pool + g->ngenes, g->elites, (size_t)g->nelites * sizeof *g->pool);
@@ -362,7 +368,7 @@ static ob_status ga_breed(ga_tuner *g) {
     walker_mark(&g->w, child.idx);
     g->genes[g->ngenes++] = child;
   }
-  return st;
+  return walker_check(&g->w, st);
 }
 
 static ob_status ga_next(void *self, int n, ob_config *out, int *got) {
@@ -370,6 +376,8 @@ static ob_status ga_next(void *self, int n, ob_config *out, int *got) {
   if (!g->started) {
     g->started = true;
     ga_seed_population(g);
+    ob_status st = walker_check(&g->w, OB_OK);
+    if (st) return st;
   }
   while (*got < n) {
     if (g->handed == g->ngenes) {
@@ -412,6 +420,8 @@ static ob_status ga_update(void *self, const ob_config *cfgs, const ob_measure_r
     k->score = score;
     k->scored = true;
   }
+  ob_status st = walker_check(&g->w, OB_OK);
+  if (st) return st;
   /* AutoTVM breeds in update, as soon as the generation is scored */
   if (g->started && g->ngenes > 0 && g->handed == g->ngenes && g->nscored == g->ngenes &&
       walker_left(&g->w))

@@ -111,10 +111,11 @@ static void decode(const ob_space *s, uint64_t index, ob_config *c) {
   }
 }
 
+/* A reusable buffer of n floats; NULL when out of memory. */
 static float *scratch(float **buf, size_t *cap, size_t n) {
   if (n > *cap) {
     float *p = realloc(*buf, n * sizeof(float));
-    if (!p) ob_assert_fail(__FILE__, __LINE__, "out of memory for xgb features");
+    if (!p) return NULL;
     *buf = p;
     *cap = n;
   }
@@ -321,10 +322,12 @@ static ob_status score(xgb *t, const uint64_t *idx, int n, float *out) {
   ob_config c;
   if (base_active(t)) {
     float *bx = scratch(&t->bbuf, &t->bbuf_cap, (size_t)n * (size_t)t->base_flen + (size_t)n);
+    if (!bx) return ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory scoring configs");
     for (int i = 0; i < n; i++) {
       decode(t->space, idx[i], &c);
       ob_feat_cache_get(t->fc, &c, t->base_kind, bx + (size_t)i * (size_t)t->base_flen);
     }
+    if ((st = ob_feat_cache_check(t->fc))) return st;
     margin = bx + (size_t)n * (size_t)t->base_flen;
     st = predict(t, t->base, bx, n, t->base_flen, NULL, margin);
     if (st) return st;
@@ -336,10 +339,12 @@ static ob_status score(xgb *t, const uint64_t *idx, int n, float *out) {
   }
   OB_ASSERT(t->bst);
   float *x = scratch(&t->fbuf, &t->fbuf_cap, (size_t)n * (size_t)t->flen);
+  if (!x) return ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory scoring configs");
   for (int i = 0; i < n; i++) {
     decode(t->space, idx[i], &c);
     ob_feat_cache_get(t->fc, &c, t->kind, x + (size_t)i * (size_t)t->flen);
   }
+  if ((st = ob_feat_cache_check(t->fc))) return st;
   return predict(t, t->bst, x, n, t->flen, margin, out);
 }
 
@@ -443,7 +448,7 @@ static bool has_value(const int32_t *vals, int n, int32_t v) {
 /* AutoTVM's submodular pick: greedily takes the candidate with the best
  * normalised score plus KNOB_WEIGHT times the share of its knob values
  * not yet in the picked set. cand is sorted best first; writes the picks
- * in pick order and returns how many. */
+ * in pick order and returns how many (-1: out of memory). */
 static int diversity_pick(xgb *t, const heap *cand, int npick, uint64_t *out) {
   int n = cand->n, nk = t->space->nknobs;
   if (npick > n) npick = n;
@@ -454,8 +459,10 @@ static int diversity_pick(xgb *t, const heap *cand, int npick, uint64_t *out) {
   bool *taken = calloc((size_t)n, sizeof *taken);
   int32_t *seen = malloc(sizeof(int32_t) * (size_t)npick * kk); /* per knob, npick slots */
   int *nseen = calloc(kk, sizeof *nseen);
-  if (!choice || !taken || !seen || !nseen)
-    ob_assert_fail(__FILE__, __LINE__, "out of memory in the diversity filter");
+  if (!choice || !taken || !seen || !nseen) {
+    npick = -1;
+    goto done;
+  }
   for (int i = 0; i < n; i++) {
     ob_config c;
     decode(t->space, cand->p[i], &c);
@@ -484,6 +491,7 @@ static int diversity_pick(xgb *t, const heap *cand, int npick, uint64_t *out) {
       if (!has_value(row, nseen[k], ch[k])) row[nseen[k]++] = ch[k];
     }
   }
+done:
   free(choice);
   free(taken);
   free(seen);
@@ -530,7 +538,8 @@ static ob_status fit(xgb *t) {
       decode(t->space, t->xidx[i], &c);
       ob_feat_cache_get(t->fc, &c, t->base_kind, bx + (size_t)i * (size_t)t->base_flen);
     }
-    st = predict(t, t->base, bx, t->n, t->base_flen, NULL, d.margin);
+    st = ob_feat_cache_check(t->fc);
+    if (!st) st = predict(t, t->base, bx, t->n, t->base_flen, NULL, d.margin);
     free(bx);
     if (st) goto done;
     for (int i = 0; i < t->n; i++) d.margin[i] *= (float)t->discount;
@@ -576,20 +585,24 @@ static ob_status maybe_replan(xgb *t) {
   }
   st = anneal(t, &h);
   if (!st) {
-    if (t->plan_cap < len) {
-      uint64_t *p = realloc(t->plan, sizeof(uint64_t) * (size_t)len);
-      if (!p) ob_assert_fail(__FILE__, __LINE__, "out of memory planning");
+    uint64_t *p = t->plan_cap < len ? realloc(t->plan, sizeof(uint64_t) * (size_t)len) : t->plan;
+    if (p) {
       t->plan = p;
-      t->plan_cap = len;
+      t->plan_cap = t->plan_cap < len ? len : t->plan_cap;
     }
-    t->plan_len = diversity_pick(t, &h, len, t->plan);
+    t->plan_len = p ? diversity_pick(t, &h, len, t->plan) : -1;
     t->plan_pt = 0;
+    if (t->plan_len < 0) {
+      t->plan_len = 0;
+      st = ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory planning");
+    }
   }
   free(h.s);
   free(h.p);
   if (st) goto fail;
   return OB_OK;
 fail:
+  if (st == OB_ERR_NOMEM) return st; /* not the model's fault: nothing would go on well */
   /* the model is an aid: say why, and go on with random proposals */
   ob_log(t->ctx, OB_LOG_WARN, "xgb: cost model disabled, proposing random configs: %s",
          ob_ctx_errmsg(t->ctx));
@@ -677,7 +690,7 @@ static void collect(xgb *t, const ob_db_records *recs, ob_feature_kind kind, int
     if (!strcmp(r0->workload, own_key)) {
       task = t->task;
     } else if (workload_of(t->ctx, own->op, r0->attrs, &wl) &&
-               ob_task_new(t->ctx, &wl, ob_task_template(t->task), &task)) {
+               ob_task_new(t->ctx, &wl, ob_task_template(t->task), ob_task_target(t->task), &task)) {
       ob_ctx_clear_error(t->ctx);
       task = NULL;
     }
@@ -705,6 +718,7 @@ static ob_status load_transfer(xgb *t, const char *path) {
   memset(&f, 0, sizeof f);
   f.op = own->op;
   f.key.tmpl = tmpl;
+  f.key.target = ob_target_str(ob_task_target(t->task)); /* configs index this target's spaces */
   f.order = OB_DB_ORDER_KEY;
   st = ob_db_query(db, &f, &recs);
   if (st) goto skip;
@@ -741,6 +755,7 @@ static ob_status load_transfer(xgb *t, const char *path) {
          own->op, tmpl, ob_feature_kind_name(kind));
   goto out;
 skip:
+  if (st == OB_ERR_NOMEM) goto out; /* an error, not a database to do without */
   /* a database not created yet is the first run's normal case */
   ob_log(t->ctx, st == OB_ERR_NOT_FOUND ? OB_LOG_INFO : OB_LOG_WARN, "xgb: no transfer from '%s': %s",
          path, ob_ctx_errmsg(t->ctx));
@@ -750,7 +765,7 @@ out:
   free(d.y);
   ob_db_records_free(recs);
   ob_db_close(db);
-  return OB_OK;
+  return st == OB_ERR_NOMEM ? st : OB_OK;
 }
 
 /* ---- vtable -------------------------------------------------------------------- */
@@ -808,6 +823,7 @@ static ob_status xgb_next_batch(void *self, int n, ob_config *out, int *got) {
     if (idx == UINT64_MAX) idx = random_unvisited(t); /* epsilon, or no plan (left) */
     if (idx == UINT64_MAX) break;
     mark_visited(t, idx);
+    if ((st = ob_idxset_check(t->ctx, &t->visited, "xgb"))) return st;
     st = ob_space_get(t->ctx, t->space, idx, &out[*got]);
     OB_ASSERT(st == OB_OK); /* proposals are valid by construction */
     (*got)++;
@@ -853,7 +869,10 @@ static ob_status xgb_update(void *self, const ob_config *cfgs, const ob_measure_
     t->xidx[t->n] = c->index;
     t->ys[t->n++] = (float)y;
   }
-  return OB_OK;
+  ob_status st = ob_idxset_check(t->ctx, &t->visited, "xgb");
+  if (!st) st = ob_idxset_check(t->ctx, &t->trained, "xgb");
+  if (!st) st = ob_feat_cache_check(t->fc);
+  return st;
 }
 
 static int xgb_transfer_records(const void *self) {

@@ -1,0 +1,106 @@
+/* target: what kernels are built for. A target is parsed from a TVM-style
+ * string (`llvm`, `llvm -mcpu=znver4`, `c -isa=avx2`,
+ * `c -isa=neon -triple=aarch64-linux-gnu`) into an immutable handle that
+ * holds the facts kernels depend on: the ISA, float lanes per vector,
+ * vector registers and the accumulator budget templates size their
+ * register tiles by, caches and cores (hwloc for the host), the compiler
+ * and its flags, and whether kernels run here natively, under an emulator,
+ * or can only be built. The facts are data: one table per ISA and one per
+ * cross triple (src/target/target.c); nothing here calls into a later
+ * module. The canonical string of a target is part of every record key.
+ *
+ * Accepted strings (options in any order, each at most once):
+ *   llvm                        the host's best ISA = "llvm -mcpu=native"
+ *   llvm -mcpu=native|<cpu>     <cpu> as the compiler's -march knows it; its
+ *                               ISA is asked from the compiler
+ *   llvm ... -mtriple=<triple>  a cross triple (see below)
+ *   c                           the host's best ISA, named: "c -isa=avx512"
+ *   c -isa=avx512|avx2|scalar|neon [-triple=<triple>]
+ * Cross triples: aarch64-linux-gnu (cross compiler aarch64-linux-gnu-gcc,
+ * emulator qemu-aarch64 with the sysroot /usr/aarch64-linux-gnu; overridden
+ * by $OPBENCH_AARCH64_CC, $OPBENCH_AARCH64_QEMU, $OPBENCH_AARCH64_SYSROOT).
+ * The host's own triple (x86_64-linux-gnu here) is accepted and dropped from
+ * the canonical string. `cuda` and `opencl` are reserved for the GPU back
+ * ends and refused. "scalar" is the architecture's baseline ISA without
+ * -march (SSE2 on x86-64): portable kernels whose 128-bit vector types the
+ * compiler lowers onto it. */
+#ifndef OPBENCH_TARGET_H
+#define OPBENCH_TARGET_H
+
+#include "opbench/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ob_isa {
+  OB_ISA_SCALAR = 0,
+  OB_ISA_AVX2,
+  OB_ISA_AVX512,
+  OB_ISA_NEON,
+  OB_ISA_COUNT
+} ob_isa;
+
+typedef struct ob_target ob_target; /* opaque, immutable after parse */
+
+typedef struct ob_target_facts {
+  ob_isa isa;
+  char triple[64];         /* "" = the host's own; else e.g. "aarch64-linux-gnu" */
+  char arch[16];           /* "x86_64", "aarch64": the architecture kernels run on */
+  int vector_bits;         /* 512 / 256 / 128 */
+  int lanes_f32;           /* float32 lanes per vector register */
+  int vector_registers;    /* architectural vector registers: 32 zmm, 16 ymm, 32 NEON v */
+  int accum_budget;        /* vector registers a template may fill with accumulators:
+                              the registers minus those kept for operands (a
+                              broadcast, weight vectors, addresses): 28 of 32 zmm,
+                              14 of 16 ymm, 28 of 32 NEON v */
+  int64_t l1d_bytes, l2_bytes, l3_bytes; /* hwloc for the host; the table's for cross */
+  int ncores;              /* physical cores (the host's; the table's for cross) */
+  bool native;             /* kernels run directly on this host */
+  bool emulated;           /* kernels run under an emulator (qemu-user): timings are
+                              not performance figures */
+  double min_repeat_ms;    /* default timing floor of one repeat for this target */
+  char cc[256];            /* compiler command: native "cc" or $OPBENCH_CC; cross
+                              e.g. "aarch64-linux-gnu-gcc" */
+  char cflags[256];        /* e.g. "-O3 -march=native -mprefer-vector-width=512 -fPIC -shared" */
+  char emulator[256];      /* "" or e.g. "qemu-aarch64 -L /usr/aarch64-linux-gnu" */
+  char sysroot[256];       /* cross: the target's libraries (emulator -L); else "" */
+  char cpu_features[256];  /* CPU flags (/proc/cpuinfo names) kernels need, e.g. "avx2 fma" */
+} ob_target_facts;
+
+/* Parses `text`; *out is owned by the caller (ob_target_free). Unknown kind,
+ * ISA, triple or option, a malformed or repeated option, an ISA that does not
+ * match the triple: OB_ERR_INVALID_ARG naming it; cuda/opencl:
+ * OB_ERR_UNSUPPORTED. Parsing needs no tool except for `llvm -mcpu=<cpu>`,
+ * whose ISA the compiler is asked for (OB_ERR_INVALID_ARG when it does not
+ * know the CPU, OB_ERR_COMPILE when it is missing). A target that cannot run
+ * or be built here parses: see the checks below. */
+OB_API ob_status ob_target_parse(ob_ctx *ctx, const char *text, ob_target **out);
+/* The default target: $OPBENCH_TARGET when set and not empty (parsed as
+ * above, errors naming the variable), else the host's best ISA as
+ * "llvm -mcpu=native" (the string records were stored under before targets
+ * were parsed). Logs what it picked at info level. */
+OB_API ob_status ob_target_host(ob_ctx *ctx, ob_target **out);
+OB_API void ob_target_free(ob_target *t); /* accepts NULL */
+/* Canonical text; part of every record key. Owned by t. */
+OB_API const char *ob_target_str(const ob_target *t);
+OB_API const ob_target_facts *ob_target_get_facts(const ob_target *t);
+OB_API const char *ob_isa_name(ob_isa isa); /* "scalar", "avx2", "avx512", "neon" */
+/* Same canonical string: kernels and records of one are those of the other. */
+OB_API bool ob_target_same(const ob_target *a, const ob_target *b);
+
+/* OB_OK if kernels for t can be run here (natively or under its emulator,
+ * which must then be installed with its sysroot); else OB_ERR_UNSUPPORTED
+ * with one message naming the target and what is missing (the CPU features
+ * the host lacks, the emulator, the sysroot). */
+OB_API ob_status ob_target_check_runnable(ob_ctx *ctx, const ob_target *t);
+/* OB_OK if kernels for t can be built here: its compiler is found in PATH
+ * (OB_ERR_COMPILE naming target and compiler otherwise) and, for a cross
+ * target, the target's C library headers are installed in its sysroot
+ * (OB_ERR_UNSUPPORTED otherwise). */
+OB_API ob_status ob_target_check_buildable(ob_ctx *ctx, const ob_target *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
