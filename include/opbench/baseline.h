@@ -83,7 +83,8 @@ OB_API const char *ob_baseline_describe(const ob_baseline *b);
  * the library's preferred formats for data, weights and output, weights and
  * inputs reordered once before timing; one discarded warm-up whose output is
  * reordered back and checked; then ob_time_loop (kernel.h) with the options
- * ob_runner uses (ob_timing_resolve: adaptive number, floor, repeats,
+ * ob_runner uses (ob_timing_resolve with the handle's target: adaptive
+ * number, the target's floor, repeats,
  * stability rule), ob_cache_flush on the primitive's inputs before each call
  * when timing->flush, and the timer overhead measured once per handle.
  * timing NULL: ob_timing_default(). Workload failures are

@@ -7,6 +7,7 @@
 
 #include "opbench/core.h"
 #include "opbench/kernel.h" /* error classes and the builder moved there */
+#include "opbench/target.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,6 +22,8 @@ typedef void (*ob_fill_fn)(void *user, void *const *bufs);
 typedef ob_status (*ob_check_fn)(void *user, void *const *bufs, char *msg, size_t msgcap);
 
 typedef struct ob_run_request {
+  const ob_target *target;   /* what the kernel was built for (borrowed); NULL: the
+                                host. Gives the timing floor. */
   const char *so_path;
   const char *symbol;        /* kernel function name */
   int nbufs;
@@ -45,8 +48,8 @@ typedef struct ob_runner ob_runner;
 OB_API ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out);
 OB_API void ob_runner_free(ob_runner *r); /* kills the worker */
 /* Loads, checks and times one variant in the worker: one discarded warm-up
- * call, the check, then ob_time_loop with req->timing normalized
- * (ob_timing_resolve). The worker measures the timer's overhead once when
+ * call, the check, then ob_time_loop with req->timing normalized for
+ * req->target (ob_timing_resolve). The worker measures the timer's overhead once when
  * it starts; every result carries it. Kernel failures are
  * results (res->error_no), not call failures; the worker is restarted as
  * needed. Returns an error status only when the runner itself cannot work

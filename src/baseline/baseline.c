@@ -4,7 +4,8 @@
  * tolerance), and the ob_baseline handle's dispatch. Nothing here is a copy
  * of what ops or kernel do: workloads are validated by ob_task_new, the
  * epilogue is parsed by ob_epilogue_parse, timing options are normalised by
- * ob_timing_resolve and timed by ob_time_loop. The handle owns its
+ * ob_timing_normalize with the target's floor (as ob_timing_resolve does)
+ * and timed by ob_time_loop. The handle owns its
  * implementation (vt->free); results are plain structs. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,7 +198,7 @@ ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl, const ob_ti
   OB_ASSERT(b && wl && out);
   memset(out, 0, sizeof *out);
   double t0 = ob_now_s();
-  ob_timing_opts t = ob_timing_resolve(timing, NULL);
+  ob_timing_opts t = ob_timing_normalize(timing, b->floor_ms);
   if (b->timer_overhead_s <= 0) b->timer_overhead_s = ob_timer_overhead();
   t.timer_overhead_s = b->timer_overhead_s;
   ob_bl_problem p;

@@ -3,8 +3,9 @@
  * it, and its argument list in kernel order); the checker gives a problem
  * its inputs and judges its output through the workload's ob_task (the
  * operators' fill, naive reference and tolerance); timing is kernel.h's
- * ob_time_loop with ob_timing_resolve's options and ob_cache_flush, as in
- * the runner. A baseline is a small vtable behind ob_baseline. */
+ * ob_time_loop with the options normalized for the handle's target (its
+ * floor, as ob_timing_resolve does for the runner) and ob_cache_flush.
+ * A baseline is a small vtable behind ob_baseline. */
 #ifndef OB_BASELINE_IMPL_H
 #define OB_BASELINE_IMPL_H
 
@@ -84,6 +85,7 @@ struct ob_baseline {
   void *self;
   ob_ctx *ctx;
   double timer_overhead_s; /* measured once, when the handle is made */
+  double floor_ms;         /* the target's timing floor (min_repeat_ms); < 0: the host's */
 };
 
 #endif

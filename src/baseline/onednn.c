@@ -550,6 +550,7 @@ ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads, co
   b->self = d;
   b->ctx = ctx;
   b->timer_overhead_s = ob_timer_overhead();
+  b->floor_ms = target ? ob_target_get_facts(target)->min_repeat_ms : -1;
   d->ctx = ctx;
   d->nthreads = nthreads;
   for (int i = 0; i < nthreads; i++) d->cores[i] = cores ? cores[i] : i;

@@ -143,7 +143,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   }
   bool wide = a->vs || a->search_budget;
   int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0;
-  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, NULL);
+  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
   char number_text[48];
   if (asked.number > 0) snprintf(number_text, sizeof number_text, "%d", asked.number);
   else snprintf(number_text, sizeof number_text, "adaptive (floor %g ms)", asked.min_repeat_ms);

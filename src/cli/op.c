@@ -89,7 +89,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
   const ob_workload *wl = ob_task_workload(task);
   char key[256];
   ob_workload_key(wl, key, sizeof key);
-  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, NULL);
+  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
   const ob_timing *tm = &res.timing;
   if (a->json) {
     root = cJSON_CreateObject();

@@ -142,7 +142,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
              s.confirmed_result.gflops, s.confirmed_result.timing.median_s * 1e3,
              s.confirmed_result.timing.cv * 100, s.confirm_candidates);
     if (s.confirmed && s.confirmed_result.timing.repeat > 0) {
-      ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, NULL);
+      ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
       cli_timing_text(&s.confirmed_result.timing, &asked, a->mo.nthreads);
     }
     if (s.measured)

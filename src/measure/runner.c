@@ -536,7 +536,7 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   ob_status st = OB_OK;
   size_t nb = (size_t)req->nbufs;
   int nthreads = req->nthreads > 0 ? req->nthreads : 1;
-  ob_timing_opts t = ob_timing_resolve(&req->timing, NULL);
+  ob_timing_opts t = ob_timing_resolve(&req->timing, req->target);
   t.clock = NULL; /* the worker times on its own clock */
   const double timeout = t.timeout_s;
   const double deadline = t_start + timeout;

@@ -79,6 +79,7 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   }
   check_ctx cc = {task, cfg, mo->seed, OB_OK};
   ob_run_request req = {
+      .target = ob_task_target(task),
       .so_path = so_path,
       .symbol = symbol,
       .nbufs = nargs,
