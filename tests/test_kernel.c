@@ -5,6 +5,7 @@
  *  - artifacts: ob_kernel_build (argument layout, cache, failures),
  *    ob_kernel_load / ob_kernel_run / ob_kernel_free on a real operator,
  *    serially and on a pool, checked against the operator's reference;
+ *    the target reaching codegen, the builder and the artifact;
  *  - the timing loop on a fake clock, so every property is exact and none
  *    depends on the machine's load: calibration to the floor, fixed number,
  *    AutoTVM's number + floor, the floor invariant, the stability rule and
@@ -22,6 +23,7 @@
 #include "opbench/codegen.h"
 #include "opbench/kernel.h"
 #include "opbench/ops.h"
+#include "opbench/target.h"
 
 static ob_ctx *ctx;
 static char cache[256];
@@ -121,6 +123,12 @@ static void test_build_load_run(void) {
   }
   const ob_lowered *fns[2] = {low, low};
   const char *names[2] = {"kconv", "kconv_again"};
+  /* NULL builds for the default target and says which it was */
+  char host_str[192] = "?";
+  ob_target *host = NULL;
+  CHECK(ob_target_host(ctx, &host) == OB_OK);
+  if (host) snprintf(host_str, sizeof host_str, "%s", ob_target_str(host));
+  ob_target_free(host);
   ob_build_opts o = {.cache_dir = cache};
   ob_kernel_artifact a[2];
   ob_status st = ob_kernel_build(ctx, NULL, &o, fns, names, 2, a);
@@ -128,7 +136,7 @@ static void test_build_load_run(void) {
   for (int i = 0; i < 2; i++) {
     CHECK_MSG(a[i].error_no == OB_MERR_NONE, "%s: %s", names[i], a[i].message ? a[i].message : "");
     CHECK(a[i].so_path && access(a[i].so_path, R_OK) == 0 && !strcmp(a[i].symbol, names[i]));
-    CHECK(a[i].source && strstr(a[i].source, names[i]) && !strcmp(a[i].target, "llvm -mcpu=native"));
+    CHECK(a[i].source && strstr(a[i].source, names[i]) && !strcmp(a[i].target, host_str));
     CHECK(a[i].nargs == ob_task_num_args(t) && a[i].nargs == 3);
     for (int k = 0; k < a[i].nargs && k < OB_KERNEL_MAX_ARGS; k++)
       CHECK(a[i].arg_bytes[k] == ob_task_arg_bytes(t, k) &&
@@ -192,6 +200,52 @@ static void test_build_load_run(void) {
   ob_kernel_artifact_clear(&a[0]);
   ob_lowered_free(low);
   ob_task_free(t);
+}
+
+/* A target given to ob_kernel_build reaches codegen (its vector width) and
+ * the builder (its flags), and the artifact names it canonically. */
+static void test_build_for_target(void) {
+  ob_target *avx2 = NULL, *scalar = NULL;
+  ob_status st = ob_target_parse(ctx, "c -isa=avx2", &avx2);
+  if (st == OB_OK && ob_target_check_runnable(ctx, avx2) != OB_OK) {
+    CHECK_SKIP("c -isa=avx2 does not run here: %s", ob_ctx_errmsg(ctx));
+    ob_target_free(avx2);
+    return;
+  }
+  CHECK(st == OB_OK && ob_target_parse(ctx, "c -isa=scalar", &scalar) == OB_OK);
+  ob_task *t = make_task("dense", "M=2,N=64,K=32");
+  ob_lowered *low = NULL;
+  if (t) {
+    ob_config cfg = ob_task_default_config(t);
+    CHECK(ob_task_lower(t, &cfg, &low) == OB_OK);
+  }
+  if (!avx2 || !scalar || !low) goto done;
+  const ob_lowered *fns[1] = {low};
+  const char *names[1] = {"kdense_t"};
+  ob_build_opts o = {.cache_dir = cache};
+  ob_kernel_artifact a, b;
+  CHECK_MSG(ob_kernel_build(ctx, avx2, &o, fns, names, 1, &a) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  CHECK_MSG(ob_kernel_build(ctx, scalar, &o, fns, names, 1, &b) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  CHECK_MSG(a.error_no == OB_MERR_NONE && b.error_no == OB_MERR_NONE, "%s / %s",
+            a.message ? a.message : "", b.message ? b.message : "");
+  CHECK(!strcmp(a.target, "c -isa=avx2") && !strcmp(b.target, "c -isa=scalar"));
+  /* 8 float lanes (32-byte vectors) for AVX2, 4 (16 bytes) for scalar */
+  CHECK_MSG(a.source && strstr(a.source, "vector_size(32)") && !strstr(a.source, "vector_size(64)"),
+            "%.400s", a.source ? a.source : "");
+  CHECK_MSG(b.source && strstr(b.source, "vector_size(16)") && !strstr(b.source, "vector_size(32)"),
+            "%.400s", b.source ? b.source : "");
+  /* different flags: different objects in the content-addressed cache */
+  CHECK(a.so_path && b.so_path && strcmp(a.so_path, b.so_path));
+  /* the timing floor is the target's fact */
+  ob_timing_opts r = ob_timing_resolve(NULL, avx2);
+  CHECK(r.min_repeat_ms == ob_target_get_facts(avx2)->min_repeat_ms && r.min_repeat_ms > 0);
+  ob_kernel_artifact_clear(&a);
+  ob_kernel_artifact_clear(&b);
+done:
+  ob_lowered_free(low);
+  ob_task_free(t);
+  ob_target_free(avx2);
+  ob_target_free(scalar);
 }
 
 /* ---- the timing loop on a fake clock ----------------------------------------------- */
@@ -407,6 +461,7 @@ int main(void) {
   test_time_loop();
   test_abi();
   test_build_load_run();
+  test_build_for_target();
   if (own) {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
