@@ -56,7 +56,7 @@ static int compile_against_header(const char *src, const char *name, char **msg)
   char flags[512];
   snprintf(flags, sizeof flags, "-O0 -fPIC -shared -I%s/include", OB_SOURCE_DIR);
   ob_build_opts o = {.cache_dir = cache, .flags = flags};
-  ob_build_input in = {tu.data, name};
+  ob_build_input in = {.source = tu.data, .name = name};
   ob_build_result r;
   ob_status st = ob_build_batch(ctx, &o, &in, 1, &r);
   CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));

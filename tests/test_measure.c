@@ -164,7 +164,7 @@ static void test_builder(ob_ctx *ctx) {
   char src[512];
   snprintf(src, sizeof src, PRELUDE "/* %ld */ int tmo(void *const *b, const ob_krt *rt)"
            " { (void)b; (void)rt; return 0; }\n", (long)getpid());
-  ob_build_input tin = {src, "tmo"};
+  ob_build_input tin = {.source = src, .name = "tmo"};
   o2 = opts;
   o2.timeout_s = 0.001;
   st = ob_build_batch(ctx, &o2, &tin, 1, out);

@@ -70,11 +70,14 @@ typedef struct ob_build_opts {
 typedef struct ob_build_input {
   const char *source; /* full C translation unit */
   const char *name;   /* kernel name, used in file names and messages */
+  bool program;       /* an executable, not a shared object: cached without the
+                         .so suffix; the flags say how to link it (the emulator
+                         runner's harness) */
 } ob_build_input;
 
 typedef struct ob_build_result {
   int error_no;       /* OB_MERR_NONE, _COMPILE_HOST or _BUILD_TIMEOUT */
-  char *so_path;      /* malloc'd path of the shared object on success */
+  char *so_path;      /* malloc'd path of the shared object (or program) on success */
   char *message;      /* malloc'd compiler output (stderr), or NULL */
   double build_s;     /* wall seconds spent compiling (0 if cached) */
   bool cached;        /* the shared object came from the cache */

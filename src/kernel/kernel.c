@@ -112,7 +112,7 @@ ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *
       ob_ctx_clear_error(ctx);
       continue;
     }
-    in[nb] = (ob_build_input){a->source, names[i]};
+    in[nb] = (ob_build_input){.source = a->source, .name = names[i]};
     slot[nb++] = i;
   }
   if (nb) st = ob_build_batch(ctx, &bo, in, nb, br);

@@ -139,7 +139,7 @@ static ob_status build_one(bworker *w, batch *b, int i) {
     free(src);
     return OB_OK;
   }
-  ob_build_input in = {src, b->sym[i]};
+  ob_build_input in = {.source = src, .name = b->sym[i]};
   ob_build_result br;
   memset(&br, 0, sizeof br);
   st = ob_build_batch(w->ctx, &w->pool->bopts, &in, 1, &br);

@@ -128,7 +128,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
       st = OB_OK;
       continue;
     }
-    in[nb] = (ob_build_input){src[i], names[i]};
+    in[nb] = (ob_build_input){.source = src[i], .name = names[i]};
     slot[nb++] = i;
   }
   if (nb) {
