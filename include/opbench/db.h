@@ -37,10 +37,12 @@ extern "C" {
  *   1  the first.
  *   2  measurements (and their history) gain the timing protocol of issue
  *      17: repeat, min_repeat_ms, flush, timer_overhead_s, below_resolution,
- *      noisy, extra_repeats; `number` is the calls per repeat the runner
+ *      noisy, extra_repeats, emulated; `number` is the calls per repeat the runner
  *      used. Upgraded rows keep their number (version 1 stored the requested
  *      count: right unless --min-repeat-ms was given), get repeat from their
- *      cost list and an unknown floor, cache state and overhead. */
+ *      cost list and an unknown floor, cache state and overhead; `emulated`
+ *      marks trials timed under an emulator (a cross target's kernels run by
+ *      qemu-user): their costs are not performance figures. */
 #define OB_DB_SCHEMA_VERSION 2
 #define OB_DB_DEFAULT_BUSY_MS 5000
 
@@ -126,7 +128,8 @@ typedef struct ob_db_record {
                             records and those of version-1 files; the cache
                             state is then unknown too), cold or warm caches, the
                             timer's overhead (0: unknown), the below-resolution
-                            and noisy flags and the stability rule's extra repeats */
+                            and noisy flags, the stability rule's extra repeats,
+                            and whether it ran under an emulator */
   const double *all_costs; /* every cost when there are more than timing holds
                               (AutoTVM logs may carry any number; timing.costs
                               then has the first OB_TIMING_MAX_COSTS), else NULL */
@@ -209,6 +212,7 @@ typedef struct ob_db_stat_row {
   int64_t by_error[OB_MERR_COUNT]; /* per error class; unknown codes in UNKNOWN */
   int64_t noisy;                /* error-free trials whose CV stayed above the stability threshold */
   int64_t below_resolution;     /* error-free trials with a median under 10x the timer overhead */
+  int64_t emulated;             /* error-free trials timed under an emulator (not performance) */
   double best_s;                /* fastest error-free median; NAN if none */
   double best_gflops;           /* 0 if unknown */
   int64_t nworkloads;           /* in by_op and total */

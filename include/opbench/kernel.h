@@ -195,6 +195,9 @@ typedef struct ob_timing {
   bool below_resolution;             /* median < 10x timer overhead */
   bool noisy;                        /* cv still above the stability threshold at the end */
   int extra_repeats;                 /* repeats added by the stability rule */
+  bool emulated;                     /* timed under an emulator (a cross target run by
+                                        qemu-user): the costs say the kernel ran, they are
+                                        not performance figures */
 } ob_timing;
 
 typedef double (*ob_time_clock_fn)(void *user);

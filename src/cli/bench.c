@@ -142,7 +142,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
   bool wide = a->vs || a->search_budget;
-  int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0;
+  int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0;
   const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
   char number_text[48];
   if (asked.number > 0) snprintf(number_text, sizeof number_text, "%d", asked.number);
@@ -224,6 +224,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       total_ms += (double)e->count * e->res.timing.median_s * 1e3;
       if (e->res.timing.noisy) nnoisy++;
       if (e->res.timing.below_resolution) nbelow++;
+      if (e->res.timing.emulated) nemu++;
     } else {
       nfail++;
     }
@@ -314,6 +315,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "failed", nfail);
     cJSON_AddNumberToObject(root, "noisy", nnoisy);
     cJSON_AddNumberToObject(root, "below_resolution", nbelow);
+    cJSON_AddNumberToObject(root, "emulated", nemu); /* workloads timed under an emulator */
     if (base) {
       cJSON_AddNumberToObject(root, "geomean_ratio_best", nratio ? exp(log_best / nratio) : 0);
       cJSON_AddNumberToObject(root, "geomean_ratio_default", nratio ? exp(log_dflt / nratio) : 0);
@@ -334,6 +336,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       printf("resolution: %d workload(s) have a median below 10x the timer overhead (flag "
              "'res')\n",
              nbelow);
+    if (nemu)
+      printf("emulated: %d workload(s) ran under the target's emulator (flag 'emu'): checked "
+             "against the reference, but their times and GFLOPS are not performance figures\n",
+             nemu);
     printf("geomean GFLOPS (default configs): %.2f\n", geomean);
     if (base)
       printf("geomean speed ratio opbench/onednn: %.3f (default: %.3f)%s\n",

@@ -169,9 +169,9 @@ bool cli_suite_read(ob_ctx *ctx, const char *file, cli_suite_entry **out, int *n
 
 /* timing.c: a timing record as --json members of o (number used, repeat,
  * floor, cache state, timer overhead, flags), as text lines under a
- * result (the protocol; the stability rule's verdict and the resolution
- * flag when they apply), and as a short flag list for tables ("noisy",
- * "res", both, or ""). */
+ * result (the protocol; the stability rule's verdict, the resolution flag
+ * and the emulator's caveat when they apply), and as a short flag list for
+ * tables ("noisy", "res", "emu", comma-joined, or ""). */
 struct cJSON;
 void cli_timing_json(struct cJSON *o, const ob_timing *t);
 void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthreads);

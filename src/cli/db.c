@@ -161,9 +161,10 @@ static const char *timing_text(const ob_timing *t, char *buf, size_t cap) {
   if (t->repeat > 0) snprintf(rep, sizeof rep, "%d", t->repeat);
   if (!isnan(t->min_repeat_ms)) snprintf(fl, sizeof fl, "%g ms", t->min_repeat_ms);
   if (t->timer_overhead_s > 0) snprintf(ovh, sizeof ovh, "%.3g ns", t->timer_overhead_s * 1e9);
-  snprintf(buf, cap, "number %s, repeat %s, floor %s, %s caches, timer overhead %s%s%s", num, rep,
-           fl, isnan(t->min_repeat_ms) ? "unknown" : t->flush ? "cold" : "warm", ovh,
-           t->noisy ? ", noisy" : "", t->below_resolution ? ", below resolution" : "");
+  snprintf(buf, cap, "number %s, repeat %s, floor %s, %s caches, timer overhead %s%s%s%s", num,
+           rep, fl, isnan(t->min_repeat_ms) ? "unknown" : t->flush ? "cold" : "warm", ovh,
+           t->noisy ? ", noisy" : "", t->below_resolution ? ", below resolution" : "",
+           t->emulated ? ", emulated (not a performance figure)" : "");
   return buf;
 }
 
@@ -200,6 +201,7 @@ static cJSON *record_json(ob_ctx *ctx, sel *s, const ob_db_record *r) {
   cJSON_AddBoolToObject(o, "below_resolution", t->below_resolution);
   cJSON_AddBoolToObject(o, "noisy", t->noisy);
   cJSON_AddNumberToObject(o, "extra_repeats", t->extra_repeats);
+  cJSON_AddBoolToObject(o, "emulated", t->emulated);
   cJSON_AddNumberToObject(o, "timestamp", r->timestamp);
   free(cfg);
   return o;
@@ -343,6 +345,7 @@ static cJSON *stat_json(const ob_db_stat_row *row) {
   if (row->nworkloads) cJSON_AddNumberToObject(o, "workloads", (double)row->nworkloads);
   cJSON_AddNumberToObject(o, "noisy", (double)row->noisy);
   cJSON_AddNumberToObject(o, "below_resolution", (double)row->below_resolution);
+  cJSON_AddNumberToObject(o, "emulated", (double)row->emulated);
   return o;
 }
 
@@ -401,6 +404,10 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
     printf("noisy      %lld error-free records kept a CV above their stability threshold; %lld "
            "have a median below 10x the timer overhead\n",
            (long long)st->total.noisy, (long long)st->total.below_resolution);
+    if (st->total.emulated)
+      printf("emulated   %lld error-free records were timed under an emulator (a cross target's "
+             "kernels): their times are not performance figures\n",
+             (long long)st->total.emulated);
   }
   ob_db_stats_free(st);
   return rc;

@@ -1,6 +1,7 @@
 /* timing.c: how the tool shows a timing record (kernel.h's ob_timing): the
- * protocol actually used, the stability rule's verdict and the resolution
- * flag, the same way in op, bench and tune, in text and in --json. */
+ * protocol actually used, the stability rule's verdict, the resolution
+ * flag and whether it was timed under an emulator, the same way in op,
+ * bench and tune, in text and in --json. */
 #include <math.h>
 #include <stdio.h>
 
@@ -20,6 +21,7 @@ void cli_timing_json(cJSON *o, const ob_timing *t) {
   cJSON_AddBoolToObject(o, "below_resolution", t->below_resolution);
   cJSON_AddBoolToObject(o, "noisy", t->noisy);
   cJSON_AddNumberToObject(o, "extra_repeats", t->extra_repeats);
+  cJSON_AddBoolToObject(o, "emulated", t->emulated);
 }
 
 /* "12.3 ns", "4.56 us", "1.23 ms" */
@@ -45,6 +47,9 @@ void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthrea
   else if (t->noisy)
     printf("stability  CV %.2f %% is above %g %% (no time left for more repeats): noisy\n",
            t->cv * 100, asked->max_cv * 100);
+  if (t->emulated)
+    printf("emulated   timed under the target's emulator: the kernel ran and its output was "
+           "checked, but these times are not performance figures\n");
   if (t->below_resolution) {
     char med[32];
     fmt_time(med, sizeof med, t->median_s);
@@ -55,8 +60,7 @@ void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthrea
 }
 
 const char *cli_timing_flags(const ob_timing *t) {
-  return t->noisy && t->below_resolution ? "noisy,res"
-         : t->noisy                      ? "noisy"
-         : t->below_resolution           ? "res"
-                                         : "";
+  static const char *const flags[8] = {"",    "noisy",     "res",     "noisy,res",
+                                       "emu", "noisy,emu", "res,emu", "noisy,res,emu"};
+  return flags[(t->noisy ? 1 : 0) | (t->below_resolution ? 2 : 0) | (t->emulated ? 4 : 0)];
 }

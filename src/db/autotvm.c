@@ -255,6 +255,7 @@ static void timing_from_json(const cJSON *j, ob_timing *t) {
   if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(j, "below_resolution")))
     t->below_resolution = cJSON_IsTrue(v);
   if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(j, "noisy"))) t->noisy = cJSON_IsTrue(v);
+  if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(j, "emulated"))) t->emulated = cJSON_IsTrue(v);
   if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "extra_repeats")) &&
       v->valuedouble >= 0 && v->valuedouble <= 1e6)
     t->extra_repeats = (int)v->valuedouble;
@@ -593,6 +594,7 @@ static ob_status export_row(void *user, const ob_db_record *r) {
     cJSON_AddBoolToObject(tj, "below_resolution", t->below_resolution);
     cJSON_AddBoolToObject(tj, "noisy", t->noisy);
     cJSON_AddNumberToObject(tj, "extra_repeats", t->extra_repeats);
+    cJSON_AddBoolToObject(tj, "emulated", t->emulated);
   }
 
   line = cJSON_PrintUnformatted(root);

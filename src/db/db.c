@@ -22,7 +22,8 @@
 #define OB_DB_TIMING_COLS_DEF                                                       \
   " repeat INTEGER NOT NULL DEFAULT 0, min_repeat_ms REAL, flush INTEGER,"          \
   " timer_overhead_s REAL, below_resolution INTEGER NOT NULL DEFAULT 0,"            \
-  " noisy INTEGER NOT NULL DEFAULT 0, extra_repeats INTEGER NOT NULL DEFAULT 0"
+  " noisy INTEGER NOT NULL DEFAULT 0, extra_repeats INTEGER NOT NULL DEFAULT 0,"      \
+  " emulated INTEGER NOT NULL DEFAULT 0"
 
 /* Version 1 -> 2, in one transaction. Version 1 kept every repeat it took,
  * so a row's repeat count is the length of its cost list. */
@@ -34,6 +35,7 @@ static const char k_migrate_v2[] =
     "ALTER TABLE measurements ADD COLUMN below_resolution INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements ADD COLUMN extra_repeats INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements_history ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements_history ADD COLUMN min_repeat_ms REAL;"
     "ALTER TABLE measurements_history ADD COLUMN flush INTEGER;"
@@ -41,6 +43,7 @@ static const char k_migrate_v2[] =
     "ALTER TABLE measurements_history ADD COLUMN below_resolution INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements_history ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements_history ADD COLUMN extra_repeats INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements_history ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;"
     "UPDATE measurements SET repeat = json_array_length(costs) WHERE json_valid(costs);"
     "UPDATE measurements_history SET repeat = json_array_length(costs) WHERE json_valid(costs);"
     "UPDATE meta SET value = '2' WHERE key = 'schema_version';"
@@ -102,10 +105,11 @@ static const char k_schema[] =
 #define OB_MEAS_COLS                                                                   \
   "host, workload_key, target, resources, template, config_index, error_no, error_msg, " \
   "median_s, mean_s, cv, costs, number, build_s, run_s, nthreads, cores, timestamp, "    \
-  "repeat, min_repeat_ms, flush, timer_overhead_s, below_resolution, noisy, extra_repeats"
+  "repeat, min_repeat_ms, flush, timer_overhead_s, below_resolution, noisy, extra_repeats, " \
+  "emulated"
 #define OB_MEAS_VALUES                                                                   \
   "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, " \
-  "?20, ?21, ?22, ?23, ?24, ?25"
+  "?20, ?21, ?22, ?23, ?24, ?25, ?26"
 #define OB_MEAS_KEY_WHERE \
   "workload_key = ?2 AND template = ?5 AND host = ?1 AND target = ?3 AND resources = ?4"
 
@@ -155,7 +159,7 @@ static const char *const k_stmt_sql[OB_DBS_COUNT] = {
     [OB_DBS_MEAS_REPLACE] = "INSERT OR REPLACE INTO measurements(" OB_MEAS_COLS
                             ") VALUES (" OB_MEAS_VALUES ")",
     [OB_DBS_MEAS_HISTORY] = "INSERT INTO measurements_history(" OB_MEAS_COLS ", replaced_at)"
-                            " SELECT " OB_MEAS_COLS ", ?26 FROM measurements WHERE " OB_MEAS_KEY_WHERE
+                            " SELECT " OB_MEAS_COLS ", ?27 FROM measurements WHERE " OB_MEAS_KEY_WHERE
                             " AND config_index = ?6",
     [OB_DBS_MEAS_HAS] =
         "SELECT 1 FROM measurements WHERE " OB_MEAS_KEY_WHERE " AND config_index = ?6",

@@ -94,7 +94,7 @@ static ob_status csv_row(void *user, const ob_db_record *r) {
   csv_real(f, t->min_repeat_ms);
   csv_field(f, known ? (t->flush ? "cold" : "warm") : "", false);
   csv_real(f, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
-  fprintf(f, "%d,%d,%d,", t->below_resolution, t->noisy, t->extra_repeats);
+  fprintf(f, "%d,%d,%d,%d,", t->below_resolution, t->noisy, t->extra_repeats, t->emulated);
   csv_real(f, r->build_s);
   csv_real(f, r->run_s);
   fprintf(f, "%d,", r->nthreads);
@@ -113,7 +113,7 @@ ob_status ob_db_export_csv(ob_db *db, const ob_db_filter *f, const char *path, i
   if (s) return s;
   fputs("host,workload,op,target,resources,template,config_index,error_no,error,error_msg,"
         "median_s,mean_s,cv,gflops,number,repeats_s,repeat,min_repeat_ms,cache,"
-        "timer_overhead_s,below_resolution,noisy,extra_repeats,build_s,run_s,nthreads,cores,"
+        "timer_overhead_s,below_resolution,noisy,extra_repeats,emulated,build_s,run_s,nthreads,cores,"
         "timestamp,entity\n",
         o.f);
   csv_ctx c = {o.f, 0};

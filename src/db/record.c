@@ -109,7 +109,7 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   if (replace) {
     if ((s = ob_db_stmt(db, OB_DBS_MEAS_HISTORY, &st))) goto done;
     bind_key(st, r);
-    sqlite3_bind_double(st, 26, now);
+    sqlite3_bind_double(st, 27, now);
     if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
     sqlite3_reset(st);
   }
@@ -148,6 +148,7 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   sqlite3_bind_int(st, 23, t->below_resolution);
   sqlite3_bind_int(st, 24, t->noisy);
   sqlite3_bind_int(st, 25, t->extra_repeats);
+  sqlite3_bind_int(st, 26, t->emulated);
   if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
   sqlite3_reset(st);
   bool wrote = sqlite3_changes(db->sql) > 0;
@@ -297,9 +298,9 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
     /* a version-1 file opened read-only: what an upgrade would read */
     ob_str_append(&sql, db->version >= 2
                             ? "m.repeat, m.min_repeat_ms, m.flush, m.timer_overhead_s,"
-                              " m.below_resolution, m.noisy, m.extra_repeats"
+                              " m.below_resolution, m.noisy, m.extra_repeats, m.emulated"
                             : "CASE WHEN json_valid(m.costs) THEN json_array_length(m.costs)"
-                              " ELSE 0 END, NULL, NULL, NULL, 0, 0, 0");
+                              " ELSE 0 END, NULL, NULL, NULL, 0, 0, 0, 0");
     ob_str_append(&sql, 
                   " FROM measurements m"
                   " LEFT JOIN workloads w ON w.key = m.workload_key"
@@ -311,8 +312,9 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
     ob_str_appendf(&sql, ", sum(m.error_no >= %d OR m.error_no < 0)", OB_MERR_UNKNOWN);
     ob_str_append(&sql, ", min(CASE WHEN m.error_no = 0 THEN m.median_s END), w.flops");
     ob_str_append(&sql, db->version >= 2 ? ", sum(m.error_no = 0 AND m.noisy <> 0),"
-                                           " sum(m.error_no = 0 AND m.below_resolution <> 0)"
-                                         : ", 0, 0");
+                                           " sum(m.error_no = 0 AND m.below_resolution <> 0),"
+                                           " sum(m.error_no = 0 AND m.emulated <> 0)"
+                                         : ", 0, 0, 0");
     ob_str_append(&sql, " FROM measurements m LEFT JOIN workloads w ON w.key = m.workload_key");
   }
   bool first = true;
@@ -432,6 +434,7 @@ ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void 
     t->below_resolution = sqlite3_column_int(st, 26) != 0;
     t->noisy = sqlite3_column_int(st, 27) != 0;
     t->extra_repeats = sqlite3_column_int(st, 28);
+    t->emulated = sqlite3_column_int(st, 29) != 0;
     if ((s = fn(user, &r))) break;
   }
   sqlite3_reset(st);
@@ -556,6 +559,7 @@ static void stat_add(ob_db_stat_row *acc, const ob_db_stat_row *r) {
   acc->total += r->total;
   acc->noisy += r->noisy;
   acc->below_resolution += r->below_resolution;
+  acc->emulated += r->emulated;
   for (int e = 0; e < OB_MERR_COUNT; e++) acc->by_error[e] += r->by_error[e];
   if (isfinite(r->best_s) && (!isfinite(acc->best_s) || r->best_s < acc->best_s))
     acc->best_s = r->best_s;
@@ -616,6 +620,7 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
                          : 0;
     w->noisy = sqlite3_column_int64(st, 5 + OB_MERR_COUNT);
     w->below_resolution = sqlite3_column_int64(st, 6 + OB_MERR_COUNT);
+    w->emulated = sqlite3_column_int64(st, 7 + OB_MERR_COUNT);
     w->nworkloads = 1;
     /* Rows come sorted by operator: a new operator opens a by_op row. */
     if (res->nops == 0 || strcmp(res->by_op[res->nops - 1].name, w->op)) {
