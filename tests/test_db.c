@@ -919,7 +919,7 @@ static void test_autotvm_roundtrip(void) {
 
 /* Every field of the timing record is stored and read back; an unknown
  * protocol stays unknown; long AutoTVM cost lists are kept whole; CSV
- * carries the protocol; stats count noisy records. */
+ * carries the protocol; stats count noisy and emulated records. */
 static void test_timing_record(void) {
   ob_db *db = open_db("timing.db");
   const char *wl = "dense/f32/M1N256K256";
@@ -938,6 +938,7 @@ static void test_timing_record(void) {
   make_trial(&t, wl, "dense.x86", 2, 1e-8); /* a tiny one, warm, flagged */
   tm->number = 100000;
   tm->below_resolution = true;
+  tm->emulated = true; /* and timed under an emulator */
   CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
   make_trial(&t, wl, "dense.x86", 3, 3e-6); /* protocol unknown */
   tm->number = 0;
@@ -969,9 +970,10 @@ static void test_timing_record(void) {
       CHECK(x->number == 517 && x->repeat == 14 && x->min_repeat_ms == 1.0 && x->flush);
       CHECK(x->timer_overhead_s == 2.1e-8 && !x->below_resolution && x->noisy);
       CHECK(x->extra_repeats == 4 && x->ncosts == 3 && r->rec[i].all_costs == NULL);
+      CHECK(!x->emulated);
       break;
     case 2:
-      CHECK(x->number == 100000 && !x->flush && x->below_resolution && !x->noisy);
+      CHECK(x->number == 100000 && !x->flush && x->below_resolution && !x->noisy && x->emulated);
       break;
     case 3:
       CHECK(x->number == 0 && x->repeat == 0 && isnan(x->min_repeat_ms));
@@ -993,11 +995,11 @@ static void test_timing_record(void) {
   CHECK(ob_db_export_csv(db, NULL, path_in("timing.csv"), &rows) == OB_OK && rows == 4);
   char *csv = read_all(path_in("timing.csv"), NULL);
   CHECK(csv && strstr(csv, ",number,repeats_s,repeat,min_repeat_ms,cache,timer_overhead_s,"
-                           "below_resolution,noisy,extra_repeats,"));
+                           "below_resolution,noisy,extra_repeats,emulated,"));
   CHECK(csv && strstr(csv, ",517,"));
-  CHECK(csv && strstr(csv, ",14,1,cold,2.1e-08,0,1,4,"));
-  CHECK(csv && strstr(csv, ",3,1,warm,2e-08,1,0,0,"));
-  CHECK(csv && strstr(csv, ",0,") && strstr(csv, ",,,,0,0,0,")); /* the unknown one */
+  CHECK(csv && strstr(csv, ",14,1,cold,2.1e-08,0,1,4,0,"));
+  CHECK(csv && strstr(csv, ",3,1,warm,2e-08,1,0,0,1,"));
+  CHECK(csv && strstr(csv, ",0,") && strstr(csv, ",,,,0,0,0,0,")); /* the unknown one */
   free(csv);
 
   /* AutoTVM: every one of the 100 costs goes out and comes back */
@@ -1007,7 +1009,7 @@ static void test_timing_record(void) {
   char *text = read_all(path_in("timing.json"), NULL);
   CHECK(text && strstr(text, "\"opbench_timing\":{\"number\":517,\"repeat\":14,\"min_repeat_ms\":1,"
                              "\"flush\":true,\"timer_overhead_s\":2.1e-08,\"below_resolution\":false,"
-                             "\"noisy\":true,\"extra_repeats\":4}"));
+                             "\"noisy\":true,\"extra_repeats\":4,\"emulated\":false}"));
   free(text);
   ob_db *b = open_db("timing_b.db");
   ob_db_import_opts o = {.host = HOST, .resources = RES, .map = ob_op_autotvm_map()};
@@ -1019,6 +1021,7 @@ static void test_timing_record(void) {
     const ob_db_record *x = &r->rec[i];
     if (x->config_index == 1)
       CHECK(x->timing.number == 517 && x->timing.flush && x->timing.noisy && x->timing.extra_repeats == 4);
+    if (x->config_index == 2) CHECK(x->timing.emulated && x->timing.below_resolution);
     if (x->config_index == 3) CHECK(isnan(x->timing.min_repeat_ms) && x->timing.number == 0);
     if (x->config_index == 4) CHECK(x->nall_costs == 100 && x->all_costs && x->all_costs[99] == many[99]);
   }
@@ -1029,6 +1032,7 @@ static void test_timing_record(void) {
   ob_db_stats *st = NULL;
   CHECK(ob_db_stats_get(db, NULL, &st) == OB_OK && st);
   if (st) CHECK(st->total.noisy == 1 && st->total.below_resolution == 1 && st->total.total == 4);
+  if (st) CHECK(st->total.emulated == 1);
   ob_db_stats_free(st);
   ob_db_close(db);
 }
@@ -1062,6 +1066,7 @@ static void test_migrate_v1(void) {
     const ob_timing *x = &r->rec[i].timing;
     CHECK(x->number == 1 && x->repeat == 10 && x->ncosts == 10 && isnan(x->min_repeat_ms));
     CHECK(!x->noisy && !x->below_resolution && x->extra_repeats == 0 && x->timer_overhead_s == 0);
+    CHECK(!x->emulated);
   }
   ob_db_records_free(r);
   ob_db_stats *st = NULL;
