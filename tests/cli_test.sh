@@ -267,6 +267,51 @@ if command -v aarch64-linux-gnu-gcc >/dev/null && [ -f /usr/aarch64-linux-gnu/in
 else
   echo "skip - emulator missing, --vs onednn with neon (no cross compiler: scripts/install-deps.sh)"
 fi
+# NEON kernels: cross-compiled, run under qemu-aarch64 through the emulator
+# runner's harness, verified against the reference; times marked emulated
+if command -v aarch64-linux-gnu-gcc >/dev/null && [ -f /usr/aarch64-linux-gnu/include/stdlib.h ] &&
+  command -v qemu-aarch64 >/dev/null && [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
+  run op conv2d $CONV --pad 1 --target "$NEON"
+  if [ "$rc" -eq 0 ] && grep -Eq '^error +0 \(NO_ERROR\)' "$tmp/out" &&
+    grep -Eq '^emulated +timed under the target.s emulator: .* not performance figures' "$tmp/out"; then
+    ok "op --target neon: built, run under the emulator, verified, said to be emulated"
+  else
+    not_ok "op --target neon: built, run under the emulator, verified, said to be emulated"
+  fi
+  json_check "op --target neon --json: verified, emulated" \
+    "d['error_no'] == 0 and d['emulated'] is True and d['target'] == '$NEON' and d['number'] >= 1" \
+    op dense $DENSE --target "$NEON" --json
+  json_check "op --target neon --threads 2: parallel loops under the emulator" \
+    "d['error_no'] == 0 and d['emulated'] is True and d['threads'] == 2" \
+    op conv2d $CONV --pad 1 --target "$NEON" --threads 2 --json
+  good "tune --target neon: a few trials, under the emulator" '^emulated +timed under' \
+    tune --op conv2d $CONV --pad 1 --target "$NEON" --tuner random --trials 3 --db "$tmp/neon.db"
+  json_check "db stats: the tuned trials are recorded as emulated" \
+    "d['total']['records'] >= 3 and d['total']['emulated'] == d['total']['ok'] and d['total']['ok'] >= 3" \
+    db stats --db "$tmp/neon.db" --json
+  json_check "db top: emulated records, keyed by the neon target" \
+    "all(r['emulated'] is True and r['target'] == '$NEON' for r in d) and len(d) >= 1" \
+    db top --op conv2d $CONV --pad 1 --target "$NEON" --db "$tmp/neon.db" --json
+  good "bench --suite --target neon: flag emu" "^emulated: 2 workload\(s\) ran under the target's emulator" \
+    bench --suite "$tmp/suite.txt" --target "$NEON"
+  # a harness of this cache still running (its command line names the cache)
+  harness_left() {
+    local f
+    for f in /proc/[0-9]*/cmdline; do
+      tr '\0' ' ' <"$f" 2>/dev/null | grep -Eq "opbench_harness__[0-9a-f]+ $OPBENCH_CACHE/" && return 0
+    done
+    return 1
+  }
+  run op conv2d --shape N=1,C=32,H=28,W=28,K=32,R=3,S=3 --pad 1 --target "$NEON" --timeout 0.2
+  if [ "$rc" -eq 2 ] && grep -q '^opbench: error: .*error 7 (RUN_TIMEOUT).*under the emulator' "$tmp/err" &&
+    ! harness_left; then
+    ok "run timeout under the emulator: error 7, the emulated process killed"
+  else
+    not_ok "run timeout under the emulator: error 7, the emulated process killed"
+  fi
+else
+  echo "skip - neon kernels under qemu-aarch64 (cross compiler, C library or qemu-user missing: scripts/install-deps.sh)"
+fi
 # a native target this CPU cannot run: built, never run
 if ! grep -qw amx_tile /proc/cpuinfo; then
   bad "a CPU this host is not" "target 'llvm -mcpu=sapphirerapids': this CPU lacks .*amx_tile" \

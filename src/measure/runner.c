@@ -1,12 +1,20 @@
-/* runner.c: ob_runner runs variants in a persistent worker process forked
- * from the caller, so a crashing or hanging kernel costs a worker, never the
- * caller. Parent and worker talk over a SOCK_SEQPACKET socketpair; buffers
- * live in a memfd owned by the runner (passed with SCM_RIGHTS each request)
- * that the caller fills and checks in place. The worker loads kernels with
- * ob_kernel_load_path, runs them with ob_kernel_run and times them with
- * ob_time_loop (kernel.h), measuring the timer's overhead once when it
- * starts; it owns its loaded kernels and its thread pool. The runner owns
- * the worker, the socket and the memfd.
+/* runner.c: ob_runner, and its native implementation.
+ *
+ * ob_runner checks a request, lays its buffers out in a memfd it owns (the
+ * caller fills and checks them in place), resolves the timing options for
+ * the request's target and hands the request to an implementation
+ * (measure_impl.h): this file's native worker for targets that run here,
+ * emulator.c's for targets that run under an emulator. Implementations are
+ * made on first use and kept.
+ *
+ * The native implementation runs variants in a persistent worker process
+ * forked from the caller, so a crashing or hanging kernel costs a worker,
+ * never the caller. Parent and worker talk over a SOCK_SEQPACKET
+ * socketpair; the memfd is passed with SCM_RIGHTS each request. The worker
+ * loads kernels with ob_kernel_load_path, runs them with ob_kernel_run and
+ * times them with ob_time_loop (kernel.h), measuring the timer's overhead
+ * once when it starts; it owns its loaded kernels and its thread pool. The
+ * native implementation owns the worker and the socket.
  *
  * Protocol, per request:
  *   parent -> RUN (layout, path, symbol, cores, timing) + memfd
@@ -32,7 +40,9 @@
 #include <unistd.h>
 #include "opbench/kernel.h"
 #include "opbench/measure.h"
+#include "opbench/target.h"
 #include "kernel/kernel_impl.h"
+#include "measure/measure_impl.h"
 
 #define OB_RUN_ALIGN 64
 #define OB_RUN_REQ_MAX 65536      /* one RUN message, bytes */
@@ -314,16 +324,13 @@ static _Noreturn void worker_main(int sock, pid_t parent) {
   }
 }
 
-/* ---- the parent side ------------------------------------------------------ */
+/* ---- the native implementation: the parent side ------------------------------ */
 
-struct ob_runner {
+typedef struct native {
   ob_ctx *ctx;
-  pid_t pid;          /* the worker, or -1 (restarted on the next request) */
-  int sock;           /* our end of the socketpair, or -1 */
-  int memfd;          /* buffers, or -1 */
-  unsigned char *map; /* our mapping of memfd */
-  size_t map_cap;
-};
+  pid_t pid; /* the worker, or -1 (restarted on the next request) */
+  int sock;  /* our end of the socketpair, or -1 */
+} native;
 
 static pid_t waitpid_eintr(pid_t pid, int *status, int flags) {
   pid_t w;
@@ -333,7 +340,7 @@ static pid_t waitpid_eintr(pid_t pid, int *status, int flags) {
   return w;
 }
 
-static ob_status start_worker(ob_runner *r) {
+static ob_status start_worker(native *r) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     return ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: socketpair: %s", strerror(errno));
@@ -356,7 +363,7 @@ static ob_status start_worker(ob_runner *r) {
 }
 
 /* Kills and reaps the worker; *status gets its wait status when known. */
-static bool stop_worker(ob_runner *r, int *status) {
+static bool stop_worker(native *r, int *status) {
   bool reaped = false;
   if (r->pid > 0) {
     kill(r->pid, SIGKILL);
@@ -370,7 +377,7 @@ static bool stop_worker(ob_runner *r, int *status) {
 
 /* The worker's socket closed or failed: it is exiting. Reaps it (killing it
  * after 2 s) and says why it died. Returns the signal that ended it, or 0. */
-static int worker_died(ob_runner *r, ob_run_result *res) {
+static int worker_died(native *r, ob_run_result *res) {
   int status = 0;
   pid_t w = 0;
   double until = ob_now_s() + 2.0;
@@ -397,16 +404,265 @@ static int worker_died(ob_runner *r, ob_run_result *res) {
   return w >= 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
+ob_status ob_runner_native_new(ob_ctx *ctx, void **self) {
+  *self = NULL;
+  native *r = calloc(1, sizeof *r);
+  if (!r) return ob_fail(ctx, OB_ERR_NOMEM, "runner: out of memory");
+  r->ctx = ctx;
+  r->pid = -1;
+  r->sock = -1;
+  ob_status st = start_worker(r);
+  if (st) {
+    free(r);
+    return st;
+  }
+  *self = r;
+  return OB_OK;
+}
+
+static void native_free(void *self) {
+  native *r = self;
+  if (!r) return;
+  int status;
+  stop_worker(r, &status);
+  free(r);
+}
+
+static int send_with_fd(int sock, const void *buf, size_t len, int fd) {
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } cbuf;
+  memset(&cbuf, 0, sizeof cbuf);
+  struct iovec iov = {(void *)buf, len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+                      .msg_controllen = sizeof cbuf.buf};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  ssize_t k;
+  do {
+    k = sendmsg(sock, &mh, MSG_NOSIGNAL);
+  } while (k < 0 && errno == EINTR);
+  return k == (ssize_t)len ? 0 : -1;
+}
+
+static int send_cmd(native *r, uint32_t kind) {
+  wire_cmd cmd = {kind};
+  ssize_t k;
+  do {
+    k = send(r->sock, &cmd, sizeof cmd, MSG_NOSIGNAL);
+  } while (k < 0 && errno == EINTR);
+  return k == (ssize_t)sizeof cmd ? 0 : -1;
+}
+
+enum { WAIT_OK, WAIT_TIMEOUT, WAIT_DEAD };
+
+static int wait_reply(native *r, double deadline, wire_rep *rep) {
+  for (;;) {
+    double left = deadline - ob_now_s();
+    if (left <= 0) return WAIT_TIMEOUT;
+    struct pollfd pfd = {.fd = r->sock, .events = POLLIN};
+    int ms = (int)ceil(left * 1000);
+    int rc = poll(&pfd, 1, ms < 1 ? 1 : ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return WAIT_DEAD;
+    if (rc == 0) continue;
+    ssize_t k = recv(r->sock, rep, sizeof *rep, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k != (ssize_t)sizeof *rep) return WAIT_DEAD; /* EOF, error or garbage */
+    rep->msg[sizeof rep->msg - 1] = '\0';
+    return WAIT_OK;
+  }
+}
+
+/* A reply other than OK: the worker timed out or died; records why. */
+static void reply_failed(native *r, int how, double timeout, ob_run_result *res) {
+  if (how == WAIT_TIMEOUT) {
+    int status;
+    stop_worker(r, &status);
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "run timed out after %g s", timeout);
+  } else {
+    worker_died(r, res);
+  }
+}
+
+static ob_status native_run(void *self, const ob_run_request *req, const ob_timing_opts *t,
+                            double deadline, double kill_at, const ob_run_bufs *b,
+                            ob_run_result *res) {
+  native *r = self;
+  ob_status st = OB_OK;
+  size_t nb = (size_t)b->nbufs;
+  int nthreads = req->nthreads > 0 ? req->nthreads : 1;
+  const double timeout = t->timeout_s;
+
+  /* The worker resolves paths itself: make relative ones survive a chdir. */
+  char *abs = strchr(req->so_path, '/') ? realpath(req->so_path, NULL) : NULL;
+  const char *so_path = abs ? abs : req->so_path;
+  size_t path_len = strlen(so_path), sym_len = strlen(req->symbol);
+  size_t len = sizeof(wire_req) + nb * 16 + (size_t)nthreads * 4 + nb + path_len + 1 + sym_len + 1;
+  unsigned char *msg = NULL;
+  if (len > OB_RUN_REQ_MAX) {
+    st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
+                 "runner: request for %s too large (%zu buffers, %d threads)", req->symbol, nb,
+                 nthreads);
+    goto out;
+  }
+  if (!(msg = calloc(1, len))) {
+    st = ob_fail(r->ctx, OB_ERR_NOMEM, "runner: out of memory");
+    goto out;
+  }
+
+  wire_req q;
+  memset(&q, 0, sizeof q); /* no stray padding bytes go over the socket */
+  q.kind = W_RUN;
+  q.nbufs = (int32_t)nb;
+  q.nthreads = nthreads;
+  q.timing = *t;
+  q.deadline = deadline;
+  q.map_bytes = b->map_bytes;
+  q.path_len = (uint32_t)path_len;
+  q.sym_len = (uint32_t)sym_len;
+  unsigned char *p = msg;
+  memcpy(p, &q, sizeof q), p += sizeof q;
+  memcpy(p, b->off, nb * 8), p += nb * 8;
+  for (size_t i = 0; i < nb; i++) {
+    uint64_t bytes = req->buf_bytes[i];
+    memcpy(p, &bytes, 8), p += 8;
+  }
+  for (int i = 0; i < nthreads; i++) {
+    int32_t c = req->cores ? req->cores[i] : i;
+    memcpy(p, &c, 4), p += 4;
+  }
+  for (size_t i = 0; i < nb; i++) *p++ = req->buf_is_input ? req->buf_is_input[i] : 1;
+  memcpy(p, so_path, path_len + 1), p += path_len + 1;
+  memcpy(p, req->symbol, sym_len + 1);
+
+  req->fill(req->user, b->ptr);
+
+  /* Send; a worker that died between requests is restarted once. A
+   * SIGKILL from outside (no kernel crash raises it: the OOM killer, a user)
+   * can also land just before the request is read, and the message goes
+   * down with the worker: that too is sent once more to a new worker. */
+  wire_rep rep;
+  int how;
+  for (int resend = 0;; resend++) {
+    for (int attempt = 0;; attempt++) {
+      if (r->pid < 0 && (st = start_worker(r)) != OB_OK) goto out;
+      if (send_with_fd(r->sock, msg, len, b->memfd) == 0) break;
+      int e = errno, status;
+      stop_worker(r, &status);
+      if (attempt == 1) {
+        st = ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: cannot send to the worker: %s", strerror(e));
+        goto out;
+      }
+    }
+    how = wait_reply(r, kill_at, &rep);
+    if (how != WAIT_DEAD || resend == 1) break;
+    if (worker_died(r, res) != SIGKILL) goto out;
+    res->error_no = OB_MERR_NONE;
+    res->message[0] = '\0';
+    req->fill(req->user, b->ptr); /* as the first time */
+  }
+  if (how != WAIT_OK) {
+    reply_failed(r, how, timeout, res);
+    goto out;
+  }
+  if (rep.kind == W_ERR) {
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "%s", rep.msg);
+    goto out;
+  }
+  if (rep.kind != W_RAN) {
+    (void)worker_died(r, res); /* protocol error: start afresh */
+    goto out;
+  }
+  if (rep.code != 0) {
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
+    goto out;
+  }
+
+  if (req->check) {
+    char cmsg[sizeof res->message];
+    cmsg[0] = '\0';
+    ob_status cst = req->check(req->user, b->ptr, cmsg, sizeof cmsg);
+    if (cst != OB_OK) {
+      res->error_no = OB_MERR_WRONG_ANSWER;
+      cmsg[sizeof cmsg - 1] = '\0';
+      if (cmsg[0]) snprintf(res->message, sizeof res->message, "%s", cmsg);
+      else snprintf(res->message, sizeof res->message, "wrong answer (%s)", ob_status_str(cst));
+      if (send_cmd(r, W_SKIP) != 0) {
+        int status;
+        stop_worker(r, &status);
+      }
+      goto out;
+    }
+  }
+  if (send_cmd(r, W_TIME) != 0) {
+    worker_died(r, res);
+    goto out;
+  }
+  how = wait_reply(r, kill_at, &rep);
+  if (how != WAIT_OK) {
+    reply_failed(r, how, timeout, res);
+    goto out;
+  }
+  if (rep.kind == W_RAN) { /* a timed call returned non-zero */
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
+    goto out;
+  }
+  if (rep.kind == W_COSTS && rep.code == OB_TIME_DEADLINE) {
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "run timed out after %g s (while timing)", timeout);
+    goto out;
+  }
+  if (rep.kind != W_COSTS || rep.code != 0 || rep.timing.ncosts < 1 ||
+      rep.timing.ncosts > OB_TIMING_MAX_COSTS) {
+    worker_died(r, res);
+    goto out;
+  }
+  res->error_no = OB_MERR_NONE;
+  res->timing = rep.timing;
+
+out:
+  free(abs);
+  free(msg);
+  return st;
+}
+
+const struct ob_runner_i ob_runner_native_i = {"native", native_run, native_free};
+
+/* ---- ob_runner ----------------------------------------------------------------- */
+
+enum { IMPL_NATIVE = 0, IMPL_EMULATOR, IMPL_COUNT };
+
+struct ob_runner {
+  ob_ctx *ctx;
+  struct {
+    const struct ob_runner_i *vt;
+    void *self; /* NULL until first needed */
+  } impl[IMPL_COUNT];
+  int memfd;          /* buffers, or -1 */
+  unsigned char *map; /* our mapping of memfd */
+  size_t map_cap;
+};
+
 ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
   OB_ASSERT(ctx && out);
   *out = NULL;
   ob_runner *r = calloc(1, sizeof *r);
   if (!r) return ob_fail(ctx, OB_ERR_NOMEM, "runner: out of memory");
   r->ctx = ctx;
-  r->pid = -1;
-  r->sock = -1;
   r->memfd = -1;
-  ob_status st = start_worker(r);
+  r->impl[IMPL_NATIVE].vt = &ob_runner_native_i;
+  r->impl[IMPL_EMULATOR].vt = &ob_runner_emulator_i;
+  /* the native worker starts now: forking early keeps it small */
+  ob_status st = ob_runner_native_new(ctx, &r->impl[IMPL_NATIVE].self);
   if (st) {
     free(r);
     return st;
@@ -417,8 +673,8 @@ ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
 
 void ob_runner_free(ob_runner *r) {
   if (!r) return;
-  int status;
-  stop_worker(r, &status);
+  for (int i = 0; i < IMPL_COUNT; i++)
+    if (r->impl[i].self) r->impl[i].vt->free(r->impl[i].self);
   if (r->map) munmap(r->map, r->map_cap);
   if (r->memfd >= 0) close(r->memfd);
   free(r);
@@ -466,66 +722,23 @@ static ob_status ensure_map(ob_runner *r, size_t bytes) {
   return OB_OK;
 }
 
-static int send_with_fd(int sock, const void *buf, size_t len, int fd) {
-  union {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } cbuf;
-  memset(&cbuf, 0, sizeof cbuf);
-  struct iovec iov = {(void *)buf, len};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-                      .msg_controllen = sizeof cbuf.buf};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  ssize_t k;
-  do {
-    k = sendmsg(sock, &mh, MSG_NOSIGNAL);
-  } while (k < 0 && errno == EINTR);
-  return k == (ssize_t)len ? 0 : -1;
-}
-
-static int send_cmd(ob_runner *r, uint32_t kind) {
-  wire_cmd cmd = {kind};
-  ssize_t k;
-  do {
-    k = send(r->sock, &cmd, sizeof cmd, MSG_NOSIGNAL);
-  } while (k < 0 && errno == EINTR);
-  return k == (ssize_t)sizeof cmd ? 0 : -1;
-}
-
-enum { WAIT_OK, WAIT_TIMEOUT, WAIT_DEAD };
-
-static int wait_reply(ob_runner *r, double deadline, wire_rep *rep) {
-  for (;;) {
-    double left = deadline - ob_now_s();
-    if (left <= 0) return WAIT_TIMEOUT;
-    struct pollfd pfd = {.fd = r->sock, .events = POLLIN};
-    int ms = (int)ceil(left * 1000);
-    int rc = poll(&pfd, 1, ms < 1 ? 1 : ms);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return WAIT_DEAD;
-    if (rc == 0) continue;
-    ssize_t k = recv(r->sock, rep, sizeof *rep, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k != (ssize_t)sizeof *rep) return WAIT_DEAD; /* EOF, error or garbage */
-    rep->msg[sizeof rep->msg - 1] = '\0';
-    return WAIT_OK;
-  }
-}
-
-/* A reply other than OK: the worker timed out or died; records why. */
-static void reply_failed(ob_runner *r, int how, double timeout, ob_run_result *res) {
-  if (how == WAIT_TIMEOUT) {
-    int status;
-    stop_worker(r, &status);
-    res->error_no = OB_MERR_RUN_TIMEOUT;
-    snprintf(res->message, sizeof res->message, "run timed out after %g s", timeout);
-  } else {
-    worker_died(r, res);
-  }
+/* The implementation for target t (NULL: the host's, native), made now if
+ * needed. A target that runs neither here nor under an emulator is
+ * refused, naming what is missing. */
+static ob_status pick_impl(ob_runner *r, const ob_target *t, int *which) {
+  *which = IMPL_NATIVE;
+  if (!t) return OB_OK;
+  const ob_target_facts *f = ob_target_get_facts(t);
+  if (f->native) return OB_OK;
+  ob_status st = ob_target_check_runnable(r->ctx, t);
+  if (st) return st;
+  if (!f->emulated)
+    return ob_fail(r->ctx, OB_ERR_UNSUPPORTED, "target '%s': its kernels cannot be run here",
+                   ob_target_str(t));
+  *which = IMPL_EMULATOR;
+  if (!r->impl[IMPL_EMULATOR].self)
+    return ob_runner_emulator_new(r->ctx, &r->impl[IMPL_EMULATOR].self);
+  return OB_OK;
 }
 
 ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *res) {
@@ -535,42 +748,28 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   const double t_start = ob_now_s();
   ob_status st = OB_OK;
   size_t nb = (size_t)req->nbufs;
-  int nthreads = req->nthreads > 0 ? req->nthreads : 1;
   ob_timing_opts t = ob_timing_resolve(&req->timing, req->target);
-  t.clock = NULL; /* the worker times on its own clock */
+  t.clock = NULL; /* the process that times does it on its own clock */
   const double timeout = t.timeout_s;
   const double deadline = t_start + timeout;
-  /* The worker gives up at the deadline and says so; the parent waits a
-   * little longer before it kills a worker stuck in a kernel. */
+  /* The kernel's process gives up at the deadline and says so; the parent
+   * waits a little longer before it kills one stuck in a kernel. */
   const double kill_at = deadline + (timeout * 0.1 < OB_RUN_GRACE_S ? timeout * 0.1 : OB_RUN_GRACE_S);
-
-  /* The worker resolves paths itself: make relative ones survive a chdir. */
-  char *abs = strchr(req->so_path, '/') ? realpath(req->so_path, NULL) : NULL;
-  const char *so_path = abs ? abs : req->so_path;
-  size_t path_len = strlen(so_path), sym_len = strlen(req->symbol);
-  size_t len = sizeof(wire_req) + nb * 16 + (size_t)nthreads * 4 + nb + path_len + 1 + sym_len + 1;
-  unsigned char *msg = NULL;
-  uint64_t *off = NULL;
-  void **bufs = NULL;
-  if (len > OB_RUN_REQ_MAX) {
-    st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
-                 "runner: request for %s too large (%zu buffers, %d threads)", req->symbol, nb,
-                 nthreads);
-    goto out;
-  }
-  msg = calloc(1, len);
-  off = calloc(nb + 1, sizeof *off);
-  bufs = calloc(nb + 1, sizeof *bufs);
-  if (!msg || !off || !bufs) {
+  uint64_t *off = calloc(nb + 1, sizeof *off), *bytes = calloc(nb + 1, sizeof *bytes);
+  void **bufs = calloc(nb + 1, sizeof *bufs);
+  int which = IMPL_NATIVE;
+  if (!off || !bytes || !bufs) {
     st = ob_fail(r->ctx, OB_ERR_NOMEM, "runner: out of memory");
     goto out;
   }
+  if ((st = pick_impl(r, req->target, &which))) goto out;
 
   /* Layout: every buffer 64-byte aligned, at least one line each. */
   size_t total = 0;
   for (size_t i = 0; i < nb; i++) {
     off[i] = total;
     size_t b = req->buf_bytes[i] ? req->buf_bytes[i] : 1;
+    bytes[i] = b;
     if (b > (size_t)OB_MAX_BUFFER_BYTES || !ob_add_size(total, align_up(b, OB_RUN_ALIGN), &total)) {
       st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
                    "runner: buffer %zu of %s has %zu bytes, more than the limit of %lld bytes per "
@@ -584,123 +783,14 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   if ((st = ensure_map(r, total)) != OB_OK) goto out;
   for (size_t i = 0; i < nb; i++) bufs[i] = r->map + off[i];
 
-  wire_req q;
-  memset(&q, 0, sizeof q); /* no stray padding bytes go over the socket */
-  q.kind = W_RUN;
-  q.nbufs = (int32_t)nb;
-  q.nthreads = nthreads;
-  q.timing = t;
-  q.deadline = deadline;
-  q.map_bytes = total;
-  q.path_len = (uint32_t)path_len;
-  q.sym_len = (uint32_t)sym_len;
-  unsigned char *p = msg;
-  memcpy(p, &q, sizeof q), p += sizeof q;
-  memcpy(p, off, nb * 8), p += nb * 8;
-  for (size_t i = 0; i < nb; i++) {
-    uint64_t b = req->buf_bytes[i];
-    memcpy(p, &b, 8), p += 8;
-  }
-  for (int i = 0; i < nthreads; i++) {
-    int32_t c = req->cores ? req->cores[i] : i;
-    memcpy(p, &c, 4), p += 4;
-  }
-  for (size_t i = 0; i < nb; i++) *p++ = req->buf_is_input ? req->buf_is_input[i] : 1;
-  memcpy(p, so_path, path_len + 1), p += path_len + 1;
-  memcpy(p, req->symbol, sym_len + 1);
-
-  req->fill(req->user, bufs);
-
-  /* Send; a worker that died between requests is restarted once. A
-   * SIGKILL from outside (no kernel crash raises it: the OOM killer, a user)
-   * can also land just before the request is read, and the message goes
-   * down with the worker: that too is sent once more to a new worker. */
-  wire_rep rep;
-  int how;
-  for (int resend = 0;; resend++) {
-    for (int attempt = 0;; attempt++) {
-      if (r->pid < 0 && (st = start_worker(r)) != OB_OK) goto out;
-      if (send_with_fd(r->sock, msg, len, r->memfd) == 0) break;
-      int e = errno, status;
-      stop_worker(r, &status);
-      if (attempt == 1) {
-        st = ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: cannot send to the worker: %s", strerror(e));
-        goto out;
-      }
-    }
-    how = wait_reply(r, kill_at, &rep);
-    if (how != WAIT_DEAD || resend == 1) break;
-    if (worker_died(r, res) != SIGKILL) goto out;
-    memset(res, 0, sizeof *res);
-    req->fill(req->user, bufs); /* as the first time */
-  }
-  if (how != WAIT_OK) {
-    reply_failed(r, how, timeout, res);
-    goto out;
-  }
-  if (rep.kind == W_ERR) {
-    res->error_no = OB_MERR_RUNTIME;
-    snprintf(res->message, sizeof res->message, "%s", rep.msg);
-    goto out;
-  }
-  if (rep.kind != W_RAN) {
-    (void)worker_died(r, res); /* protocol error: start afresh */
-    goto out;
-  }
-  if (rep.code != 0) {
-    res->error_no = OB_MERR_RUNTIME;
-    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
-    goto out;
-  }
-
-  if (req->check) {
-    char cmsg[sizeof res->message];
-    cmsg[0] = '\0';
-    ob_status cst = req->check(req->user, bufs, cmsg, sizeof cmsg);
-    if (cst != OB_OK) {
-      res->error_no = OB_MERR_WRONG_ANSWER;
-      cmsg[sizeof cmsg - 1] = '\0';
-      if (cmsg[0]) snprintf(res->message, sizeof res->message, "%s", cmsg);
-      else snprintf(res->message, sizeof res->message, "wrong answer (%s)", ob_status_str(cst));
-      if (send_cmd(r, W_SKIP) != 0) {
-        int status;
-        stop_worker(r, &status);
-      }
-      goto out;
-    }
-  }
-  if (send_cmd(r, W_TIME) != 0) {
-    worker_died(r, res);
-    goto out;
-  }
-  how = wait_reply(r, kill_at, &rep);
-  if (how != WAIT_OK) {
-    reply_failed(r, how, timeout, res);
-    goto out;
-  }
-  if (rep.kind == W_RAN) { /* a timed call returned non-zero */
-    res->error_no = OB_MERR_RUNTIME;
-    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
-    goto out;
-  }
-  if (rep.kind == W_COSTS && rep.code == OB_TIME_DEADLINE) {
-    res->error_no = OB_MERR_RUN_TIMEOUT;
-    snprintf(res->message, sizeof res->message, "run timed out after %g s (while timing)", timeout);
-    goto out;
-  }
-  if (rep.kind != W_COSTS || rep.code != 0 || rep.timing.ncosts < 1 ||
-      rep.timing.ncosts > OB_TIMING_MAX_COSTS) {
-    worker_died(r, res);
-    goto out;
-  }
-  res->error_no = OB_MERR_NONE;
-  res->timing = rep.timing;
+  ob_run_bufs b = {.memfd = r->memfd, .map_bytes = total, .nbufs = (int)nb, .off = off,
+                   .bytes = bytes, .ptr = bufs};
+  st = r->impl[which].vt->run(r->impl[which].self, req, &t, deadline, kill_at, &b, res);
 
 out:
   res->run_s = ob_now_s() - t_start;
-  free(abs);
-  free(msg);
   free(off);
+  free(bytes);
   free(bufs);
   return st;
 }

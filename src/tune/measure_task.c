@@ -34,15 +34,8 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
 }
 
 ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task) {
-  const ob_target *t = ob_task_target(task);
-  ob_status st = ob_target_check_runnable(ctx, t);
-  if (st) return st;
-  if (!ob_target_get_facts(t)->native)
-    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
-                   "target '%s': its kernels run under an emulator, and this runner runs kernels "
-                   "natively only",
-                   ob_target_str(t));
-  return OB_OK;
+  /* natively, or under the target's emulator (the runner picks) */
+  return ob_target_check_runnable(ctx, ob_task_target(task));
 }
 
 typedef struct check_ctx {
