@@ -7,10 +7,14 @@
 # fuzz, and the short pass in make test). The aarch64 cross compiler, its C
 # library and qemu-user build and run the kernels of the target
 # `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
-# schedule timelines (opbench schedule --timeline).
+# schedule timelines (opbench schedule --timeline). libhiredis-dev and
+# libpq-dev are the fleet's broker client and the shared record store's;
+# redis-server and postgresql are the servers `make test` starts for the
+# tests of its own (scripts/test-servers.sh) and a fleet needs; stunnel4
+# carries the broker's connections over TLS (README: "Fleet over TLS").
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox libhiredis-dev libpq-dev redis-server postgresql stunnel4"
 
 missing=()
 for p in $PACKAGES; do

@@ -2,7 +2,14 @@
  * key uniqueness and remeasure, concurrent writers (two processes), a
  * writer killed with SIGKILL, a garbage file, a newer schema, a locked
  * database, AutoTVM import with broken lines, export/import round trips and
- * CSV. Files live in a temporary directory under /tmp, removed at the end. */
+ * CSV. Files live in a temporary directory under /tmp, removed at the end.
+ *
+ * `test_db --backend postgresql` runs the same tests against the
+ * PostgreSQL back end: each store is a schema of a database of its own
+ * (made on the server of tests/servers, whose URL the file named by
+ * $OB_TEST_SERVERS_ENV gives, and dropped at the end). What only a file can
+ * be (garbage bytes, a truncated file, a version-1 file) stays SQLite's; a
+ * newer schema, a foreign store and a locked one are checked on both. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -15,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "check.h"
@@ -24,6 +32,10 @@
 
 static ob_ctx *ctx;
 static char dir[64];
+static bool pg;            /* --backend postgresql */
+static char pg_url[1024];  /* the test database's URL, without a search_path */
+static char pg_dbname[64];
+static PGconn *pg_admin;   /* makes the schemas */
 
 #define TARGET "llvm -mcpu=native"
 #define RES "threads=1;cores=0"
@@ -34,6 +46,37 @@ static const char *path_in(const char *name) {
   static int k;
   char *p = buf[k++ % 8];
   snprintf(p, 256, "%s/%s", dir, name);
+  return p;
+}
+
+/* The store named `name`: a file in dir, or a schema of the test database
+ * (made on first use). */
+static const char *db_in(const char *name) {
+  if (!pg) return path_in(name);
+  static char buf[8][1200];
+  static int k;
+  char *p = buf[k++ % 8], schema[64];
+  snprintf(schema, sizeof schema, "%s", name);
+  for (char *c = schema; *c; c++)
+    if (*c == '.') *c = '_';
+  char sql[160];
+  snprintf(sql, sizeof sql, "CREATE SCHEMA IF NOT EXISTS %s", schema);
+  PGresult *r = PQexec(pg_admin, sql);
+  OB_ASSERT(PQresultStatus(r) == PGRES_COMMAND_OK);
+  PQclear(r);
+  snprintf(p, 1200, "%s?options=-csearch_path%%3D%s", pg_url, schema);
+  return p;
+}
+
+/* What messages about store `name` contain. */
+static const char *db_label(const char *name) {
+  if (!pg) return path_in(name);
+  static char buf[4][64];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 64, "%s", name);
+  for (char *c = p; *c; c++)
+    if (*c == '.') *c = '_';
   return p;
 }
 
@@ -66,7 +109,7 @@ static void write_all(const char *path, const char *text, size_t len) {
 
 static ob_db *open_db(const char *name) {
   ob_db *db = NULL;
-  ob_status st = ob_db_open(ctx, path_in(name), 0, &db);
+  ob_status st = ob_db_open(ctx, db_in(name), 0, &db);
   CHECK_MSG(st == OB_OK, "open %s: %s", name, ob_ctx_errmsg(ctx));
   return db;
 }
@@ -111,12 +154,20 @@ static void conv_key(char *key, size_t cap, const char *shape, const char *epi) 
 
 static void test_open(void) {
   ob_db *db = NULL;
-  CHECK(ob_db_open(ctx, path_in("missing.db"), OB_DB_READONLY, &db) == OB_ERR_NOT_FOUND && !db);
-  CHECK(msg_has("missing.db"));
-  CHECK(ob_db_open(ctx, path_in("missing.db"), OB_DB_NO_CREATE, &db) == OB_ERR_NOT_FOUND);
+  CHECK(ob_db_open(ctx, db_in("missing.db"), OB_DB_READONLY, &db) == OB_ERR_NOT_FOUND && !db);
+  CHECK(msg_has(db_label("missing.db")));
+  CHECK(ob_db_open(ctx, db_in("missing.db"), OB_DB_NO_CREATE, &db) == OB_ERR_NOT_FOUND);
   CHECK(ob_db_open(ctx, "", 0, &db) == OB_ERR_INVALID_ARG);
   db = open_db("open.db");
-  CHECK(db && !strcmp(ob_db_path(db), path_in("open.db")));
+  if (pg) { /* the URL, with its password hidden */
+    char *shown = ob_db_url_redact(db_in("open.db"));
+    CHECK(db && shown && !strcmp(ob_db_path(db), shown) && strstr(shown, ":***@") &&
+          !strcmp(ob_db_backend_name(db), "postgresql"));
+    free(shown);
+  } else {
+    CHECK(db && !strcmp(ob_db_path(db), path_in("open.db")) &&
+          !strcmp(ob_db_backend_name(db), "sqlite"));
+  }
   CHECK(ob_db_check(db) == OB_OK);
   ob_db_close(db);
   ob_db_close(NULL);
@@ -124,7 +175,7 @@ static void test_open(void) {
   db = open_db("open.db");
   ob_db_close(db);
   db = NULL;
-  CHECK(ob_db_open(ctx, path_in("open.db"), OB_DB_READONLY, &db) == OB_OK);
+  CHECK(ob_db_open(ctx, db_in("open.db"), OB_DB_READONLY, &db) == OB_OK);
   trial t;
   make_trial(&t, "dense/f32/M1N2K3", "dense.x86", 0, 1e-3);
   CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_ERR_INVALID_ARG);
@@ -472,22 +523,24 @@ static void test_newer_schema(void) {
   CHECK(ob_db_exec(db, "UPDATE meta SET value = '999' WHERE key = 'schema_version'") == OB_OK);
   ob_db_close(db);
   size_t len0 = 0, len1 = 0;
-  char *before = read_all(path_in("newer.db"), &len0);
+  char *before = pg ? NULL : read_all(path_in("newer.db"), &len0);
   db = (ob_db *)1;
-  CHECK(ob_db_open(ctx, path_in("newer.db"), 0, &db) == OB_ERR_UNSUPPORTED && db == NULL);
+  CHECK(ob_db_open(ctx, db_in("newer.db"), 0, &db) == OB_ERR_UNSUPPORTED && db == NULL);
   char upto[64];
   snprintf(upto, sizeof upto, "understands up to %d", OB_DB_SCHEMA_VERSION);
-  CHECK(msg_has("newer.db") && msg_has("schema version 999") && msg_has(upto));
-  char *after = read_all(path_in("newer.db"), &len1);
-  CHECK(before && after && len0 == len1 && !memcmp(before, after, len0));
+  CHECK(msg_has(db_label("newer.db")) && msg_has("schema version 999") && msg_has(upto));
+  if (!pg) {
+    char *after = read_all(path_in("newer.db"), &len1);
+    CHECK(before && after && len0 == len1 && !memcmp(before, after, len0));
+    free(after);
+  }
   free(before);
-  free(after);
   /* An SQLite file that is not opbench's is refused, not adopted. */
   db = open_db("foreign.db");
   CHECK(ob_db_exec(db, "DROP TABLE meta") == OB_OK);
   ob_db_close(db);
-  CHECK(ob_db_open(ctx, path_in("foreign.db"), 0, &db) == OB_ERR_UNSUPPORTED);
-  CHECK(msg_has("not an opbench database"));
+  CHECK(ob_db_open(ctx, db_in("foreign.db"), 0, &db) == OB_ERR_UNSUPPORTED);
+  CHECK(msg_has(pg ? "not an opbench store" : "not an opbench database"));
 }
 
 static void test_locked(void) {
@@ -495,10 +548,12 @@ static void test_locked(void) {
   trial t;
   make_trial(&t, "dense/f32/M1N1K1", "dense.x86", 0, 1e-3);
   CHECK(ob_db_put_measurement(a, &t.r, 0, NULL) == OB_OK);
-  CHECK(ob_db_exec(a, "BEGIN EXCLUSIVE") == OB_OK);
+  /* PostgreSQL's BEGIN locks nothing: a writer's table lock stands in */
+  const char *lock = pg ? "BEGIN; LOCK TABLE measurements IN EXCLUSIVE MODE" : "BEGIN EXCLUSIVE";
+  CHECK(ob_db_exec(a, lock) == OB_OK);
   ob_db *b = NULL;
   ob_db_open_opts o = {.busy_timeout_ms = 150};
-  CHECK(ob_db_open_ex(ctx, path_in("locked.db"), &o, &b) == OB_OK);
+  CHECK(ob_db_open_ex(ctx, db_in("locked.db"), &o, &b) == OB_OK);
   if (b) {
     /* Readers are not blocked under WAL. */
     CHECK(count_records(b, "dense/f32/M1N1K1") == 1);
@@ -510,13 +565,13 @@ static void test_locked(void) {
      * that long, and clearly less than the default it replaced (the upper
      * bound leaves room for a loaded machine). */
     CHECK_MSG(waited >= 0.1 && waited < 0.8 * OB_DB_DEFAULT_BUSY_MS * 1e-3, "waited %.3f s", waited);
-    CHECK(msg_has("locked.db") && msg_has("locked"));
+    CHECK(msg_has(db_label("locked.db")) && msg_has("locked"));
     CHECK(count_records(b, "dense/f32/M1N1K1") == 1);
     CHECK(ob_db_exec(a, "COMMIT") == OB_OK);
     CHECK(ob_db_put_measurement(b, &t.r, 0, NULL) == OB_OK);
     CHECK(count_records(a, "dense/f32/M1N1K1") == 2);
     /* The timeout can also be changed on an open handle. */
-    CHECK(ob_db_exec(a, "BEGIN IMMEDIATE") == OB_OK);
+    CHECK(ob_db_exec(a, pg ? lock : "BEGIN IMMEDIATE") == OB_OK);
     ob_db_set_busy_timeout(b, 10);
     make_trial(&t, "dense/f32/M1N1K1", "dense.x86", 2, 1e-3);
     CHECK(ob_db_put_measurement(b, &t.r, 0, NULL) == OB_ERR_BUSY);
@@ -538,7 +593,7 @@ static void test_locked(void) {
 
 /* Each child inserts 200 trials of its own configs, both at once. */
 static void test_concurrent(void) {
-  const char *p = path_in("concurrent.db");
+  const char *p = db_in("concurrent.db");
   ob_db *db = open_db("concurrent.db");
   ob_db_close(db);
   int go[2];
@@ -591,7 +646,7 @@ static void test_concurrent(void) {
 
 /* A writer killed with SIGKILL mid-run loses at most the trial in flight. */
 static void test_kill9(void) {
-  const char *p = path_in("kill.db");
+  const char *p = db_in("kill.db");
   ob_db *db = open_db("kill.db");
   ob_db_close(db);
   int fd[2];
@@ -1250,24 +1305,88 @@ static void test_autotvm_map(void) {
   ob_db_close(db);
 }
 
-int main(void) {
+/* The PostgreSQL server of tests/servers: a database of this run's own on
+ * it. false (a skip) when the servers are not installed. */
+static bool pg_setup(void) {
+  const char *envf = getenv("OB_TEST_SERVERS_ENV");
+  FILE *f = envf ? fopen(envf, "r") : NULL;
+  char line[1024], base[1024] = "";
+  bool absent = false;
+  while (f && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    if (!strncmp(line, "OB_TEST_PG_URL=", 15)) snprintf(base, sizeof base, "%s", line + 15);
+    if (!strcmp(line, "OB_TEST_SERVERS=absent")) absent = true;
+  }
+  if (f) fclose(f);
+  if (absent) {
+    CHECK_SKIP("PostgreSQL is not installed (scripts/install-deps.sh installs it)");
+    return false;
+  }
+  CHECK_MSG(base[0], "no PostgreSQL URL in '%s' ($OB_TEST_SERVERS_ENV)", envf ? envf : "(unset)");
+  if (!base[0]) return false;
+  pg_admin = PQconnectdb(base);
+  CHECK_MSG(PQstatus(pg_admin) == CONNECTION_OK, "%s", PQerrorMessage(pg_admin));
+  if (PQstatus(pg_admin) != CONNECTION_OK) return false;
+  snprintf(pg_dbname, sizeof pg_dbname, "opbench_test_db_%d", (int)getpid());
+  char sql[128];
+  snprintf(sql, sizeof sql, "CREATE DATABASE %s", pg_dbname);
+  PGresult *r = PQexec(pg_admin, sql);
+  CHECK_MSG(PQresultStatus(r) == PGRES_COMMAND_OK, "%s", PQerrorMessage(pg_admin));
+  PQclear(r);
+  PQfinish(pg_admin);
+  /* the same server, the new database */
+  char *slash = strrchr(base, '/');
+  OB_ASSERT(slash && slash > strstr(base, "://") + 2);
+  snprintf(pg_url, sizeof pg_url, "%.*s/%s", (int)(slash - base), base, pg_dbname);
+  pg_admin = PQconnectdb(pg_url);
+  CHECK_MSG(PQstatus(pg_admin) == CONNECTION_OK, "%s", PQerrorMessage(pg_admin));
+  PQclear(PQexec(pg_admin, "SET client_min_messages = warning"));
+  return PQstatus(pg_admin) == CONNECTION_OK;
+}
+
+static void pg_teardown(const char *base_env) {
+  (void)base_env;
+  if (!pg_admin) return;
+  char url[1024];
+  snprintf(url, sizeof url, "%s", pg_url);
+  char *slash = strrchr(url, '/');
+  PQfinish(pg_admin);
+  pg_admin = NULL;
+  if (!slash) return;
+  snprintf(slash, sizeof url - (size_t)(slash - url), "/postgres");
+  PGconn *c = PQconnectdb(url);
+  char sql[128];
+  snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", pg_dbname);
+  PQclear(PQexec(c, sql));
+  PQfinish(c);
+}
+
+int main(int argc, char **argv) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
+  if (argc == 3 && !strcmp(argv[1], "--backend") && !strcmp(argv[2], "postgresql")) pg = true;
+  else if (argc != 1) {
+    fprintf(stderr, "usage: test_db [--backend postgresql]\n");
+    return 2;
+  }
   snprintf(dir, sizeof dir, "/tmp/opbench-test-db-XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
-  test_open();
-  test_hosts();
-  test_measurements();
-  test_garbage();
-  test_newer_schema();
-  test_locked();
-  test_concurrent();
-  test_kill9();
-  test_autotvm_import();
-  test_autotvm_roundtrip();
-  test_autotvm_map();
-  test_workload_attrs();
-  test_timing_record();
-  test_migrate_v1();
+  if (!pg || pg_setup()) {
+    test_open();
+    test_hosts();
+    test_measurements();
+    if (!pg) test_garbage(); /* bytes of a file */
+    test_newer_schema();
+    test_locked();
+    test_concurrent();
+    test_kill9();
+    test_autotvm_import();
+    test_autotvm_roundtrip();
+    test_autotvm_map();
+    test_workload_attrs();
+    test_timing_record();
+    if (!pg) test_migrate_v1(); /* version-1 stores are SQLite files */
+  }
+  if (pg) pg_teardown(NULL);
   if (!getenv("OPBENCH_KEEP_TEST_FILES")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   ob_ctx_free(ctx);
   return CHECK_DONE();

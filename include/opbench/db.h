@@ -1,4 +1,5 @@
-/* db: the record store. One SQLite file (WAL mode) holds hosts, workloads,
+/* db: the record store. One SQLite file (WAL mode), or the tables of a
+ * PostgreSQL schema shared by a team (the same schema), holds hosts, workloads,
  * configs and one row per measured trial, keyed so that nothing is measured
  * twice: (host fingerprint, workload key, target, resource setting,
  * template, config index). Also here: CSV export and AutoTVM v0.2 JSON-lines
@@ -59,7 +60,13 @@ typedef struct ob_db_open_opts {
   int busy_timeout_ms; /* <= 0: OB_DB_DEFAULT_BUSY_MS */
 } ob_db_open_opts;
 
-/* Opens (creating if needed) the database at `path`. Fails with
+/* Opens (creating if needed) the database at `path`: an SQLite file, or a
+ * PostgreSQL store given as a libpq URL (postgresql://USER:PASSWORD@HOST:PORT/DB,
+ * optionally ?options=-csearch_path%3DSCHEMA): the same schema, keys and
+ * semantics in the tables of the connection's current schema. "File" below
+ * means the store; for PostgreSQL, one without opbench's tables "does not
+ * exist", and a server that cannot be reached or refuses the login is
+ * OB_ERR_IO naming the URL (never its password). Fails with
  *   OB_ERR_IO          not an SQLite file / corrupt / unreadable (path and
  *                      SQLite's message; the file is left untouched),
  *   OB_ERR_UNSUPPORTED an SQLite file that is not opbench's, or a schema
@@ -71,7 +78,16 @@ OB_API ob_status ob_db_open(ob_ctx *ctx, const char *path, unsigned flags, ob_db
 OB_API ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_opts *opts,
                                ob_db **out);
 OB_API void ob_db_close(ob_db *db); /* accepts NULL */
+/* The file, or the URL without its password. */
 OB_API const char *ob_db_path(const ob_db *db);
+/* "sqlite" or "postgresql". */
+OB_API const char *ob_db_backend_name(const ob_db *db);
+/* Whether `path` names a PostgreSQL store (postgresql:// or postgres://)
+ * rather than an SQLite file. */
+OB_API bool ob_db_is_url(const char *path);
+/* `url` with its password (user part, password= parameter) shown as ***;
+ * malloc'd, NULL when out of memory. Other text is returned as it is. */
+OB_API char *ob_db_url_redact(const char *url);
 /* The ctx it was opened with (where its messages go). */
 OB_API ob_ctx *ob_db_ctx(const ob_db *db);
 OB_API void ob_db_set_busy_timeout(ob_db *db, int ms);

@@ -80,7 +80,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     if (s.trials && !a->json && isatty(fileno(stdout))) printf("\n"); /* end the redrawn line */
     fflush(stdout);
     cli_error("%s (%d trials stored before the failure are kept in %s)", ob_ctx_errmsg(ctx),
-              s.measured, a->db_path);
+              s.measured, ob_db_path(db));
     goto done;
   }
 
@@ -114,7 +114,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "seconds", s.seconds);
     cJSON_AddNumberToObject(root, "build_s", s.build_s);
     cJSON_AddNumberToObject(root, "run_s", s.run_s);
-    cJSON_AddStringToObject(root, "db", a->db_path);
+    cJSON_AddStringToObject(root, "db", ob_db_path(db));
     cJSON_AddNumberToObject(root, "transfer_records", ob_tuner_transfer_records(tuner));
     if (a->log_path) {
       cJSON_AddStringToObject(root, "log", a->log_path);
@@ -148,7 +148,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     if (s.measured)
       printf("time       %.2f s, %.3f s per measured trial (build %.2f s, measure %.2f s)\n",
              s.seconds, s.seconds / s.measured, s.build_s, s.run_s);
-    printf("db         %s\n", a->db_path);
+    printf("db         %s\n", ob_db_path(db));
     int ntl = ob_tuner_transfer_records(tuner);
     if (ntl)
       printf("transfer   base model from %d records of %s/%s in the db\n", ntl, wl->op,

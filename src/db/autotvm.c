@@ -482,16 +482,16 @@ static ob_status export_row(void *user, const ob_db_record *r) {
   ob_db_describe(r, what, sizeof what);
 
   /* The workload's stored AutoTVM args, else args rebuilt from its attrs. */
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   if ((s = ob_db_stmt(db, OB_DBS_WL_GET, &st))) return s;
   ob_db_bind_text(st, 1, r->workload);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
+  int rc = ob_db_step(st);
+  if (rc == OB_DB_ROW) {
     const char *a = ob_db_col_text(st, 3);
     if (a) args_text = strdup(a);
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+  ob_db_reset(st);
+  if (rc != OB_DB_ROW && rc != OB_DB_DONE) {
     free(args_text);
     return ob_db_sqlfail(db, rc, "reading workload %s", r->workload);
   }

@@ -32,6 +32,14 @@ static void describe(const ob_db_key *k, char *out, size_t cap) {
            k->workload, k->target, k->resources, k->tmpl);
 }
 
+static void bind_key(ob_dbstmt *st, const ob_db_key *key) {
+  ob_db_bind_text(st, 1, key->host);
+  ob_db_bind_text(st, 2, key->workload);
+  ob_db_bind_text(st, 3, key->target);
+  ob_db_bind_text(st, 4, key->resources);
+  ob_db_bind_text(st, 5, key->tmpl);
+}
+
 ob_status ob_db_put_confirmed(ob_db *db, const ob_db_key *key, const ob_db_confirmed *c) {
   OB_ASSERT(db && c);
   ob_status s = check_key(db, key);
@@ -45,31 +53,31 @@ ob_status ob_db_put_confirmed(ob_db *db, const ob_db_key *key, const ob_db_confi
                    "database '%s': confirmed best of %s: config %llu with median %g s", db->path,
                    what, (unsigned long long)c->config_index, c->median_s);
   if ((s = ob_db_txn_begin(db))) return s;
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_exec(db->sql, k_confirmed_sql, NULL, NULL, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(db->sql,
-                            "INSERT OR REPLACE INTO confirmed(host, workload_key, target, resources,"
-                            " template, config_index, median_s, mean_s, cv, candidates, timestamp)"
-                            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                            -1, &st, NULL);
-  if (rc == SQLITE_OK) {
-    ob_db_bind_text(st, 1, key->host);
-    ob_db_bind_text(st, 2, key->workload);
-    ob_db_bind_text(st, 3, key->target);
-    ob_db_bind_text(st, 4, key->resources);
-    ob_db_bind_text(st, 5, key->tmpl);
-    sqlite3_bind_int64(st, 6, (sqlite3_int64)c->config_index);
+  ob_dbstmt *st = NULL;
+  int rc = db->be->exec(db, k_confirmed_sql);
+  if (rc == 0)
+    rc = db->be->prepare(db,
+                         "INSERT INTO confirmed(host, workload_key, target, resources,"
+                         " template, config_index, median_s, mean_s, cv, candidates, timestamp)"
+                         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+                         " ON CONFLICT(workload_key, template, host, target, resources) DO UPDATE"
+                         " SET config_index = excluded.config_index, median_s = excluded.median_s,"
+                         " mean_s = excluded.mean_s, cv = excluded.cv,"
+                         " candidates = excluded.candidates, timestamp = excluded.timestamp",
+                         &st);
+  if (rc == 0) {
+    bind_key(st, key);
+    ob_db_bind_int(st, 6, (int64_t)c->config_index);
     ob_db_bind_real(st, 7, c->median_s);
     ob_db_bind_real(st, 8, c->mean_s);
     ob_db_bind_real(st, 9, c->cv);
-    sqlite3_bind_int(st, 10, c->candidates);
-    sqlite3_bind_double(st, 11, c->timestamp > 0 ? c->timestamp : ob_db_unix_now());
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    ob_db_bind_int(st, 10, c->candidates);
+    ob_db_bind_real(st, 11, c->timestamp > 0 ? c->timestamp : ob_db_unix_now());
+    rc = ob_db_step(st);
+    if (rc == OB_DB_DONE) rc = 0;
   }
-  if (rc != SQLITE_OK) s = ob_db_sqlfail(db, rc, "storing the confirmed best of %s", what);
-  sqlite3_finalize(st);
+  if (rc) s = ob_db_sqlfail(db, rc, "storing the confirmed best of %s", what);
+  ob_db_finalize(st);
   if (s) {
     ob_db_txn_rollback(db);
     return s;
@@ -84,47 +92,35 @@ ob_status ob_db_get_confirmed(ob_db *db, const ob_db_key *key, ob_db_confirmed *
   if (s) return s;
   char what[768];
   describe(key, what, sizeof what);
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db->sql,
-                              "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
-                              " AND name = 'confirmed'",
-                              -1, &st, NULL);
   bool have = false;
-  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-    have = sqlite3_column_int(st, 0) > 0;
-    rc = SQLITE_OK;
-  }
-  sqlite3_finalize(st);
-  st = NULL;
-  if (rc == SQLITE_OK && have)
-    rc = sqlite3_prepare_v2(db->sql,
-                            "SELECT config_index, median_s, mean_s, cv, candidates, timestamp"
-                            " FROM confirmed WHERE workload_key = ?2 AND template = ?5"
-                            " AND host = ?1 AND target = ?3 AND resources = ?4",
-                            -1, &st, NULL);
+  if ((s = db->be->table_exists(db, "confirmed", &have))) return s;
+  ob_dbstmt *st = NULL;
+  int rc = 0;
   bool found = false;
-  if (rc == SQLITE_OK && have) {
-    ob_db_bind_text(st, 1, key->host);
-    ob_db_bind_text(st, 2, key->workload);
-    ob_db_bind_text(st, 3, key->target);
-    ob_db_bind_text(st, 4, key->resources);
-    ob_db_bind_text(st, 5, key->tmpl);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+  if (have)
+    rc = db->be->prepare(db,
+                         "SELECT config_index, median_s, mean_s, cv, candidates, timestamp"
+                         " FROM confirmed WHERE workload_key = ?2 AND template = ?5"
+                         " AND host = ?1 AND target = ?3 AND resources = ?4",
+                         &st);
+  if (rc == 0 && have) {
+    bind_key(st, key);
+    rc = ob_db_step(st);
+    if (rc == OB_DB_ROW) {
       found = true;
-      out->config_index = (uint64_t)sqlite3_column_int64(st, 0);
+      out->config_index = (uint64_t)ob_db_col_int(st, 0);
       out->median_s = ob_db_col_real(st, 1);
       out->mean_s = ob_db_col_real(st, 2);
       out->cv = ob_db_col_real(st, 3);
-      out->candidates = sqlite3_column_int(st, 4);
-      out->timestamp = sqlite3_column_double(st, 5);
-      rc = SQLITE_OK;
-    } else if (rc == SQLITE_DONE) {
-      rc = SQLITE_OK;
+      out->candidates = (int)ob_db_col_int(st, 4);
+      out->timestamp = ob_db_col_real(st, 5);
+      rc = 0;
+    } else if (rc == OB_DB_DONE) {
+      rc = 0;
     }
   }
-  sqlite3_finalize(st);
-  if (rc != SQLITE_OK) return ob_db_sqlfail(db, rc, "reading the confirmed best of %s", what);
+  ob_db_finalize(st);
+  if (rc) return ob_db_sqlfail(db, rc, "reading the confirmed best of %s", what);
   if (!found)
     return ob_fail(db->ctx, OB_ERR_NOT_FOUND, "database '%s' has no confirmed best for %s",
                    db->path, what);

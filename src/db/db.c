@@ -1,7 +1,8 @@
-/* db.c: opening the database (schema creation, version and format checks,
- * WAL), the statement cache, transactions, SQLite error mapping, and the
- * host and workload tables. The ob_db handle owns its connection and every
- * statement; ob_db_close releases them all. */
+/* db.c: what every back end shares: the schema text, opening (which back
+ * end a path names), the statement cache, transactions, and the host and
+ * workload tables. The ob_db handle owns its connection and every
+ * statement; ob_db_close releases them all. The back ends (SQLite files,
+ * PostgreSQL servers) are in backend_sqlite.c and backend_pg.c. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,8 +15,6 @@
 
 #include "db/db_impl.h"
 
-#define OB_DB_APPLICATION_ID 0x6f706230 /* "opb0", PRAGMA application_id */
-
 /* Version 2's timing columns of measurements and measurements_history, in
  * the order of OB_MEAS_COLS' tail. flush and min_repeat_ms NULL: unknown
  * protocol (imported records, rows of version-1 files). */
@@ -27,7 +26,7 @@
 
 /* Version 1 -> 2, in one transaction. Version 1 kept every repeat it took,
  * so a row's repeat count is the length of its cost list. */
-static const char k_migrate_v2[] =
+const char ob_db_migrate_v2_sql[] =
     "ALTER TABLE measurements ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE measurements ADD COLUMN min_repeat_ms REAL;"
     "ALTER TABLE measurements ADD COLUMN flush INTEGER;"
@@ -55,7 +54,7 @@ static const char k_migrate_v2[] =
  * prefix scans; best queries use a partial index over error-free trials
  * ordered by median. The timing columns after `timestamp` came with
  * version 2 (k_migrate_v2 adds them to a version-1 file the same way). */
-static const char k_schema[] =
+const char ob_db_schema_sql[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE hosts("
     " fingerprint TEXT PRIMARY KEY,"
@@ -98,9 +97,34 @@ static const char k_schema[] =
     " nthreads INTEGER NOT NULL DEFAULT 0, cores TEXT, timestamp REAL NOT NULL,"
     " replaced_at REAL NOT NULL," OB_DB_TIMING_COLS_DEF ");"
     "CREATE INDEX measurements_history_key ON measurements_history"
-    " (workload_key, template, host, target, resources, config_index);"
-    "INSERT INTO meta(key, value) VALUES ('schema_version', '2'), ('created_by', 'opbench'),"
-    " ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));";
+    " (workload_key, template, host, target, resources, config_index);";
+
+const char *const ob_db_schema_tables[] = {"meta",         "hosts",
+                                           "workloads",    "configs",
+                                           "measurements", "measurements_history"};
+const int ob_db_schema_ntables = sizeof ob_db_schema_tables / sizeof ob_db_schema_tables[0];
+
+ob_status ob_db_schema_meta(ob_db *db) {
+  char now[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  ob_dbstmt *st = NULL;
+  int rc = db->be->prepare(db,
+                           "INSERT INTO meta(key, value) VALUES ('schema_version', ?1),"
+                           " ('created_by', 'opbench'), ('created_at', ?2)",
+                           &st);
+  if (rc == 0) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", OB_DB_SCHEMA_VERSION);
+    ob_db_bind_text(st, 1, v);
+    ob_db_bind_text(st, 2, now);
+    rc = ob_db_step(st);
+  }
+  ob_db_finalize(st);
+  return rc == OB_DB_DONE ? OB_OK : ob_db_sqlfail(db, rc, "creating the schema");
+}
 
 #define OB_MEAS_COLS                                                                   \
   "host, workload_key, target, resources, template, config_index, error_no, error_msg, " \
@@ -143,11 +167,11 @@ static const char *const k_stmt_sql[OB_DBS_COUNT] = {
         "INSERT INTO workloads(key, op, attrs, flops, autotvm_args, first_seen)"
         " VALUES (?1, ?2, coalesce(?3, '{}'), ?4, ?5, ?6)"
         " ON CONFLICT(key) DO UPDATE SET"
-        " op = CASE WHEN ?7 OR (workloads.attrs = '{}' AND ?3 IS NOT NULL AND ?3 <> '{}')"
+        " op = CASE WHEN ?7 <> 0 OR (workloads.attrs = '{}' AND ?3 IS NOT NULL AND ?3 <> '{}')"
         "  THEN excluded.op ELSE workloads.op END,"
-        " attrs = CASE WHEN ?3 IS NOT NULL AND (?7 OR workloads.attrs = '{}') THEN ?3"
+        " attrs = CASE WHEN ?3 IS NOT NULL AND (?7 <> 0 OR workloads.attrs = '{}') THEN ?3"
         "  ELSE workloads.attrs END,"
-        " flops = CASE WHEN ?7 THEN coalesce(excluded.flops, workloads.flops)"
+        " flops = CASE WHEN ?7 <> 0 THEN coalesce(excluded.flops, workloads.flops)"
         "  ELSE coalesce(workloads.flops, excluded.flops) END,"
         " autotvm_args = coalesce(workloads.autotvm_args, excluded.autotvm_args)",
     [OB_DBS_WL_GET] = "SELECT op, attrs, flops, autotvm_args FROM workloads WHERE key = ?1",
@@ -156,8 +180,20 @@ static const char *const k_stmt_sql[OB_DBS_COUNT] = {
         " ON CONFLICT(workload_key, template, config_index) DO UPDATE SET entity = excluded.entity",
     [OB_DBS_MEAS_INSERT] = "INSERT INTO measurements(" OB_MEAS_COLS ") VALUES (" OB_MEAS_VALUES
                            ") ON CONFLICT DO NOTHING",
-    [OB_DBS_MEAS_REPLACE] = "INSERT OR REPLACE INTO measurements(" OB_MEAS_COLS
-                            ") VALUES (" OB_MEAS_VALUES ")",
+    /* an upsert rather than INSERT OR REPLACE: both back ends speak it */
+    [OB_DBS_MEAS_REPLACE] = "INSERT INTO measurements(" OB_MEAS_COLS ") VALUES (" OB_MEAS_VALUES
+                            ") ON CONFLICT(workload_key, template, host, target, resources,"
+                            " config_index) DO UPDATE SET error_no = excluded.error_no,"
+                            " error_msg = excluded.error_msg, median_s = excluded.median_s,"
+                            " mean_s = excluded.mean_s, cv = excluded.cv, costs = excluded.costs,"
+                            " number = excluded.number, build_s = excluded.build_s,"
+                            " run_s = excluded.run_s, nthreads = excluded.nthreads,"
+                            " cores = excluded.cores, timestamp = excluded.timestamp,"
+                            " repeat = excluded.repeat, min_repeat_ms = excluded.min_repeat_ms,"
+                            " flush = excluded.flush, timer_overhead_s = excluded.timer_overhead_s,"
+                            " below_resolution = excluded.below_resolution,"
+                            " noisy = excluded.noisy, extra_repeats = excluded.extra_repeats,"
+                            " emulated = excluded.emulated",
     [OB_DBS_MEAS_HISTORY] = "INSERT INTO measurements_history(" OB_MEAS_COLS ", replaced_at)"
                             " SELECT " OB_MEAS_COLS ", ?27 FROM measurements WHERE " OB_MEAS_KEY_WHERE
                             " AND config_index = ?6",
@@ -178,58 +214,46 @@ ob_status ob_db_sqlfail(ob_db *db, int rc, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  const char *msg = db->sql ? sqlite3_errmsg(db->sql) : sqlite3_errstr(rc);
-  if (!msg || !strcmp(msg, "not an error")) msg = sqlite3_errstr(rc);
-  switch (rc & 0xff) {
-  case SQLITE_BUSY:
-  case SQLITE_LOCKED:
-    return ob_fail(db->ctx, OB_ERR_BUSY,
-                   "database '%s' is locked by another connection (waited %.1f s): %s: %s",
-                   db->path, db->busy_ms / 1000.0, what, msg);
-  case SQLITE_NOMEM:
+  if (rc == OB_DB_NOMEM)
     return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': %s: out of memory", db->path, what);
-  case SQLITE_NOTADB:
-  case SQLITE_CORRUPT:
-    return ob_fail(db->ctx, OB_ERR_IO,
-                   "database '%s' is not an SQLite database or is corrupt: %s: %s (SQLite code %d)",
-                   db->path, what, msg, rc);
-  default:
-    return ob_fail(db->ctx, OB_ERR_IO, "database '%s': %s: %s (SQLite code %d)", db->path, what,
-                   msg, rc);
-  }
+  return db->be->fail(db, rc, what);
 }
 
 /* ---- statements ------------------------------------------------------------------ */
 
-ob_status ob_db_stmt(ob_db *db, ob_db_stmt_id id, sqlite3_stmt **out) {
+ob_status ob_db_prepare(ob_db *db, const char *sql, ob_dbstmt **out) {
+  *out = NULL;
+  int rc = db->be->prepare(db, sql, out);
+  if (rc) {
+    *out = NULL;
+    return ob_db_sqlfail(db, rc, "preparing '%.120s'", sql);
+  }
+  return OB_OK;
+}
+
+ob_status ob_db_stmt(ob_db *db, ob_db_stmt_id id, ob_dbstmt **out) {
   OB_ASSERT(id >= 0 && id < OB_DBS_COUNT && k_stmt_sql[id]);
   if (!db->stmt[id]) {
-    int rc = sqlite3_prepare_v3(db->sql, k_stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-                                &db->stmt[id], NULL);
-    if (rc != SQLITE_OK) {
-      db->stmt[id] = NULL;
-      return ob_db_sqlfail(db, rc, "preparing statement %d", (int)id);
-    }
+    ob_status s = ob_db_prepare(db, k_stmt_sql[id], &db->stmt[id]);
+    if (s) return s;
   }
-  sqlite3_reset(db->stmt[id]);
-  sqlite3_clear_bindings(db->stmt[id]);
+  ob_db_reset(db->stmt[id]);
   *out = db->stmt[id];
   return OB_OK;
 }
 
-ob_status ob_db_stmt_shape(ob_db *db, unsigned shape, const char *sql, sqlite3_stmt **out) {
+ob_status ob_db_stmt_shape(ob_db *db, unsigned shape, const char *sql, ob_dbstmt **out) {
   for (int i = 0; i < db->nq; i++) {
     if (db->qcache[i].shape != shape) continue;
-    sqlite3_reset(db->qcache[i].st);
-    sqlite3_clear_bindings(db->qcache[i].st);
+    ob_db_reset(db->qcache[i].st);
     *out = db->qcache[i].st;
     return OB_OK;
   }
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v3(db->sql, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
-  if (rc != SQLITE_OK) return ob_db_sqlfail(db, rc, "preparing a query");
+  ob_dbstmt *st = NULL;
+  ob_status s = ob_db_prepare(db, sql, &st);
+  if (s) return s;
   if (db->nq == OB_DB_QCACHE) { /* full: drop the oldest shape */
-    sqlite3_finalize(db->qcache[0].st);
+    ob_db_finalize(db->qcache[0].st);
     memmove(db->qcache, db->qcache + 1, sizeof db->qcache[0] * (OB_DB_QCACHE - 1));
     db->nq--;
   }
@@ -240,21 +264,21 @@ ob_status ob_db_stmt_shape(ob_db *db, unsigned shape, const char *sql, sqlite3_s
   return OB_OK;
 }
 
-int ob_db_bind_text(sqlite3_stmt *st, int i, const char *s) {
-  return s ? sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+void ob_db_bind_text(ob_dbstmt *st, int i, const char *s) {
+  if (s) st->db->be->bind_text(st, i, s);
+  else st->db->be->bind_null(st, i);
 }
 
-int ob_db_bind_real(sqlite3_stmt *st, int i, double v) {
-  return isfinite(v) ? sqlite3_bind_double(st, i, v) : sqlite3_bind_null(st, i);
+void ob_db_bind_real(ob_dbstmt *st, int i, double v) {
+  if (isfinite(v)) st->db->be->bind_double(st, i, v);
+  else st->db->be->bind_null(st, i);
 }
 
-double ob_db_col_real(sqlite3_stmt *st, int i) {
-  return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+double ob_db_col_real(ob_dbstmt *st, int i) {
+  return st->db->be->col_null(st, i) ? NAN : st->db->be->col_double(st, i);
 }
 
-const char *ob_db_col_text(sqlite3_stmt *st, int i) {
-  return (const char *)sqlite3_column_text(st, i);
-}
+const char *ob_db_col_text(ob_dbstmt *st, int i) { return st->db->be->col_text(st, i); }
 
 double ob_db_unix_now(void) {
   struct timespec ts;
@@ -271,21 +295,21 @@ void ob_db_describe(const ob_db_record *rec, char *out, size_t cap) {
 
 /* Runs a statement expected to return no rows (or to ignore them). */
 static ob_status run_simple(ob_db *db, ob_db_stmt_id id, const char *what) {
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = ob_db_stmt(db, id, &st);
   if (s) return s;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = ob_db_step(st)) == OB_DB_ROW) {
   }
-  sqlite3_reset(st);
-  return rc == SQLITE_DONE ? OB_OK : ob_db_sqlfail(db, rc, "%s", what);
+  ob_db_reset(st);
+  return rc == OB_DB_DONE ? OB_OK : ob_db_sqlfail(db, rc, "%s", what);
 }
 
 /* ---- transactions --------------------------------------------------------------- */
 
 ob_status ob_db_txn_begin(ob_db *db) {
   ob_status s;
-  bool outer_begin = db->txn_depth == 0 && sqlite3_get_autocommit(db->sql);
+  bool outer_begin = db->txn_depth == 0 && !db->be->in_txn(db);
   if (outer_begin)
     s = run_simple(db, OB_DBS_BEGIN, "starting a write transaction");
   else
@@ -324,7 +348,7 @@ void ob_db_txn_rollback(ob_db *db) {
   if (txn_is_savepoint(db)) {
     run_simple(db, OB_DBS_ROLLBACK_TO, "rolling back to a savepoint");
     run_simple(db, OB_DBS_RELEASE, "releasing a savepoint");
-  } else if (!sqlite3_get_autocommit(db->sql)) {
+  } else if (db->be->in_txn(db)) {
     run_simple(db, OB_DBS_ROLLBACK, "rolling back");
   }
   db->ctx = ctx;
@@ -333,165 +357,8 @@ void ob_db_txn_rollback(ob_db *db) {
 
 /* ---- open / close ------------------------------------------------------------------ */
 
-/* One-row, one-column query on fixed SQL (no values to bind). *text gets a
- * malloc'd copy of the value (NULL for SQL NULL or no row). */
-static ob_status query_text(ob_db *db, const char *sql, const char *what, char **text) {
-  *text = NULL;
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob_db_sqlfail(db, rc, "%s", what);
-  rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
-    const char *v = ob_db_col_text(st, 0);
-    if (v && !(*text = strdup(v))) rc = SQLITE_NOMEM;
-    else rc = SQLITE_DONE;
-  }
-  ob_status s = rc == SQLITE_DONE ? OB_OK : ob_db_sqlfail(db, rc, "%s", what);
-  sqlite3_finalize(st);
-  return s;
-}
-
-/* Reads what the file holds: *ntables objects in its schema, and, when it
- * has a meta table, its schema version (else 0). Reading is all it does, so
- * a foreign or newer file is refused before anything is written. */
-static ob_status inspect(ob_db *db, int64_t *nobjects, long *version) {
-  *nobjects = 0;
-  *version = 0;
-  char *v = NULL;
-  ob_status s = query_text(db, "SELECT count(*) FROM sqlite_master", "reading the schema", &v);
-  if (s) return s;
-  *nobjects = v ? strtoll(v, NULL, 10) : 0;
-  free(v);
-  if (*nobjects == 0) return OB_OK;
-  s = query_text(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
-                 "reading the schema", &v);
-  if (s) return s;
-  bool has_meta = v && !strcmp(v, "1");
-  free(v);
-  if (!has_meta)
-    return ob_fail(db->ctx, OB_ERR_UNSUPPORTED,
-                   "database '%s' is an SQLite database but not an opbench database (it has no "
-                   "meta table); refusing to change it",
-                   db->path);
-  s = query_text(db, "SELECT value FROM meta WHERE key = 'schema_version'",
-                 "reading the schema version", &v);
-  if (s) return s;
-  char *end = NULL;
-  long ver = v ? strtol(v, &end, 10) : 0;
-  bool ok = v && end != v && *end == '\0' && ver >= 1;
-  if (!ok) {
-    s = ob_fail(db->ctx, OB_ERR_IO, "database '%s' has a malformed schema_version '%s' in its meta table",
-                db->path, v ? v : "(missing)");
-    free(v);
-    return s;
-  }
-  free(v);
-  *version = ver;
-  if (ver > OB_DB_SCHEMA_VERSION) return OB_OK; /* refused by the caller, with its version */
-  /* Every table of the schema: one dropped by hand or lost to damage would
-   * otherwise surface halfway through a run, after the work it costs. */
-  /* (confirmed is created when first needed, so it may be missing) */
-  static const char *const k_tables[] = {"meta",    "hosts", "workloads", "configs",
-                                         "measurements", "measurements_history"};
-  for (size_t i = 0; i < sizeof k_tables / sizeof k_tables[0]; i++) {
-    char sql[160];
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", k_tables[i]);
-    if ((s = query_text(db, sql, "reading the schema", &v))) return s;
-    bool have = v && !strcmp(v, "1");
-    free(v);
-    if (!have)
-      return ob_fail(db->ctx, OB_ERR_IO,
-                     "database '%s' lacks the table '%s' of the opbench schema (damaged or "
-                     "changed by hand); refusing to use it",
-                     db->path, k_tables[i]);
-  }
-  return OB_OK;
-}
-
-/* Creates the schema in an empty file, under a write lock, so two processes
- * opening a new file at once create it once. */
-static ob_status create_schema(ob_db *db, long *version) {
-  ob_status s = ob_db_txn_begin(db);
-  if (s) return s;
-  int64_t nobj;
-  s = inspect(db, &nobj, version);
-  if (!s && nobj == 0) {
-    char *err = NULL;
-    int rc = sqlite3_exec(db->sql, k_schema, NULL, NULL, &err);
-    if (rc == SQLITE_OK) {
-      char pragma[64];
-      snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d", OB_DB_APPLICATION_ID);
-      rc = sqlite3_exec(db->sql, pragma, NULL, NULL, NULL);
-    }
-    sqlite3_free(err);
-    if (rc != SQLITE_OK) s = ob_db_sqlfail(db, rc, "creating the schema");
-    *version = OB_DB_SCHEMA_VERSION;
-  }
-  if (s) {
-    ob_db_txn_rollback(db);
-    return s;
-  }
-  return ob_db_txn_commit(db);
-}
-
-/* Upgrades an older file to OB_DB_SCHEMA_VERSION under a write lock: the
- * version is read again inside the transaction, so two processes opening
- * the same old file upgrade it once; a failure rolls everything back and
- * leaves the file as it was. */
-static ob_status migrate(ob_db *db, long *version) {
-  ob_status s = ob_db_txn_begin(db);
-  if (s) return s;
-  int64_t nobj;
-  s = inspect(db, &nobj, version);
-  if (!s && *version == 1) {
-    char *err = NULL;
-    int rc = sqlite3_exec(db->sql, k_migrate_v2, NULL, NULL, &err);
-    if (rc != SQLITE_OK) s = ob_db_sqlfail(db, rc, "upgrading schema version 1 to 2");
-    sqlite3_free(err);
-    if (!s) {
-      ob_log(db->ctx, OB_LOG_INFO, "database '%s': upgraded schema version 1 to 2", db->path);
-      *version = 2;
-    }
-  }
-  if (s) {
-    ob_db_txn_rollback(db);
-    return s;
-  }
-  return ob_db_txn_commit(db);
-}
-
-static ob_status set_wal_once(ob_db *db) {
-  char *mode = NULL;
-  ob_status s = query_text(db, "PRAGMA journal_mode", "reading the journal mode", &mode);
-  if (s) return s;
-  bool wal = mode && !strcmp(mode, "wal");
-  free(mode);
-  if (wal) return OB_OK;
-  s = query_text(db, "PRAGMA journal_mode = WAL", "switching to WAL mode", &mode);
-  if (s) return s;
-  wal = mode && !strcmp(mode, "wal");
-  free(mode);
-  if (!wal)
-    return ob_fail(db->ctx, OB_ERR_IO,
-                   "database '%s': cannot switch to WAL mode (is it on a file system without "
-                   "shared memory support?)",
-                   db->path);
-  return OB_OK;
-}
-
-/* Changing the journal mode needs the file to itself. When another process
- * is opening (or creating) the same file at that moment, SQLite reports it
- * busy at once instead of through the busy handler (a lock upgrade it
- * cannot wait for), so the switch is retried within the busy timeout. */
-static ob_status set_wal(ob_db *db) {
-  double until = ob_now_s() + db->busy_ms / 1000.0;
-  for (;;) {
-    ob_status s = set_wal_once(db);
-    if (s != OB_ERR_BUSY || ob_now_s() >= until) return s;
-    struct timespec ts = {0, 5000000}; /* 5 ms */
-    nanosleep(&ts, NULL);
-  }
+bool ob_db_is_url(const char *path) {
+  return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11));
 }
 
 ob_status ob_db_open(ob_ctx *ctx, const char *path, unsigned flags, ob_db **out) {
@@ -505,134 +372,60 @@ ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_opts *op
   if (!path || !*path) return ob_fail(ctx, OB_ERR_INVALID_ARG, "database path is empty");
   unsigned flags = opts ? opts->flags : 0;
   int busy = opts && opts->busy_timeout_ms > 0 ? opts->busy_timeout_ms : OB_DB_DEFAULT_BUSY_MS;
-  bool readonly = flags & OB_DB_READONLY;
-  struct stat sb;
-  bool exists = stat(path, &sb) == 0;
-  if ((flags & (OB_DB_READONLY | OB_DB_NO_CREATE)) && !exists)
-    return ob_fail(ctx, OB_ERR_NOT_FOUND, "database '%s' does not exist", path);
-  /* SQLite would try a directory, and write its journal "into" /dev/null */
-  if (exists && !S_ISREG(sb.st_mode))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "database '%s' is a %s, not a database file", path,
-                   S_ISDIR(sb.st_mode)                        ? "directory"
-                   : S_ISCHR(sb.st_mode) || S_ISFIFO(sb.st_mode) ? "pipe or character device"
-                                                              : "special file");
-
-  ob_status s = OB_OK;
   ob_db *db = calloc(1, sizeof *db);
-  if (!db || !(db->path = strdup(path))) {
-    free(db);
-    return ob_fail(ctx, OB_ERR_NOMEM, "opening database '%s': out of memory", path);
-  }
+  if (!db) return ob_fail(ctx, OB_ERR_NOMEM, "opening database '%s': out of memory", path);
   db->ctx = ctx;
   db->busy_ms = busy;
-  db->readonly = readonly;
-  int oflags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path, &db->sql, oflags | SQLITE_OPEN_NOMUTEX, NULL);
-  if (rc != SQLITE_OK) {
-    s = ob_db_sqlfail(db, rc, "cannot open");
-    goto fail;
+  db->readonly = flags & OB_DB_READONLY;
+  db->be = ob_db_is_url(path) ? &ob_db_pg_backend : &ob_db_sqlite_backend;
+  ob_status s = OB_OK;
+  if (db->be == &ob_db_pg_backend) {
+    /* messages and ob_db_path show the URL without its password */
+    if (!(db->conninfo = strdup(path)) || !(db->path = ob_db_url_redact(path)))
+      s = ob_fail(ctx, OB_ERR_NOMEM, "opening database: out of memory");
+  } else if (!(db->path = strdup(path))) {
+    s = ob_fail(ctx, OB_ERR_NOMEM, "opening database '%s': out of memory", path);
   }
-  sqlite3_extended_result_codes(db->sql, 1);
-  sqlite3_busy_timeout(db->sql, busy);
-
-  int64_t nobj;
-  long version;
-  s = inspect(db, &nobj, &version);
-  if (s) goto fail;
-  if (nobj == 0) {
-    if (readonly) {
-      s = ob_fail(ctx, OB_ERR_UNSUPPORTED, "database '%s' is empty, not an opbench database", path);
-      goto fail;
-    }
-    /* WAL first: the mode is persistent and cheapest to set while empty. */
-    s = set_wal(db);
-    if (!s) s = create_schema(db, &version);
-    if (s) goto fail;
+  if (!s) s = db->be->open(db, flags);
+  if (s) {
+    ob_db_close(db);
+    return s;
   }
-  if (version > OB_DB_SCHEMA_VERSION) {
-    s = ob_fail(ctx, OB_ERR_UNSUPPORTED,
-                "database '%s' has schema version %ld; this opbench understands up to %d "
-                "(use a newer opbench)",
-                path, version, OB_DB_SCHEMA_VERSION);
-    goto fail;
-  }
-  if (!readonly) {
-    s = set_wal(db);
-    if (s) goto fail;
-    if (version < OB_DB_SCHEMA_VERSION && (s = migrate(db, &version))) goto fail;
-    /* Under WAL, NORMAL keeps the file consistent on any crash and loses no
-     * committed transaction when only the process dies (kill -9). */
-    rc = sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) {
-      s = ob_db_sqlfail(db, rc, "setting synchronous mode");
-      goto fail;
-    }
-  }
-  db->version = (int)version;
   *out = db;
   return OB_OK;
-fail:
-  ob_db_close(db);
-  return s;
 }
 
 void ob_db_close(ob_db *db) {
   if (!db) return;
-  for (int i = 0; i < OB_DBS_COUNT; i++) sqlite3_finalize(db->stmt[i]);
-  for (int i = 0; i < db->nq; i++) sqlite3_finalize(db->qcache[i].st);
-  if (db->sql) sqlite3_close_v2(db->sql);
+  for (int i = 0; i < OB_DBS_COUNT; i++) ob_db_finalize(db->stmt[i]);
+  for (int i = 0; i < db->nq; i++) ob_db_finalize(db->qcache[i].st);
+  if (db->be) db->be->close(db);
   free(db->path);
+  free(db->conninfo);
   free(db);
 }
 
 const char *ob_db_path(const ob_db *db) { return db->path; }
 
+const char *ob_db_backend_name(const ob_db *db) { return db->be->name; }
+
 void ob_db_set_busy_timeout(ob_db *db, int ms) {
   OB_ASSERT(db);
   db->busy_ms = ms > 0 ? ms : 0;
-  sqlite3_busy_timeout(db->sql, db->busy_ms);
+  db->be->set_busy_timeout(db, db->busy_ms);
 }
 
 ob_ctx *ob_db_ctx(const ob_db *db) { return db->ctx; }
 
 ob_status ob_db_check(ob_db *db) {
   OB_ASSERT(db);
-  sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(db->sql, "PRAGMA integrity_check(20)", -1, &st, NULL);
-  if (rc != SQLITE_OK) return ob_db_sqlfail(db, rc, "checking integrity");
-  ob_str found = {0};
-  bool ok = false;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    const char *line = ob_db_col_text(st, 0);
-    if (line && !strcmp(line, "ok")) {
-      ok = true;
-      continue;
-    }
-    ob_str_appendf(&found, "%s%s", found.len ? "; " : "", line ? line : "?");
-  }
-  /* SQLite's report is multi-line; the message stays one line */
-  for (size_t i = 0; i < found.len; i++)
-    if (found.data[i] == '\n' || found.data[i] == '\r' || found.data[i] == '\t') found.data[i] = ' ';
-  ob_status s = OB_OK;
-  if (rc != SQLITE_DONE) s = ob_db_sqlfail(db, rc, "checking integrity");
-  else if (!ok || found.len)
-    s = ob_fail(db->ctx, OB_ERR_IO, "database '%s' failed its integrity check: %s", db->path,
-                found.len && found.data ? found.data : "no result");
-  sqlite3_finalize(st);
-  ob_str_free(&found);
-  return s;
+  return db->be->check(db);
 }
 
 ob_status ob_db_exec(ob_db *db, const char *sql) {
   OB_ASSERT(db && sql);
-  char *err = NULL;
-  int rc = sqlite3_exec(db->sql, sql, NULL, NULL, &err);
-  ob_status s = OB_OK;
-  if (rc != SQLITE_OK) {
-    s = ob_db_sqlfail(db, rc, "running '%.200s'", sql);
-  }
-  sqlite3_free(err);
-  return s;
+  int rc = db->be->exec(db, sql);
+  return rc ? ob_db_sqlfail(db, rc, "running '%.200s'", sql) : OB_OK;
 }
 
 /* ---- hosts ------------------------------------------------------------------------ */
@@ -644,29 +437,29 @@ ob_status ob_db_put_host(ob_db *db, const ob_host *h, const char *compiler,
     return ob_fail(db->ctx, OB_ERR_INVALID_ARG,
                    "database '%s': host '%s' has no fingerprint (use ob_host_detect)", db->path,
                    h->cpu_model);
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = ob_db_stmt(db, OB_DBS_HOST_PUT, &st);
   if (s) return s;
   ob_db_bind_text(st, 1, h->fingerprint);
   ob_db_bind_text(st, 2, h->cpu_model);
   ob_db_bind_text(st, 3, h->isa);
-  sqlite3_bind_int(st, 4, h->ncores);
-  sqlite3_bind_int(st, 5, h->npus);
-  sqlite3_bind_int64(st, 6, h->l1d_bytes);
-  sqlite3_bind_int64(st, 7, h->l2_bytes);
-  sqlite3_bind_int64(st, 8, h->l3_bytes);
-  sqlite3_bind_int(st, 9, h->vector_bits);
+  ob_db_bind_int(st, 4, h->ncores);
+  ob_db_bind_int(st, 5, h->npus);
+  ob_db_bind_int(st, 6, h->l1d_bytes);
+  ob_db_bind_int(st, 7, h->l2_bytes);
+  ob_db_bind_int(st, 8, h->l3_bytes);
+  ob_db_bind_int(st, 9, h->vector_bits);
   ob_db_bind_text(st, 10, h->os);
   ob_db_bind_text(st, 11, compiler);
   ob_db_bind_text(st, 12, compiler_version);
-  sqlite3_bind_double(st, 13, ob_db_unix_now());
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return ob_db_sqlfail(db, rc, "storing host %s", h->fingerprint);
+  ob_db_bind_real(st, 13, ob_db_unix_now());
+  int rc = ob_db_step(st);
+  ob_db_reset(st);
+  if (rc != OB_DB_DONE) return ob_db_sqlfail(db, rc, "storing host %s", h->fingerprint);
   return OB_OK;
 }
 
-static void copy_col(char *dst, size_t cap, sqlite3_stmt *st, int i) {
+static void copy_col(char *dst, size_t cap, ob_dbstmt *st, int i) {
   const char *v = ob_db_col_text(st, i);
   snprintf(dst, cap, "%s", v ? v : "");
 }
@@ -674,35 +467,35 @@ static void copy_col(char *dst, size_t cap, sqlite3_stmt *st, int i) {
 ob_status ob_db_get_host(ob_db *db, const char *fingerprint, ob_db_host *out) {
   OB_ASSERT(db && fingerprint && out);
   memset(out, 0, sizeof *out);
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = ob_db_stmt(db, OB_DBS_HOST_GET, &st);
   if (s) return s;
   ob_db_bind_text(st, 1, fingerprint);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW) {
+  int rc = ob_db_step(st);
+  if (rc == OB_DB_ROW) {
     ob_host *h = &out->host;
     copy_col(h->cpu_model, sizeof h->cpu_model, st, 0);
     copy_col(h->isa, sizeof h->isa, st, 1);
-    h->ncores = sqlite3_column_int(st, 2);
-    h->npus = sqlite3_column_int(st, 3);
-    h->l1d_bytes = sqlite3_column_int64(st, 4);
-    h->l2_bytes = sqlite3_column_int64(st, 5);
-    h->l3_bytes = sqlite3_column_int64(st, 6);
-    h->vector_bits = sqlite3_column_int(st, 7);
+    h->ncores = (int)ob_db_col_int(st, 2);
+    h->npus = (int)ob_db_col_int(st, 3);
+    h->l1d_bytes = ob_db_col_int(st, 4);
+    h->l2_bytes = ob_db_col_int(st, 5);
+    h->l3_bytes = ob_db_col_int(st, 6);
+    h->vector_bits = (int)ob_db_col_int(st, 7);
     copy_col(h->os, sizeof h->os, st, 8);
     snprintf(h->fingerprint, sizeof h->fingerprint, "%s", fingerprint);
     copy_col(out->compiler, sizeof out->compiler, st, 9);
     copy_col(out->compiler_version, sizeof out->compiler_version, st, 10);
-    out->first_seen = sqlite3_column_double(st, 11);
-    out->last_seen = sqlite3_column_double(st, 12);
+    out->first_seen = ob_db_col_real(st, 11);
+    out->last_seen = ob_db_col_real(st, 12);
     s = OB_OK;
-  } else if (rc == SQLITE_DONE) {
+  } else if (rc == OB_DB_DONE) {
     s = ob_fail(db->ctx, OB_ERR_NOT_FOUND, "database '%s' has no host with fingerprint '%s'",
                 db->path, fingerprint);
   } else {
     s = ob_db_sqlfail(db, rc, "reading host %s", fingerprint);
   }
-  sqlite3_reset(st);
+  ob_db_reset(st);
   return s;
 }
 
@@ -711,7 +504,7 @@ ob_status ob_db_get_host(ob_db *db, const char *fingerprint, ob_db_host *out) {
 ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
                                     const char *attrs_json, double flops,
                                     const char *autotvm_args, bool refresh) {
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = ob_db_stmt(db, OB_DBS_WL_PUT, &st);
   if (s) return s;
   ob_db_bind_text(st, 1, key);
@@ -719,11 +512,11 @@ ob_status ob_db_put_workload_locked(ob_db *db, const char *key, const char *op,
   ob_db_bind_text(st, 3, attrs_json);
   ob_db_bind_real(st, 4, flops > 0 ? flops : NAN);
   ob_db_bind_text(st, 5, autotvm_args);
-  sqlite3_bind_double(st, 6, ob_db_unix_now());
-  sqlite3_bind_int(st, 7, refresh);
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) return ob_db_sqlfail(db, rc, "storing workload %s", key);
+  ob_db_bind_real(st, 6, ob_db_unix_now());
+  ob_db_bind_int(st, 7, refresh);
+  int rc = ob_db_step(st);
+  ob_db_reset(st);
+  if (rc != OB_DB_DONE) return ob_db_sqlfail(db, rc, "storing workload %s", key);
   return OB_OK;
 }
 

@@ -51,13 +51,13 @@ ob_status ob_db_record_check(ob_db *db, const ob_db_record *r) {
                  db->path, what, why);
 }
 
-static void bind_key(sqlite3_stmt *st, const ob_db_record *r) {
+static void bind_key(ob_dbstmt *st, const ob_db_record *r) {
   ob_db_bind_text(st, 1, r->host);
   ob_db_bind_text(st, 2, r->workload);
   ob_db_bind_text(st, 3, r->target ? r->target : "");
   ob_db_bind_text(st, 4, r->resources ? r->resources : "");
   ob_db_bind_text(st, 5, r->tmpl);
-  sqlite3_bind_int64(st, 6, (sqlite3_int64)r->config_index);
+  ob_db_bind_int(st, 6, (int64_t)r->config_index);
 }
 
 /* The placeholder's operator: the key up to its first '/', as in "dense/f32/...". */
@@ -76,8 +76,8 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   double now = ob_db_unix_now();
   char *entity = NULL;
   ob_str costs = {0};
-  sqlite3_stmt *st;
-  int rc = SQLITE_DONE;
+  ob_dbstmt *st;
+  int rc = OB_DB_DONE;
 
   if (r->entity) {
     s = ob_db_entity_normalize(r->entity, &entity);
@@ -92,26 +92,26 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   /* Placeholder rows keep every measurement's host and workload resolvable. */
   if ((s = ob_db_stmt(db, OB_DBS_HOST_PLACEHOLDER, &st))) goto done;
   ob_db_bind_text(st, 1, r->host);
-  sqlite3_bind_double(st, 2, now);
-  if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
-  sqlite3_reset(st);
+  ob_db_bind_real(st, 2, now);
+  if ((rc = ob_db_step(st)) != OB_DB_DONE) goto sqlfail;
+  ob_db_reset(st);
 
   if ((s = ob_db_stmt(db, OB_DBS_WL_PLACEHOLDER, &st))) goto done;
   char op[64];
   op_of_key(r->workload, op, sizeof op);
   ob_db_bind_text(st, 1, r->workload);
   ob_db_bind_text(st, 2, op);
-  sqlite3_bind_double(st, 3, now);
-  if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
-  sqlite3_reset(st);
+  ob_db_bind_real(st, 3, now);
+  if ((rc = ob_db_step(st)) != OB_DB_DONE) goto sqlfail;
+  ob_db_reset(st);
 
   bool replace = flags & OB_DB_REPLACE;
   if (replace) {
     if ((s = ob_db_stmt(db, OB_DBS_MEAS_HISTORY, &st))) goto done;
     bind_key(st, r);
-    sqlite3_bind_double(st, 27, now);
-    if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
-    sqlite3_reset(st);
+    ob_db_bind_real(st, 27, now);
+    if ((rc = ob_db_step(st)) != OB_DB_DONE) goto sqlfail;
+    ob_db_reset(st);
   }
 
   const ob_timing *t = &r->timing;
@@ -127,31 +127,31 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
 
   if ((s = ob_db_stmt(db, replace ? OB_DBS_MEAS_REPLACE : OB_DBS_MEAS_INSERT, &st))) goto done;
   bind_key(st, r);
-  sqlite3_bind_int(st, 7, r->error_no);
+  ob_db_bind_int(st, 7, r->error_no);
   ob_db_bind_text(st, 8, r->error_msg ? r->error_msg : "");
   ob_db_bind_real(st, 9, t->median_s);
   ob_db_bind_real(st, 10, t->mean_s);
   ob_db_bind_real(st, 11, t->cv);
   ob_db_bind_text(st, 12, costs.data);
-  sqlite3_bind_int(st, 13, t->number);
+  ob_db_bind_int(st, 13, t->number);
   ob_db_bind_real(st, 14, r->build_s);
   ob_db_bind_real(st, 15, r->run_s);
-  sqlite3_bind_int(st, 16, r->nthreads);
+  ob_db_bind_int(st, 16, r->nthreads);
   ob_db_bind_text(st, 17, r->cores);
-  sqlite3_bind_double(st, 18, r->timestamp > 0 ? r->timestamp : now);
-  sqlite3_bind_int(st, 19, t->repeat);
+  ob_db_bind_real(st, 18, r->timestamp > 0 ? r->timestamp : now);
+  ob_db_bind_int(st, 19, t->repeat);
   bool known = !isnan(t->min_repeat_ms); /* else the protocol is unknown */
   ob_db_bind_real(st, 20, t->min_repeat_ms);
-  if (known) sqlite3_bind_int(st, 21, t->flush);
-  else sqlite3_bind_null(st, 21);
+  if (known) ob_db_bind_int(st, 21, t->flush);
+  else ob_db_bind_null(st, 21);
   ob_db_bind_real(st, 22, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
-  sqlite3_bind_int(st, 23, t->below_resolution);
-  sqlite3_bind_int(st, 24, t->noisy);
-  sqlite3_bind_int(st, 25, t->extra_repeats);
-  sqlite3_bind_int(st, 26, t->emulated);
-  if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
-  sqlite3_reset(st);
-  bool wrote = sqlite3_changes(db->sql) > 0;
+  ob_db_bind_int(st, 23, t->below_resolution);
+  ob_db_bind_int(st, 24, t->noisy);
+  ob_db_bind_int(st, 25, t->extra_repeats);
+  ob_db_bind_int(st, 26, t->emulated);
+  if ((rc = ob_db_step(st)) != OB_DB_DONE) goto sqlfail;
+  ob_db_reset(st);
+  bool wrote = db->be->changes(db) > 0;
   if (stored) *stored = wrote;
 
   /* The entity goes with the trial: a put that stores nothing changes
@@ -160,15 +160,15 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
     if ((s = ob_db_stmt(db, OB_DBS_CONFIG_PUT, &st))) goto done;
     ob_db_bind_text(st, 1, r->workload);
     ob_db_bind_text(st, 2, r->tmpl);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)r->config_index);
+    ob_db_bind_int(st, 3, (int64_t)r->config_index);
     ob_db_bind_text(st, 4, entity);
-    if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
-    sqlite3_reset(st);
+    if ((rc = ob_db_step(st)) != OB_DB_DONE) goto sqlfail;
+    ob_db_reset(st);
   }
   goto done;
 
 sqlfail:
-  sqlite3_reset(st);
+  ob_db_reset(st);
   s = ob_db_sqlfail(db, rc, "storing measurement (%s)", what);
 done:
   free(entity);
@@ -206,7 +206,7 @@ static ob_status check_full_key(ob_db *db, const ob_db_key *k) {
                  db->path, k->workload ? k->workload : "(null)", k->tmpl ? k->tmpl : "(null)");
 }
 
-static void bind_task_key(sqlite3_stmt *st, const ob_db_key *k) {
+static void bind_task_key(ob_dbstmt *st, const ob_db_key *k) {
   ob_db_bind_text(st, 1, k->host);
   ob_db_bind_text(st, 2, k->workload);
   ob_db_bind_text(st, 3, k->target);
@@ -221,14 +221,14 @@ ob_status ob_db_has_measurement(ob_db *db, const ob_db_key *key, uint64_t config
   ob_status s = check_full_key(db, key);
   if (s) return s;
   if (config_index > (uint64_t)INT64_MAX) return OB_OK;
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   if ((s = ob_db_stmt(db, OB_DBS_MEAS_HAS, &st))) return s;
   bind_task_key(st, key);
-  sqlite3_bind_int64(st, 6, (sqlite3_int64)config_index);
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc == SQLITE_ROW) *out = true;
-  else if (rc != SQLITE_DONE)
+  ob_db_bind_int(st, 6, (int64_t)config_index);
+  int rc = ob_db_step(st);
+  ob_db_reset(st);
+  if (rc == OB_DB_ROW) *out = true;
+  else if (rc != OB_DB_DONE)
     return ob_db_sqlfail(db, rc, "looking up config %llu of workload %s",
                          (unsigned long long)config_index, key->workload);
   return OB_OK;
@@ -240,26 +240,26 @@ ob_status ob_db_measured(ob_db *db, const ob_db_key *key, uint64_t **out, int64_
   *n = 0;
   ob_status s = check_full_key(db, key);
   if (s) return s;
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   if ((s = ob_db_stmt(db, OB_DBS_MEAS_MEASURED, &st))) return s;
   bind_task_key(st, key);
   uint64_t *v = NULL;
   int64_t cnt = 0, cap = 0;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = ob_db_step(st)) == OB_DB_ROW) {
     if (cnt == cap) {
       cap = cap ? cap * 2 : 256;
       uint64_t *nv = realloc(v, (size_t)cap * sizeof *v);
       if (!nv) {
-        rc = SQLITE_NOMEM;
+        rc = OB_DB_NOMEM;
         break;
       }
       v = nv;
     }
-    v[cnt++] = (uint64_t)sqlite3_column_int64(st, 0);
+    v[cnt++] = (uint64_t)ob_db_col_int(st, 0);
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) {
+  ob_db_reset(st);
+  if (rc != OB_DB_DONE) {
     free(v);
     return ob_db_sqlfail(db, rc, "reading the measured configs of workload %s, template %s",
                          key->workload, key->tmpl);
@@ -274,7 +274,7 @@ ob_status ob_db_measured(ob_db *db, const ob_db_key *key, uint64_t **out, int64_
 enum { OB_Q_RECORDS = 0, OB_Q_STATS = 1 };
 
 /* Builds (or finds) the statement for a filter's shape and binds it. */
-static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3_stmt **out) {
+static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, ob_dbstmt **out) {
   static const char *const k_cond[6] = {"m.host = ?1",      "m.workload_key = ?2",
                                         "w.op = ?3",        "m.target = ?4",
                                         "m.resources = ?5", "m.template = ?6"};
@@ -308,13 +308,18 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
                   " AND c.template = m.template AND c.config_index = m.config_index");
   } else {
     ob_str_append(&sql, "SELECT m.workload_key, coalesce(w.op, ''), count(*)");
-    for (int e = 0; e < OB_MERR_UNKNOWN; e++) ob_str_appendf(&sql, ", sum(m.error_no = %d)", e);
-    ob_str_appendf(&sql, ", sum(m.error_no >= %d OR m.error_no < 0)", OB_MERR_UNKNOWN);
+    /* counts as sums of CASE: a sum of comparisons is SQLite's alone */
+    for (int e = 0; e < OB_MERR_UNKNOWN; e++)
+      ob_str_appendf(&sql, ", sum(CASE WHEN m.error_no = %d THEN 1 ELSE 0 END)", e);
+    ob_str_appendf(&sql, ", sum(CASE WHEN m.error_no >= %d OR m.error_no < 0 THEN 1 ELSE 0 END)",
+                   OB_MERR_UNKNOWN);
     ob_str_append(&sql, ", min(CASE WHEN m.error_no = 0 THEN m.median_s END), w.flops");
-    ob_str_append(&sql, db->version >= 2 ? ", sum(m.error_no = 0 AND m.noisy <> 0),"
-                                           " sum(m.error_no = 0 AND m.below_resolution <> 0),"
-                                           " sum(m.error_no = 0 AND m.emulated <> 0)"
-                                         : ", 0, 0, 0");
+    ob_str_append(&sql, db->version >= 2
+                            ? ", sum(CASE WHEN m.error_no = 0 AND m.noisy <> 0 THEN 1 ELSE 0 END),"
+                              " sum(CASE WHEN m.error_no = 0 AND m.below_resolution <> 0"
+                              " THEN 1 ELSE 0 END),"
+                              " sum(CASE WHEN m.error_no = 0 AND m.emulated <> 0 THEN 1 ELSE 0 END)"
+                            : ", 0, 0, 0");
     ob_str_append(&sql, " FROM measurements m LEFT JOIN workloads w ON w.key = m.workload_key");
   }
   bool first = true;
@@ -345,16 +350,20 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
     }
     ob_str_append(&sql, " LIMIT ?7");
   } else {
-    ob_str_append(&sql, " GROUP BY m.workload_key ORDER BY coalesce(w.op, ''), m.workload_key");
+    /* every column that is not aggregated is grouped by (w.op and w.flops
+     * follow from the key; only SQLite would take them bare) */
+    ob_str_append(&sql, " GROUP BY m.workload_key, w.op, w.flops"
+                        " ORDER BY coalesce(w.op, ''), m.workload_key");
   }
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = sql.failed ? ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': building a query: out of memory", db->path)
                            : ob_db_stmt_shape(db, shape, sql.data, &st);
   ob_str_free(&sql);
   if (s) return s;
   for (int i = 0; i < 6; i++)
     if (val[i]) ob_db_bind_text(st, i + 1, val[i]);
-  if (kind == OB_Q_RECORDS) sqlite3_bind_int64(st, 7, f->limit > 0 ? f->limit : -1);
+  /* no limit: the largest one (SQLite's -1 is an error elsewhere) */
+  if (kind == OB_Q_RECORDS) ob_db_bind_int(st, 7, f->limit > 0 ? f->limit : INT64_MAX);
   *out = st;
   return OB_OK;
 }
@@ -386,21 +395,21 @@ static int parse_costs(const char *text, double **buf, int *cap) {
 ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void *user) {
   ob_db_filter all = {0};
   if (!f) f = &all;
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = filter_stmt(db, f, OB_Q_RECORDS, &st);
   if (s) return s;
   double *costs = NULL;
   int cap = 0, rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = ob_db_step(st)) == OB_DB_ROW) {
     ob_db_record r = {0};
     r.host = ob_db_col_text(st, 0);
     r.workload = ob_db_col_text(st, 1);
     r.target = ob_db_col_text(st, 2);
     r.resources = ob_db_col_text(st, 3);
     r.tmpl = ob_db_col_text(st, 4);
-    r.config_index = (uint64_t)sqlite3_column_int64(st, 5);
+    r.config_index = (uint64_t)ob_db_col_int(st, 5);
     r.entity = ob_db_col_text(st, 6);
-    r.error_no = sqlite3_column_int(st, 7);
+    r.error_no = (int)ob_db_col_int(st, 7);
     r.error_msg = ob_db_col_text(st, 8);
     ob_timing *t = &r.timing;
     t->median_s = ob_db_col_real(st, 9);
@@ -413,34 +422,34 @@ ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void 
       r.all_costs = costs;
       r.nall_costs = n;
     }
-    t->number = sqlite3_column_int(st, 13);
+    t->number = (int)ob_db_col_int(st, 13);
     r.build_s = ob_db_col_real(st, 14);
     r.run_s = ob_db_col_real(st, 15);
-    r.nthreads = sqlite3_column_int(st, 16);
+    r.nthreads = (int)ob_db_col_int(st, 16);
     r.cores = ob_db_col_text(st, 17);
-    r.timestamp = sqlite3_column_double(st, 18);
+    r.timestamp = ob_db_col_real(st, 18);
     r.op = ob_db_col_text(st, 19);
     r.attrs = ob_db_col_text(st, 20);
     double flops = ob_db_col_real(st, 21);
     r.flops = isfinite(flops) && flops > 0 ? flops : 0;
     r.gflops = r.error_no == 0 && r.flops > 0 && t->median_s > 0 ? r.flops / t->median_s / 1e9 : 0;
-    t->repeat = sqlite3_column_int(st, 22);
+    t->repeat = (int)ob_db_col_int(st, 22);
     t->min_repeat_ms = ob_db_col_real(st, 23);
-    bool flush_known = sqlite3_column_type(st, 24) != SQLITE_NULL;
-    t->flush = flush_known && sqlite3_column_int(st, 24) != 0;
+    bool flush_known = !ob_db_col_null(st, 24);
+    t->flush = flush_known && (int)ob_db_col_int(st, 24) != 0;
     if (!flush_known) t->min_repeat_ms = NAN; /* one unknown protocol, one sentinel */
     double ovh = ob_db_col_real(st, 25);
     t->timer_overhead_s = isfinite(ovh) && ovh > 0 ? ovh : 0;
-    t->below_resolution = sqlite3_column_int(st, 26) != 0;
-    t->noisy = sqlite3_column_int(st, 27) != 0;
-    t->extra_repeats = sqlite3_column_int(st, 28);
-    t->emulated = sqlite3_column_int(st, 29) != 0;
+    t->below_resolution = (int)ob_db_col_int(st, 26) != 0;
+    t->noisy = (int)ob_db_col_int(st, 27) != 0;
+    t->extra_repeats = (int)ob_db_col_int(st, 28);
+    t->emulated = (int)ob_db_col_int(st, 29) != 0;
     if ((s = fn(user, &r))) break;
   }
-  sqlite3_reset(st);
+  ob_db_reset(st);
   free(costs);
   if (s) return s;
-  if (rc != SQLITE_DONE) return ob_db_sqlfail(db, rc, "reading measurements");
+  if (rc != OB_DB_DONE) return ob_db_sqlfail(db, rc, "reading measurements");
   return OB_OK;
 }
 
@@ -546,13 +555,13 @@ ob_status ob_db_workload_records(ob_db *db, const char *workload, ob_db_records 
 /* ---- statistics --------------------------------------------------------------------- */
 
 static ob_status count_rows(ob_db *db, ob_db_stmt_id id, int64_t *n) {
-  sqlite3_stmt *st;
+  ob_dbstmt *st;
   ob_status s = ob_db_stmt(db, id, &st);
   if (s) return s;
-  int rc = sqlite3_step(st);
-  *n = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
-  return rc == SQLITE_ROW ? OB_OK : ob_db_sqlfail(db, rc, "counting rows");
+  int rc = ob_db_step(st);
+  *n = rc == OB_DB_ROW ? ob_db_col_int(st, 0) : 0;
+  ob_db_reset(st);
+  return rc == OB_DB_ROW ? OB_OK : ob_db_sqlfail(db, rc, "counting rows");
 }
 
 static void stat_add(ob_db_stat_row *acc, const ob_db_stat_row *r) {
@@ -589,16 +598,16 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
   res->total.op = "";
   res->total.best_s = NAN;
   int64_t cap = 0, opcap = 0;
-  sqlite3_stmt *st = NULL;
+  ob_dbstmt *st = NULL;
   ob_status s = filter_stmt(db, f, OB_Q_STATS, &st);
   if (s) goto fail;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = ob_db_step(st)) == OB_DB_ROW) {
     if (res->nworkloads == cap) {
       cap = cap ? cap * 2 : 64;
       ob_db_stat_row *nw = realloc(res->workloads, (size_t)cap * sizeof *nw);
       if (!nw) {
-        rc = SQLITE_NOMEM;
+        rc = OB_DB_NOMEM;
         break;
       }
       res->workloads = nw;
@@ -608,19 +617,19 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
     w->name = ob_arena_strdup(res->arena, ob_db_col_text(st, 0));
     w->op = ob_arena_strdup(res->arena, ob_db_col_text(st, 1));
     if (ob_arena_failed(res->arena)) {
-      rc = SQLITE_NOMEM;
+      rc = OB_DB_NOMEM;
       break;
     }
-    w->total = sqlite3_column_int64(st, 2);
-    for (int e = 0; e < OB_MERR_COUNT; e++) w->by_error[e] = sqlite3_column_int64(st, 3 + e);
+    w->total = ob_db_col_int(st, 2);
+    for (int e = 0; e < OB_MERR_COUNT; e++) w->by_error[e] = ob_db_col_int(st, 3 + e);
     w->best_s = ob_db_col_real(st, 3 + OB_MERR_COUNT);
     double flops = ob_db_col_real(st, 4 + OB_MERR_COUNT);
     w->best_gflops = isfinite(flops) && flops > 0 && isfinite(w->best_s) && w->best_s > 0
                          ? flops / w->best_s / 1e9
                          : 0;
-    w->noisy = sqlite3_column_int64(st, 5 + OB_MERR_COUNT);
-    w->below_resolution = sqlite3_column_int64(st, 6 + OB_MERR_COUNT);
-    w->emulated = sqlite3_column_int64(st, 7 + OB_MERR_COUNT);
+    w->noisy = ob_db_col_int(st, 5 + OB_MERR_COUNT);
+    w->below_resolution = ob_db_col_int(st, 6 + OB_MERR_COUNT);
+    w->emulated = ob_db_col_int(st, 7 + OB_MERR_COUNT);
     w->nworkloads = 1;
     /* Rows come sorted by operator: a new operator opens a by_op row. */
     if (res->nops == 0 || strcmp(res->by_op[res->nops - 1].name, w->op)) {
@@ -628,7 +637,7 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
         opcap = opcap ? opcap * 2 : 16;
         ob_db_stat_row *no = realloc(res->by_op, (size_t)opcap * sizeof *no);
         if (!no) {
-          rc = SQLITE_NOMEM;
+          rc = OB_DB_NOMEM;
           break;
         }
         res->by_op = no;
@@ -642,8 +651,8 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
     stat_add(&res->by_op[res->nops - 1], w);
     stat_add(&res->total, w);
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE) {
+  ob_db_reset(st);
+  if (rc != OB_DB_DONE) {
     s = ob_db_sqlfail(db, rc, "computing statistics");
     goto fail;
   }
