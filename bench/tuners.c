@@ -131,7 +131,10 @@ static void build_table(ob_db *db, const ob_host *host, ob_task *task, int idx, 
   o.task_index = idx;
   o.ntasks = n;
   ob_tune_stats st;
-  if (ob_tune_task(ctx, task, grid, runner, db, &o, &st)) die("exhaustive pass");
+  ob_measurer *m = NULL;
+  if (ob_measurer_local_new(ctx, runner, &m)) die("exhaustive pass");
+  if (ob_tune_task(ctx, task, grid, m, db, &o, &st)) die("exhaustive pass");
+  ob_measurer_free(m);
   ob_runner_free(runner);
   ob_tuner_free(grid);
 
@@ -258,7 +261,10 @@ static live live_run(ob_task *task, const char *name, const ob_host *host, int t
   o.measure.build.cache_dir = cache;
   o.progress = stderr;
   ob_tune_stats st;
-  if (ob_tune_task(ctx, task, tuner, runner, db, &o, &st)) die(name);
+  ob_measurer *m = NULL;
+  if (ob_measurer_local_new(ctx, runner, &m)) die(name);
+  if (ob_tune_task(ctx, task, tuner, m, db, &o, &st)) die(name);
+  ob_measurer_free(m);
   L.done = true;
   L.measured = st.measured;
   L.seconds = L.setup_s + st.seconds;

@@ -406,16 +406,19 @@ static ob_status tune_dense(const char *dbpath, const char *log, const char *tun
   ob_tuner *t = new_tuner(tuner, task, 5);
   ob_runner *r = NULL;
   ob_db *db = NULL;
+  ob_measurer *m = NULL;
   ob_status st = ob_runner_new(ctx, &r);
+  if (!st) st = ob_measurer_local_new(ctx, r, &m);
   if (!st) st = ob_db_open(ctx, dbpath, 0, &db);
   ob_tune_opts o = ob_tune_opts_default();
   o.measure.build.timeout_s = o.measure.timing.timeout_s = OB_TEST_TIMEOUT_S;
   o.n_trial = n_trial;
   o.batch = 5;
   o.log_path = log;
-  if (!st) st = ob_tune_task(ctx, task, t, r, db, &o, s);
+  if (!st) st = ob_tune_task(ctx, task, t, m, db, &o, s);
   if (st) fprintf(stderr, "tune_dense: %s\n", ob_ctx_errmsg(ctx));
   ob_db_close(db);
+  ob_measurer_free(m);
   ob_runner_free(r);
   ob_tuner_free(t);
   ob_task_free(task);
@@ -515,6 +518,8 @@ static void test_overlap_affinity(void) {
   ob_tuner *t = new_tuner("random", task, 9);
   ob_runner *r = NULL;
   CHECK(ob_runner_new(ctx, &r) == OB_OK);
+  ob_measurer *m = NULL;
+  CHECK(ob_measurer_local_new(ctx, r, &m) == OB_OK);
   window_log w = {0};
   ob_tune_opts o = ob_tune_opts_default();
   o.n_trial = 24;
@@ -528,7 +533,7 @@ static void test_overlap_affinity(void) {
   o.trial_fn = log_trial;
   o.user = &w;
   ob_tune_stats s;
-  ob_status st = ob_tune_task(ctx, task, t, r, NULL, &o, &s);
+  ob_status st = ob_tune_task(ctx, task, t, m, NULL, &o, &s);
   CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
   CHECK(w.n == 24);
   f = fopen(logp, "r");
@@ -552,6 +557,7 @@ static void test_overlap_affinity(void) {
   printf("overlap: %d compiler runs, %d during a measurement on a free core, %d on core 0\n",
          ncc, free_during, on0_during);
   CHECK(ncc >= 24 && wide == 0 && on0_during == 0 && free_during > 0);
+  ob_measurer_free(m);
   ob_runner_free(r);
   ob_tuner_free(t);
   ob_task_free(task);

@@ -31,6 +31,11 @@ typedef struct ob_measure_result {
   ob_timing timing; /* seconds per call, number used, repeats, floor, flags */
   double gflops;    /* flops / timing.median_s / 1e9; 0 on error */
   double build_s, run_s;
+  /* Where it was measured, when not by this process (a fleet's worker):
+   * that host's fingerprint and the cores it ran on ("0,1"); both empty
+   * for a local measurement. */
+  char host[17];
+  char cores[64];
 } ob_measure_result;
 
 /* The database record's result fields from a measurement: error class,
@@ -46,6 +51,54 @@ OB_API void ob_measure_result_to_record(const ob_measure_result *r, struct ob_db
 OB_API ob_status ob_measure_configs(ob_ctx *ctx, struct ob_task *task, ob_runner *runner,
                                     const ob_measure_opts *opts, const ob_config *cfgs, int n,
                                     ob_measure_result *out);
+
+
+/* ---- measurers: where configs are built and measured (measurer.c) --------
+ * The tuning loop and the search take a measurer: the local one (this
+ * process's builder and an ob_runner) or any other behind struct
+ * ob_measurer_i, such as a fleet of remote workers (fleet.h), which builds
+ * each config with its own compiler for its own target and measures it
+ * there. The vtable is public so that modules above tune implement it. */
+typedef struct ob_measurer ob_measurer;
+
+typedef struct ob_measurer_i {
+  const char *name; /* "local", "fleet" */
+  /* What ob_measure_configs does: builds and measures n configs of task
+   * with opts; per-config failures are results in out[i] (which says in
+   * host/cores where it ran). Fails only when nothing can be measured;
+   * the message names why (no compiler, no worker, a broker down...). */
+  ob_status (*measure)(void *self, ob_ctx *ctx, struct ob_task *task, const ob_measure_opts *opts,
+                       const ob_config *cfgs, int n, ob_measure_result *out);
+  /* OB_OK when the task's target can be measured (natively, under an
+   * emulator, by some worker); else the message names the target and what
+   * is missing. */
+  ob_status (*check)(void *self, ob_ctx *ctx, struct ob_task *task);
+  /* The host records are filed under, and its compiler and version for the
+   * database's host row ("" when unknown). */
+  ob_status (*host)(void *self, ob_ctx *ctx, struct ob_task *task, ob_host *out, char *cc,
+                    size_t cc_cap, char *cc_version, size_t version_cap);
+  /* The resource setting records are filed under for measurement opts mo. */
+  void (*resources)(void *self, const ob_measure_opts *mo, char *buf, size_t cap);
+  void (*free)(void *self); /* may be NULL: self is borrowed */
+} ob_measurer_i;
+
+/* A measurer over vt and self (self owned when vt->free is set). */
+OB_API ob_status ob_measurer_new(ob_ctx *ctx, const ob_measurer_i *vt, void *self,
+                                 ob_measurer **out);
+/* The local measurer: builds here and measures with runner (borrowed). */
+OB_API ob_status ob_measurer_local_new(ob_ctx *ctx, ob_runner *runner, ob_measurer **out);
+OB_API void ob_measurer_free(ob_measurer *m); /* accepts NULL */
+OB_API const char *ob_measurer_name(const ob_measurer *m);
+/* The local measurer's runner; NULL for any other. */
+OB_API ob_runner *ob_measurer_runner(const ob_measurer *m);
+/* The vtable's calls. */
+OB_API ob_status ob_measurer_measure(ob_measurer *m, ob_ctx *ctx, struct ob_task *task,
+                                     const ob_measure_opts *opts, const ob_config *cfgs, int n,
+                                     ob_measure_result *out);
+OB_API ob_status ob_measurer_check(ob_measurer *m, ob_ctx *ctx, struct ob_task *task);
+OB_API ob_status ob_measurer_host(ob_measurer *m, ob_ctx *ctx, struct ob_task *task, ob_host *out,
+                                  char *cc, size_t cc_cap, char *cc_version, size_t version_cap);
+OB_API void ob_measurer_resources(ob_measurer *m, const ob_measure_opts *mo, char *buf, size_t cap);
 
 
 /* ---- searching a task's space (search.c) --------------------------------- */
@@ -67,7 +120,7 @@ typedef struct ob_search_result {
 
 /* Best config of a task within the budget (the default config always takes
  * part). OB_ERR_RUNTIME when no config ran correctly. */
-OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_runner *runner,
+OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_measurer *measurer,
                                 const ob_measure_opts *opts, const ob_search_opts *so,
                                 ob_search_result *out);
 
@@ -213,11 +266,14 @@ typedef struct ob_tune_opts {
   ob_measure_opts measure; /* the full protocol: threads, cores, timing, builds */
   int search_repeat;       /* timing.repeat of a trial; <= 0: 3 (at most measure's) */
   int confirm_top;         /* configs re-measured at the end; 0: 5; < 0: none */
-  const ob_host *host;     /* the records' host; NULL: ob_host_detect */
+  const ob_host *host;     /* the records' host; NULL: the measurer's (this
+                              machine's for the local one, the workers' for a
+                              fleet) */
   const char *target;      /* the records' target; NULL: the task's canonical
                               string (ob_target_str), "llvm -mcpu=native" for
                               the host default */
-  const char *resources;   /* NULL: "threads=N;cores=LIST" from measure */
+  const char *resources;   /* NULL: the measurer's setting for measure
+                              (local: "threads=N;cores=LIST") */
   const char *log_path;    /* with a db: at the end, append to this file the
                               AutoTVM v0.2 lines of the task's records that
                               it does not hold yet; NULL: none */
@@ -265,15 +321,17 @@ typedef struct ob_tune_stats {
   int64_t log_lines;  /* lines appended to log_path */
 } ob_tune_stats;
 
-/* Tunes one task with a tuner made for it. runner may be NULL only with a
- * measure_fn; db may be NULL (then no records, no resume, nothing
+/* Tunes one task with a tuner made for it, measuring with `measurer` (local
+ * or a fleet; the local one overlaps builds with measurement, any other gets
+ * each batch whole). measurer may be NULL only with a measure_fn; db may be
+ * NULL (then no records, no resume, nothing
  * confirmed in a database). Per-trial failures are results. Fails with
  * OB_ERR_INVALID_ARG for n_trial < 1 ("a trial budget of 0"), OB_ERR_COMPILE
  * when the compiler is missing, OB_ERR_BUSY / OB_ERR_IO when the database
  * cannot be written (every trial stored before stays). *stats holds what
  * was done, on failure too. */
 OB_API ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner,
-                              ob_runner *runner, struct ob_db *db, const ob_tune_opts *opts,
+                              ob_measurer *measurer, struct ob_db *db, const ob_tune_opts *opts,
                               ob_tune_stats *stats);
 
 /* "[Task 1/12] Current/Best:   22.37/  52.19 GFLOPS | Progress: (544/1000) | 406.59 s" */

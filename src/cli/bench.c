@@ -94,6 +94,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   bench_entry *es = NULL;
   int n = 0;
   ob_runner *runner = NULL;
+  ob_measurer *measurer = NULL;
   ob_baseline *base = NULL;
   ob_target *target = NULL;
   cJSON *root = NULL;
@@ -132,7 +133,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
   }
-  if (ob_runner_new(ctx, &runner) != OB_OK) {
+  if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -151,7 +152,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   for (int i = 0; i < n; i++) {
     bench_entry *e = &es[i];
     ob_config cfg = ob_task_default_config(e->task);
-    if (ob_measure_configs(ctx, e->task, runner, &a->mo, &cfg, 1, &e->res) != OB_OK) {
+    if (ob_measurer_measure(measurer, ctx, e->task, &a->mo, &cfg, 1, &e->res) != OB_OK) {
       cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
       goto done;
     }
@@ -171,7 +172,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
           cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
           goto done;
         }
-        ob_status st = ob_search_best(ctx, tk, runner, &a->mo, &so, &sr);
+        ob_status st = ob_search_best(ctx, tk, measurer, &a->mo, &so, &sr);
         if (st == OB_OK) {
           e->search_s += sr.seconds;
           e->measured += sr.measured;
@@ -359,6 +360,7 @@ done:
   for (int i = 0; i < n; i++) ob_task_free(es[i].task);
   free(es);
   free(se);
+  ob_measurer_free(measurer);
   ob_runner_free(runner);
   ob_baseline_free(base);
   ob_target_free(target);

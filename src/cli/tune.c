@@ -31,6 +31,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   ob_task *task = NULL;
   ob_tuner *tuner = NULL;
   ob_runner *runner = NULL;
+  ob_measurer *measurer = NULL;
   ob_db *db = NULL;
   cJSON *root = NULL;
   char *text = NULL, *best_str = NULL, *conf_str = NULL;
@@ -61,7 +62,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
-  if (ob_runner_new(ctx, &runner) != OB_OK) {
+  if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -76,7 +77,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   o.progress = a->json ? stderr : stdout;
   o.remeasure = a->remeasure;
   ob_tune_stats s;
-  if (ob_tune_task(ctx, task, tuner, runner, db, &o, &s) != OB_OK) {
+  if (ob_tune_task(ctx, task, tuner, measurer, db, &o, &s) != OB_OK) {
     if (s.trials && !a->json && isatty(fileno(stdout))) printf("\n"); /* end the redrawn line */
     fflush(stdout);
     cli_error("%s (%d trials stored before the failure are kept in %s)", ob_ctx_errmsg(ctx),
@@ -166,6 +167,7 @@ done:
   cJSON_Delete(root);
   free(best_str);
   free(conf_str);
+  ob_measurer_free(measurer);
   ob_runner_free(runner);
   ob_db_close(db);
   ob_tuner_free(tuner);

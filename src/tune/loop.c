@@ -20,7 +20,12 @@
  * Every trial is stored in the database as soon as it is measured (one
  * transaction each), so a process killed at any moment loses at most the
  * trial in flight. The loop owns everything it allocates and frees it on
- * every path; the task, tuner, runner and db are borrowed. */
+ * every path; the task, tuner, measurer and db are borrowed.
+ *
+ * Only the local measurer (builds here, an ob_runner measures) gets the
+ * build pipeline; any other measurer (a fleet) gets each batch whole and
+ * builds and measures it where it measures, and its results say on which
+ * host: trials are filed under that host. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -252,7 +257,9 @@ typedef struct loop {
   ob_ctx *ctx;
   ob_task *task;
   ob_tuner *tuner;
-  ob_runner *runner;
+  ob_measurer *measurer;
+  ob_runner *runner; /* the local measurer's; NULL for a remote one */
+  bool local;        /* builds here (the pipeline), measures with runner */
   ob_db *db;
   const ob_tune_opts *o;
   ob_tune_stats *stats;
@@ -334,7 +341,7 @@ static ob_status store(loop *L, const ob_config *cfg, const ob_measure_result *r
   ob_status st = ob_config_to_json(L->ctx, cfg, &entity);
   if (st) return st;
   ob_db_record rec = {
-      .host = L->key.host,
+      .host = res->host[0] ? res->host : L->key.host, /* a fleet's worker */
       .workload = L->key.workload,
       .target = L->key.target,
       .resources = L->key.resources,
@@ -342,7 +349,7 @@ static ob_status store(loop *L, const ob_config *cfg, const ob_measure_result *r
       .config_index = cfg->index,
       .entity = entity,
       .nthreads = L->trial_mo.nthreads > 0 ? L->trial_mo.nthreads : 1,
-      .cores = L->cores_text,
+      .cores = res->cores[0] ? res->cores : L->cores_text,
   };
   ob_measure_result_to_record(res, &rec);
   st = ob_db_put_measurement(L->db, &rec, flags, NULL);
@@ -445,7 +452,7 @@ static ob_status propose(loop *L, batch *b, int pending) {
 
 /* Builds b on every allowed core (nothing measures meanwhile). */
 static ob_status build_now(loop *L, batch *b) {
-  if (L->o->measure_fn || b->n == 0) return OB_OK;
+  if (!L->local || b->n == 0) return OB_OK;
   ob_status st = pool_start(L->ctx, &L->pool, b, true);
   ob_status fs = pool_finish(L->ctx, &L->pool, NULL);
   return st ? st : fs;
@@ -453,18 +460,34 @@ static ob_status build_now(loop *L, batch *b) {
 
 /* Measures (or simulates) batch b, stores and reports every trial, feeds
  * the tuner. */
+/* Measures a whole batch where the local pipeline does not: by the
+ * measure_fn, or by a remote measurer with opts mo. */
+static ob_status measure_whole(loop *L, batch *b, const ob_measure_opts *mo) {
+  const ob_tune_opts *o = L->o;
+  for (int i = 0; i < b->n; i++) memset(&b->res[i], 0, sizeof b->res[i]);
+  if (o->measure_fn) return o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
+  /* a remote measurer's results: its run seconds, and a timer that saw
+   * nothing is an error, as run_built makes it for local ones */
+  ob_status st = ob_measurer_measure(L->measurer, L->ctx, L->task, mo, b->cfg, b->n, b->res);
+  for (int i = 0; !st && i < b->n; i++) {
+    ob_measure_result *r = &b->res[i];
+    L->stats->run_s += r->run_s;
+    if (!r->error_no && !(r->timing.median_s > 0)) { /* as run_built says */
+      r->error_no = OB_MERR_UNKNOWN;
+      snprintf(r->message, sizeof r->message, "the kernel's measured time is %g s", r->timing.median_s);
+    }
+  }
+  return st;
+}
+
 static ob_status measure_batch(loop *L, batch *b) {
   ob_status st = OB_OK;
   const ob_tune_opts *o = L->o;
-  if (o->measure_fn) {
-    for (int i = 0; i < b->n; i++) memset(&b->res[i], 0, sizeof b->res[i]);
-    st = o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
-    if (st) return st;
-  }
+  if (!L->local && (st = measure_whole(L, b, &L->trial_mo))) return st;
   int done = 0;
   L->cur_gflops = 0;
   for (int i = 0; i < b->n && !L->stop; i++) {
-    if (!o->measure_fn) {
+    if (L->local) {
       double t = ob_now_s();
       if ((st = run_built(L->task, L->runner, &L->trial_mo, b, i))) break;
       L->stats->run_s += ob_now_s() - t;
@@ -534,8 +557,8 @@ static ob_status confirm(loop *L, batch *b) {
   }
   free(sorted);
   ob_status st = OB_OK;
-  if (o->measure_fn) {
-    st = o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
+  if (!L->local) {
+    st = measure_whole(L, b, &o->measure);
   } else {
     st = build_now(L, b);
     for (int i = 0; i < b->n && !st; i++) st = run_built(L->task, L->runner, &o->measure, b, i);
@@ -754,13 +777,19 @@ static ob_status setup_keys(loop *L) {
   ob_workload_key(ob_task_workload(L->task), L->wl_key, sizeof L->wl_key);
   cores_text(&o->measure, L->cores_text, sizeof L->cores_text);
   if (o->resources) snprintf(L->resources, sizeof L->resources, "%s", o->resources);
+  else if (L->measurer) ob_measurer_resources(L->measurer, &o->measure, L->resources, sizeof L->resources);
   else ob_tune_resources(&o->measure, L->resources, sizeof L->resources);
   ob_host h;
   const ob_host *hp = o->host;
+  char cc[128] = "", ccver[128] = "";
+  bool asked = false; /* the measurer named the host and its compiler */
   if (!hp && L->db) {
-    ob_status st = ob_host_detect(L->ctx, &h);
+    ob_status st = L->measurer ? ob_measurer_host(L->measurer, L->ctx, L->task, &h, cc, sizeof cc,
+                                                  ccver, sizeof ccver)
+                               : ob_host_detect(L->ctx, &h);
     if (st) return st;
     hp = &h;
+    asked = L->measurer != NULL;
   }
   snprintf(L->host, sizeof L->host, "%s", hp ? hp->fingerprint : "unknown");
   L->key = (ob_db_key){.host = L->host,
@@ -771,11 +800,11 @@ static ob_status setup_keys(loop *L) {
   if (!L->db) return OB_OK;
   /* the host row records the compiler the trials are built with; a missing
    * compiler is left to the builder to report per batch */
-  char cc[128], ccver[128];
   ob_build_opts bo = o->measure.build;
   bo.target = ob_task_target(L->task);
-  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &bo, cc, sizeof cc, ccver,
-                                                     sizeof ccver) == OB_OK;
+  bool have_cc = asked ? cc[0] != '\0'
+                       : L->local && ob_build_compiler(L->ctx, &bo, cc, sizeof cc, ccver,
+                                                       sizeof ccver) == OB_OK;
   ob_ctx_clear_error(L->ctx);
   ob_status st = ob_db_put_host(L->db, hp, have_cc ? cc : NULL, have_cc ? ccver : NULL);
   if (!st) st = ob_workload_store(L->db, ob_task_workload(L->task));
@@ -817,17 +846,17 @@ static ob_status setup_pool(loop *L) {
   return OB_OK;
 }
 
-ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_runner *runner,
+ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_measurer *measurer,
                        struct ob_db *db, const ob_tune_opts *opts, ob_tune_stats *stats) {
   OB_ASSERT(task && tuner && opts && stats);
   memset(stats, 0, sizeof *stats);
   if (opts->n_trial < 1)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "a trial budget of %d: tuning needs at least 1 trial",
                    opts->n_trial);
-  if (!runner && !opts->measure_fn)
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "tuning needs a runner (or a measure_fn)");
+  if (!measurer && !opts->measure_fn)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "tuning needs a measurer (or a measure_fn)");
   if (!opts->measure_fn) {
-    ob_status cs = ob_task_check_measurable(ctx, task);
+    ob_status cs = ob_measurer_check(measurer, ctx, task);
     if (cs) return cs;
   }
   loop L;
@@ -835,7 +864,9 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   L.ctx = ctx;
   L.task = task;
   L.tuner = tuner;
-  L.runner = runner;
+  L.measurer = measurer;
+  L.runner = measurer && !opts->measure_fn ? ob_measurer_runner(measurer) : NULL;
+  L.local = L.runner != NULL;
   L.db = db;
   L.o = opts;
   L.stats = stats;
@@ -867,7 +898,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   }
   if ((st = check_log(&L))) goto done;
   if ((st = setup_keys(&L))) goto done;
-  if (!opts->measure_fn && (st = setup_pool(&L))) goto done;
+  if (L.local && (st = setup_pool(&L))) goto done;
   if (db && !opts->remeasure && (st = resume(&L))) goto done;
   if (stats->resumed) report(&L, false);
 
@@ -877,7 +908,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   while (cur->n > 0) {
     /* batch k+1 builds while batch k is measured */
     if ((st = propose(&L, next, cur->n))) goto done;
-    bool bg = L.pool.overlap && next->n > 0 && !opts->measure_fn;
+    bool bg = L.local && L.pool.overlap && next->n > 0;
     if (bg && (st = pool_start(ctx, &L.pool, next, false))) goto done;
     st = measure_batch(&L, cur);
     ob_status js = bg ? pool_finish(ctx, &L.pool, &stats->wait_s) : OB_OK;

@@ -33,7 +33,7 @@ static void insert(uint64_t *set, size_t cap, uint64_t v) {
   set[h] = v + 1;
 }
 
-ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob_measure_opts *opts,
+ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_measurer *runner, const ob_measure_opts *opts,
                          const ob_search_opts *so, ob_search_result *out) {
   memset(out, 0, sizeof *out);
   if (so->budget < 1) return ob_fail(ctx, OB_ERR_INVALID_ARG, "search budget must be >= 1 (got %d)", so->budget);
@@ -80,7 +80,7 @@ ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob
       if (ob_space_get(ctx, sp, idx, &batch[nb]) == OB_OK) nb++;
     }
     if (!nb) break;
-    st = ob_measure_configs(ctx, task, runner, &quick, batch, nb, res);
+    st = ob_measurer_measure(runner, ctx, task, &quick, batch, nb, res);
     if (st) goto done;
     for (int i = 0; i < nb; i++) {
       out->measured++;
@@ -103,7 +103,7 @@ ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob
   int top = so->top_k > 0 ? so->top_k : 3;
   if (top > nc) top = nc;
   for (int i = 0; i < top; i++) batch[i] = cs[i].cfg;
-  st = ob_measure_configs(ctx, task, runner, opts, batch, top, res);
+  st = ob_measurer_measure(runner, ctx, task, opts, batch, top, res);
   if (st) goto done;
   int best = -1;
   for (int i = 0; i < top; i++)
