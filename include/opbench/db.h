@@ -328,6 +328,26 @@ OB_API void ob_db_import_result_clear(ob_db_import_result *r);
 OB_API ob_status ob_db_import_autotvm(ob_db *db, const char *path, const ob_db_import_opts *o,
                                       ob_db_import_result *res);
 
+/* ---- copying between stores (copy.c) ----------------------------------------------
+ * `opbench db push|pull`: the records of `src` that the filter selects
+ * (NULL: all) go to `dst` with their hosts, workloads, config entities and
+ * the confirmed bests of their tasks (the newer confirmation wins). A key
+ * `dst` holds keeps its trial unless flags has OB_DB_REPLACE (then the old
+ * one goes to dst's history). Re-measurement history stays where it was
+ * made. Written in transactions of a few hundred records: on failure
+ * (OB_ERR_IO, OB_ERR_BUSY...) res->ncommitted says how many of the copied
+ * records are kept. */
+typedef struct ob_db_copy_result {
+  int64_t nrecords;   /* records read from src */
+  int64_t ncopied;    /* stored in dst */
+  int64_t nduplicate; /* dst held the key already and kept its trial */
+  int64_t ncommitted; /* copied records committed (all of ncopied on success) */
+  int64_t nhosts, nworkloads; /* host and workload rows written */
+  int64_t nconfirmed; /* confirmed bests written */
+} ob_db_copy_result;
+OB_API ob_status ob_db_copy(ob_db *src, ob_db *dst, const ob_db_filter *f, unsigned flags,
+                            ob_db_copy_result *res);
+
 /* ---- confirmed bests (confirm.c) ---------------------------------------------------
  * The tuning loop ends by re-measuring a task's best configs with the full
  * protocol; the winner is stored here, one row per task key (host,

@@ -58,7 +58,7 @@ typedef enum flag_id {
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
-  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_COUNT
+  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -143,6 +143,7 @@ static const flag_def flags[F_COUNT] = {
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
+    [F_SHARED] = {"--shared", true, M_DB},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -348,7 +349,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     break;
   case CLI_CMD_DB:
     fprintf(f,
-            "usage: opbench db best|top|stats|export|import [flags]\n"
+            "usage: opbench db best|top|stats|export|import|push|pull [flags]\n"
             "  opbench db best   [selection]            the fastest record of a task, and its\n"
             "                                           confirmed best if tuning stored one\n"
             "  opbench db top    [selection] [--top N]  the N fastest (default 10)\n"
@@ -360,9 +361,17 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                    an AutoTVM v0.2 log; broken lines are skipped and listed by\n"
             "                    number; records are filed under host 'unknown' unless --host\n"
             "                    says otherwise (tuning results of another CPU are not this\n"
-            "                    host's); --remeasure lets a record replace a stored one\n\n"
+            "                    host's); --remeasure lets a record replace a stored one\n"
+            "  opbench db push   [selection] --shared URL   copy --db's records to the shared\n"
+            "                    store (with their hosts, workloads, configs and confirmed\n"
+            "                    bests); records it holds already are kept (--remeasure:\n"
+            "                    replaced, the old ones kept in its history)\n"
+            "  opbench db pull   [selection] --shared URL   the other way, into --db\n"
+            "  --shared URL         the shared store: postgresql://USER:PASSWORD@HOST:PORT/DB\n"
+            "                       (or another file); default $OPBENCH_SHARED_DB\n\n"
             "selection:\n"
-            "  --db FILE            the record database (default ./opbench.db)\n"
+            "  --db FILE|URL        the record database (default ./opbench.db): an SQLite\n"
+            "                       file, or postgresql://USER:PASSWORD@HOST:PORT/DB\n"
             "  --op OP --shape TEXT [workload flags]   the workload (or --workload KEY)\n"
             "  --workload KEY       a workload key as stored (see opbench db stats)\n"
             "  --template NAME      only this template (best/top: default any)\n"
@@ -693,6 +702,13 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!int_flag(name, v, 1, 64, &a->max_part)) return false;
     break;
   case F_PRINT_STAGES: a->print_stages = true; break;
+  case F_SHARED:
+    if (!*v) {
+      cli_error("--shared: empty store name");
+      return false;
+    }
+    a->shared = v;
+    break;
   case F_COUNT: break;
   }
   return true;
@@ -761,21 +777,32 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   if (a->help) return true;
 
   if (cmd == CLI_CMD_DB) {
-    static const char *const actions[] = {"best", "top", "stats", "export", "import"};
+    static const char *const actions[] = {"best", "top", "stats", "export", "import", "push", "pull"};
     bool known = false;
     for (size_t i = 0; a->action && i < sizeof actions / sizeof actions[0]; i++)
       known |= !strcmp(a->action, actions[i]);
     if (!a->action) {
-      cli_error("'opbench db' needs an action: best, top, stats, export or import");
+      cli_error("'opbench db' needs an action: best, top, stats, export, import, push or pull");
       return false;
     }
     if (!known) {
-      cli_error("'opbench db': unknown action '%s' (expected best, top, stats, export or import)",
+      cli_error("'opbench db': unknown action '%s' (expected best, top, stats, export, import, push or pull)",
                 a->action);
       return false;
     }
     if (!strcmp(a->action, "import") && !a->file) {
       cli_error("'opbench db import' needs the AutoTVM log file to read");
+      return false;
+    }
+    bool copy = !strcmp(a->action, "push") || !strcmp(a->action, "pull");
+    if (copy && !a->shared) a->shared = getenv("OPBENCH_SHARED_DB");
+    if (copy && (!a->shared || !*a->shared)) {
+      cli_error("'opbench db %s' needs the shared store: --shared postgresql://USER:PASSWORD@HOST:PORT/DB "
+                "(or $OPBENCH_SHARED_DB)", a->action);
+      return false;
+    }
+    if (a->shared && !copy) {
+      cli_error("--shared is for 'opbench db push' and 'opbench db pull'");
       return false;
     }
     if ((!strcmp(a->action, "best") || !strcmp(a->action, "top")) && !a->op && !a->workload) {

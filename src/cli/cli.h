@@ -62,13 +62,14 @@ typedef struct cli_args {
   bool no_transfer;        /* --no-transfer: xgb tuners ignore the db's records */
   bool remeasure;          /* --remeasure: tune measures again, import replaces */
   /* db */
-  const char *action;      /* best, top, stats, export, import */
+  const char *action;      /* best, top, stats, export, import, push, pull */
   const char *file;        /* import: the AutoTVM log */
   const char *workload;    /* --workload KEY */
   const char *host;        /* --host FINGERPRINT|this|any (default this) */
   const char *resources;   /* --resources TEXT|any */
   const char *format;      /* --format csv|autotvm (default csv) */
   const char *out;         /* --out FILE (default -: stdout) */
+  const char *shared;      /* --shared URL: push/pull's other store ($OPBENCH_SHARED_DB) */
   int top;                 /* --top N (default 10) */
   /* models (models, export-onnx, run-reference, space --modelname) */
   const char *modelsource; /* --modelsource (default local) */

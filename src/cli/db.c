@@ -1,4 +1,4 @@
-/* db.c: `opbench db best|top|stats|export|import`, the record database from
+/* db.c: `opbench db best|top|stats|export|import|push|pull`, the record database from
  * the command line. Selection flags become an ob_db_key / ob_db_filter; best
  * and top default to this host, to the default target and to the resource
  * setting `opbench tune` files its trials under for the same
@@ -471,8 +471,48 @@ static int cmd_import(ob_ctx *ctx, ob_db *db, const cli_args *a) {
   return rc;
 }
 
+/* push: --db -> --shared; pull: --shared -> --db (created if need be). */
+static int cmd_copy(ob_ctx *ctx, const cli_args *a, const sel *s) {
+  bool push = is_action(a, "push");
+  const char *from = push ? a->db_path : a->shared, *to = push ? a->shared : a->db_path;
+  ob_db *src = NULL, *dst = NULL;
+  int rc = OB_CLI_EXIT_ERROR;
+  if (ob_db_open(ctx, from, OB_DB_READONLY, &src) != OB_OK) {
+    cli_error("%s: %s", push ? "--db" : "--shared", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_db_open(ctx, to, 0, &dst) != OB_OK) {
+    cli_error("%s: %s", push ? "--shared" : "--db", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_db_copy_result r;
+  ob_status st = ob_db_copy(src, dst, &s->f, a->remeasure ? OB_DB_REPLACE : 0, &r);
+  if (st) {
+    cli_error("db %s: %s (%lld records copied before the failure are kept)", a->action,
+              ob_ctx_errmsg(ctx), (long long)r.ncommitted);
+    goto done;
+  }
+  printf("%-10s %lld records from %s to %s: %lld copied, %lld already there (%s)\n", a->action,
+         (long long)r.nrecords, ob_db_path(src), ob_db_path(dst), (long long)r.ncopied,
+         (long long)r.nduplicate, a->remeasure ? "replaced" : "kept");
+  printf("with       %lld hosts, %lld workloads, %lld confirmed bests\n", (long long)r.nhosts,
+         (long long)r.nworkloads, (long long)r.nconfirmed);
+  rc = 0;
+done:
+  ob_db_close(dst);
+  ob_db_close(src);
+  return rc;
+}
+
 int cli_cmd_db(ob_ctx *ctx, const cli_args *a) {
   bool import = is_action(a, "import");
+  if (is_action(a, "push") || is_action(a, "pull")) {
+    sel s;
+    if (!make_selection(ctx, a, &s)) return OB_CLI_EXIT_ERROR;
+    int rc = cmd_copy(ctx, a, &s);
+    sel_free(&s);
+    return rc;
+  }
   sel s;
   if (!import && !make_selection(ctx, a, &s)) return OB_CLI_EXIT_ERROR;
   ob_db *db = NULL;
