@@ -4,6 +4,8 @@
  * library's own setters. Nothing here allocates: cli_args points into argv. */
 #include "cli.h"
 
+#include "opbench/fleet.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -26,7 +28,7 @@ int cli_error(const char *fmt, ...) {
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
                                                      "db",  "models", "export-onnx", "run-reference",
-                                                     "schedule"};
+                                                     "schedule", "worker", "fleet"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -43,8 +45,12 @@ enum {
   M_EXPORT = 1u << CLI_CMD_EXPORT_ONNX,
   M_RUNREF = 1u << CLI_CMD_RUN_REFERENCE,
   M_SCHED = 1u << CLI_CMD_SCHEDULE,
+  M_WORKER = 1u << CLI_CMD_WORKER,
+  M_FLEET = 1u << CLI_CMD_FLEET,
+  M_FLEET_CLIENT = M_TUNE | M_BENCH, /* measure through a fleet */
   M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
+          M_WORKER | M_FLEET,
   M_MEASURE = M_OP | M_BENCH | M_TUNE,
   M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
 };
@@ -58,7 +64,8 @@ typedef enum flag_id {
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
-  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED, F_COUNT
+  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED,
+  F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -80,8 +87,8 @@ static const flag_def flags[F_COUNT] = {
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
     [F_SUITE] = {"--suite", true, M_BENCH},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
-    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED},
+    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB | M_WORKER},
+    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED | M_WORKER},
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
@@ -94,7 +101,7 @@ static const flag_def flags[F_COUNT] = {
     [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED | M_FLEET},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
     [F_OP] = {"--op", true, M_TUNE | M_DB},
@@ -107,10 +114,10 @@ static const flag_def flags[F_COUNT] = {
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
     [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB},
     [F_WORKLOAD] = {"--workload", true, M_DB},
-    [F_HOST] = {"--host", true, M_DB},
+    [F_HOST] = {"--host", true, M_DB | M_FLEET_CLIENT | M_WORKER | M_FLEET},
     [F_RESOURCES] = {"--resources", true, M_DB},
     [F_FORMAT] = {"--format", true, M_DB},
-    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE},
+    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE | M_FLEET},
     [F_TOP] = {"--top", true, M_DB},
     [F_MODELSOURCE] = {"--modelsource", true, M_MODEL},
     [F_MODELNAME] = {"--modelname", true, M_MODEL},
@@ -144,7 +151,24 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
     [F_SHARED] = {"--shared", true, M_DB},
+    [F_FLEET] = {"--fleet", true, M_FLEET_CLIENT},
+    [F_BROKER] = {"--broker", true, M_WORKER | M_FLEET},
+    [F_DEVICE_KEY] = {"--device-key", true, M_FLEET_CLIENT | M_WORKER},
+    [F_FLEET_KEY] = {"--fleet-key", true, M_FLEET_CLIENT | M_WORKER},
+    [F_PORT] = {"--port", true, M_FLEET_CLIENT | M_WORKER | M_FLEET},
+    [F_MAX_JOBS] = {"--max-jobs", true, M_WORKER},
+    [F_CLAIM_TIMEOUT] = {"--claim-timeout", true, M_WORKER},
 };
+
+static const char fleet_client_help[] =
+    "fleet (measure on remote workers instead of here):\n"
+    "  --fleet URL          the broker: redis://USER:PASSWORD@HOST:PORT\n"
+    "  --host H, --port P   the same, in the seed collector's spelling (defaults\n"
+    "                       $TVM_TRACKER_HOST, $TVM_TRACKER_PORT; the login from\n"
+    "                       $OPBENCH_FLEET_USER and $OPBENCH_FLEET_PASSWORD)\n"
+    "  --device-key KEY     the workers' device key\n"
+    "  --fleet-key FILE     the fleet's signing key (mode 0600; default\n"
+    "                       $OPBENCH_FLEET_KEY, else ~/.config/opbench/fleet.key)\n";
 
 /* ---- help ------------------------------------------------------------------ */
 
@@ -234,6 +258,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
             "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
             measure_help);
+    fprintf(f, "\n%s", fleet_client_help);
     break;
   case CLI_CMD_SPACE:
     fprintf(f,
@@ -346,6 +371,34 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       new trials replace the stored ones, which are kept in\n"
             "                       the db's history); without it a run resumes\n\n%s%s",
             workload_help, measure_help);
+    fprintf(f, "\n%s", fleet_client_help);
+    break;
+  case CLI_CMD_WORKER:
+    fprintf(f,
+            "usage: opbench worker --broker URL --device-key KEY [--fleet-key FILE]\n"
+            "                      [--threads N] [--cores LIST] [--max-jobs N] [--claim-timeout S]\n"
+            "Serves the jobs of a device key from a Redis broker: registers this device (host\n"
+            "facts, the targets it can run, a heartbeat), builds each job's config with its own\n"
+            "compiler for its own target, measures it with the normal runner and sends the\n"
+            "signed result back. Jobs that are unsigned, forged, replayed, expired or too\n"
+            "large are refused and logged (stderr), never run. A job a dead worker left is\n"
+            "taken over after the claim timeout (default 10 s). SIGINT/SIGTERM stop it after\n"
+            "the job in hand.\n"
+            "  --broker URL         redis://USER:PASSWORD@HOST:PORT (or --host H --port P)\n"
+            "  --device-key KEY     the key clients send jobs to (A-Z a-z 0-9 . _ -)\n"
+            "  --fleet-key FILE     the fleet's signing key (mode 0600)\n"
+            "  --threads N          most threads a job may ask for (default: the cores)\n"
+            "  --cores LIST         the cores it builds and measures on (default: all allowed)\n"
+            "  --max-jobs N         stop after N jobs\n"
+            "  --claim-timeout S    take over a dead worker's job after S seconds\n");
+    break;
+  case CLI_CMD_FLEET:
+    fprintf(f,
+            "usage: opbench fleet status --broker URL [--json]\n"
+            "       opbench fleet keygen --out FILE\n"
+            "status lists the device keys, their workers (alive, busy, jobs done, last\n"
+            "heartbeat) and queue lengths, as TVM's query_rpc_tracker does. keygen writes a\n"
+            "new fleet key (mode 0600; never over an existing file).\n");
     break;
   case CLI_CMD_DB:
     fprintf(f,
@@ -709,6 +762,17 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     }
     a->shared = v;
     break;
+  case F_FLEET: a->fleet = v; break;
+  case F_BROKER: a->fleet = v; break;
+  case F_DEVICE_KEY: a->device_key = v; break;
+  case F_FLEET_KEY: a->fleet_key = v; break;
+  case F_PORT: a->port = v; break;
+  case F_MAX_JOBS:
+    if (!int_flag(name, v, 1, 1000000000, &a->max_jobs)) return false;
+    break;
+  case F_CLAIM_TIMEOUT:
+    if (!double_flag(name, v, 0.5, 86400, &a->claim_timeout)) return false;
+    break;
   case F_COUNT: break;
   }
   return true;
@@ -738,7 +802,7 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
         a->op = arg;
         continue;
       }
-      if (cmd == CLI_CMD_DB && !a->action) {
+      if ((cmd == CLI_CMD_DB || cmd == CLI_CMD_FLEET) && !a->action) {
         a->action = arg;
         continue;
       }
@@ -816,6 +880,38 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     }
     if (a->shape && !a->op) {
       cli_error("--shape needs --op OP");
+      return false;
+    }
+  }
+  if (cmd == CLI_CMD_FLEET) {
+    if (!a->action || (strcmp(a->action, "status") && strcmp(a->action, "keygen"))) {
+      cli_error("'opbench fleet' needs an action: status or keygen%s%s%s", a->action ? " (got '" : "",
+                a->action ? a->action : "", a->action ? "')" : "");
+      return false;
+    }
+    if (!strcmp(a->action, "keygen") && !a->out) {
+      cli_error("'opbench fleet keygen' needs --out FILE");
+      return false;
+    }
+  }
+  bool fleet_cmd = cmd == CLI_CMD_WORKER || cmd == CLI_CMD_FLEET ||
+                   ((cmd == CLI_CMD_TUNE || cmd == CLI_CMD_BENCH) && (a->fleet || a->host || a->port || a->device_key));
+  if (fleet_cmd && !(cmd == CLI_CMD_FLEET && !strcmp(a->action, "keygen"))) {
+    /* the broker: --fleet/--broker URL, or the original collector's --host/--port
+     * (defaults $TVM_TRACKER_HOST / $TVM_TRACKER_PORT) */
+    if (a->fleet && (a->host || a->port)) {
+      cli_error("--%s URL and --host/--port name the broker twice; give one", cmd == CLI_CMD_TUNE || cmd == CLI_CMD_BENCH ? "fleet" : "broker");
+      return false;
+    }
+    if (!a->fleet) {
+      if (ob_fleet_url_from_host(ctx, a->host, a->port, a->fleet_url, sizeof a->fleet_url) != OB_OK) {
+        cli_error("%s", ob_ctx_errmsg(ctx));
+        return false;
+      }
+      a->fleet = a->fleet_url;
+    }
+    if (cmd != CLI_CMD_FLEET && !a->device_key) {
+      cli_error("'opbench %s' through a fleet needs --device-key KEY", cname);
       return false;
     }
   }

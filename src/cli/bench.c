@@ -10,6 +10,8 @@
  * opbench time). */
 #include "cli.h"
 
+#include "opbench/fleet.h"
+
 #include "opbench/baseline.h"
 
 #include <cjson/cJSON.h>
@@ -95,6 +97,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   int n = 0;
   ob_runner *runner = NULL;
   ob_measurer *measurer = NULL;
+  ob_fleet_client *fleet = NULL;
   ob_baseline *base = NULL;
   ob_target *target = NULL;
   cJSON *root = NULL;
@@ -117,7 +120,12 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     e->count = se[i].count;
     e->wl = se[i].wl;
   }
-  if (!cli_target(ctx, a, !a->dry_run, &target)) goto done;
+  if (a->fleet && a->vs) {
+    cli_error("--vs measures a baseline here; it does not go with --fleet");
+    goto done;
+  }
+  /* through a fleet the workers build and run: they say what they can run */
+  if (!cli_target(ctx, a, !a->dry_run && !a->fleet, &target)) goto done;
 
   if (a->dry_run) {
     print_header();
@@ -133,7 +141,14 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
   }
-  if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
+  if (a->fleet) {
+    if (!(fleet = cli_fleet_client(ctx, a))) goto done;
+    measurer = ob_fleet_client_measurer(fleet);
+    if (ob_measurer_check(measurer, ctx, es[0].task) != OB_OK) {
+      cli_error("--fleet: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+  } else if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -360,7 +375,8 @@ done:
   for (int i = 0; i < n; i++) ob_task_free(es[i].task);
   free(es);
   free(se);
-  ob_measurer_free(measurer);
+  if (fleet) ob_fleet_client_free(fleet); /* owns its measurer */
+  else ob_measurer_free(measurer);
   ob_runner_free(runner);
   ob_baseline_free(base);
   ob_target_free(target);

@@ -30,6 +30,8 @@ typedef enum cli_cmd {
   CLI_CMD_EXPORT_ONNX,
   CLI_CMD_RUN_REFERENCE,
   CLI_CMD_SCHEDULE,
+  CLI_CMD_WORKER,
+  CLI_CMD_FLEET,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -94,6 +96,14 @@ typedef struct cli_args {
   double gflops, gbps, efficiency, corun; /* the FLOPs model (0: defaults) */
   bool ios_original, no_merge, print_stages;
   int max_part;            /* --max-part (0: 64) */
+  /* fleet (worker, fleet status|keygen, tune/bench --fleet) */
+  const char *fleet;       /* --fleet / --broker URL, or made from --host/--port */
+  char fleet_url[600];     /* the URL made from --host/--port */
+  const char *port;        /* --port */
+  const char *device_key;  /* --device-key */
+  const char *fleet_key;   /* --fleet-key FILE */
+  int max_jobs;            /* worker: --max-jobs N (0: serve until stopped) */
+  double claim_timeout;    /* worker: --claim-timeout S (0: the default) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -138,6 +148,11 @@ int cli_cmd_models(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_export_onnx(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_worker(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_fleet(ob_ctx *ctx, const cli_args *a);
+/* The fleet measurer of --fleet (fleet.c): the client (caller frees with
+ * ob_fleet_client_free), or NULL after printing the error. */
+struct ob_fleet_client *cli_fleet_client(ob_ctx *ctx, const cli_args *a);
 /* Loads the model of the flags (zero_weights: weights left zero, for
  * commands that only count or plan); prints the error and returns NULL. */
 struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);

@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include "opbench/db.h"
+#include "opbench/fleet.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -32,12 +33,14 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   ob_tuner *tuner = NULL;
   ob_runner *runner = NULL;
   ob_measurer *measurer = NULL;
+  ob_fleet_client *fleet = NULL;
   ob_db *db = NULL;
   cJSON *root = NULL;
   char *text = NULL, *best_str = NULL, *conf_str = NULL;
   ob_host host;
 
-  if (!cli_target(ctx, a, true, &target)) goto done;
+  /* through a fleet the workers build and run: they say what they can run */
+  if (!cli_target(ctx, a, !a->fleet, &target)) goto done;
   if (!(task = cli_task(ctx, a, target))) goto done;
   const ob_workload *wl = ob_task_workload(task);
   /* An existing database is checked first (a corrupt one is reported as
@@ -62,7 +65,9 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
-  if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
+  if (a->fleet) {
+    if (!(fleet = cli_fleet_client(ctx, a))) goto done;
+  } else if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -72,12 +77,12 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   o.early_stopping = a->early_stopping;
   o.batch = a->batch;
   o.measure = a->mo;
-  o.host = &host;
+  o.host = fleet ? NULL : &host; /* a fleet's records go under its workers' host */
   o.log_path = a->log_path;
   o.progress = a->json ? stderr : stdout;
   o.remeasure = a->remeasure;
   ob_tune_stats s;
-  if (ob_tune_task(ctx, task, tuner, measurer, db, &o, &s) != OB_OK) {
+  if (ob_tune_task(ctx, task, tuner, fleet ? ob_fleet_client_measurer(fleet) : measurer, db, &o, &s) != OB_OK) {
     if (s.trials && !a->json && isatty(fileno(stdout))) printf("\n"); /* end the redrawn line */
     fflush(stdout);
     cli_error("%s (%d trials stored before the failure are kept in %s)", ob_ctx_errmsg(ctx),
@@ -150,6 +155,13 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
       printf("time       %.2f s, %.3f s per measured trial (build %.2f s, measure %.2f s)\n",
              s.seconds, s.seconds / s.measured, s.build_s, s.run_s);
     printf("db         %s\n", ob_db_path(db));
+    if (fleet) {
+      ob_fleet_client_stats fs;
+      ob_fleet_client_get_stats(fleet, &fs);
+      printf("fleet      %s, device key %s: %lld jobs sent (%lld again), %lld results (%lld duplicates ignored)\n",
+             a->fleet_url[0] ? "the broker of --host/--port" : "--fleet", a->device_key, (long long)fs.sent,
+             (long long)fs.resent, (long long)fs.results, (long long)fs.duplicates);
+    }
     int ntl = ob_tuner_transfer_records(tuner);
     if (ntl)
       printf("transfer   base model from %d records of %s/%s in the db\n", ntl, wl->op,
@@ -168,6 +180,7 @@ done:
   free(best_str);
   free(conf_str);
   ob_measurer_free(measurer);
+  ob_fleet_client_free(fleet);
   ob_runner_free(runner);
   ob_db_close(db);
   ob_tuner_free(tuner);
