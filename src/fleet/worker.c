@@ -390,6 +390,7 @@ static void handle(worker *w, const char *eid, const redisReply *fields, bool re
   set_job(w, j.id);
   r = fl_cmd(&w->conn, "HSET %s busy 1 job %s", w->wkey, j.id);
   if (r) freeReplyObject(r);
+  wlog(w, "job %s %s/%s #%llu: measuring", j.id, j.op, j.tmpl, (unsigned long long)j.index);
   double t0 = ob_now_s();
   measure_job(w, &j, &res);
   res.job_s = ob_now_s() - t0;
