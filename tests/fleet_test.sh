@@ -167,6 +167,27 @@ st2=$?
 [ $st1 -eq 0 ] && [ $st2 -eq 0 ] && [ "$(sqlite3 "$tmp/h.db" "SELECT COUNT(*) FROM measurements")" -eq 8 ]
 check "--host/--port and \$TVM_TRACKER_HOST/PORT name the broker" $? "$(tail -n 2 "$tmp/h.out" "$tmp/h2.out")"
 
+# ---- 3b. the shared record store: push the fleet's records to PostgreSQL and pull them back
+if [ -n "${OB_TEST_PG_URL:-}" ] && command -v psql >/dev/null; then
+  pgdb=fleet_$run
+  psql "$OB_TEST_PG_URL" -qc "CREATE DATABASE $pgdb" >/dev/null 2>"$tmp/pg.err"
+  PG=${OB_TEST_PG_URL%/*}/$pgdb
+  "$OB" db push --db "$tmp/t.db" --shared "$PG" >"$tmp/push.out" 2>&1 &&
+    "$OB" db pull --db "$tmp/pulled.db" --shared "$PG" >"$tmp/pull.out" 2>&1
+  st=$?
+  a=$(sqlite3 "$tmp/t.db" "SELECT host, config_index, median_s FROM measurements ORDER BY config_index" 2>&1)
+  b=$(sqlite3 "$tmp/pulled.db" "SELECT host, config_index, median_s FROM measurements ORDER BY config_index" 2>&1)
+  [ $st -eq 0 ] && [ -n "$a" ] && [ "$a" = "$b" ]
+  check "the fleet's records go to PostgreSQL (db push) and come back (db pull) unchanged" $? \
+    "$(cat "$tmp/pg.err" "$tmp/push.out" "$tmp/pull.out")"
+  one_error "a PostgreSQL URL whose login fails" "cannot connect to PostgreSQL" \
+    "$OB" db stats --db "${PG/:$OB_TEST_REDIS_PASSWORD@/:wrong@}"
+  ! grep -q wrong "$tmp/e"
+  check "the PostgreSQL password is never printed" $? "$(cat "$tmp/e")"
+  one_error "a PostgreSQL server that is down" "cannot connect to PostgreSQL" \
+    "$OB" db push --db "$tmp/t.db" --shared "postgresql://opbench:x@127.0.0.1:$dead_port/postgres"
+fi
+
 # ---- 4. jobs injected by hand ---------------------------------------------------------
 S=opbench:fleet:jobs:$K
 # a real job of the client's own form, to alter
