@@ -11,10 +11,12 @@
 # libpq-dev are the fleet's broker client and the shared record store's;
 # redis-server and postgresql are the servers `make test` starts for the
 # tests of its own (scripts/test-servers.sh) and a fleet needs; stunnel4
-# carries the broker's connections over TLS (README: "Fleet over TLS").
+# carries the broker's connections over TLS (README: "The device fleet");
+# openssl (the command) signs jobs by hand in the fleet test (forged,
+# altered and replayed jobs).
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox libhiredis-dev libpq-dev redis-server postgresql stunnel4"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox libhiredis-dev libpq-dev redis-server postgresql stunnel4 openssl"
 
 missing=()
 for p in $PACKAGES; do
