@@ -1,6 +1,6 @@
 /* fleet.c (bench_fleet): the device fleet's throughput, dispatch overhead
  * and fault tolerance, against a real Redis broker it starts on loopback
- * (redis-server with an ACL user, append-only file, fsync always) and real
+ * (redis-server with an ACL user and an append-only file) and real
  * workers (`opbench worker`, the CLI next to this program or
  * $OPBENCH_BIN). A program, not a test.
  *
@@ -22,7 +22,11 @@
  *    broker's double-measured count), none lost (the database holds the
  *    budget's configs).
  * Prints the table and the figures, the ratio line last.
- * --quick: 32 trials, 1 rep, a 60-trial fault run killing every 8 s. */
+ * Each worker runs in a session of its own (setsid), as a worker daemon
+ * does: under the kernel's autogroup scheduling a session's processes share
+ * one CPU share, which would make workers started from this program's
+ * session compete with each other on a loaded machine.
+ * --quick: 32 trials, 1 rep, a 60-trial fault run killing every 5 s. */
 #include <errno.h>
 #include <ftw.h>
 #include <libgen.h>
@@ -171,6 +175,12 @@ static pid_t start_worker(const bench *b, const char *key, int core, const char 
     snprintf(log, sizeof log, "%s/worker-%s-%d.log", b->dir, key, idx);
     snprintf(cores, sizeof cores, "%d", core);
     setenv("OPBENCH_CACHE", cache, 1);
+    /* A worker is a daemon of its own (a device of the fleet), not a
+     * process of this program's terminal session: with the kernel's
+     * autogroup scheduling on, the processes of one session share one CPU
+     * share, so workers left in this session would split one share however
+     * many cores they are given. */
+    setsid();
     if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout)) _exit(127);
     execl(b->opbench, "opbench", "worker", "--broker", b->url, "--device-key", key, "--fleet-key", b->keyfile,
           "--cores", cores, "--claim-timeout", "3", (char *)NULL);
@@ -433,8 +443,9 @@ int main(int argc, char **argv) {
   }
   bench b = {0};
   setup(&b);
-  printf("bench_fleet: broker redis://opbench:***@127.0.0.1:%d (append-only, fsync always), %d cores%s\n", b.port,
-         b.ncpu, quick ? ", --quick" : "");
+  printf("bench_fleet: broker redis://opbench:***@127.0.0.1:%d (append-only file synced every second; the fault "
+         "run's broker syncs every write), %d cores%s\n",
+         b.port, b.ncpu, quick ? ", --quick" : "");
   if (b.ncpu < 2) printf("note: one core only: the two workers share it, the throughput ratio cannot reach 2\n");
 
   /* 1. throughput, alternating */
