@@ -27,6 +27,7 @@ struct ob_buffer {
   ob_dtype dtype;
   int64_t numel;
   ob_buf_kind kind;
+  ob_mem_scope scope; /* OB_BUF_LOCAL: per thread (registers) or shared by a block */
   int arg_index;
   bool is_output;
   int id;
@@ -38,6 +39,8 @@ typedef enum ob_stmt_kind {
   OB_S_STORE,
   OB_S_IF,
   OB_S_ALLOC, /* declares buf in the enclosing block */
+  OB_S_BARRIER, /* GPU: every thread of the block waits here (shared memory is
+                   written before and read after, or the other way round) */
   OB_S_KIND_COUNT
 } ob_stmt_kind;
 
@@ -54,6 +57,21 @@ struct ob_stmt {
   ob_expr *cond; /* IF */
 };
 
+/* What a GPU kernel is launched with, derived from its bound loops: the
+ * grid and block extents per dimension (the largest loop bound to each;
+ * smaller ones run under a guard), the shared memory its blocks declare,
+ * and the unrolling pragma of the schedule (AutoTVM's auto_unroll_max_step:
+ * loops whose iterations, with their inner loops', number at most this many
+ * are unrolled; explicitly in the IR or by the device compiler's pragma). */
+typedef struct ob_launch {
+  bool gpu;                /* some loop is bound to a block or thread index */
+  int64_t grid[3], block[3];
+  int64_t shared_bytes;
+  int64_t local_bytes;     /* largest per-thread local (register) buffer total */
+  int64_t unroll_max_step; /* 0: no automatic unrolling */
+  bool unroll_explicit;
+} ob_launch;
+
 /* A lowered function (ob_lower makes it, ob_lowered_free frees it). */
 typedef struct ob_lowered ob_lowered;
 struct ob_lowered {
@@ -64,6 +82,7 @@ struct ob_lowered {
   int nargs;
   struct ob_buffer **temps; /* OB_BUF_GLOBAL */
   int ntemps;
+  ob_launch launch;
 };
 
 /* ---- statements (stmt.c) ------------------------------------------------- */

@@ -151,7 +151,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     free(cs);
     if (a->search_budget) {
       const char *names[8];
-      int nt = ob_op_templates(e->op, names, 8);
+      int nt = ob_op_templates_for(e->op, target, names, 8);
       for (int t = 0; t < nt && t < 8; t++) {
         ob_task *tk = NULL;
         ob_search_result sr;
