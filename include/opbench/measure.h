@@ -6,6 +6,7 @@
 #define OPBENCH_MEASURE_H
 
 #include "opbench/core.h"
+#include "opbench/ir.h" /* ob_launch */
 
 #ifdef __cplusplus
 extern "C" {
@@ -126,6 +127,44 @@ OB_API ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_r
 /* OB_OK when `bytes` of buffers for `what` fit in half of the machine's
  * physical memory; OB_ERR_NOMEM naming both sizes otherwise. */
 OB_API OB_NODISCARD ob_status ob_runner_check_memory(ob_ctx *ctx, const char *what, size_t bytes);
+
+/* ---- GPU runner (gpu_runner.c) ----------------------------------------------
+ * The same isolation for GPU kernels (targets cuda and opencl): a worker
+ * process that opens the device session itself (a forked process cannot
+ * use the caller's), loads compiled kernels (ob_gpu_compile's files), runs
+ * them on device copies of the caller's buffers and times them on the
+ * device's clock (CUDA events, OpenCL profiling info) with the same
+ * protocol; outputs come back for the caller's check. A kernel the device's
+ * compiler rejects (OpenCL) is class 2, a launch the loaded kernel cannot
+ * take (its registers) class 1, a failed launch or a lost device class 4;
+ * the worker is restarted after them. Flushing caches does not apply. */
+struct ob_target;
+typedef struct ob_gpu_runner ob_gpu_runner;
+typedef struct ob_gpu_run_request {
+  const char *path;          /* the compiled kernel (PTX, OpenCL C) */
+  const char *symbol;
+  ob_launch launch;          /* grid and block (lower's f->launch) */
+  int nbufs;                 /* at most 16 */
+  const size_t *buf_bytes;
+  const bool *buf_is_input;  /* outputs are copied back for the check */
+  ob_timing_opts timing;
+  ob_fill_fn fill;           /* required */
+  ob_check_fn check;         /* NULL: no correctness check */
+  void *user;
+} ob_gpu_run_request;
+/* OB_ERR_UNSUPPORTED (naming target and what is missing) when t cannot run
+ * kernels here. */
+OB_API ob_status ob_gpu_runner_new(ob_ctx *ctx, const struct ob_target *t, ob_gpu_runner **out);
+OB_API void ob_gpu_runner_free(ob_gpu_runner *r);
+OB_API const struct ob_target *ob_gpu_runner_target(const ob_gpu_runner *r);
+/* As ob_runner_run. The call fails (OB_ERR_UNSUPPORTED) when the worker
+ * cannot open the device at all. */
+OB_API ob_status ob_gpu_runner_run(ob_gpu_runner *r, const ob_gpu_run_request *req, ob_run_result *res);
+/* The GPU runner for target t that runner r keeps beside its CPU worker:
+ * made on first use, replaced when asked for another target, freed with
+ * r. Lets every caller that holds an ob_runner measure GPU kernels too.
+ * *out is borrowed. */
+OB_API ob_status ob_runner_gpu(ob_runner *r, const struct ob_target *t, ob_gpu_runner **out);
 
 /* Median / trimmed mean / CV of n samples (n >= 1); exported for tests. */
 OB_API void ob_stats(const double *x, int n, double *median, double *trimmed_mean, double *cv);

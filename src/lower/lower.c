@@ -507,13 +507,27 @@ static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
   return body;
 }
 
-/* Region, buffer and nest of each stage attached at (consumer, leaf p). */
+/* Region, buffer and nest of each stage attached at (consumer, leaf p).
+ * Shared fills at one point share their barriers: one before the first
+ * fill, one after the last (or before a fill that reads an earlier one). */
 static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items, int *n) {
   ob_stage *cons = es->st;
   ob_ivar *leaf = cons->leaves[p];
+  bool pending = false; /* a shared fill awaits its closing barrier */
+  const ob_tensor *filled[16];
+  int nfilled = 0;
   for (int i = 0; i < lc->s->nstages; i++) {
     ob_stage *pr = lc->s->stages[i];
     if (pr->attach != OB_ATTACH_AT || pr->attach_stage != cons || pr->attach_iv != leaf) continue;
+    if (pending) {
+      bool reads_fill = false;
+      for (int k = 0; k < nfilled; k++) reads_fill |= reads(info(lc, pr->tensor)->body, filled[k]);
+      if (reads_fill) {
+        if (!(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER))) return lower_oom(lc);
+        pending = false;
+        nfilled = 0;
+      }
+    }
     tinfo *pti = info(lc, pr->tensor);
     acc_list acc = {.n = 0};
     collect_loads(es->ti->body, pr->tensor, &acc);
@@ -571,8 +585,7 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
      * before (the previous iteration's readers are done) and after (the
      * copy is complete) */
     bool shared = pr->scope == OB_SCOPE_SHARED;
-    /* (the barrier after a sibling's copy serves as this one's) */
-    if (shared && !(*n && items[*n - 1]->kind == OB_S_BARRIER) &&
+    if (shared && !pending && !(*n && items[*n - 1]->kind == OB_S_BARRIER) &&
         !(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER)))
       return lower_oom(lc);
     items[(*n)++] = al;
@@ -580,8 +593,12 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
     ob_status r = emit_stage(lc, pr, &nest);
     if (r) return r;
     items[(*n)++] = nest;
-    if (shared && !(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER))) return lower_oom(lc);
+    if (shared) {
+      pending = true;
+      if (nfilled < 16) filled[nfilled++] = pr->tensor;
+    }
   }
+  if (pending && !(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER))) return lower_oom(lc);
   return OB_OK;
 }
 

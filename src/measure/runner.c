@@ -34,6 +34,7 @@
 
 #include "opbench/codegen.h"
 #include "opbench/measure.h"
+#include "opbench/target.h"
 #include "measure/measure_impl.h"
 
 #define OB_RUN_TIMEOUT_S 10.0
@@ -416,6 +417,7 @@ static _Noreturn void worker_main(int sock, pid_t parent) {
 
 struct ob_runner {
   ob_ctx *ctx;
+  ob_gpu_runner *gpu; /* made by ob_runner_gpu on first use */
   pid_t pid;          /* the worker, or -1 (restarted on the next request) */
   int sock;           /* our end of the socketpair, or -1 */
   int memfd;          /* buffers, or -1 */
@@ -512,8 +514,22 @@ ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
   return OB_OK;
 }
 
+ob_status ob_runner_gpu(ob_runner *r, const struct ob_target *t, ob_gpu_runner **out) {
+  *out = NULL;
+  if (r->gpu && ob_target_same(ob_gpu_runner_target(r->gpu), t)) {
+    *out = r->gpu;
+    return OB_OK;
+  }
+  ob_gpu_runner_free(r->gpu);
+  r->gpu = NULL;
+  ob_status st = ob_gpu_runner_new(r->ctx, t, &r->gpu);
+  if (!st) *out = r->gpu;
+  return st;
+}
+
 void ob_runner_free(ob_runner *r) {
   if (!r) return;
+  ob_gpu_runner_free(r->gpu);
   int status;
   stop_worker(r, &status);
   if (r->map) munmap(r->map, r->map_cap);

@@ -561,11 +561,6 @@ ob_status ob_sched_cache_read(ob_sched *s, const ob_tensor *t, ob_mem_scope scop
     if (!reads_tensor(r->body, t))
       return ob_fail(ctx, OB_ERR_SCHEDULE, "cache_read of '%s': stage '%s' does not read it", t->name,
                      r->tensor->name);
-    if (r->touched)
-      return ob_fail(ctx, OB_ERR_SCHEDULE,
-                     "cache_read of '%s' for stage '%s' must come before that stage's loops are "
-                     "transformed",
-                     t->name, r->tensor->name);
     if (pos < first) first = pos;
   }
   /* Everything is built before any reader changes, so that out of memory

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "opbench/db.h"
+#include "opbench/gpu.h"
 #include "opbench/ops.h"
 #include "opbench/tune.h"
 #include "tune/tune_impl.h"
@@ -37,6 +38,7 @@ ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task) {
   const ob_target *t = ob_task_target(task);
   ob_status st = ob_target_check_runnable(ctx, t);
   if (st) return st;
+  if (ob_target_is_gpu(t)) return OB_OK; /* the GPU runner's device is the target's */
   if (!ob_target_get_facts(t)->native)
     return ob_fail(ctx, OB_ERR_UNSUPPORTED,
                    "target '%s': its kernels run under an emulator, and this runner runs kernels "
@@ -107,11 +109,159 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   return OB_OK;
 }
 
+/* ---- GPU targets ----------------------------------------------------------------
+ * Instantiation (lower + launch check + codegen: class 1), NVRTC or the
+ * OpenCL source file (class 2 with NVRTC's log), then the GPU runner. */
+typedef struct gpu_built {
+  char *name;
+  ob_launch launch;
+  ob_gpu_build b;
+} gpu_built;
+
+static ob_status gpu_build_one(ob_ctx *ctx, ob_task *task, const ob_measure_opts *opts, const ob_config *cfg,
+                               gpu_built *g, int *error_no, char *msg, size_t cap) {
+  char *src = NULL;
+  memset(g, 0, sizeof *g);
+  ob_status st = ob_task_source_launch(task, cfg, &src, &g->name, &g->launch);
+  if (st == OB_ERR_NOMEM) return st;
+  if (st) {
+    *error_no = OB_MERR_INSTANTIATION;
+    snprintf(msg, cap, "%s", ob_ctx_errmsg(ctx));
+    return OB_OK;
+  }
+  st = ob_gpu_compile(ctx, ob_task_target(task), opts->build.cache_dir, src, g->name, &g->b);
+  free(src);
+  if (st) return st; /* no NVRTC, an unwritable cache: nothing can be built */
+  if (g->b.error_no) {
+    *error_no = g->b.error_no;
+    snprintf(msg, cap, "NVRTC: %s", g->b.message ? g->b.message : "compile error");
+  }
+  return OB_OK;
+}
+
+static void gpu_built_clear(gpu_built *g) {
+  free(g->name);
+  ob_gpu_build_clear(&g->b);
+  memset(g, 0, sizeof *g);
+}
+
+static ob_status measure_gpu(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob_measure_opts *opts,
+                             const ob_config *cfgs, int n, ob_measure_result *out) {
+  ob_gpu_runner *gr = NULL;
+  ob_status st = ob_runner_gpu(runner, ob_task_target(task), &gr);
+  if (st) return st;
+  int nargs = ob_task_num_args(task);
+  size_t bytes[16];
+  bool is_in[16];
+  OB_ASSERT(nargs <= 16);
+  for (int a = 0; a < nargs; a++) {
+    bytes[a] = ob_task_arg_bytes(task, a);
+    is_in[a] = ob_task_arg_is_input(task, a);
+  }
+  memset(out, 0, sizeof *out * (size_t)n);
+  for (int i = 0; i < n && !st; i++) {
+    ob_measure_result *r = &out[i];
+    gpu_built g;
+    st = gpu_build_one(ctx, task, opts, &cfgs[i], &g, &r->error_no, r->message, sizeof r->message);
+    r->build_s = g.b.build_s;
+    if (!st && !r->error_no) {
+      check_ctx cc = {task, &cfgs[i], opts->seed, OB_OK};
+      ob_gpu_run_request req = {.path = g.b.path, .symbol = g.name, .launch = g.launch, .nbufs = nargs,
+                                .buf_bytes = bytes, .buf_is_input = is_in, .timing = opts->timing,
+                                .fill = fill_cb, .check = check_cb, .user = &cc};
+      ob_run_result rr;
+      st = ob_gpu_runner_run(gr, &req, &rr);
+      if (!st) {
+        r->error_no = rr.error_no;
+        snprintf(r->message, sizeof r->message, "%s", rr.message);
+        r->run_s = rr.run_s;
+        if (!rr.error_no) {
+          r->median_s = rr.median_s;
+          r->mean_s = rr.mean_s;
+          r->cv = rr.cv;
+          r->ncosts = rr.ncosts;
+          memcpy(r->costs, rr.costs, sizeof r->costs);
+          r->gflops = rr.median_s > 0 ? ob_task_flops(task) / rr.median_s / 1e9 : 0;
+        }
+      }
+    }
+    gpu_built_clear(&g);
+  }
+  return st;
+}
+
+ob_status ob_build_configs(ob_ctx *ctx, ob_task *task, const ob_measure_opts *opts, const ob_config *cfgs, int n,
+                           ob_build_report *out) {
+  memset(out, 0, sizeof *out * (size_t)n);
+  const ob_target *t = ob_task_target(task);
+  ob_status st = ob_target_check_buildable(ctx, t);
+  if (st) return st;
+  if (ob_target_is_gpu(t)) {
+    for (int i = 0; i < n && !st; i++) {
+      gpu_built g;
+      st = gpu_build_one(ctx, task, opts, &cfgs[i], &g, &out[i].error_no, out[i].message, sizeof out[i].message);
+      out[i].launch = g.launch;
+      out[i].build_s = g.b.build_s;
+      out[i].cached = g.b.cached;
+      if (g.b.path) snprintf(out[i].path, sizeof out[i].path, "%s", g.b.path);
+      gpu_built_clear(&g);
+    }
+    return st;
+  }
+  /* CPU targets: the same without running, through the builder */
+  char **src = calloc((size_t)n + 1, sizeof *src), **names = calloc((size_t)n + 1, sizeof *names);
+  ob_build_input *in = calloc((size_t)n + 1, sizeof *in);
+  ob_build_result *br = calloc((size_t)n + 1, sizeof *br);
+  int *slot = calloc((size_t)n + 1, sizeof *slot), nb = 0;
+  if (!src || !names || !in || !br || !slot) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    st = ob_task_source(task, &cfgs[i], &src[i], &names[i]);
+    if (st == OB_ERR_NOMEM) goto done;
+    if (st) {
+      out[i].error_no = OB_MERR_INSTANTIATION;
+      snprintf(out[i].message, sizeof out[i].message, "%s", ob_ctx_errmsg(ctx));
+      st = OB_OK;
+      continue;
+    }
+    in[nb] = (ob_build_input){src[i], names[i]};
+    slot[nb++] = i;
+  }
+  if (nb) {
+    ob_build_opts bo = opts->build;
+    bo.target = t;
+    st = ob_build_batch(ctx, &bo, in, nb, br);
+  }
+  for (int b = 0; !st && b < nb; b++) {
+    ob_build_report *r = &out[slot[b]];
+    r->error_no = br[b].error_no;
+    r->build_s = br[b].build_s;
+    r->cached = br[b].cached;
+    if (br[b].message) snprintf(r->message, sizeof r->message, "%s", br[b].message);
+    if (br[b].so_path) snprintf(r->path, sizeof r->path, "%s", br[b].so_path);
+  }
+done:
+  for (int i = 0; i < n && src && names; i++) {
+    free(src[i]);
+    free(names[i]);
+  }
+  for (int b = 0; br && b < nb; b++) ob_build_result_clear(&br[b]);
+  free(src);
+  free(names);
+  free(in);
+  free(br);
+  free(slot);
+  return st;
+}
+
 ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
                              const ob_measure_opts *opts, const ob_config *cfgs, int n,
                              ob_measure_result *out) {
   ob_status st = ob_task_check_measurable(ctx, task);
   if (st) return st;
+  if (ob_target_is_gpu(ob_task_target(task))) return measure_gpu(ctx, task, runner, opts, cfgs, n, out);
   char **src = calloc((size_t)n, sizeof *src), **names = calloc((size_t)n, sizeof *names);
   ob_build_input *in = calloc((size_t)n, sizeof *in);
   ob_build_result *br = calloc((size_t)n, sizeof *br);
