@@ -195,6 +195,7 @@ typedef struct child {
   void *ws;
   size_t ws_bytes;
   void *dev[OB_BL_MAX_ARGS];
+  void *call; /* dnn_call or blas_call, for the timing loop */
 } child;
 
 #define DNN(c, call) dnn_ok((c), (call), #call)
@@ -257,8 +258,8 @@ static bool dnn_setup(child *c) {
   if (!DNN(c, c->dnn.cudnnGetConvolutionForwardWorkspaceSize(c->h, c->x, c->w, c->conv, c->y, c->algo, &c->ws_bytes)))
     return false;
   if (c->ws_bytes && ob_gpu_alloc(c->g, c->ws_bytes, &c->ws) != OB_OK) return false;
-  if (ob_bl_problem_has(p, OB_BL_EPI_BIAS) && !set_tensor(c, &c->bias_d, 1, (int)p->k, 1, 1)) return false;
-  if ((ob_bl_problem_has(p, OB_BL_EPI_RELU) || ob_bl_problem_has(p, OB_BL_EPI_RELU6)) &&
+  if (ob_bl_problem_has(p, OB_EPI_BIAS) && !set_tensor(c, &c->bias_d, 1, (int)p->k, 1, 1)) return false;
+  if ((ob_bl_problem_has(p, OB_EPI_RELU) || ob_bl_problem_has(p, OB_EPI_RELU6)) &&
       !DNN(c, c->dnn.cudnnCreateActivationDescriptor(&c->act)))
     return false;
   return true;
@@ -277,17 +278,17 @@ static int dnn_call(void *user) {
   if (!DNN(c, c->dnn.cudnnConvolutionForward(c->h, &one, c->x, dptr(c->dev[di]), c->w, dptr(c->dev[wi]), c->conv,
                                              c->algo, c->ws, c->ws_bytes, &zero, c->y, y)))
     return 1;
-  for (int i = 0; i < p->nepi; i++) {
-    switch (p->epi[i]) {
-    case OB_BL_EPI_BIAS:
+  for (int i = 0; i < p->epi.n; i++) {
+    switch (p->epi.step[i]) {
+    case OB_EPI_BIAS:
       if (!DNN(c, c->dnn.cudnnAddTensor(c->h, &one, c->bias_d, dptr(c->dev[bi]), &one, c->y, y))) return 1;
       break;
-    case OB_BL_EPI_ADD:
+    case OB_EPI_ADD:
       if (!DNN(c, c->dnn.cudnnAddTensor(c->h, &one, c->y, dptr(c->dev[ri]), &one, c->y, y))) return 1;
       break;
-    case OB_BL_EPI_RELU:
-    case OB_BL_EPI_RELU6: {
-      bool six = p->epi[i] == OB_BL_EPI_RELU6;
+    case OB_EPI_RELU:
+    case OB_EPI_RELU6: {
+      bool six = p->epi.step[i] == OB_EPI_RELU6;
       if (!DNN(c, c->dnn.cudnnSetActivationDescriptor(c->act, six ? CUDNN_ACTIVATION_CLIPPED_RELU : CUDNN_ACTIVATION_RELU,
                                                       CUDNN_PROPAGATE_NAN, six ? 6.0 : 0.0)) ||
           !DNN(c, c->dnn.cudnnActivationForward(c->h, c->act, &one, c->y, y, &zero, c->y, y)))
@@ -302,9 +303,9 @@ static int dnn_call(void *user) {
 
 static bool blas_setup(child *c) {
   const ob_bl_problem *p = c->p;
-  if (p->nepi) {
+  if (p->epi.n) {
     c->res->error_no = OB_MERR_INSTANTIATION;
-    snprintf(c->res->message, sizeof c->res->message, "cublas: no epilogue (the workload has %d steps)", p->nepi);
+    snprintf(c->res->message, sizeof c->res->message, "cublas: no epilogue (the workload has %d steps)", p->epi.n);
     return false;
   }
   int st = c->blas.cublasCreate_v2(&c->blas_h);
@@ -337,33 +338,23 @@ static int blas_call(void *user) {
   return st;
 }
 
-/* The GPU runner's timing loop, on the device clock. 0, the call's code,
- * or -1 past the deadline. */
-static int time_calls(child *c, const ob_timing_opts *t, double deadline, int (*call)(void *)) {
-  int number = t->number;
-  double min_s = t->min_repeat_ms * 1e-3;
-  ob_baseline_result *res = c->res;
-  for (int g = 0; g < t->repeat; g++) {
-    for (;;) {
-      double t0 = ob_gpu_clock(c->g);
-      for (int k = 0; k < number; k++) {
-        int rc = call(c);
-        if (rc) return rc;
-      }
-      double t1 = ob_gpu_clock(c->g);
-      if (ob_gpu_error(c->g)) return 1;
-      if (ob_now_s() > deadline) return -1;
-      if (t1 - t0 >= min_s || number >= (1 << 30)) {
-        res->costs[g] = (t1 - t0) / number;
-        break;
-      }
-      number = (int)fmin(ceil(number * 1.618), 1 << 30);
-    }
+static int time_call(void *user) {
+  int (*call)(void *);
+  void *fp = ((child *)user)->call;
+  memcpy(&call, &fp, sizeof call); /* POSIX: object and function pointers convert */
+  return call(user);
+}
+static double time_clock(void *user) { return ob_gpu_clock(((child *)user)->g); }
+
+/* Two readings of the device clock with nothing between: its overhead. */
+static double clock_overhead(ob_gpu *g) {
+  double best = INFINITY;
+  for (int run = 0; run < 3; run++) {
+    double c0 = ob_gpu_clock(g), c = c0;
+    for (int i = 0; i < 20; i++) c = ob_gpu_clock(g);
+    if ((c - c0) / 20 > 0 && (c - c0) / 20 < best) best = (c - c0) / 20;
   }
-  res->number = number;
-  res->ncosts = t->repeat;
-  ob_stats(res->costs, res->ncosts, &res->median_s, &res->mean_s, &res->cv);
-  return 0;
+  return isfinite(best) ? best : 0;
 }
 
 static void child_run(int which, const ob_target *tgt, const ob_workload *wl, const ob_bl_problem *p,
@@ -413,8 +404,16 @@ static void child_run(int which, const ob_target *tgt, const ob_workload *wl, co
     snprintf(res->message, sizeof res->message, "%s", msg);
     goto out;
   }
-  int rc = time_calls(&c, t, ob_now_s() + t->timeout_s, call);
-  if (rc == -1) {
+  /* the timing loop on the device's clock, as the GPU runner times
+   * opbench's kernels; no cache flush on a GPU */
+  memcpy(&c.call, &call, sizeof c.call);
+  ob_timing_opts topt = *t;
+  topt.flush = false;
+  topt.clock = time_clock;
+  topt.timer_overhead_s = clock_overhead(c.g);
+  int rc = ob_time_loop(&topt, ob_gpu_clock(c.g) + t->timeout_s, time_call, NULL, &c, &res->timing);
+  if (ob_gpu_error(c.g)) goto lost;
+  if (rc == OB_TIME_DEADLINE) {
     res->error_no = OB_MERR_RUN_TIMEOUT;
     snprintf(res->message, sizeof res->message, "timing passed %g s", t->timeout_s);
   } else if (rc) {

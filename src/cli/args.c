@@ -52,7 +52,7 @@ enum {
 typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
-  F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
+  F_MIN_REPEAT_MS, F_MAX_CV, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
@@ -85,6 +85,8 @@ static const flag_def flags[F_COUNT] = {
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
+    [F_MAX_CV] = {"--max-cv", true, M_MEASURE},
+    [F_STABILITY_BUDGET] = {"--stability-budget", true, M_MEASURE},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
     [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
@@ -150,10 +152,18 @@ static const char measure_help[] =
     "measurement:\n"
     "  --threads N          threads of the kernel's pool (default 1)\n"
     "  --cores LIST         core set, e.g. 0-3 or 0,2 (default 0..N-1)\n"
-    "  --number N           calls per repeat group (default 1)\n"
-    "  --repeat N           repeat groups kept, 1..64 (default 10)\n"
-    "  --min-repeat-ms MS   grow --number until a group lasts this long (default 0)\n"
-    "  --flush              flush the inputs from the caches before every call\n"
+    "  --number N           calls per repeat, fixed (default: adaptive, calibrated so that\n"
+    "                       one repeat lasts at least the floor)\n"
+    "  --repeat N           repeats kept, 1..64 (default 10)\n"
+    "  --min-repeat-ms MS   the floor: a repeat lasts at least this long; with --number,\n"
+    "                       number grows from N until it does (default 1, the target's;\n"
+    "                       none with --number)\n"
+    "  --max-cv PCT         stability rule: while the CV of the last repeats is above\n"
+    "                       PCT %, take more repeats within the budget (default 5; 0: off)\n"
+    "  --stability-budget S extra seconds the stability rule may spend per measurement\n"
+    "                       (default: as long as the repeats before it took)\n"
+    "  --flush              cold caches: flush the inputs before every call (default warm;\n"
+    "                       every record states which)\n"
     "  --timeout S          run time limit of one variant, seconds (default 10)\n"
     "  --build-timeout S    compile time limit of one variant, seconds (default 10)\n"
     "  --cc CC              C compiler (default $OPBENCH_CC, else cc)\n"
@@ -532,6 +542,21 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_MIN_REPEAT_MS:
     if (!double_flag(name, v, 0, 1e6, &a->mo.timing.min_repeat_ms)) return false;
+    break;
+  case F_MAX_CV: {
+    double pct;
+    size_t n = strlen(v);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*s", n && v[n - 1] == '%' ? (int)n - 1 : (int)n, v);
+    if (!parse_double(buf, 0, 1000, &pct)) {
+      cli_error("%s: bad value '%s' (expected a percentage from 0 to 1000, e.g. 5 or 5%%)", name, v);
+      return false;
+    }
+    a->mo.timing.max_cv = pct / 100.0;
+    break;
+  }
+  case F_STABILITY_BUDGET:
+    if (!double_flag(name, v, 0, 1e5, &a->mo.timing.stability_budget_s)) return false;
     break;
   case F_FLUSH: a->mo.timing.flush = true; break;
   case F_TIMEOUT:

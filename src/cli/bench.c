@@ -40,8 +40,9 @@ typedef struct bench_entry {
 } bench_entry;
 
 static void print_header(void) {
-  printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s  %s\n", "#", "workload", "shape", "stride",
-         "pad", "count", "GFLOPS", "median ms", "CV %", "error");
+  printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s %9s %7s %-9s  %s\n", "#", "workload", "shape",
+         "stride", "pad", "count", "GFLOPS", "median ms", "CV %", "number", "repeats", "flags",
+         "error");
 }
 
 static void print_vs_header(const char *vs) {
@@ -52,7 +53,9 @@ static void print_vs_header(const char *vs) {
 
 /* Speed ratio: baseline time / opbench time (> 1: opbench is faster). */
 static double ratio(const ob_measure_result *r, const ob_baseline_result *b) {
-  return r->error_no || b->error_no || r->median_s <= 0 ? 0 : b->median_s / r->median_s;
+  return r->error_no || b->error_no || r->timing.median_s <= 0
+             ? 0
+             : b->timing.median_s / r->timing.median_s;
 }
 
 static void print_vs_row(int i, const bench_entry *e) {
@@ -76,11 +79,15 @@ static void print_row(int i, const bench_entry *e, bool measured) {
   if (!measured) {
     printf("\n");
   } else if (e->res.error_no == OB_MERR_NONE) {
-    printf(" %10.2f %11.4f %7.2f  %d\n", e->res.gflops, e->res.median_s * 1e3, e->res.cv * 100,
-           0);
+    const ob_timing *t = &e->res.timing;
+    char reps[24]; /* "10", or "10+4" when the stability rule added repeats */
+    if (t->extra_repeats) snprintf(reps, sizeof reps, "%d+%d", t->repeat - t->extra_repeats, t->extra_repeats);
+    else snprintf(reps, sizeof reps, "%d", t->repeat);
+    printf(" %10.2f %11.4f %7.2f %9d %7s %-9s  %d\n", e->res.gflops, t->median_s * 1e3, t->cv * 100,
+           t->number, reps, cli_timing_flags(t), 0);
   } else {
-    printf(" %10s %11s %7s  %d %s: %.160s\n", "-", "-", "-", e->res.error_no,
-           ob_merr_str(e->res.error_no), e->res.message);
+    printf(" %10s %11s %7s %9s %7s %-9s  %d %s: %.160s\n", "-", "-", "-", "-", "-", "",
+           e->res.error_no, ob_merr_str(e->res.error_no), e->res.message);
   }
 }
 
@@ -217,7 +224,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   const char *bname = base ? ob_baseline_name(base) : "-";
   for (int i = 0; i < n; i++) snprintf(es[i].base_name, sizeof es[i].base_name, "%s", bname);
   bool wide = a->vs || a->search_budget;
-  int nok = 0, nfail = 0, nratio = 0;
+  int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0;
+  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
+  char number_text[48];
+  if (asked.number > 0) snprintf(number_text, sizeof number_text, "%d", asked.number);
+  else snprintf(number_text, sizeof number_text, "adaptive (floor %g ms)", asked.min_repeat_ms);
   double logsum = 0, total_ms = 0, log_best = 0, log_dflt = 0;
   for (int i = 0; i < n; i++) {
     bench_entry *e = &es[i];
@@ -246,7 +257,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         if (st == OB_OK) {
           e->search_s += sr.seconds;
           e->measured += sr.measured;
-          if (e->best.error_no || sr.best_result.median_s < e->best.median_s) {
+          if (e->best.error_no || sr.best_result.timing.median_s < e->best.timing.median_s) {
             e->best = sr.best_result;
             snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", names[t]);
             cs = ob_config_str(&sr.best);
@@ -277,9 +288,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     }
     if (wide && !a->json) {
       if (i == 0) {
-        printf("suite %s: %d workloads, target %s, %d thread(s), number %d, repeat %d, search %s, baseline %s%s%s\n",
+        printf("suite %s: %d workloads, target %s, %d thread(s), number %s, repeat %d, %s caches, "
+               "search %s, baseline %s%s%s\n",
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
-               a->mo.nthreads, a->mo.timing.number, a->mo.timing.repeat, a->search_budget ? "on" : "off",
+               a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
+               a->search_budget ? "on" : "off",
                base ? ob_baseline_describe(base) : "none", a->search_budget ? "" : "",
                gpu_vs ? "; GFLOPS columns, ratios = cuDNN/cuBLAS time / opbench time"
                       : "; GFLOPS columns, ratios = oneDNN time / opbench time");
@@ -292,7 +305,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     if (e->res.error_no == OB_MERR_NONE && e->res.gflops > 0) {
       nok++;
       logsum += log(e->res.gflops);
-      total_ms += (double)e->count * e->res.median_s * 1e3;
+      total_ms += (double)e->count * e->res.timing.median_s * 1e3;
+      if (e->res.timing.noisy) nnoisy++;
+      if (e->res.timing.below_resolution) nbelow++;
+      if (e->res.timing.emulated) nemu++;
     } else {
       nfail++;
     }
@@ -300,9 +316,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       /* The heading waits for the first result, so that a failure to measure
        * at all (no compiler) leaves stdout empty. */
       if (i == 0) {
-        printf("suite %s: %d workloads, default configs, target %s, %d thread(s), number %d, repeat %d\n",
+        printf("suite %s: %d workloads, default configs, target %s, %d thread(s), number %s, "
+               "repeat %d, %s caches, max CV %g %%\n",
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
-               a->mo.nthreads, a->mo.timing.number, a->mo.timing.repeat);
+               a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
+               asked.max_cv * 100);
         if (tnote) printf("device: %s\n", tnote);
         print_header();
       }
@@ -321,8 +339,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddBoolToObject(root, "cpu_timings", ob_target_get_facts(target)->gpu.cpu_device);
     }
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
-    cJSON_AddNumberToObject(root, "number", a->mo.timing.number);
-    cJSON_AddNumberToObject(root, "repeat", a->mo.timing.repeat);
+    cJSON_AddNumberToObject(root, "number", asked.number); /* 0: adaptive; each workload says what it used */
+    cJSON_AddNumberToObject(root, "repeat", asked.repeat);
+    cJSON_AddNumberToObject(root, "min_repeat_ms", asked.min_repeat_ms);
+    cJSON_AddBoolToObject(root, "flush", asked.flush);
+    cJSON_AddNumberToObject(root, "max_cv", asked.max_cv);
     cJSON *arr = cJSON_AddArrayToObject(root, "workloads");
     for (int i = 0; i < n; i++) {
       const bench_entry *e = &es[i];
@@ -348,30 +369,36 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddStringToObject(o, "error", ob_merr_str(e->res.error_no));
       cJSON_AddStringToObject(o, "message", e->res.message);
       cJSON_AddNumberToObject(o, "gflops", e->res.gflops);
-      cJSON_AddNumberToObject(o, "median_ms", e->res.median_s * 1e3);
-      cJSON_AddNumberToObject(o, "mean_ms", e->res.mean_s * 1e3);
-      cJSON_AddNumberToObject(o, "cv", e->res.cv);
+      cJSON_AddNumberToObject(o, "median_ms", e->res.timing.median_s * 1e3);
+      cJSON_AddNumberToObject(o, "mean_ms", e->res.timing.mean_s * 1e3);
+      cJSON_AddNumberToObject(o, "cv", e->res.timing.cv);
       cJSON *costs = cJSON_AddArrayToObject(o, "costs_ms");
-      for (int k = 0; k < e->res.ncosts; k++)
-        cJSON_AddItemToArray(costs, cJSON_CreateNumber(e->res.costs[k] * 1e3));
+      for (int k = 0; k < e->res.timing.ncosts; k++)
+        cJSON_AddItemToArray(costs, cJSON_CreateNumber(e->res.timing.costs[k] * 1e3));
+      if (e->res.error_no == OB_MERR_NONE) cli_timing_json(o, &e->res.timing);
       cJSON_AddNumberToObject(o, "build_s", e->res.build_s);
       if (e->searched) {
         cJSON_AddNumberToObject(o, "best_gflops", e->best.gflops);
-        cJSON_AddNumberToObject(o, "best_median_ms", e->best.median_s * 1e3);
+        cJSON_AddNumberToObject(o, "best_median_ms", e->best.timing.median_s * 1e3);
         cJSON_AddStringToObject(o, "best_template", e->best_tmpl);
         cJSON_AddStringToObject(o, "best_config", e->best_cfg);
         cJSON_AddNumberToObject(o, "search_s", e->search_s);
         cJSON_AddNumberToObject(o, "configs_measured", e->measured);
       }
       if (e->have_base) {
-        char k1[64], k2[64], k3[64], k4[64];
+        char k1[64], k2[64], k3[64], k4[64], k5[64];
         snprintf(k1, sizeof k1, "%s_error_no", bname);
         snprintf(k2, sizeof k2, "%s_gflops", bname);
         snprintf(k3, sizeof k3, "%s_median_ms", bname);
         snprintf(k4, sizeof k4, "%s_impl", bname);
+        snprintf(k5, sizeof k5, "%s_timing", bname);
         cJSON_AddNumberToObject(o, k1, e->base.error_no);
         cJSON_AddNumberToObject(o, k2, e->base.gflops);
-        cJSON_AddNumberToObject(o, k3, e->base.median_s * 1e3);
+        cJSON_AddNumberToObject(o, k3, e->base.timing.median_s * 1e3);
+        if (e->base.error_no == OB_MERR_NONE) {
+          cJSON *bt = cJSON_AddObjectToObject(o, k5);
+          cli_timing_json(bt, &e->base.timing);
+        }
         cJSON_AddStringToObject(o, k4, e->base.impl);
         cJSON_AddNumberToObject(o, "ratio_best", ratio(&e->best, &e->base));
         cJSON_AddNumberToObject(o, "ratio_default", ratio(&e->res, &e->base));
@@ -381,6 +408,9 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "geomean_gflops", geomean);
     cJSON_AddNumberToObject(root, "total_weighted_ms", total_ms);
     cJSON_AddNumberToObject(root, "failed", nfail);
+    cJSON_AddNumberToObject(root, "noisy", nnoisy);
+    cJSON_AddNumberToObject(root, "below_resolution", nbelow);
+    cJSON_AddNumberToObject(root, "emulated", nemu); /* workloads timed under an emulator */
     if (base) {
       cJSON_AddNumberToObject(root, "geomean_ratio_best", nratio ? exp(log_best / nratio) : 0);
       cJSON_AddNumberToObject(root, "geomean_ratio_default", nratio ? exp(log_dflt / nratio) : 0);
@@ -393,6 +423,18 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   } else {
     printf("total weighted latency (sum of count x median): %.3f ms%s\n", total_ms,
            nfail ? " (failed workloads excluded)" : "");
+    if (nnoisy)
+      printf("noisy: %d workload(s) kept a CV above %g %% after the stability rule's extra "
+             "repeats (flag 'noisy')\n",
+             nnoisy, asked.max_cv * 100);
+    if (nbelow)
+      printf("resolution: %d workload(s) have a median below 10x the timer overhead (flag "
+             "'res')\n",
+             nbelow);
+    if (nemu)
+      printf("emulated: %d workload(s) ran under the target's emulator (flag 'emu'): checked "
+             "against the reference, but their times and GFLOPS are not performance figures\n",
+             nemu);
     printf("geomean GFLOPS (default configs): %.2f\n", geomean);
     if (base)
       printf("geomean speed ratio opbench/%s: %.3f (default: %.3f)%s\n", bname,

@@ -172,6 +172,16 @@ bool cli_suite_parse(ob_ctx *ctx, const char *file, char *text, cli_suite_entry 
  * limits above; errors as cli_suite_parse, for unreadable files too. */
 bool cli_suite_read(ob_ctx *ctx, const char *file, cli_suite_entry **out, int *n);
 
+/* timing.c: a timing record as --json members of o (number used, repeat,
+ * floor, cache state, timer overhead, flags), as text lines under a
+ * result (the protocol; the stability rule's verdict, the resolution flag
+ * and the emulator's caveat when they apply), and as a short flag list for
+ * tables ("noisy", "res", "emu", comma-joined, or ""). */
+struct cJSON;
+void cli_timing_json(struct cJSON *o, const ob_timing *t);
+void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthreads);
+const char *cli_timing_flags(const ob_timing *t);
+
 /* The built-in suite "resnet18" (suite_resnet18.c). */
 extern const char cli_suite_resnet18[];
 

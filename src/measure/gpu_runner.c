@@ -1,23 +1,26 @@
-/* gpu_runner.c: the runner of GPU kernels. As the CPU runner (runner.c), a
- * persistent worker process, forked from the caller, runs the kernels, so
- * a kernel that crashes the driver (PoCL runs kernels in the process; a
- * CUDA context is lost after an illegal address) or hangs costs a worker,
- * never the caller. The worker opens the device session itself: neither
- * CUDA nor PoCL survives a fork, and the caller never opens one. Buffers
- * are host buffers in a memfd that the caller fills and checks in place;
- * the worker copies inputs to the device before the checked run and
- * outputs back after it.
+/* gpu_runner.c: the runner implementation for GPU targets (cuda, opencl),
+ * behind ob_runner as the native and emulator ones (measure_impl.h). As
+ * the native worker, a persistent worker process, forked from the caller,
+ * runs the kernels, so a kernel that crashes the driver (PoCL runs kernels
+ * in the process; a CUDA context is lost after an illegal address) or hangs
+ * costs a worker, never the caller. The worker opens the device session
+ * itself: neither CUDA nor PoCL survives a fork, and the caller never opens
+ * one. The buffers are ob_runner's memfd, which the caller fills and checks
+ * in place; the worker copies the inputs to the device before the checked
+ * run and the outputs back after it.
  *
  * Protocol, per request (a SOCK_SEQPACKET socketpair, the memfd passed
  * with SCM_RIGHTS):
- *   parent -> RUN (layout, launch, timing, path, symbol) + memfd
+ *   parent -> RUN (layout, launch, timing, deadline, path, symbol) + memfd
  *   worker -> RAN (0: ran; else the error class and message) | ERR
  *   parent -> TIME | SKIP   (after RAN 0; SKIP on a wrong answer)
- *   worker -> COSTS | RAN (a timed launch failed)
- * Timing: the device's clock (ob_gpu_clock: CUDA events, OpenCL profiling
- * info) read around groups of `number` launches, the groups growing by
- * x1.618 until one lasts min_repeat_ms, `repeat` groups kept; a cache
- * flush does not apply (the inputs stay on the device). */
+ *   worker -> COSTS (the timing, or OB_TIME_DEADLINE) | RAN (a timed
+ *             launch failed)
+ * Timing: ob_time_loop with the device's clock (ob_gpu_clock: CUDA events,
+ * OpenCL profiling info) read around each group of launches, the deadline
+ * moved onto that clock, the clock's own cost (two readings with nothing
+ * between) as the timer overhead; a cache flush does not apply (the inputs
+ * stay on the device) and is recorded off. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -37,20 +40,22 @@
 
 #include "opbench/gpu.h"
 #include "opbench/measure.h"
+#include "kernel/kernel_impl.h"
 #include "measure/measure_impl.h"
 
 #define G_MAX_BUFS 16
-#define G_MAX_COSTS 64
-#define G_REQ_MAX 8192
 #define G_ALIGN 64
-#define G_NUMBER_MAX (1 << 30)
+#define G_GRACE_S 5.0   /* a worker stuck in a driver call is killed this long after its deadline */
+/* the checked run may take this much longer: the driver's compile (a few
+ * seconds for PoCL's heaviest kernels, more on a loaded machine) */
+#define G_BUILD_S 30.0
 
 enum { G_RUN = 0x6f670001, G_TIME, G_SKIP, G_RAN, G_COSTS, G_ERR };
 
 typedef struct g_req {
   uint32_t kind;
-  int32_t nbufs, number, repeat;
-  double min_repeat_ms;
+  int32_t nbufs;
+  ob_timing_opts timing; /* resolved for the target; clock NULL */
   uint64_t map_bytes;
   uint64_t off[G_MAX_BUFS], bytes[G_MAX_BUFS];
   uint8_t is_input[G_MAX_BUFS];
@@ -61,9 +66,8 @@ typedef struct g_req {
 
 typedef struct g_rep {
   uint32_t kind;
-  int32_t error_no; /* RAN: 0 or the error class */
-  int32_t number, ncosts;
-  double costs[G_MAX_COSTS];
+  int32_t error_no; /* RAN: 0 or the error class; COSTS: 0 or OB_TIME_DEADLINE */
+  ob_timing timing;
   char msg[480];
 } g_rep;
 
@@ -72,10 +76,11 @@ typedef struct gworker {
   int sock;
   ob_ctx *ctx;
   ob_gpu *gpu;
-  ob_status open_st;
-  char open_msg[480];
+  char open_msg[480]; /* why the session could not open, or "" */
+  double clock_overhead_s;
   void *dev[G_MAX_BUFS];
   size_t dev_bytes[G_MAX_BUFS];
+  int nargs;
   /* the last loaded kernel, kept for repeated requests of the same one */
   ob_gpu_kernel *k;
   char k_path[4096], k_sym[256];
@@ -90,7 +95,8 @@ static void g_send(gworker *w, const g_rep *rep) {
   if (k != (ssize_t)sizeof *rep) _exit(0); /* the parent is gone */
 }
 
-static void g_reply(gworker *w, uint32_t kind, int error_no, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void g_reply(gworker *w, uint32_t kind, int error_no, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void g_reply(gworker *w, uint32_t kind, int error_no, const char *fmt, ...) {
   g_rep rep;
   memset(&rep, 0, sizeof rep);
@@ -105,7 +111,8 @@ static void g_reply(gworker *w, uint32_t kind, int error_no, const char *fmt, ..
 
 /* The device's error is sticky: report it and let the parent start afresh. */
 static _Noreturn void g_lost(gworker *w, int error_no, const char *what) {
-  g_reply(w, G_RAN, error_no, "%s: %s", what, ob_gpu_errmsg(w->gpu)[0] ? ob_gpu_errmsg(w->gpu) : ob_ctx_errmsg(w->ctx));
+  g_reply(w, G_RAN, error_no, "%s: %s", what,
+          ob_gpu_errmsg(w->gpu)[0] ? ob_gpu_errmsg(w->gpu) : ob_ctx_errmsg(w->ctx));
   _exit(0);
 }
 
@@ -117,33 +124,29 @@ static int class_of(ob_status st) {
   }
 }
 
-/* AutoTVM's timing loop on the device's clock; 0 or the error class. */
-static int g_time(gworker *w, const g_req *q, void *const *dev, g_rep *rep) {
-  int number = q->number;
-  double min_s = q->min_repeat_ms * 1e-3;
-  for (int g = 0; g < q->repeat; g++) {
-    for (;;) {
-      double t0 = ob_gpu_clock(w->gpu);
-      for (int k = 0; k < number; k++)
-        if (ob_gpu_launch(w->k, dev, q->nbufs)) return OB_MERR_RUNTIME;
-      double t1 = ob_gpu_clock(w->gpu);
-      if (ob_gpu_error(w->gpu)) return OB_MERR_RUNTIME;
-      double s = t1 - t0;
-      if (s >= min_s || number >= G_NUMBER_MAX) {
-        rep->costs[g] = s / number;
-        break;
-      }
-      double grown = ceil(number * 1.618);
-      number = grown > G_NUMBER_MAX ? G_NUMBER_MAX : (int)grown;
-    }
+static int g_call(void *user) {
+  gworker *w = user;
+  return ob_gpu_launch(w->k, w->dev, w->nargs);
+}
+
+static double g_clock(void *user) { return ob_gpu_clock(((gworker *)user)->gpu); }
+
+/* Two readings of the device clock with nothing between: what one costs on
+ * the device's timeline (the best of a few). */
+static double clock_overhead(ob_gpu *g) {
+  double best = INFINITY;
+  for (int run = 0; run < 3; run++) {
+    enum { READS = 20 };
+    double c0 = ob_gpu_clock(g), c = c0;
+    for (int i = 0; i < READS; i++) c = ob_gpu_clock(g);
+    double per = (c - c0) / READS;
+    if (per > 0 && per < best) best = per;
   }
-  rep->number = number;
-  rep->ncosts = q->repeat;
-  return 0;
+  return isfinite(best) && !ob_gpu_error(g) ? best : 0;
 }
 
 static void g_serve(gworker *w, const g_req *q, int fd) {
-  if (w->open_st) {
+  if (w->open_msg[0]) {
     g_reply(w, G_ERR, 0, "%s", w->open_msg);
     return;
   }
@@ -152,7 +155,6 @@ static void g_serve(gworker *w, const g_req *q, int fd) {
     g_reply(w, G_ERR, 0, "GPU worker cannot map buffers: %s", strerror(errno));
     return;
   }
-  void *dev[G_MAX_BUFS];
   int nb = q->nbufs;
   /* device buffers: kept between requests of the same sizes */
   for (int i = 0; i < nb; i++) {
@@ -168,8 +170,8 @@ static void g_serve(gworker *w, const g_req *q, int fd) {
       }
       w->dev_bytes[i] = q->bytes[i];
     }
-    dev[i] = w->dev[i];
   }
+  w->nargs = nb;
   bool same = w->k && !strcmp(w->k_path, q->path) && !strcmp(w->k_sym, q->symbol) &&
               !memcmp(&w->k_launch, &q->launch, sizeof q->launch);
   if (!same) {
@@ -186,12 +188,12 @@ static void g_serve(gworker *w, const g_req *q, int fd) {
     w->k_launch = q->launch;
   }
   for (int i = 0; i < nb; i++)
-    if (ob_gpu_upload(w->gpu, dev[i], (char *)map + q->off[i], q->bytes[i]) != OB_OK)
+    if (ob_gpu_upload(w->gpu, w->dev[i], (char *)map + q->off[i], q->bytes[i]) != OB_OK)
       g_lost(w, OB_MERR_RUNTIME, "copying the inputs to the device");
   /* the checked run, also the discarded warm-up */
-  if (ob_gpu_launch(w->k, dev, nb) || ob_gpu_sync(w->gpu) != OB_OK) g_lost(w, OB_MERR_RUNTIME, "running the kernel");
+  if (g_call(w) || ob_gpu_sync(w->gpu) != OB_OK) g_lost(w, OB_MERR_RUNTIME, "running the kernel");
   for (int i = 0; i < nb; i++)
-    if (!q->is_input[i] && ob_gpu_download(w->gpu, (char *)map + q->off[i], dev[i], q->bytes[i]) != OB_OK)
+    if (!q->is_input[i] && ob_gpu_download(w->gpu, (char *)map + q->off[i], w->dev[i], q->bytes[i]) != OB_OK)
       g_lost(w, OB_MERR_RUNTIME, "copying the outputs from the device");
   g_reply(w, G_RAN, 0, "ran");
   uint32_t cmd = 0;
@@ -204,8 +206,16 @@ static void g_serve(gworker *w, const g_req *q, int fd) {
   g_rep rep;
   memset(&rep, 0, sizeof rep);
   rep.kind = G_COSTS;
-  int e = g_time(w, q, dev, &rep);
-  if (e) g_lost(w, e, "timing the kernel");
+  ob_timing_opts o = q->timing;
+  o.flush = false;
+  o.clock = g_clock;
+  o.timer_overhead_s = w->clock_overhead_s;
+  /* the timing's deadline on the device's timeline: the timeout counts from
+   * here (the driver's compile at load and first launch is no run time) */
+  double dev_deadline = ob_gpu_clock(w->gpu) + q->timing.timeout_s;
+  int rc = ob_time_loop(&o, dev_deadline, g_call, NULL, w, &rep.timing);
+  if (ob_gpu_error(w->gpu) || (rc && rc != OB_TIME_DEADLINE)) g_lost(w, OB_MERR_RUNTIME, "timing the kernel");
+  rep.error_no = rc;
   g_send(w, &rep);
 out:
   munmap(map, q->map_bytes ? q->map_bytes : 1);
@@ -235,8 +245,8 @@ static _Noreturn void g_main(int sock, pid_t parent, const ob_target *t) {
   memset(&w, 0, sizeof w);
   w.sock = sock;
   if (ob_ctx_new(&w.ctx) != OB_OK) _exit(3);
-  w.open_st = ob_gpu_open(w.ctx, t, &w.gpu);
-  if (w.open_st) snprintf(w.open_msg, sizeof w.open_msg, "%s", ob_ctx_errmsg(w.ctx));
+  if (ob_gpu_open(w.ctx, t, &w.gpu) != OB_OK) snprintf(w.open_msg, sizeof w.open_msg, "%s", ob_ctx_errmsg(w.ctx));
+  else w.clock_overhead_s = clock_overhead(w.gpu);
   g_req *q = malloc(sizeof *q);
   if (!q) _exit(3);
   for (;;) {
@@ -253,7 +263,7 @@ static _Noreturn void g_main(int sock, pid_t parent, const ob_target *t) {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
       if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) memcpy(&fd, CMSG_DATA(c), sizeof fd);
     if (n != (ssize_t)sizeof *q || q->kind != G_RUN || fd < 0 || q->nbufs < 0 || q->nbufs > G_MAX_BUFS ||
-        q->repeat < 1 || q->repeat > G_MAX_COSTS || q->number < 1)
+        q->timing.repeat < 1 || q->timing.repeat > OB_TIMING_MAX_COSTS || q->timing.clock)
       g_reply(&w, G_ERR, 0, "malformed request");
     else
       g_serve(&w, q, fd);
@@ -261,15 +271,13 @@ static _Noreturn void g_main(int sock, pid_t parent, const ob_target *t) {
   }
 }
 
-/* ---- the parent side --------------------------------------------------------------- */
-struct ob_gpu_runner {
+/* ---- the parent side: the implementation behind ob_runner --------------------------- */
+typedef struct gpurun {
   ob_ctx *ctx;
-  ob_target *target; /* its own copy, parsed again from the canonical string */
+  ob_target *target; /* the worker's: parsed again from the canonical string */
   pid_t pid;
-  int sock, memfd;
-  unsigned char *map;
-  size_t map_cap;
-};
+  int sock;
+} gpurun;
 
 static pid_t g_waitpid(pid_t pid, int *status, int flags) {
   pid_t w;
@@ -279,7 +287,7 @@ static pid_t g_waitpid(pid_t pid, int *status, int flags) {
   return w;
 }
 
-static ob_status g_start(ob_gpu_runner *r) {
+static ob_status g_start(gpurun *r) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     return ob_fail(r->ctx, OB_ERR_SYSTEM, "GPU runner: socketpair: %s", strerror(errno));
@@ -302,10 +310,11 @@ static ob_status g_start(ob_gpu_runner *r) {
   return OB_OK;
 }
 
-static void g_stop(ob_gpu_runner *r, int *status) {
+static void g_stop(gpurun *r) {
+  int status;
   if (r->pid > 0) {
     kill(r->pid, SIGKILL);
-    g_waitpid(r->pid, status, 0);
+    g_waitpid(r->pid, &status, 0);
   }
   if (r->sock >= 0) close(r->sock);
   r->pid = -1;
@@ -313,7 +322,7 @@ static void g_stop(ob_gpu_runner *r, int *status) {
 }
 
 /* The worker is gone (or exiting): reap it and say why. */
-static void g_died(ob_gpu_runner *r, ob_run_result *res) {
+static void g_died(gpurun *r, ob_run_result *res) {
   int status = 0;
   pid_t w = 0;
   double until = ob_now_s() + 2.0;
@@ -321,68 +330,38 @@ static void g_died(ob_gpu_runner *r, ob_run_result *res) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
   }
-  if (w == r->pid) r->pid = -1;
-  else g_stop(r, &status);
-  if (r->sock >= 0) close(r->sock);
-  r->sock = -1;
-  r->pid = -1;
+  if (w == r->pid) {
+    r->pid = -1;
+    if (r->sock >= 0) close(r->sock);
+    r->sock = -1;
+  } else {
+    g_stop(r);
+    status = 0;
+  }
   res->error_no = OB_MERR_RUNTIME;
   char sb[32];
   if (WIFSIGNALED(status))
     snprintf(res->message, sizeof res->message, "kernel crashed the GPU worker: %s",
-             ob_measure_signame(WTERMSIG(status), sb));
+             ob_kernel_signame(WTERMSIG(status), sb));
   else
     snprintf(res->message, sizeof res->message, "GPU worker lost");
 }
 
-ob_status ob_gpu_runner_new(ob_ctx *ctx, const ob_target *t, ob_gpu_runner **out) {
-  OB_ASSERT(ctx && t && out);
-  *out = NULL;
-  ob_status st = ob_target_check_runnable(ctx, t);
-  if (st) return st;
-  ob_gpu_runner *r = calloc(1, sizeof *r);
+ob_status ob_runner_gpu_new(ob_ctx *ctx, void **self) {
+  gpurun *r = calloc(1, sizeof *r);
   if (!r) return ob_fail(ctx, OB_ERR_NOMEM, "GPU runner: out of memory");
   r->ctx = ctx;
-  r->pid = r->sock = r->memfd = -1;
-  st = ob_target_parse(ctx, ob_target_str(t), &r->target);
-  if (!st) st = g_start(r);
-  if (st) {
-    ob_gpu_runner_free(r);
-    return st;
-  }
-  *out = r;
+  r->pid = r->sock = -1;
+  *self = r;
   return OB_OK;
 }
 
-void ob_gpu_runner_free(ob_gpu_runner *r) {
+static void gpu_free(void *self) {
+  gpurun *r = self;
   if (!r) return;
-  int status;
-  g_stop(r, &status);
-  if (r->map) munmap(r->map, r->map_cap);
-  if (r->memfd >= 0) close(r->memfd);
+  g_stop(r);
   ob_target_free(r->target);
   free(r);
-}
-
-const ob_target *ob_gpu_runner_target(const ob_gpu_runner *r) { return r->target; }
-
-static ob_status g_map(ob_gpu_runner *r, size_t bytes) {
-  if (r->map && r->map_cap >= bytes) return OB_OK;
-  if (r->map) munmap(r->map, r->map_cap);
-  if (r->memfd >= 0) close(r->memfd);
-  r->map = NULL;
-  r->map_cap = 0;
-  r->memfd = memfd_create("opbench-gpu-bufs", MFD_CLOEXEC);
-  if (r->memfd < 0) return ob_fail(r->ctx, OB_ERR_SYSTEM, "GPU runner: memfd_create: %s", strerror(errno));
-  long pg = sysconf(_SC_PAGESIZE);
-  size_t cap = (bytes + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
-  if (ftruncate(r->memfd, (off_t)cap) != 0)
-    return ob_fail(r->ctx, OB_ERR_SYSTEM, "GPU runner: cannot size buffers to %zu bytes: %s", cap, strerror(errno));
-  void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, r->memfd, 0);
-  if (m == MAP_FAILED) return ob_fail(r->ctx, OB_ERR_SYSTEM, "GPU runner: mmap: %s", strerror(errno));
-  r->map = m;
-  r->map_cap = cap;
-  return OB_OK;
 }
 
 static int g_send_fd(int sock, const void *buf, size_t len, int fd) {
@@ -407,9 +386,9 @@ static int g_send_fd(int sock, const void *buf, size_t len, int fd) {
 
 enum { GW_OK, GW_TIMEOUT, GW_DEAD };
 
-static int g_wait(ob_gpu_runner *r, double deadline, g_rep *rep) {
+static int g_wait(gpurun *r, double until, g_rep *rep) {
   for (;;) {
-    double left = deadline - ob_now_s();
+    double left = until - ob_now_s();
     if (left <= 0) return GW_TIMEOUT;
     struct pollfd pfd = {.fd = r->sock, .events = POLLIN};
     int ms = (int)ceil(left * 1000);
@@ -425,10 +404,9 @@ static int g_wait(ob_gpu_runner *r, double deadline, g_rep *rep) {
   }
 }
 
-static void g_failed(ob_gpu_runner *r, int how, double timeout, ob_run_result *res) {
+static void g_failed(gpurun *r, int how, double timeout, ob_run_result *res) {
   if (how == GW_TIMEOUT) {
-    int status;
-    g_stop(r, &status);
+    g_stop(r);
     res->error_no = OB_MERR_RUN_TIMEOUT;
     snprintf(res->message, sizeof res->message, "run timed out after %g s", timeout);
   } else {
@@ -436,69 +414,62 @@ static void g_failed(ob_gpu_runner *r, int how, double timeout, ob_run_result *r
   }
 }
 
-ob_status ob_gpu_runner_run(ob_gpu_runner *r, const ob_gpu_run_request *req, ob_run_result *res) {
-  OB_ASSERT(r && req && res && req->path && req->symbol && req->fill);
-  memset(res, 0, sizeof *res);
-  const double t0 = ob_now_s();
+static ob_status gpu_run(void *self, const ob_run_request *req, const ob_timing_opts *t, double deadline,
+                         double kill_at, const ob_run_bufs *b, ob_run_result *res) {
+  gpurun *r = self;
   ob_status st = OB_OK;
-  if (req->nbufs < 0 || req->nbufs > G_MAX_BUFS)
-    return ob_fail(r->ctx, OB_ERR_INVALID_ARG, "GPU runner: %d buffers (at most %d)", req->nbufs, G_MAX_BUFS);
-  if (strlen(req->path) >= sizeof ((g_req *)0)->path || strlen(req->symbol) >= sizeof ((g_req *)0)->symbol)
-    return ob_fail(r->ctx, OB_ERR_INVALID_ARG, "GPU runner: kernel path or name too long");
-  ob_timing_opts t = req->timing;
-  if (t.number < 1) t.number = 1;
-  if (t.repeat < 1) t.repeat = 10;
-  if (t.repeat > G_MAX_COSTS) t.repeat = G_MAX_COSTS;
-  if (t.min_repeat_ms < 0) t.min_repeat_ms = 0;
-  double timeout = t.timeout_s > 0 ? t.timeout_s : 10.0;
-  const double deadline = t0 + timeout;
+  if (!req->target || !ob_target_is_gpu(req->target) || !req->launch)
+    return ob_fail(r->ctx, OB_ERR_INVALID_ARG, "GPU runner: kernel %s needs a GPU target and its launch",
+                   req->symbol);
+  if (b->nbufs > G_MAX_BUFS)
+    return ob_fail(r->ctx, OB_ERR_INVALID_ARG, "GPU runner: %d buffers (at most %d)", b->nbufs, G_MAX_BUFS);
   g_req *q = calloc(1, sizeof *q);
-  void *bufs[G_MAX_BUFS];
   if (!q) return ob_fail(r->ctx, OB_ERR_NOMEM, "GPU runner: out of memory");
+  if (strlen(req->so_path) >= sizeof q->path || strlen(req->symbol) >= sizeof q->symbol) {
+    free(q);
+    return ob_fail(r->ctx, OB_ERR_INVALID_ARG, "GPU runner: kernel path or name too long");
+  }
+  /* a worker per target: another target's worker makes way */
+  if (!r->target || !ob_target_same(r->target, req->target)) {
+    g_stop(r);
+    ob_target_free(r->target);
+    r->target = NULL;
+    if ((st = ob_target_parse(r->ctx, ob_target_str(req->target), &r->target)) != OB_OK) goto out;
+  }
   q->kind = G_RUN;
-  q->nbufs = req->nbufs;
-  q->number = t.number;
-  q->repeat = t.repeat;
-  q->min_repeat_ms = t.min_repeat_ms;
-  q->launch = req->launch;
-  snprintf(q->path, sizeof q->path, "%s", req->path);
-  snprintf(q->symbol, sizeof q->symbol, "%s", req->symbol);
-  size_t total = 0;
-  for (int i = 0; i < req->nbufs; i++) {
-    size_t b = req->buf_bytes[i] ? req->buf_bytes[i] : 1;
-    if (b > (size_t)OB_MAX_BUFFER_BYTES) {
-      st = ob_fail(r->ctx, OB_ERR_INVALID_ARG, "GPU runner: buffer %d of %s has %zu bytes, more than the limit", i,
-                   req->symbol, b);
-      goto out;
-    }
-    q->off[i] = total;
+  q->nbufs = b->nbufs;
+  q->timing = *t;
+  q->map_bytes = b->map_bytes;
+  q->launch = *req->launch;
+  for (int i = 0; i < b->nbufs; i++) {
+    q->off[i] = b->off[i];
     q->bytes[i] = req->buf_bytes[i];
     q->is_input[i] = req->buf_is_input ? req->buf_is_input[i] : 1;
-    total += (b + G_ALIGN - 1) / G_ALIGN * G_ALIGN;
   }
-  if (!total) total = G_ALIGN;
-  q->map_bytes = total;
-  if ((st = ob_runner_check_memory(r->ctx, req->symbol, total)) != OB_OK) goto out;
-  if ((st = g_map(r, total)) != OB_OK) goto out;
-  for (int i = 0; i < req->nbufs; i++) bufs[i] = r->map + q->off[i];
-  req->fill(req->user, bufs);
+  snprintf(q->path, sizeof q->path, "%s", req->so_path);
+  snprintf(q->symbol, sizeof q->symbol, "%s", req->symbol);
+  req->fill(req->user, b->ptr);
   for (int attempt = 0;; attempt++) {
     if (r->pid < 0 && (st = g_start(r)) != OB_OK) goto out;
-    if (g_send_fd(r->sock, q, sizeof *q, r->memfd) == 0) break;
-    int e = errno, status;
-    g_stop(r, &status);
+    if (g_send_fd(r->sock, q, sizeof *q, b->memfd) == 0) break;
+    int e = errno;
+    g_stop(r);
     if (attempt == 1) {
       st = ob_fail(r->ctx, OB_ERR_SYSTEM, "GPU runner: cannot send to the worker: %s", strerror(e));
       goto out;
     }
   }
+  (void)deadline, (void)kill_at; /* the timeout counts from the timing's start (above) */
+  /* the checked run: the device's start, the driver's compile (OpenCL
+   * builds at load, PoCL again at the first launch) and the run */
   g_rep rep;
-  int how = g_wait(r, deadline, &rep);
+  int how = g_wait(r, ob_now_s() + t->timeout_s + G_BUILD_S, &rep);
   if (how != GW_OK) {
-    g_failed(r, how, timeout, res);
+    g_failed(r, how, t->timeout_s, res);
     goto out;
   }
   if (rep.kind == G_ERR) { /* the worker cannot serve: no device session */
+    g_stop(r);
     st = ob_fail(r->ctx, OB_ERR_UNSUPPORTED, "%s", rep.msg);
     goto out;
   }
@@ -514,16 +485,13 @@ ob_status ob_gpu_runner_run(ob_gpu_runner *r, const ob_gpu_run_request *req, ob_
   if (req->check) {
     char cmsg[sizeof res->message];
     cmsg[0] = '\0';
-    ob_status cst = req->check(req->user, bufs, cmsg, sizeof cmsg);
+    ob_status cst = req->check(req->user, b->ptr, cmsg, sizeof cmsg);
     if (cst != OB_OK) {
       res->error_no = OB_MERR_WRONG_ANSWER;
       cmsg[sizeof cmsg - 1] = '\0';
       snprintf(res->message, sizeof res->message, "%s", cmsg[0] ? cmsg : ob_status_str(cst));
       uint32_t cmd = G_SKIP;
-      if (send(r->sock, &cmd, sizeof cmd, MSG_NOSIGNAL) != (ssize_t)sizeof cmd) {
-        int status;
-        g_stop(r, &status);
-      }
+      if (send(r->sock, &cmd, sizeof cmd, MSG_NOSIGNAL) != (ssize_t)sizeof cmd) g_stop(r);
       goto out;
     }
   }
@@ -532,9 +500,9 @@ ob_status ob_gpu_runner_run(ob_gpu_runner *r, const ob_gpu_run_request *req, ob_
     g_died(r, res);
     goto out;
   }
-  how = g_wait(r, deadline, &rep);
+  how = g_wait(r, ob_now_s() + t->timeout_s + G_GRACE_S, &rep);
   if (how != GW_OK) {
-    g_failed(r, how, timeout, res);
+    g_failed(r, how, t->timeout_s, res);
     goto out;
   }
   if (rep.kind == G_RAN) {
@@ -542,17 +510,20 @@ ob_status ob_gpu_runner_run(ob_gpu_runner *r, const ob_gpu_run_request *req, ob_
     snprintf(res->message, sizeof res->message, "%s", rep.msg);
     goto out;
   }
-  if (rep.kind != G_COSTS || rep.ncosts < 1 || rep.ncosts > G_MAX_COSTS) {
+  if (rep.kind == G_COSTS && rep.error_no == OB_TIME_DEADLINE) {
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "run timed out after %g s (while timing)", t->timeout_s);
+    goto out;
+  }
+  if (rep.kind != G_COSTS || rep.error_no || rep.timing.ncosts < 1 || rep.timing.ncosts > OB_TIMING_MAX_COSTS) {
     g_died(r, res);
     goto out;
   }
   res->error_no = OB_MERR_NONE;
-  res->ncosts = rep.ncosts;
-  res->number = rep.number;
-  memcpy(res->costs, rep.costs, (size_t)rep.ncosts * sizeof rep.costs[0]);
-  ob_stats(res->costs, res->ncosts, &res->median_s, &res->mean_s, &res->cv);
+  res->timing = rep.timing;
 out:
-  res->run_s = ob_now_s() - t0;
   free(q);
   return st;
 }
+
+const struct ob_runner_i ob_runner_gpu_i = {"gpu", gpu_run, gpu_free};

@@ -2,6 +2,7 @@
  * without its blind spots: every config is instantiated (lower + codegen),
  * the batch is compiled in parallel, and each variant's output is checked
  * against the reference before its time counts. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,26 +26,17 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
   OB_ASSERT(rec && r);
   rec->error_no = r->error_no;
   rec->error_msg = r->message;
-  rec->median_s = r->median_s;
-  rec->mean_s = r->mean_s;
-  rec->cv = r->cv;
-  rec->ncosts = r->ncosts;
-  rec->costs = r->costs;
+  rec->timing = r->timing; /* number is what the runner used (issue 17) */
+  if (r->error_no != 0) rec->timing.min_repeat_ms = NAN; /* nothing was timed */
+  rec->all_costs = NULL;
+  rec->nall_costs = 0;
   rec->build_s = r->build_s;
   rec->run_s = r->run_s;
 }
 
 ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task) {
-  const ob_target *t = ob_task_target(task);
-  ob_status st = ob_target_check_runnable(ctx, t);
-  if (st) return st;
-  if (ob_target_is_gpu(t)) return OB_OK; /* the GPU runner's device is the target's */
-  if (!ob_target_get_facts(t)->native)
-    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
-                   "target '%s': its kernels run under an emulator, and this runner runs kernels "
-                   "natively only",
-                   ob_target_str(t));
-  return OB_OK;
+  /* natively, or under the target's emulator (the runner picks) */
+  return ob_target_check_runnable(ctx, ob_task_target(task));
 }
 
 typedef struct check_ctx {
@@ -68,9 +60,10 @@ static ob_status check_cb(void *user, void *const *bufs, char *msg, size_t cap) 
   return ob_task_check_for(c->task, c->cfg, c->seed, bufs, msg, cap);
 }
 
-ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *mo,
-                       const ob_config *cfg, const char *so_path, const char *symbol,
-                       ob_measure_result *r) {
+/* launch: a GPU kernel's (NULL for C kernels). */
+static ob_status run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *mo, const ob_config *cfg,
+                           const char *so_path, const char *symbol, const ob_launch *launch,
+                           ob_measure_result *r) {
   int nargs = ob_task_num_args(task);
   size_t bytes[16];
   bool is_in[16];
@@ -81,7 +74,9 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   }
   check_ctx cc = {task, cfg, mo->seed, OB_OK};
   ob_run_request req = {
+      .target = ob_task_target(task),
       .so_path = so_path,
+      .launch = launch,
       .symbol = symbol,
       .nbufs = nargs,
       .buf_bytes = bytes,
@@ -100,13 +95,15 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   snprintf(r->message, sizeof r->message, "%s", rr.message);
   r->run_s = rr.run_s;
   if (rr.error_no) return OB_OK;
-  r->median_s = rr.median_s;
-  r->mean_s = rr.mean_s;
-  r->cv = rr.cv;
-  r->ncosts = rr.ncosts;
-  memcpy(r->costs, rr.costs, sizeof r->costs);
-  r->gflops = rr.median_s > 0 ? ob_task_flops(task) / rr.median_s / 1e9 : 0;
+  r->timing = rr.timing;
+  r->gflops = rr.timing.median_s > 0 ? ob_task_flops(task) / rr.timing.median_s / 1e9 : 0;
   return OB_OK;
+}
+
+ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *mo,
+                       const ob_config *cfg, const char *so_path, const char *symbol,
+                       ob_measure_result *r) {
+  return run_built(runner, task, mo, cfg, so_path, symbol, NULL, r);
 }
 
 /* ---- GPU targets ----------------------------------------------------------------
@@ -147,44 +144,14 @@ static void gpu_built_clear(gpu_built *g) {
 
 static ob_status measure_gpu(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob_measure_opts *opts,
                              const ob_config *cfgs, int n, ob_measure_result *out) {
-  ob_gpu_runner *gr = NULL;
-  ob_status st = ob_runner_gpu(runner, ob_task_target(task), &gr);
-  if (st) return st;
-  int nargs = ob_task_num_args(task);
-  size_t bytes[16];
-  bool is_in[16];
-  OB_ASSERT(nargs <= 16);
-  for (int a = 0; a < nargs; a++) {
-    bytes[a] = ob_task_arg_bytes(task, a);
-    is_in[a] = ob_task_arg_is_input(task, a);
-  }
   memset(out, 0, sizeof *out * (size_t)n);
+  ob_status st = OB_OK;
   for (int i = 0; i < n && !st; i++) {
     ob_measure_result *r = &out[i];
     gpu_built g;
     st = gpu_build_one(ctx, task, opts, &cfgs[i], &g, &r->error_no, r->message, sizeof r->message);
     r->build_s = g.b.build_s;
-    if (!st && !r->error_no) {
-      check_ctx cc = {task, &cfgs[i], opts->seed, OB_OK};
-      ob_gpu_run_request req = {.path = g.b.path, .symbol = g.name, .launch = g.launch, .nbufs = nargs,
-                                .buf_bytes = bytes, .buf_is_input = is_in, .timing = opts->timing,
-                                .fill = fill_cb, .check = check_cb, .user = &cc};
-      ob_run_result rr;
-      st = ob_gpu_runner_run(gr, &req, &rr);
-      if (!st) {
-        r->error_no = rr.error_no;
-        snprintf(r->message, sizeof r->message, "%s", rr.message);
-        r->run_s = rr.run_s;
-        if (!rr.error_no) {
-          r->median_s = rr.median_s;
-          r->mean_s = rr.mean_s;
-          r->cv = rr.cv;
-          r->ncosts = rr.ncosts;
-          memcpy(r->costs, rr.costs, sizeof r->costs);
-          r->gflops = rr.median_s > 0 ? ob_task_flops(task) / rr.median_s / 1e9 : 0;
-        }
-      }
-    }
+    if (!st && !r->error_no) st = run_built(runner, task, opts, &cfgs[i], g.b.path, g.name, &g.launch, r);
     gpu_built_clear(&g);
   }
   return st;
@@ -226,7 +193,7 @@ ob_status ob_build_configs(ob_ctx *ctx, ob_task *task, const ob_measure_opts *op
       st = OB_OK;
       continue;
     }
-    in[nb] = (ob_build_input){src[i], names[i]};
+    in[nb] = (ob_build_input){.source = src[i], .name = names[i]};
     slot[nb++] = i;
   }
   if (nb) {
@@ -281,7 +248,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
       st = OB_OK;
       continue;
     }
-    in[nb] = (ob_build_input){src[i], names[i]};
+    in[nb] = (ob_build_input){.source = src[i], .name = names[i]};
     slot[nb++] = i;
   }
   if (nb) {
