@@ -16,6 +16,7 @@
 #include "check.h"
 #include "opbench/codegen.h"
 #include "opbench/gpu.h"
+#include "opbench/kernel.h"
 #include "opbench/lower.h"
 #include "opbench/ops.h"
 #include "opbench/tune.h"
@@ -495,6 +496,34 @@ static void test_nvrtc_errors(void) {
   CHECK(strstr(ob_gpu_nvrtc_version(v, sizeof v), "NVRTC") != NULL);
 }
 
+/* The kernel API for a GPU target: ob_kernel_build compiles (NVRTC) and
+ * says how to launch; loading it in this process is refused, named. */
+static void test_kernel_build(void) {
+  mm g;
+  ob_status st = mm_make(&g, 8, 16, 8);
+  if (!st) st = mm_fetch(&g, g.aa, 16);
+  if (!st) st = mm_fetch(&g, g.bb, 16);
+  ob_lowered *f = NULL;
+  if (!st) st = ob_lower(g.s, &f);
+  CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (f) {
+    const ob_lowered *fns[1] = {f};
+    const char *names[1] = {"mm_kb"};
+    ob_kernel_artifact a;
+    CHECK(ob_kernel_build(ctx, cuda, NULL, fns, names, 1, &a) == OB_OK);
+    CHECK_MSG(a.error_no == 0 && a.so_path && strstr(a.so_path, ".ptx") && a.launch.gpu && a.launch.block[0] == 16 &&
+                  a.launch.block[1] == 8 && a.launch.grid[1] == 8 && a.nargs == 3 && !a.arg_is_input[2] &&
+                  !strcmp(a.target, "cuda -arch=sm_80") && a.source && strstr(a.source, "__global__"),
+              "%d %s", a.error_no, a.message ? a.message : "");
+    ob_kernel *k = NULL;
+    ob_ctx_clear_error(ctx);
+    CHECK(ob_kernel_load(ctx, &a, &k) == OB_ERR_INVALID_ARG && !k && strstr(ob_ctx_errmsg(ctx), "GPU runner"));
+    ob_kernel_artifact_clear(&a);
+  }
+  ob_lowered_free(f);
+  mm_free(&g);
+}
+
 int main(void) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   CHECK(ob_target_parse(ctx, "cuda -arch=sm_80", &cuda) == OB_OK);
@@ -506,6 +535,7 @@ int main(void) {
   test_launch_limits();
   if (ob_target_check_buildable(ctx, cuda) == OB_OK) {
     test_nvrtc_errors();
+    test_kernel_build();
     test_nvrtc_templates(3);
   } else {
     CHECK_SKIP("NVRTC is not installed, CUDA kernels cannot be compiled here: %s", ob_ctx_errmsg(ctx));

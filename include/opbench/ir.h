@@ -8,6 +8,7 @@
 #ifndef OPBENCH_IR_H
 #define OPBENCH_IR_H
 
+#include "opbench/target.h" /* ob_launch */
 #include "opbench/te.h"
 
 #ifdef __cplusplus
@@ -57,20 +58,7 @@ struct ob_stmt {
   ob_expr *cond; /* IF */
 };
 
-/* What a GPU kernel is launched with, derived from its bound loops: the
- * grid and block extents per dimension (the largest loop bound to each;
- * smaller ones run under a guard), the shared memory its blocks declare,
- * and the unrolling pragma of the schedule (AutoTVM's auto_unroll_max_step:
- * loops whose iterations, with their inner loops', number at most this many
- * are unrolled; explicitly in the IR or by the device compiler's pragma). */
-typedef struct ob_launch {
-  bool gpu;                /* some loop is bound to a block or thread index */
-  int64_t grid[3], block[3];
-  int64_t shared_bytes;
-  int64_t local_bytes;     /* largest per-thread local (register) buffer total */
-  int64_t unroll_max_step; /* 0: no automatic unrolling */
-  bool unroll_explicit;
-} ob_launch;
+/* ob_launch (target.h): what a GPU kernel is launched with. */
 
 /* A lowered function (ob_lower makes it, ob_lowered_free frees it). */
 typedef struct ob_lowered ob_lowered;

@@ -129,6 +129,9 @@ OB_API ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **ou
  * receives the kernel name (both malloc'd). A GPU kernel over the target's
  * launch limits is OB_ERR_LAUNCH naming the limit. */
 OB_API ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **name);
+/* The kernel name ob_task_source gives config cfg (a C identifier: template,
+ * dtype, config index), into buf. */
+OB_API void ob_task_kernel_name(const ob_task *t, const ob_config *cfg, char *buf, size_t cap);
 /* The same, with the GPU launch (grid, block, shared memory) when launch is
  * not NULL. */
 OB_API ob_status ob_task_source_launch(ob_task *t, const ob_config *cfg, char **src, char **name,

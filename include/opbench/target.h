@@ -114,6 +114,21 @@ typedef struct ob_target_facts {
   char cpu_features[256];  /* CPU flags (/proc/cpuinfo names) kernels need, e.g. "avx2 fma" */
 } ob_target_facts;
 
+/* What a GPU kernel is launched with, derived from its bound loops: the
+ * grid and block extents per dimension (the largest loop bound to each;
+ * smaller ones run under a guard), the shared memory its blocks declare,
+ * and the unrolling pragma of the schedule (AutoTVM's auto_unroll_max_step:
+ * loops whose iterations, with their inner loops', number at most this many
+ * are unrolled; explicitly in the IR or by the device compiler's pragma). */
+typedef struct ob_launch {
+  bool gpu;                /* some loop is bound to a block or thread index */
+  int64_t grid[3], block[3];
+  int64_t shared_bytes;
+  int64_t local_bytes;     /* largest per-thread local (register) buffer total */
+  int64_t unroll_max_step; /* 0: no automatic unrolling */
+  bool unroll_explicit;
+} ob_launch;
+
 /* Parses `text`; *out is owned by the caller (ob_target_free). Unknown kind,
  * ISA, triple or option, a malformed or repeated option, an ISA that does not
  * match the triple, an -arch NVRTC does not know: OB_ERR_INVALID_ARG naming

@@ -177,6 +177,13 @@ ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
   return st;
 }
 
+void ob_task_kernel_name(const ob_task *t, const ob_config *cfg, char *buf, size_t cap) {
+  /* kernel names say what they are: template, dtype, config index */
+  snprintf(buf, cap, "%s_%s__i%llu", t->tmpl->name, ob_dtype_name(t->wl.dtype), (unsigned long long)cfg->index);
+  for (char *p = buf; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+}
+
 ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **name) {
   return ob_task_source_launch(t, cfg, src, name, NULL);
 }
@@ -186,12 +193,8 @@ ob_status ob_task_source_launch(ob_task *t, const ob_config *cfg, char **src, ch
   ob_status st = ob_task_lower(t, cfg, &f);
   if (st) return st;
   if (launch) *launch = f->launch;
-  /* kernel names say what they are: template, dtype, config index */
   char buf[160];
-  snprintf(buf, sizeof buf, "%s_%s__i%llu", t->tmpl->name, ob_dtype_name(t->wl.dtype),
-           (unsigned long long)cfg->index);
-  for (char *p = buf; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+  ob_task_kernel_name(t, cfg, buf, sizeof buf);
   st = ob_codegen(t->ctx, t->target, f, buf, src);
   ob_lowered_free(f);
   if (st) return st;

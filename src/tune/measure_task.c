@@ -107,39 +107,34 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
 }
 
 /* ---- GPU targets ----------------------------------------------------------------
- * Instantiation (lower + launch check + codegen: class 1), NVRTC or the
- * OpenCL source file (class 2 with NVRTC's log), then the GPU runner. */
-typedef struct gpu_built {
-  char *name;
-  ob_launch launch;
-  ob_gpu_build b;
-} gpu_built;
-
+ * Lowering (a config the template cannot apply: class 1), then
+ * ob_kernel_build: the launch against the target's limits (class 1, named),
+ * CUDA C through NVRTC (class 2 with its log) or OpenCL C for the device's
+ * driver; then ob_runner_run with the launch (the GPU runner). */
 static ob_status gpu_build_one(ob_ctx *ctx, ob_task *task, const ob_measure_opts *opts, const ob_config *cfg,
-                               gpu_built *g, int *error_no, char *msg, size_t cap) {
-  char *src = NULL;
-  memset(g, 0, sizeof *g);
-  ob_status st = ob_task_source_launch(task, cfg, &src, &g->name, &g->launch);
+                               ob_kernel_artifact *a, int *error_no, char *msg, size_t cap) {
+  memset(a, 0, sizeof *a);
+  ob_lowered *f = NULL;
+  ob_status st = ob_task_lower(task, cfg, &f);
   if (st == OB_ERR_NOMEM) return st;
   if (st) {
     *error_no = OB_MERR_INSTANTIATION;
     snprintf(msg, cap, "%s", ob_ctx_errmsg(ctx));
     return OB_OK;
   }
-  st = ob_gpu_compile(ctx, ob_task_target(task), opts->build.cache_dir, src, g->name, &g->b);
-  free(src);
+  char name[160];
+  ob_task_kernel_name(task, cfg, name, sizeof name);
+  const char *names[1] = {name};
+  const ob_lowered *fns[1] = {f};
+  st = ob_kernel_build(ctx, ob_task_target(task), &opts->build, fns, names, 1, a);
+  ob_lowered_free(f);
   if (st) return st; /* no NVRTC, an unwritable cache: nothing can be built */
-  if (g->b.error_no) {
-    *error_no = g->b.error_no;
-    snprintf(msg, cap, "NVRTC: %s", g->b.message ? g->b.message : "compile error");
+  if (a->error_no) {
+    *error_no = a->error_no;
+    snprintf(msg, cap, "%s%s", a->error_no == OB_MERR_COMPILE_HOST ? "NVRTC: " : "",
+             a->message ? a->message : "build failed");
   }
   return OB_OK;
-}
-
-static void gpu_built_clear(gpu_built *g) {
-  free(g->name);
-  ob_gpu_build_clear(&g->b);
-  memset(g, 0, sizeof *g);
 }
 
 static ob_status measure_gpu(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob_measure_opts *opts,
@@ -148,11 +143,11 @@ static ob_status measure_gpu(ob_ctx *ctx, ob_task *task, ob_runner *runner, cons
   ob_status st = OB_OK;
   for (int i = 0; i < n && !st; i++) {
     ob_measure_result *r = &out[i];
-    gpu_built g;
+    ob_kernel_artifact g;
     st = gpu_build_one(ctx, task, opts, &cfgs[i], &g, &r->error_no, r->message, sizeof r->message);
-    r->build_s = g.b.build_s;
-    if (!st && !r->error_no) st = run_built(runner, task, opts, &cfgs[i], g.b.path, g.name, &g.launch, r);
-    gpu_built_clear(&g);
+    r->build_s = g.build_s;
+    if (!st && !r->error_no) st = run_built(runner, task, opts, &cfgs[i], g.so_path, g.symbol, &g.launch, r);
+    ob_kernel_artifact_clear(&g);
   }
   return st;
 }
@@ -165,13 +160,13 @@ ob_status ob_build_configs(ob_ctx *ctx, ob_task *task, const ob_measure_opts *op
   if (st) return st;
   if (ob_target_is_gpu(t)) {
     for (int i = 0; i < n && !st; i++) {
-      gpu_built g;
+      ob_kernel_artifact g;
       st = gpu_build_one(ctx, task, opts, &cfgs[i], &g, &out[i].error_no, out[i].message, sizeof out[i].message);
       out[i].launch = g.launch;
-      out[i].build_s = g.b.build_s;
-      out[i].cached = g.b.cached;
-      if (g.b.path) snprintf(out[i].path, sizeof out[i].path, "%s", g.b.path);
-      gpu_built_clear(&g);
+      out[i].build_s = g.build_s;
+      out[i].cached = g.cached;
+      if (g.so_path) snprintf(out[i].path, sizeof out[i].path, "%s", g.so_path);
+      ob_kernel_artifact_clear(&g);
     }
     return st;
   }
