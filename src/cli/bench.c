@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,45 @@ static int bench_build_only(ob_ctx *ctx, const cli_args *a, const char *file, co
   return 0;
 }
 
+/* --vs onednn with an OpenCL target whose device is the CPU (PoCL): oneDNN
+ * runs on the same cores the OpenCL kernels run on, so the ratio compares two
+ * codes on one piece of hardware in one run. oneDNN gets as many threads as
+ * the device has compute units (PoCL runs a work-group per core on all of
+ * them, whatever --threads says), at the host's own ISA. A real GPU is
+ * refused: oneDNN's CPU times beside GPU times would be no comparison. */
+static bool onednn_beside_opencl_cpu(ob_ctx *ctx, const cli_args *a, const ob_target *target,
+                                     ob_baseline **base) {
+  const ob_gpu_facts *g = &ob_target_get_facts(target)->gpu;
+  if (!g->cpu_device) {
+    cli_error("--vs onednn: target '%s' runs on a GPU (%s), oneDNN on the CPU; compare a GPU with "
+              "--vs cudnn and a cuda target",
+              ob_target_str(target), g->device_name[0] ? g->device_name : "no name");
+    return false;
+  }
+  if (a->mo.cores) {
+    cli_error("--vs onednn with target '%s': --cores cannot pin the OpenCL device's threads, so "
+              "oneDNN takes the device's compute units instead; leave --cores out",
+              ob_target_str(target));
+    return false;
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  int nthreads = g->compute_units > 0 ? g->compute_units : 1;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < nthreads)
+    nthreads = CPU_COUNT(&allowed);
+  if (nthreads < 1) nthreads = 1;
+  int cores[CPU_SETSIZE];
+  int nc = 0;
+  for (int c = 0; c < CPU_SETSIZE && nc < nthreads; c++)
+    if (CPU_ISSET(c, &allowed)) cores[nc++] = c;
+  if (nc < nthreads) nthreads = nc > 0 ? nc : 1;
+  if (ob_baseline_onednn_new(ctx, nc ? cores : NULL, nthreads, NULL, base) != OB_OK) {
+    cli_error("--vs onednn: %s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  return true;
+}
+
 int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   bench_entry *es = NULL;
@@ -216,8 +256,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   /* --vs onednn on the CPU; --vs cudnn (alias cublas) on a CUDA GPU:
    * cuDNN's convolutions and cuBLAS's matrix products */
   bool gpu_vs = a->vs && strcmp(a->vs, "onednn") != 0;
-  if (a->vs && (gpu_vs ? ob_baseline_cudnn_new(ctx, target, &base)
-                       : ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, target, &base)) != OB_OK) {
+  if (a->vs && !gpu_vs && ob_target_is_gpu(target)) {
+    if (!onednn_beside_opencl_cpu(ctx, a, target, &base)) goto done;
+  } else if (a->vs && (gpu_vs ? ob_baseline_cudnn_new(ctx, target, &base)
+                              : ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, target, &base)) != OB_OK) {
     cli_error("--vs %s: %s", a->vs, ob_ctx_errmsg(ctx));
     goto done;
   }
