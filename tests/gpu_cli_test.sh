@@ -94,7 +94,9 @@ echo "# OpenCL platform: $have_ocl, NVRTC: $have_nvrtc, CUDA GPU: $have_gpu"
 if [ "$have_ocl" = 1 ]; then
   good "op on opencl runs and checks" '^error +0 \(NO_ERROR\)' op conv2d $CONV --target opencl --repeat 3
   good "op on opencl names the launch" '^launch +grid [0-9]+x[0-9]+x[0-9]+, block' op conv2d $CONV --target opencl --repeat 3
-  if grep -q "Portable Computing Language" "$tmp/out"; then
+  pocl=0
+  grep -q "Portable Computing Language" "$tmp/out" && pocl=1
+  if [ "$pocl" = 1 ]; then
     good "PoCL timings are labelled CPU timings" '^device .*CPU timings through PoCL' op conv2d $CONV --target opencl --repeat 3
     json_check "--json says cpu_timings" 'd["cpu_timings"] is True and "PoCL" in d["timing_note"] and d["error_no"] == 0' \
       op dense --shape M=1,N=16,K=32 --target opencl --repeat 3 --json
@@ -108,6 +110,35 @@ if [ "$have_ocl" = 1 ]; then
   fi
   good "tune resumes on opencl" 'resumed 4' tune --op conv2d $CONV --target opencl --tuner random --trials 4 --db "$tmp/t.db" --repeat 3
   good "db best of the opencl target" 'conv2d_nchw.cuda' db best --op conv2d $CONV --target opencl --db "$tmp/t.db"
+  printf 'conv2d N=1,C=8,H=9,W=9,K=8,R=3,S=3 1 1 2\ndense M=1,N=16,K=32 1\n' >"$tmp/small.txt"
+  if [ "$pocl" = 1 ]; then
+    json_check "bench --vs onednn beside PoCL" \
+      'd["cpu_timings"] and d["failed"] == 0 and d["geomean_ratio_best"] > 0 and all(w["onednn_error_no"] == 0 and w["best_gflops"] > 0 for w in d["workloads"])' \
+      bench --suite "$tmp/small.txt" --target opencl --vs onednn --search random:2 --repeat 2 --json
+    bad "--vs onednn with opencl and --cores" "--cores cannot pin the OpenCL device's threads" \
+      bench --suite "$tmp/small.txt" --target opencl --vs onednn --cores 0
+    # the GPU benchmark script itself, on a two-line suite: table, ratio line, the
+    # cuDNN bar said unmeasured, exit 0; a bad --bar is a usage error
+    args=(bench/gpu_resnet18.sh --target opencl --suite small.txt --search random:2 --repeat 2)
+    bash "$here/../bench/gpu_resnet18.sh" --opbench "$OB" --target opencl --suite "$tmp/small.txt" --search random:2 --repeat 2 \
+      >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -q '^geomean speed ratio opbench/onednn: ' "$tmp/out" &&
+      grep -q '^bar (geomean >= 0.8x cuDNN at batch 1): unmeasured' "$tmp/out" &&
+      tail -1 "$tmp/out" | grep -Eq '^geomean speed ratio opbench-opencl/onednn on the same CPU: [0-9.]+ '; then
+      ok "bench/gpu_resnet18.sh on PoCL: table, ratio, bar unmeasured"
+    else
+      not_ok "bench/gpu_resnet18.sh on PoCL: table, ratio, bar unmeasured"
+    fi
+    args=(bench/gpu_resnet18.sh --bar x)
+    bash "$here/../bench/gpu_resnet18.sh" --opbench "$OB" --bar x >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ "$rc" -eq 2 ] && grep -q "^gpu_resnet18.sh: error: --bar 'x' is not a positive ratio" "$tmp/err"; then
+      ok "bench/gpu_resnet18.sh refuses a bad --bar"
+    else
+      not_ok "bench/gpu_resnet18.sh refuses a bad --bar"
+    fi
+  fi
   bad "CPU template for a GPU target" "template 'conv2d_nchw.x86' of operator 'conv2d' is for CPU targets, not for target 'opencl'" \
     op conv2d $CONV --target opencl --template conv2d_nchw.x86
   bad "GPU template for a CPU target" "is for GPU targets" op conv2d $CONV --template conv2d_nchw.cuda
@@ -116,10 +147,15 @@ else
   skip "opencl: no OpenCL platform here"
 fi
 mkdir -p "$tmp/novendors"
-with OCL_ICD_VENDORS="$tmp/novendors" -- bad "no OpenCL platform" "target 'opencl': no OpenCL platform is installed .*novendors" \
-  op conv2d $CONV --target opencl
-with OCL_ICD_VENDORS="$tmp/novendors" -- bad "no OpenCL platform (tune)" "no OpenCL platform" \
-  tune --op conv2d $CONV --target opencl --trials 2 --db "$tmp/t2.db"
+if { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libOpenCL\.so\.1 '; then
+  # an empty vendors folder: the ICD loader is there, no platform behind it
+  with OCL_ICD_VENDORS="$tmp/novendors" -- bad "no OpenCL platform" "target 'opencl': no OpenCL platform is installed .*novendors" \
+    op conv2d $CONV --target opencl
+  with OCL_ICD_VENDORS="$tmp/novendors" -- bad "no OpenCL platform (tune)" "no OpenCL platform" \
+    tune --op conv2d $CONV --target opencl --trials 2 --db "$tmp/t2.db"
+else
+  bad "no OpenCL ICD loader" "the OpenCL ICD loader \(libOpenCL.so.1\) is not installed" op conv2d $CONV --target opencl
+fi
 
 # ---- cuda ----------------------------------------------------------------------------------
 if [ "$have_nvrtc" = 1 ]; then
