@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # gpu_cli_test.sh: the GPU targets through the tool. Usage: gpu_cli_test.sh OPBENCH
 #  - opencl (PoCL here): op runs, checks and times a conv2d and says the
-#    timings are CPU timings through PoCL; tune tunes a conv2d on it;
+#    timings are CPU timings through PoCL; tune tunes a conv2d on it; bench
+#    --vs onednn compares it with oneDNN on the same CPU, and the GPU benchmark
+#    (bench/gpu_resnet18.sh) runs on a small suite and says the cuDNN bar is
+#    unmeasured;
 #  - cuda: --build-only compiles through NVRTC and reports the launch; a
 #    config over the device's launch limits is error 1, named; asked to
 #    measure without a GPU, one error line suggesting --build-only;

@@ -235,7 +235,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  products) on the same GPU, FP32, beside opbench's kernels.\n"
             "--vs onednn measures oneDNN on the same workloads in the same process and ends\n"
             "  with 'geomean speed ratio opbench/onednn: X (default: Y)' (oneDNN time /\n"
-            "  opbench time: above 1 opbench is faster).\n"
+            "  opbench time: above 1 opbench is faster). With an opencl target whose device\n"
+            "  is the CPU (PoCL), oneDNN runs on the same cores, one thread per compute unit.\n"
             "Suite lines: 'op shape [stride pad] count'; '#' starts a comment. The name\n"
             "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
             "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
