@@ -174,7 +174,7 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "unroll_oc", (int64_t[]){0, 1}, 2);
   bool padded = p.pt || p.pl || p.pb || p.pr;
-  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, padded ? 3 : 1);
   if (st) return st;
   ob_space_set_filter(sp, regblock_ok, (void *)tg); /* read only */
   /* fallback: 8 output channels x one vector of columns (8 accumulators),
@@ -188,7 +188,7 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload
   ob_config_set_knob(&c, "reduce_order", 0);
   ob_config_set_knob(&c, "unroll_kw", 1);
   ob_config_set_knob(&c, "unroll_oc", 1);
-  ob_config_set_knob(&c, "pad_inline", 0);
+  ob_config_set_knob(&c, "pad_inline", 2);
   *dflt = c;
   return OB_OK;
 }
@@ -208,12 +208,13 @@ static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_config_split(cfg, "tile_ic", ic);
   int64_t order = ob_config_knob(cfg, "reduce_order");
   bool ukw = ob_config_knob(cfg, "unroll_kw"), uoc = ob_config_knob(cfg, "unroll_oc");
-  bool pad_inline = ob_config_knob(cfg, "pad_inline");
+  int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
 
   ob_stage *so = ob_sched_stage(s, c.out), *sacc = ob_sched_stage(s, c.conv);
   for (int i = 0; i < c.nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.mid[i]));
   if (!st && c.out == c.conv) st = ob_sched_cache_write(s, so, &sacc);
   if (!st && c.pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.pad));
+  if (!st && c.pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
 
   ob_ivar *ko, *ki, *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 1), oc[1], &ko, &ki);
@@ -299,7 +300,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
   bool padded = p.pt || p.pl || p.pb || p.pr;
-  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, padded ? 3 : 1);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback as AutoTVM's: a vector of output channels, a register block of
@@ -319,7 +320,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "unroll_kw", 0);
   ob_config_set_knob(&c, "reduce_order", 0);
-  ob_config_set_knob(&c, "pad_inline", 0);
+  ob_config_set_knob(&c, "pad_inline", 2);
   *dflt = c;
   return OB_OK;
 }
@@ -334,7 +335,8 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   nchwc_blocks(cfg, &icb, &ocb);
   ob_config_split(cfg, "tile_ow", ow);
   ob_config_split(cfg, "tile_oh", oh);
-  bool ukw = ob_config_knob(cfg, "unroll_kw"), pad_inline = ob_config_knob(cfg, "pad_inline");
+  bool ukw = ob_config_knob(cfg, "unroll_kw");
+  int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
   int64_t order = ob_config_knob(cfg, "reduce_order");
   int64_t icc = p.c / icb, occ = p.k / ocb;
   int64_t cpgb = p.c / p.g / icb, kpgb = p.k / p.g / ocb; /* channel blocks per group */
@@ -375,6 +377,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && o == conv) st = ob_sched_cache_write(s, so, &sacc);
   if (!st && pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, pad));
+  if (!st && pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
   ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
