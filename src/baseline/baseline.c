@@ -286,7 +286,9 @@ void ob_bl_checker_fill(ob_bl_checker *ck, void *const *bufs) {
 }
 
 ob_status ob_bl_checker_check(ob_bl_checker *ck, void *const *bufs, char *msg, size_t cap) {
-  if (ck->task) return ob_task_check(ck->task, ck->seed, bufs, msg, cap);
+  if (ck->task)
+    return ob_task_check_tol(ck->task, ck->seed, bufs,
+                             ck->p->winograd ? ob_winograd_tolerance(0) : ob_tolerance_default(), msg, cap);
   /* the inputs in bufs are still those of the fill */
   void *rb[OB_BL_MAX_ARGS];
   int o = ck->p->nargs - 1;
@@ -379,14 +381,28 @@ const char *ob_baseline_describe(const ob_baseline *b) { return b->vt->describe(
 
 ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl, const ob_timing_opts *timing,
                               uint64_t seed, ob_baseline_result *out) {
-  OB_ASSERT(b && wl && out);
+  return ob_baseline_measure_alg(b, wl, OB_BASELINE_ALG_DIRECT, timing, seed, out);
+}
+
+ob_status ob_baseline_measure_alg(ob_baseline *b, const ob_workload *wl, ob_baseline_alg alg,
+                                  const ob_timing_opts *timing, uint64_t seed, ob_baseline_result *out) {
+  OB_ASSERT(b && wl && out && alg >= 0 && alg < OB_BASELINE_ALG_COUNT);
   memset(out, 0, sizeof *out);
   double t0 = ob_now_s();
   ob_timing_opts t = ob_bl_timing(timing);
   ob_bl_problem p;
   char msg[sizeof out->message];
   ob_status st = OB_OK;
-  if (ob_bl_problem_init(wl, &p, msg, sizeof msg) != OB_OK) {
+  ob_status pst = ob_bl_problem_init(wl, &p, msg, sizeof msg);
+  if (!pst && alg == OB_BASELINE_ALG_WINOGRAD) {
+    if (p.kind == OB_BL_CONV2D && p.g == 1) {
+      p.winograd = true;
+    } else {
+      snprintf(msg, sizeof msg, "%s: no Winograd algorithm (plain convolutions only)", wl->op);
+      pst = OB_ERR_UNSUPPORTED;
+    }
+  }
+  if (pst) {
     out->error_no = OB_MERR_INSTANTIATION;
     snprintf(out->message, sizeof out->message, "%s: %.480s", b->vt->name, msg);
   } else {

@@ -46,6 +46,8 @@ typedef struct ob_bl_problem {
   int64_t batch, m, nn, kk;
   int nepi;
   ob_bl_epi epi[8];
+  bool winograd;  /* conv2d: the library's Winograd algorithm, checked with
+                     ob_winograd_tolerance */
   double flops;   /* per call */
   int64_t red;    /* reduction length, for the tolerance */
   int nargs;      /* inputs in order, then the output (last) */

@@ -127,12 +127,13 @@ ob_status ob_bl_compare(const ob_bl_problem *p, const float *got, const float *r
   double amax = 0;
   for (int64_t k = 0; k < n; k++)
     if (fabs(ref[k]) > amax) amax = fabs(ref[k]);
-  double atol = 1e-5 * sqrt((double)p->red) * (amax > 1 ? amax : 1) + 1e-6;
+  ob_tolerance tol = p->winograd ? ob_winograd_tolerance(0) : ob_tolerance_default();
+  double atol = tol.atol * sqrt((double)p->red) * (amax > 1 ? amax : 1) + 1e-6;
   for (int64_t k = 0; k < n; k++) {
     double d = fabs((double)got[k] - ref[k]);
-    if (!(d <= 1e-4 * fabs(ref[k]) + atol)) { /* NaN fails too */
+    if (!(d <= tol.rtol * fabs(ref[k]) + atol)) { /* NaN fails too */
       snprintf(msg, cap, "wrong answer: %s[%lld] = %.7g, reference %.7g (tolerance %.3g)",
-               p->args[o].name, (long long)k, got[k], ref[k], 1e-4 * fabs(ref[k]) + atol);
+               p->args[o].name, (long long)k, got[k], ref[k], tol.rtol * fabs(ref[k]) + atol);
       return OB_ERR_WRONG_ANSWER;
     }
   }

@@ -55,7 +55,7 @@ typedef enum flag_id {
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
-  F_SAVE_IO, F_TARGET, F_COUNT
+  F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -72,7 +72,7 @@ static const flag_def flags[F_COUNT] = {
     [F_PAD] = {"--pad", true, M_WORKLOAD},
     [F_DILATION] = {"--dilation", true, M_WORKLOAD},
     [F_EPILOGUE] = {"--epilogue", true, M_WORKLOAD},
-    [F_TEMPLATE] = {"--template", true, M_WORKLOAD},
+    [F_TEMPLATE] = {"--template", true, M_WORKLOAD | M_BENCH},
     [F_CONFIG] = {"--config", true, M_OP},
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
     [F_SUITE] = {"--suite", true, M_BENCH},
@@ -124,6 +124,7 @@ static const flag_def flags[F_COUNT] = {
     [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
     [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS},
+    [F_NO_WINOGRAD] = {"--no-winograd", false, M_BENCH},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -193,15 +194,29 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_BENCH:
     fprintf(f,
             "usage: opbench bench --suite FILE|resnet18 [--vs onednn] [--search exhaustive|random:N]\n"
-            "                     [--dry-run] [measurement flags]\n"
+            "                     [--template LIST] [--no-winograd] [--dry-run] [measurement flags]\n"
             "Measures the default config of every workload of a suite and prints a table,\n"
             "the geometric mean of GFLOPS and the total latency weighted by count.\n"
-            "--search finds each workload's best config over every template of its operator:\n"
-            "  all configs (exhaustive, or random:N when the space has at most N), else N\n"
-            "  random ones per template; the best few are re-measured in full.\n"
-            "--vs onednn measures oneDNN on the same workloads in the same process and ends\n"
-            "  with 'geomean speed ratio opbench/onednn: X (default: Y)' (oneDNN time /\n"
-            "  opbench time: above 1 opbench is faster).\n"
+            "--search finds each workload's best config over every template of its operator\n"
+            "  (conv2d: the direct templates and conv2d_winograd.x86 where it applies, 3x3\n"
+            "  stride 1): all configs (exhaustive, or random:N when the space has at most N),\n"
+            "  else N random ones per template; the best few are re-measured in full.\n"
+            "--template LIST      a comma list of template names (see opbench ops): an\n"
+            "  operator that has a listed template uses only its listed ones (its default\n"
+            "  config is that of the first listed); other operators keep all of theirs.\n"
+            "  e.g. --template conv2d_NCHWc.x86,conv2d_nchw.x86 (direct convolution only).\n"
+            "--no-winograd        leaves out the Winograd templates (the same as naming every\n"
+            "  other template of conv2d).\n"
+            "--vs onednn measures oneDNN on the same workloads in the same process: its\n"
+            "  direct convolution (what frameworks run) and, for conv2d workloads it has a\n"
+            "  Winograd kernel for, its Winograd algorithm too, as two columns; ratios are\n"
+            "  oneDNN time / opbench time (above 1 opbench is faster) against each and\n"
+            "  against the faster of the two ('vendor best'). Ends with the worst layer and\n"
+            "  'geomean speed ratio opbench/vendor-best: Z', then\n"
+            "  'geomean speed ratio opbench/onednn: X (default: Y)' against oneDNN direct.\n"
+            "Winograd GFLOPS (opbench's and oneDNN's) count the direct convolution's nominal\n"
+            "  FLOPs; Winograd kernels are checked with a tolerance for Winograd's error,\n"
+            "  printed in the output.\n"
             "Suite lines: 'op shape [stride pad] count'; '#' starts a comment. The name\n"
             "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
             "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
@@ -404,6 +419,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->target = v;
     break;
   case F_DRY_RUN: a->dry_run = true; break;
+  case F_NO_WINOGRAD: a->no_winograd = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
   case F_WORKLOAD: a->workload = v; break;

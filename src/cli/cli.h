@@ -50,6 +50,7 @@ typedef struct cli_args {
   bool print_source, print_ir, json, dry_run, help;
   const char *vs;    /* bench: baseline to measure beside opbench ("onednn") */
   int search_budget; /* bench: configs per template to search; 0: defaults only */
+  bool no_winograd;  /* bench: leave out the Winograd templates */
   int verbose;
   /* tune */
   const char *tuner;       /* --tuner (default xgb) */

@@ -31,6 +31,12 @@ typedef struct ob_tmpl_def {
    * unpack the other way. NULL: the layouts are the same. */
   void (*pack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
   void (*unpack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+  /* Optional: elements of argument `arg` in the kernel's layout when it is
+   * larger than the operator's (padded blocks; pack fills the padding with
+   * zeros). NULL: the operator's count. */
+  int64_t (*arg_numel)(const ob_workload *wl, const ob_config *cfg, int arg);
+  /* Optional: the check's tolerance for cfg (NULL: ob_tolerance_default). */
+  ob_tolerance (*tolerance)(const ob_workload *wl, const ob_config *cfg);
 } ob_tmpl_def;
 
 typedef struct ob_arg_info {
