@@ -193,15 +193,24 @@ static void union_dim(lctx *lc, ob_expr **base, int64_t *ext, ob_expr *b2, int64
   *ext = hi - lo;
 }
 
+/* The accesses of a producer in its consumer's body. A body with more
+ * (a Winograd output transform reads alpha^2 x m^2 of them before its
+ * coefficient chains fold) marks the list full: the region is then the
+ * whole tensor, never too small. */
+#define OB_ACC_MAX 4096
 typedef struct acc_list {
-  ob_expr **idx[64];
+  ob_expr **idx[OB_ACC_MAX];
   int n;
+  bool full;
 } acc_list;
 
 static void collect_loads(const ob_expr *e, const ob_tensor *t, acc_list *out) {
   if (!e) return;
   if (e->kind == OB_E_LOAD) {
-    if (e->tensor == t && out->n < 64) out->idx[out->n++] = e->idx;
+    if (e->tensor == t) {
+      if (out->n < OB_ACC_MAX) out->idx[out->n++] = e->idx;
+      else out->full = true;
+    }
     for (int i = 0; i < e->n; i++) collect_loads(e->idx[i], t, out);
   }
   collect_loads(e->a, t, out);
@@ -402,9 +411,12 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
     ob_stage *pr = lc->s->stages[i];
     if (pr->attach != OB_ATTACH_AT || pr->attach_stage != cons || pr->attach_iv != leaf) continue;
     tinfo *pti = info(lc, pr->tensor);
-    acc_list acc = {.n = 0};
-    collect_loads(es->ti->body, pr->tensor, &acc);
-    OB_ASSERT(acc.n > 0); /* checked before emission */
+    acc_list *accp = malloc(sizeof *accp);
+    if (!accp) return lower_oom(lc);
+    accp->n = 0;
+    accp->full = false;
+    collect_loads(es->ti->body, pr->tensor, accp);
+    OB_ASSERT(accp->n > 0); /* checked before emission */
     ob_ivar *relaxed[64];
     int nrel = 0;
     for (int q = p + 1; q < cons->nleaves; q++)
@@ -424,8 +436,8 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
     for (int d = 0; d < pr->tensor->ndim; d++) {
       ob_expr *base = NULL;
       int64_t ext = 0;
-      for (int k = 0; k < acc.n; k++) {
-        ob_expr *e = ob_simplify(lc->a, ob_expr_subst(lc->a, acc.idx[k][d], nsub, from, to));
+      for (int k = 0; k < accp->n; k++) {
+        ob_expr *e = ob_simplify(lc->a, ob_expr_subst(lc->a, accp->idx[k][d], nsub, from, to));
         ob_expr *b;
         int64_t x;
         infer_dim(lc, e, relaxed, nrel, &b, &x);
@@ -437,7 +449,7 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
         }
       }
       int64_t shape = pr->tensor->shape[d], lo, hi;
-      if (ext >= shape) {
+      if (ext >= shape || accp->full) {
         base = ob_e_int(lc->a, 0);
         ext = shape;
       }
@@ -446,6 +458,7 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
       pti->guard[d] = !(ob_range(base, &lo, &hi) && lo >= 0 && hi + ext <= shape);
       numel *= ext;
     }
+    free(accp);
     pti->local = true;
     pti->buf = new_buffer(lc, pr->tensor->name, pr->tensor->dtype, numel, OB_BUF_LOCAL);
     ob_stmt *al = ob_stmt_new(lc->a, OB_S_ALLOC);

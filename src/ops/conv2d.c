@@ -19,7 +19,9 @@ static const int64_t k_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_A
 
 typedef ob_conv_geom conv_p;
 
-static conv_p params(const ob_workload *wl) {
+static conv_p params(const ob_workload *wl) { return ob_conv2d_geom(wl); }
+
+ob_conv_geom ob_conv2d_geom(const ob_workload *wl) {
   conv_p p;
   p.n = ob_workload_get(wl, "N");
   p.c = ob_workload_get(wl, "C");
@@ -469,6 +471,9 @@ static void unpack_nchwc(const ob_workload *wl, const ob_config *cfg, int arg, c
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc},
     {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
+    {.name = "conv2d_winograd.x86", .define = ob_winograd_define, .build = ob_winograd_build,
+     .pack = ob_winograd_pack, .unpack = ob_winograd_unpack, .arg_numel = ob_winograd_arg_numel,
+     .tolerance = ob_winograd_config_tolerance},
 };
 
 const ob_op_def ob_op_conv2d = {
@@ -484,5 +489,5 @@ const ob_op_def ob_op_conv2d = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 2,
+    .ntmpls = 3,
 };

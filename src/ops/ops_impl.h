@@ -124,6 +124,19 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
 ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_t pt, int64_t pl,
                           int64_t pb, int64_t pr);
 
+/* The geometry of a conv2d workload (conv2d.c). */
+ob_conv_geom ob_conv2d_geom(const ob_workload *wl);
+
+/* ---- conv2d_winograd.x86 (winograd.c) ------------------------------------ */
+ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp,
+                             ob_config *dflt);
+ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                            ob_sched **out);
+void ob_winograd_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+void ob_winograd_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+int64_t ob_winograd_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
+ob_tolerance ob_winograd_config_tolerance(const ob_workload *wl, const ob_config *cfg);
+
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
 ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt);
 ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
