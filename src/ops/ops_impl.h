@@ -142,6 +142,7 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
 ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+int64_t ob_matmul_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
 
 
 /* ---- epilogues (epilogue.c) --------------------------------------------- */
