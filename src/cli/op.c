@@ -111,6 +111,9 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     for (int i = 0; i < res.ncosts; i++)
       cJSON_AddItemToArray(costs, cJSON_CreateNumber(res.costs[i] * 1e3));
     cJSON_AddNumberToObject(root, "flops", ob_task_flops(task));
+    ob_tolerance tol = ob_task_tolerance(task, &cfg);
+    cJSON_AddNumberToObject(root, "check_rtol", tol.rtol);
+    cJSON_AddNumberToObject(root, "check_atol", tol.atol);
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
     cJSON_AddNumberToObject(root, "number", t->number);
     cJSON_AddNumberToObject(root, "repeat", t->repeat);
@@ -133,10 +136,14 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     printf("config     #%llu %s\n", (unsigned long long)cfg.index, cfg_str);
     printf("config json %s\n", cfg_json);
     printf("error      %d (%s)\n", res.error_no, ob_merr_str(res.error_no));
+    ob_tolerance tol = ob_task_tolerance(task, &cfg);
+    printf("check      |got - ref| <= %.0e * |ref| + %.0e * sqrt(reduction) * max(max|ref|, 1) + 1e-6%s\n",
+           tol.rtol, tol.atol, strstr(ob_task_template(task), "winograd") ? " (Winograd's own)" : "");
     if (res.error_no == OB_MERR_NONE) {
       printf("median     %.4g ms\n", res.median_s * 1e3);
       printf("mean       %.4g ms\n", res.mean_s * 1e3);
-      printf("GFLOPS     %.2f\n", res.gflops);
+      printf("GFLOPS     %.2f%s\n", res.gflops,
+             strstr(ob_task_template(task), "winograd") ? " (the direct convolution's nominal FLOPs)" : "");
       printf("CV         %.2f %%\n", res.cv * 100.0);
       printf("costs ms   ");
       print_ms_list(&res);
