@@ -276,6 +276,9 @@ static bool nchwc_ok(const ob_config *cfg, void *user) {
   ob_config_split(cfg, "tile_oc", oc);
   ob_config_split(cfg, "tile_oh", oh);
   ob_config_split(cfg, "tile_ow", ow);
+  /* a padding inlined as a select (pad_inline 1) costs a test per
+   * multiply-add that skipping it (2) does not: never the better one */
+  if (ob_config_knob(cfg, "pad_inline") == 1) return false;
   return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
 }
 
@@ -327,9 +330,14 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
       break;
     }
   if (owb < 4 && p.ow >= 8) owb = most < 8 ? most : 8; /* prime widths: a tail beats 1-wide blocks */
+  /* few columns (7x7 outputs): two vectors of output channels, so that
+   * the block still has enough independent accumulators to hide the
+   * multiply-add's latency */
+  int64_t ocb = lanes;
+  if (owb * 2 <= most && p.k % (2 * lanes) == 0 && ob_tmpl_block_fits(tg, owb, 2)) ocb = 2 * lanes;
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_ic", (int64_t[]){lanes}, 1);
-  ob_config_set_split(&c, "tile_oc", (int64_t[]){lanes}, 1);
+  ob_config_set_split(&c, "tile_oc", (int64_t[]){ocb}, 1);
   ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
   ob_config_set_knob(&c, "unroll_kw", 0);

@@ -127,10 +127,13 @@ static bool applies(const ob_conv_geom *p) {
   return p->r == 3 && p->s == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 && p->g == 1;
 }
 
-/* The GEMM's register block (tile_x tiles x tile_oc channels) fits. */
+/* The GEMM's register block (tile_x tiles x tile_oc channels) fits, and
+ * has at least 4 accumulators (fewer leave the multiply-adds waiting on
+ * each other's latency: never a good config, only noise for a search). */
 static bool wino_ok(const ob_config *cfg, void *user) {
   const ob_target *tg = user;
-  return ob_tmpl_block_fits(tg, ob_config_knob(cfg, "tile_x"), ob_tmpl_vectors(tg, ob_config_knob(cfg, "tile_oc")));
+  int64_t tp = ob_config_knob(cfg, "tile_x"), vecs = ob_tmpl_vectors(tg, ob_config_knob(cfg, "tile_oc"));
+  return tp * vecs >= 4 && ob_tmpl_block_fits(tg, tp, vecs);
 }
 
 static int blocks_dividing(int64_t n, const int64_t *cand, int ncand, int64_t *out) {
@@ -169,22 +172,53 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   if (!st) st = ob_space_define_knob(sp, "unroll_c", ucs, nuc);
   if (st) return st;
   ob_space_set_filter(sp, wino_ok, (void *)tg); /* read only */
-  /* fallback: F(4x4) where a row holds at least two of its tiles, else
-   * F(2x2); channel blocks of two vectors (one for small K); as many tiles
-   * per block as the accumulators take, dividing the row of tiles where one
-   * does; the tiles' input transform first (order 1) when the transformed
-   * weights outgrow a core's share of the caches, as in deep layers. */
-  ob_config c = ob_space_first(sp);
-  int64_t m = p.ow >= 8 && p.oh >= 8 ? 4 : 2, alpha = m + 2;
-  int64_t ocb = ocs[noc - 1] > 2 * lanes ? 2 * lanes : ocs[noc - 1];
-  if (p.k <= 64 && ocs[0] <= lanes) ocb = lanes <= p.k && p.k % lanes == 0 ? lanes : ocs[0];
-  int64_t vecs = ob_tmpl_vectors(tg, ocb), tw = (p.ow + m - 1) / m, tp = 1;
-  for (int64_t t = tw < 8 ? tw : 8; t >= 1; t--)
-    if (ob_tmpl_block_fits(tg, t, vecs) && (tw % t == 0 || t == tw)) {
-      tp = t;
-      break;
-    }
+  /* fallback: the tile size of least estimated cost, counted in multiply-
+   * add operations: the GEMM (tiles x alpha^2 x C x K), the transforms
+   * (about alpha x (C + K) per tile element, at a quarter of the GEMM's
+   * speed) and the transformed weights (alpha^2 x C x K floats, streamed
+   * from memory at about 8 operations' time per byte when they outgrow the
+   * L2 cache). Large images take F(4x4): 2.25x fewer multiplications than
+   * F(2x2) on tiles that amortise the transforms; deep layers with few
+   * tiles take F(2x2): their weights, 1.8x the direct kernel's in F(2x2)
+   * and 4x in F(4x4), cost more than the multiplications saved. */
   const ob_target_facts *f = ob_target_get_facts(tg);
+  ob_config c = ob_space_first(sp);
+  int64_t m = 2;
+  double best = 0;
+  for (int64_t mm = 2; mm <= 6; mm += 2) {
+    double a2 = (double)((mm + 2) * (mm + 2)), tiles = (double)(((p.oh + mm - 1) / mm) * ((p.ow + mm - 1) / mm));
+    double gemm = 2 * tiles * a2 * (double)p.c * (double)p.k;
+    double tr = 4 * tiles * a2 * (double)(mm + 2) * 2 * (double)(p.c + p.k);
+    double ub = 4 * a2 * (double)p.c * (double)p.k;
+    double cost = gemm + tr + (ub > (double)f->l2_bytes ? 8 * ub : 0);
+    if (mm == 2 || cost < best) {
+      best = cost;
+      m = mm;
+    }
+  }
+  int64_t alpha = m + 2, tw = (p.ow + m - 1) / m;
+  /* two vectors of output channels where K allows, and the tiles per
+   * block that give the most useful accumulators, at most 16 (fuller
+   * blocks spill around the broadcasts; a block past the row's end
+   * computes padding); four vectors when the row has few tiles */
+  int64_t ocb = ocs[0];
+  for (int i = 0; i < noc; i++)
+    if (ocs[i] <= 2 * lanes) ocb = ocs[i];
+  int64_t tp = 1;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t vecs = ob_tmpl_vectors(tg, ocb);
+    double score = 0;
+    tp = 1;
+    for (int64_t t = 1; t <= tw && t <= budget; t++) { /* useful accumulators per block */
+      double sc = (double)tw / (double)((tw + t - 1) / t * t) * (double)(t * vecs);
+      if (ob_tmpl_block_fits(tg, t, vecs) && t * vecs <= 16 && sc > score) {
+        score = sc;
+        tp = t;
+      }
+    }
+    if (pass || tp * vecs >= budget / 2 || p.k % (4 * lanes) || !ob_tmpl_block_fits(tg, tp, 4)) break;
+    ocb = 4 * lanes;
+  }
   double ubytes = 4.0 * (double)(alpha * alpha) * (double)p.c * (double)p.k;
   int64_t icb = ics[0];
   for (int i = 0; i < nic; i++)
@@ -193,7 +227,9 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   ob_config_set_knob(&c, "tile_x", tp);
   ob_config_set_knob(&c, "tile_oc", ocb);
   ob_config_set_knob(&c, "tile_ic", icb);
-  ob_config_set_knob(&c, "order", ubytes > (double)f->l2_bytes ? 1 : 0);
+  /* the weights of a channel block in cache across the tiles (order 1)
+   * once they outgrow half of the L2 */
+  ob_config_set_knob(&c, "order", ubytes > (double)f->l2_bytes / 2 ? 1 : 0);
   ob_config_set_knob(&c, "unroll_c", ucs[nuc - 1] >= 2 ? 2 : 1);
   *dflt = c;
   return OB_OK;
