@@ -658,6 +658,7 @@ typedef struct points {
   int64_t safe;  /* the other guards: where the first begins to fail */
   int64_t ext;
   bool window;   /* a data loop: split on window guards too */
+  bool nested_window; /* a serial reduce loop: on window guards below an inner loop */
 } points;
 
 static void add_point(points *pt, int64_t v) {
@@ -712,16 +713,22 @@ static void cond_points(lctx *lc, const ob_expr *c, ob_ivar *o, points *pt, bool
   }
 }
 
-static void collect_points(lctx *lc, const ob_stmt *s, ob_ivar *o, points *pt) {
+/* `nested`: a loop lies between o and s. A window guard directly in a
+ * reduce loop's body costs one test per iteration of that loop (a row of
+ * taps) and is left there; one below an inner loop (a column guard inside
+ * the loop over input channels) splits the reduce loop too, so that the
+ * inner loop runs without it. */
+static void collect_points(lctx *lc, const ob_stmt *s, ob_ivar *o, points *pt, bool nested) {
   if (!s) return; /* out of memory in the partitioning: reported by ob_lower */
   switch (s->kind) {
   case OB_S_SEQ:
-    for (int i = 0; i < s->nseq; i++) collect_points(lc, s->seq[i], o, pt);
+    for (int i = 0; i < s->nseq; i++) collect_points(lc, s->seq[i], o, pt, nested);
     return;
-  case OB_S_FOR: collect_points(lc, s->body, o, pt); return;
+  case OB_S_FOR: collect_points(lc, s->body, o, pt, true); return;
   case OB_S_IF:
-    if ((pt->window || !s->window) && ob_expr_uses_var(s->cond, o)) cond_points(lc, s->cond, o, pt, s->window);
-    collect_points(lc, s->body, o, pt);
+    if ((pt->window || (pt->nested_window && nested) || !s->window) && ob_expr_uses_var(s->cond, o))
+      cond_points(lc, s->cond, o, pt, s->window);
+    collect_points(lc, s->body, o, pt, nested);
     return;
   default: return;
   }
@@ -766,9 +773,10 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
   case OB_S_FOR: {
     ob_ivar *o = s->var;
     int64_t ext = o->extent;
-    points pt = {.n = 0, .safe = ext, .ext = ext,
-                 .window = o->kind == OB_IV_DATA && s->ann != OB_IT_PARALLEL && s->ann != OB_IT_VECTORIZE};
-    if (s->ann != OB_IT_VECTORIZE) collect_points(lc, s->body, o, &pt);
+    bool plain = s->ann != OB_IT_PARALLEL && s->ann != OB_IT_VECTORIZE;
+    points pt = {.n = 0, .safe = ext, .ext = ext, .window = o->kind == OB_IV_DATA && plain,
+                 .nested_window = o->kind == OB_IV_REDUCE && plain};
+    if (s->ann != OB_IT_VECTORIZE) collect_points(lc, s->body, o, &pt, false);
     add_point(&pt, pt.safe);
     if (pt.n == 0) {
       s->body = partition(lc, s->body);
