@@ -340,8 +340,13 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   ob_config_set_split(&c, "tile_oc", (int64_t[]){ocb}, 1);
   ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
-  ob_config_set_knob(&c, "unroll_kw", 0);
-  ob_config_set_knob(&c, "reduce_order", 0);
+  /* few input channels (an image's 3): the window's loops inside the
+   * channel loop, unrolled, so the innermost loop is not 3 trips long */
+  int64_t icb[2];
+  ob_config_split(&c, "tile_ic", icb);
+  bool few = icb[1] < 8 && p.r * p.s > icb[1];
+  ob_config_set_knob(&c, "unroll_kw", few);
+  ob_config_set_knob(&c, "reduce_order", few);
   ob_config_set_knob(&c, "pad_inline", 2);
   *dflt = c;
   return OB_OK;
