@@ -153,7 +153,7 @@ static void build_table(ob_db *db, const ob_host *host, ob_task *task, int idx, 
     if (rec->config_index >= t->len) continue;
     double g = rec->error_no == 0 ? rec->gflops : 0;
     t->gflops[rec->config_index] = g;
-    t->median[rec->config_index] = rec->median_s;
+    t->median[rec->config_index] = rec->timing.median_s;
     t->nmeasured++;
     t->nfailed += g <= 0;
     if (g > t->best) t->best = g;
@@ -184,7 +184,7 @@ static ob_status replay_measure(void *user, ob_task *task, const ob_config *cfgs
       continue;
     }
     res[i].gflops = g;
-    res[i].median_s = res[i].mean_s = r->t->median[k];
+    res[i].timing.median_s = res[i].timing.mean_s = r->t->median[k];
   }
   return OB_OK;
 }

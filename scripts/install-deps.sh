@@ -6,10 +6,11 @@
 # (libFuzzer and clang's sanitizer runtimes) only for the fuzz targets (make
 # fuzz, and the short pass in make test). The aarch64 cross compiler, its C
 # library and qemu-user build and run the kernels of the target
-# `c -isa=neon -triple=aarch64-linux-gnu` (under emulation).
+# `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
+# schedule timelines (opbench schedule --timeline).
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox"
 
 missing=()
 for p in $PACKAGES; do

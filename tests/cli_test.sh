@@ -104,6 +104,24 @@ good "op dense: GFLOPS" '^GFLOPS +[0-9]' op dense $DENSE
 json_check "op dense --json parses, error_no 0" \
   'd["error_no"] == 0 and d["gflops"] > 0 and d["median_ms"] > 0 and len(d["costs_ms"]) == 10 and all(k in d for k in ("op","workload","template","config","config_index","error","message","mean_ms","cv","threads","build_s"))' \
   op dense $DENSE --json
+# issue 17: --json says how it was timed; every kept repeat lasts the 1 ms floor
+json_check "op --json: the protocol used (adaptive number, floor, cache, overhead, flags)" \
+  'd["number"] >= 1 and d["repeats_kept"] == 10 and d["repeat"] == 10 + d["extra_repeats"] and d["min_repeat_ms"] == 1 and d["cache"] == "warm" and not d["flush"] and d["timer_overhead_ns"] > 0 and d["noisy"] in (True, False) and d["below_resolution"] in (True, False) and d["max_cv"] == 0.05 and all(c * d["number"] >= 0.999 for c in d["costs_ms"])' \
+  op dense $DENSE --json
+json_check "op --number 3: fixed, no floor" 'd["number"] == 3 and d["min_repeat_ms"] == 0' \
+  op dense $DENSE --number 3 --json
+json_check "op --number 2 --min-repeat-ms 2: number grows to the floor" \
+  'd["number"] > 2 and d["min_repeat_ms"] == 2 and all(c * d["number"] >= 1.999 for c in d["costs_ms"])' \
+  op dense $DENSE --number 2 --min-repeat-ms 2 --repeat 3 --json
+json_check "op --flush: cold caches in the record" 'd["cache"] == "cold" and d["flush"]' \
+  op dense $DENSE --flush --repeat 3 --json
+json_check "op --max-cv 0: no stability rule" 'd["extra_repeats"] == 0 and d["max_cv"] == 0 and not d["noisy"]' \
+  op dense $DENSE --max-cv 0 --json
+json_check "op --max-cv 2.5%" 'd["max_cv"] == 0.025' op dense $DENSE --max-cv 2.5% --repeat 3 --json
+good "op prints the protocol" '^timing +threads 1, number [0-9]+ \(adaptive\), repeat [0-9]+, min_repeat_ms 1, warm caches, timer overhead' \
+  op dense $DENSE
+good "op relu 16x4x4 is flagged below the timer resolution" '^resolution median .* below 10x the timer overhead' \
+  op relu --shape N=1,C=16,H=4,W=4 --max-cv 0
 good "op conv2d --print-source prints C with ob_krt" 'ob_krt' \
   op conv2d $CONV --stride 1 --pad 1 --print-source
 good "op conv2d --print-ir prints the loop nest" '^ *(for|parallel) ' \
@@ -138,7 +156,7 @@ if [ "$rc" -eq 0 ] && tail -n 1 "$tmp/out" | grep -Eq '^geomean GFLOPS \(default
 else
   not_ok "bench on a suite file"
 fi
-json_check "bench --json" 'len(d["workloads"]) == 2 and d["geomean_gflops"] > 0 and d["failed"] == 0' \
+json_check "bench --json" 'len(d["workloads"]) == 2 and d["geomean_gflops"] > 0 and d["failed"] == 0 and d["number"] == 0 and d["min_repeat_ms"] == 1 and all(w["number"] >= 1 and w["cache"] == "warm" and w["timer_overhead_ns"] > 0 and "noisy" in w and "below_resolution" in w for w in d["workloads"])' \
   bench --suite "$tmp/suite.txt" --json
 # templates: --template narrows the operators it names templates of; --no-winograd
 json_check "bench --template: the listed default, other operators keep theirs" \
@@ -194,6 +212,10 @@ bad "malformed --config JSON" "--config" op conv2d $CONV --config '{"entity": [[
 bad "--config and --config-index together" "--config-index" op conv2d $CONV --config 0 --config-index 0
 bad "--threads 0" "--threads" op dense $DENSE --threads 0
 bad "non-numeric --repeat" "--repeat.*abc" op dense $DENSE --repeat abc
+bad "non-numeric --max-cv" "--max-cv.*abc" op dense $DENSE --max-cv abc
+bad "negative --max-cv" "--max-cv.*-1" op dense $DENSE --max-cv -1
+bad "--number 0" "--number" op dense $DENSE --number 0
+bad "non-numeric --stability-budget" "--stability-budget" op dense $DENSE --stability-budget soon
 bad "bad --pad form" "--pad '1,2,3'" op conv2d $CONV --pad 1,2,3
 bad "--stride on dense" "stride" op dense $DENSE --stride 2
 bad "unknown template" "nope" op dense $DENSE --template nope
@@ -268,6 +290,51 @@ if command -v aarch64-linux-gnu-gcc >/dev/null && [ -f /usr/aarch64-linux-gnu/in
     bench --suite "$tmp/suite.txt" --target "$NEON" --vs onednn
 else
   echo "skip - emulator missing, --vs onednn with neon (no cross compiler: scripts/install-deps.sh)"
+fi
+# NEON kernels: cross-compiled, run under qemu-aarch64 through the emulator
+# runner's harness, verified against the reference; times marked emulated
+if command -v aarch64-linux-gnu-gcc >/dev/null && [ -f /usr/aarch64-linux-gnu/include/stdlib.h ] &&
+  command -v qemu-aarch64 >/dev/null && [ -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
+  run op conv2d $CONV --pad 1 --target "$NEON"
+  if [ "$rc" -eq 0 ] && grep -Eq '^error +0 \(NO_ERROR\)' "$tmp/out" &&
+    grep -Eq '^emulated +timed under the target.s emulator: .* not performance figures' "$tmp/out"; then
+    ok "op --target neon: built, run under the emulator, verified, said to be emulated"
+  else
+    not_ok "op --target neon: built, run under the emulator, verified, said to be emulated"
+  fi
+  json_check "op --target neon --json: verified, emulated" \
+    "d['error_no'] == 0 and d['emulated'] is True and d['target'] == '$NEON' and d['number'] >= 1" \
+    op dense $DENSE --target "$NEON" --json
+  json_check "op --target neon --threads 2: parallel loops under the emulator" \
+    "d['error_no'] == 0 and d['emulated'] is True and d['threads'] == 2" \
+    op conv2d $CONV --pad 1 --target "$NEON" --threads 2 --json
+  good "tune --target neon: a few trials, under the emulator" '^emulated +timed under' \
+    tune --op conv2d $CONV --pad 1 --target "$NEON" --tuner random --trials 3 --db "$tmp/neon.db"
+  json_check "db stats: the tuned trials are recorded as emulated" \
+    "d['total']['records'] >= 3 and d['total']['emulated'] == d['total']['ok'] and d['total']['ok'] >= 3" \
+    db stats --db "$tmp/neon.db" --json
+  json_check "db top: emulated records, keyed by the neon target" \
+    "all(r['emulated'] is True and r['target'] == '$NEON' for r in d) and len(d) >= 1" \
+    db top --op conv2d $CONV --pad 1 --target "$NEON" --db "$tmp/neon.db" --json
+  good "bench --suite --target neon: flag emu" "^emulated: 2 workload\(s\) ran under the target's emulator" \
+    bench --suite "$tmp/suite.txt" --target "$NEON"
+  # a harness of this cache still running (its command line names the cache)
+  harness_left() {
+    local f
+    for f in /proc/[0-9]*/cmdline; do
+      tr '\0' ' ' <"$f" 2>/dev/null | grep -Eq "opbench_harness__[0-9a-f]+ $OPBENCH_CACHE/" && return 0
+    done
+    return 1
+  }
+  run op conv2d --shape N=1,C=32,H=28,W=28,K=32,R=3,S=3 --pad 1 --target "$NEON" --timeout 0.2
+  if [ "$rc" -eq 2 ] && grep -q '^opbench: error: .*error 7 (RUN_TIMEOUT).*under the emulator' "$tmp/err" &&
+    ! harness_left; then
+    ok "run timeout under the emulator: error 7, the emulated process killed"
+  else
+    not_ok "run timeout under the emulator: error 7, the emulated process killed"
+  fi
+else
+  echo "skip - neon kernels under qemu-aarch64 (cross compiler, C library or qemu-user missing: scripts/install-deps.sh)"
 fi
 # a native target this CPU cannot run: built, never run
 if ! grep -qw amx_tile /proc/cpuinfo; then

@@ -86,6 +86,24 @@ check "db stats counts every record" \
     grep -q "^records    $n of 1 workloads" "$tmp/stats.out" &&
     grep -q "^conv2d (1 workloads)" "$tmp/stats.out"; echo $?) "$(cat "$tmp/stats.out")"
 
+# issue 17: the stored number is the one the runner used (adaptive: a 14x14
+# conv takes microseconds, so more than one call per repeat), with the floor,
+# the cache state and the timer overhead; stats counts the noisy records
+used=$(q "$db" "SELECT min(number) || ' ' || min(min_repeat_ms) || ' ' || max(flush) || ' ' ||
+  (min(timer_overhead_s) > 0) FROM measurements WHERE error_no = 0")
+check "records store the number used, the floor, the cache state and the timer overhead" \
+  $(set -- $used; [ "${1:-0}" -gt 1 ] && [ "$2" = "1.0" ] && [ "$3" = "0" ] && [ "$4" = "1" ]; echo $?) \
+  "sqlite3: number, floor, flush, overhead > 0: $used"
+nnoisy=$(q "$db" "SELECT count(*) FROM measurements WHERE error_no = 0 AND noisy")
+check "db stats counts the noisy records" \
+  $(grep -Eq "^noisy +$nnoisy error-free records" "$tmp/stats.out"; echo $?) \
+  "sqlite3 says $nnoisy" "$(tail -2 "$tmp/stats.out")"
+q "$db" "UPDATE measurements SET noisy = 1 WHERE id = (SELECT min(id) FROM measurements WHERE error_no = 0 AND noisy = 0)" >/dev/null
+"$OB" db stats --db "$db" --json >"$tmp/stats.json" 2>&1
+check "db stats --json counts a record marked noisy" \
+  $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['total']['noisy'] == $nnoisy + 1 else 1)" "$tmp/stats.json"; echo $?) \
+  "$(head -20 "$tmp/stats.json")"
+
 "$OB" db export --db "$db" >"$tmp/all.csv" 2>"$tmp/exp.err"
 rc=$?
 check "db export: CSV with a header and one line per record" \

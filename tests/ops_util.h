@@ -71,7 +71,11 @@ static void ops_check_template_ex(ob_ctx *ctx, ob_runner *runner, const ob_targe
     if (ob_space_get(ctx, sp, i, &cfgs[n]) == OB_OK) n++;
   }
   ob_measure_opts o = ob_measure_opts_default();
+  /* correctness, not speed: one call timed, and no limit a loaded machine
+   * (or a sanitizer build's compiler) could reach */
+  o.timing.number = 1;
   o.timing.repeat = 1;
+  o.timing.max_cv = 0;
   o.timing.timeout_s = o.build.timeout_s = OB_TEST_TIMEOUT_S;
   o.nthreads = 2;
   ob_measure_result res[OPS_MAX_SAMPLES];

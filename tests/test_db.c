@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "check.h"
 #include "opbench/db.h"
 #include "opbench/ops.h"
@@ -72,18 +74,16 @@ static ob_db *open_db(const char *name) {
 /* A trial whose costs have median `m`. */
 typedef struct trial {
   ob_db_record r;
-  double costs[3];
 } trial;
 
 static void make_trial(trial *t, const char *wl, const char *tmpl, uint64_t idx, double m) {
   memset(t, 0, sizeof *t);
-  t->costs[0] = m * 1.1;
-  t->costs[1] = m;
-  t->costs[2] = m * 0.95;
   t->r = (ob_db_record){.host = HOST, .workload = wl, .target = TARGET, .resources = RES,
-                        .tmpl = tmpl, .config_index = idx, .error_no = 0, .median_s = m,
-                        .mean_s = m * 1.01, .cv = 0.02, .ncosts = 3, .costs = t->costs,
-                        .number = 4, .build_s = 0.25, .run_s = 0.05, .nthreads = 1,
+                        .tmpl = tmpl, .config_index = idx, .error_no = 0,
+                        .timing = {.median_s = m, .mean_s = m * 1.01, .cv = 0.02, .ncosts = 3,
+                                   .costs = {m * 1.1, m, m * 0.95}, .number = 4, .repeat = 3,
+                                   .min_repeat_ms = 1.0, .timer_overhead_s = 2e-8},
+                        .build_s = 0.25, .run_s = 0.05, .nthreads = 1,
                         .cores = "0", .timestamp = 1700000000.0 + (double)idx};
 }
 
@@ -188,8 +188,8 @@ static void test_measurements(void) {
     if (9 - i == 3) {
       t.r.error_no = OB_MERR_RUNTIME;
       t.r.error_msg = "SIGSEGV in kernel, at \"x\"";
-      t.r.median_s = t.r.mean_s = t.r.cv = NAN;
-      t.r.ncosts = 0;
+      t.r.timing.median_s = t.r.timing.mean_s = t.r.timing.cv = NAN;
+      t.r.timing.ncosts = 0;
     }
     bool stored = false;
     CHECK(ob_db_put_measurement(db, &t.r, 0, &stored) == OB_OK && stored);
@@ -245,7 +245,7 @@ static void test_measurements(void) {
   ob_db_records *r = NULL;
   CHECK(ob_db_best(db, &k, &r) == OB_OK && r && r->n == 1);
   if (r && r->n == 1) {
-    CHECK(r->rec[0].config_index == 5 && fabs(r->rec[0].median_s - 0.5e-3) < 1e-15);
+    CHECK(r->rec[0].config_index == 5 && fabs(r->rec[0].timing.median_s - 0.5e-3) < 1e-15);
     CHECK(r->rec[0].gflops > 0 && fabs(r->rec[0].gflops - ob_workload_flops(&wl) / 0.5e-3 / 1e9) < 1e-6);
     CHECK(!strcmp(r->rec[0].op, "conv2d") && r->rec[0].flops == ob_workload_flops(&wl));
   }
@@ -255,7 +255,7 @@ static void test_measurements(void) {
   anyt.tmpl = NULL;
   CHECK(ob_db_best(db, &anyt, &r) == OB_OK);
   double fastest = fmin(0.5e-3, want_best / 2);
-  if (r) CHECK(fabs(r->rec[0].median_s - fastest) < 1e-15);
+  if (r) CHECK(fabs(r->rec[0].timing.median_s - fastest) < 1e-15);
   ob_db_records_free(r);
   (void)want_idx;
   /* Any resources too: the 2-thread trial. */
@@ -270,7 +270,7 @@ static void test_measurements(void) {
 
   /* Top-k: ascending medians, error-free only. */
   CHECK(ob_db_top_k(db, &k, 4, &r) == OB_OK && r->n == 4);
-  for (int64_t i = 1; r && i < r->n; i++) CHECK(r->rec[i - 1].median_s <= r->rec[i].median_s);
+  for (int64_t i = 1; r && i < r->n; i++) CHECK(r->rec[i - 1].timing.median_s <= r->rec[i].timing.median_s);
   for (int64_t i = 0; r && i < r->n; i++) CHECK(r->rec[i].error_no == 0);
   ob_db_records_free(r);
   CHECK(ob_db_top_k(db, &k, 100, &r) == OB_OK && r->n == 9);
@@ -291,12 +291,12 @@ static void test_measurements(void) {
     if (x->config_index == 3) {
       seen_err++;
       CHECK(x->error_no == OB_MERR_RUNTIME && !strcmp(x->error_msg, "SIGSEGV in kernel, at \"x\""));
-      CHECK(isnan(x->median_s) && x->ncosts == 0 && x->gflops == 0);
+      CHECK(isnan(x->timing.median_s) && x->timing.ncosts == 0 && x->gflops == 0);
     } else if (x->config_index != 5) {
       double m = 1e-3 * (double)(1 + (x->config_index * 7) % 10);
-      CHECK(x->median_s == m && x->mean_s == m * 1.01 && x->cv == 0.02);
-      CHECK(x->ncosts == 3 && x->costs[0] == m * 1.1 && x->costs[1] == m && x->costs[2] == m * 0.95);
-      CHECK(x->number == 4 && x->build_s == 0.25 && x->run_s == 0.05 && x->nthreads == 1);
+      CHECK(x->timing.median_s == m && x->timing.mean_s == m * 1.01 && x->timing.cv == 0.02);
+      CHECK(x->timing.ncosts == 3 && x->timing.costs[0] == m * 1.1 && x->timing.costs[1] == m && x->timing.costs[2] == m * 0.95);
+      CHECK(x->timing.number == 4 && x->build_s == 0.25 && x->run_s == 0.05 && x->nthreads == 1);
       CHECK(!strcmp(x->cores, "0") && x->timestamp == 1700000000.0 + (double)x->config_index);
     }
   }
@@ -332,14 +332,43 @@ static void test_measurements(void) {
   CHECK(count_records(db, key) == 12);
 
   /* From a measurement result. */
-  ob_measure_result mr = {.error_no = 0, .median_s = 2e-3, .mean_s = 2.1e-3, .cv = 0.05,
-                          .ncosts = 2, .costs = {2e-3, 2.2e-3}, .build_s = 0.3, .run_s = 0.1};
+  ob_measure_result mr = {.error_no = 0,
+                          .timing = {.median_s = 2e-3, .mean_s = 2.1e-3, .cv = 0.05, .ncosts = 2,
+                                     .costs = {2e-3, 2.2e-3}, .number = 7, .repeat = 2},
+                          .build_s = 0.3, .run_s = 0.1};
   snprintf(mr.message, sizeof mr.message, "%s", "");
   ob_db_record rec = {.host = HOST, .workload = key, .target = TARGET, .resources = RES,
                       .tmpl = "conv2d_nchw.x86", .config_index = 42};
   ob_measure_result_to_record(&mr, &rec);
   CHECK(ob_db_put_measurement(db, &rec, 0, &stored) == OB_OK && stored);
   CHECK(ob_db_has_measurement(db, &k, 42, &has) == OB_OK && has);
+  /* its protocol comes along; a failed one timed nothing: protocol unknown */
+  ob_measure_result bad = {.error_no = OB_MERR_RUNTIME, .run_s = 0.2};
+  snprintf(bad.message, sizeof bad.message, "kernel crashed: SIGSEGV");
+  {
+    ob_db *mdb = open_db("mr.db"); /* apart: the counts below are of db */
+    CHECK(ob_db_put_measurement(mdb, &rec, 0, NULL) == OB_OK);
+    rec.config_index = 43;
+    ob_measure_result_to_record(&bad, &rec);
+    CHECK(ob_db_put_measurement(mdb, &rec, 0, &stored) == OB_OK && stored);
+    ob_db_records *rr = NULL;
+    ob_db_filter fk = {.key = k};
+    CHECK(ob_db_query(mdb, &fk, &rr) == OB_OK && rr);
+    int seen = 0;
+    for (int64_t i = 0; rr && i < rr->n; i++) {
+      const ob_db_record *x = &rr->rec[i];
+      if (x->config_index == 42) {
+        seen++;
+        CHECK(x->timing.number == 7 && x->timing.repeat == 2 && x->timing.min_repeat_ms == 0);
+      } else if (x->config_index == 43) {
+        seen++;
+        CHECK(x->error_no == OB_MERR_RUNTIME && isnan(x->timing.min_repeat_ms) && x->timing.number == 0);
+      }
+    }
+    CHECK(seen == 2);
+    ob_db_records_free(rr);
+    ob_db_close(mdb);
+  }
 
   /* Stats per workload, per operator, per error class. */
   trial d;
@@ -446,7 +475,9 @@ static void test_newer_schema(void) {
   char *before = read_all(path_in("newer.db"), &len0);
   db = (ob_db *)1;
   CHECK(ob_db_open(ctx, path_in("newer.db"), 0, &db) == OB_ERR_UNSUPPORTED && db == NULL);
-  CHECK(msg_has("newer.db") && msg_has("schema version 999") && msg_has("understands up to 1"));
+  char upto[64];
+  snprintf(upto, sizeof upto, "understands up to %d", OB_DB_SCHEMA_VERSION);
+  CHECK(msg_has("newer.db") && msg_has("schema version 999") && msg_has(upto));
   char *after = read_all(path_in("newer.db"), &len1);
   CHECK(before && after && len0 == len1 && !memcmp(before, after, len0));
   free(before);
@@ -617,7 +648,7 @@ static void test_kill9(void) {
     char ent[64];
     snprintf(ent, sizeof ent, "[[\"k\",\"ot\",%lld]]", (long long)i);
     CHECK(r->rec[i].entity && !strcmp(r->rec[i].entity, ent));
-    CHECK(r->rec[i].ncosts == 3 && r->rec[i].median_s == 1e-3 + 1e-6 * (double)i);
+    CHECK(r->rec[i].timing.ncosts == 3 && r->rec[i].timing.median_s == 1e-3 + 1e-6 * (double)i);
   }
   ob_db_records_free(r);
   /* And the file takes new writes. */
@@ -735,15 +766,15 @@ static void test_autotvm_import(void) {
     CHECK(!strcmp(x->tmpl, "conv2d_NCHWc.x86") && x->config_index == 1234);
     CHECK(!strcmp(x->target, "llvm -keys=cpu -mcpu=skylake-avx512 -num-threads=2"));
     CHECK(!strcmp(x->host, HOST) && !strcmp(x->resources, "threads=2") && x->nthreads == 2);
-    CHECK(x->error_no == 0 && x->ncosts == 3 && x->median_s == 0.000125);
-    CHECK(fabs(x->mean_s - 0.000125) < 1e-12 && x->run_s == 1.5 && isnan(x->build_s));
+    CHECK(x->error_no == 0 && x->timing.ncosts == 3 && x->timing.median_s == 0.000125);
+    CHECK(fabs(x->timing.mean_s - 0.000125) < 1e-12 && x->run_s == 1.5 && isnan(x->build_s));
     CHECK(x->timestamp == 1600000000.5 && !strcmp(x->op, "conv2d") && x->gflops > 0);
     CHECK(x->entity && !strcmp(x->entity, "[[\"tile_ic\",\"sp\",[-1,16]],[\"tile_oc\",\"sp\",[-1,16]],"
                                           "[\"tile_ow\",\"sp\",[-1,8]],[\"unroll_kw\",\"ot\",true]]"));
   }
   ob_db_records_free(r);
   CHECK(ob_db_workload_records(db, k4, &r) == OB_OK && r->n == 1);
-  if (r && r->n == 1) CHECK(r->rec[0].error_no == 4 && r->rec[0].ncosts == 0 && isnan(r->rec[0].median_s));
+  if (r && r->n == 1) CHECK(r->rec[0].error_no == 4 && r->rec[0].timing.ncosts == 0 && isnan(r->rec[0].timing.median_s));
   ob_db_records_free(r);
   CHECK(count_records(db, k16) == 1);
   CHECK(count_records(db, "dense/f32/M1N1000K512/epi:bias") == 1);
@@ -763,7 +794,7 @@ static void test_autotvm_import(void) {
   CHECK(res.nimported == 6 && res.nduplicate == 0);
   ob_db_import_result_clear(&res);
   CHECK(ob_db_workload_records(db, k1, &r) == OB_OK && r->n == 1);
-  if (r && r->n == 1) CHECK(r->rec[0].median_s == 0.5); /* line 11 came last */
+  if (r && r->n == 1) CHECK(r->rec[0].timing.median_s == 0.5); /* line 11 came last */
   ob_db_records_free(r);
 
   /* A missing file is an I/O error naming it. */
@@ -812,8 +843,8 @@ static void test_autotvm_roundtrip(void) {
       if (i == 2) {
         t.r.error_no = OB_MERR_COMPILE_HOST;
         t.r.error_msg = "cc failed";
-        t.r.ncosts = 0;
-        t.r.median_s = t.r.mean_s = t.r.cv = NAN;
+        t.r.timing.ncosts = 0;
+        t.r.timing.median_s = t.r.timing.mean_s = t.r.timing.cv = NAN;
       }
       CHECK(ob_db_put_measurement(a, &t.r, 0, NULL) == OB_OK);
       nrec++;
@@ -859,8 +890,12 @@ static void test_autotvm_roundtrip(void) {
     if (x->entity) CHECK(y->entity && !strcmp(x->entity, y->entity));
     else CHECK(y->entity && !strcmp(y->entity, "[[\"given\",\"ot\",12]]"));
     if (x->error_no == 0) {
-      CHECK(x->median_s == y->median_s && x->ncosts == y->ncosts);
-      for (int c = 0; c < x->ncosts && c < y->ncosts; c++) CHECK(x->costs[c] == y->costs[c]);
+      CHECK(x->timing.median_s == y->timing.median_s && x->timing.ncosts == y->timing.ncosts);
+      for (int c = 0; c < x->timing.ncosts && c < y->timing.ncosts; c++) CHECK(x->timing.costs[c] == y->timing.costs[c]);
+      /* the protocol travels in "opbench_timing" and comes back */
+      CHECK(x->timing.number == y->timing.number && x->timing.repeat == y->timing.repeat);
+      CHECK(x->timing.min_repeat_ms == y->timing.min_repeat_ms && x->timing.flush == y->timing.flush);
+      CHECK(x->timing.timer_overhead_s == y->timing.timer_overhead_s);
     }
   }
   ob_db_records_free(ra);
@@ -879,6 +914,215 @@ static void test_autotvm_roundtrip(void) {
                              NULL, &n) == OB_OK && n == 4);
   ob_db_close(a);
   ob_db_close(b);
+}
+
+
+/* Every field of the timing record is stored and read back; an unknown
+ * protocol stays unknown; long AutoTVM cost lists are kept whole; CSV
+ * carries the protocol; stats count noisy and emulated records. */
+static void test_timing_record(void) {
+  ob_db *db = open_db("timing.db");
+  const char *wl = "dense/f32/M1N256K256";
+  trial t;
+  make_trial(&t, wl, "dense.x86", 1, 2e-6);
+  ob_timing *tm = &t.r.timing;
+  tm->number = 517;
+  tm->repeat = 14;
+  tm->min_repeat_ms = 1.0;
+  tm->flush = true;
+  tm->timer_overhead_s = 2.1e-8;
+  tm->below_resolution = false;
+  tm->noisy = true;
+  tm->extra_repeats = 4;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  make_trial(&t, wl, "dense.x86", 2, 1e-8); /* a tiny one, warm, flagged */
+  tm->number = 100000;
+  tm->below_resolution = true;
+  tm->emulated = true; /* and timed under an emulator */
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  make_trial(&t, wl, "dense.x86", 3, 3e-6); /* protocol unknown */
+  tm->number = 0;
+  tm->repeat = 0;
+  tm->min_repeat_ms = NAN;
+  tm->timer_overhead_s = 0;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  /* more costs than a timing holds */
+  double many[100];
+  for (int i = 0; i < 100; i++) many[i] = 5e-6 + 1e-9 * i;
+  make_trial(&t, wl, "dense.x86", 4, 5e-6 + 1e-9 * 49.5);
+  t.r.all_costs = many;
+  t.r.nall_costs = 100;
+  tm->ncosts = OB_TIMING_MAX_COSTS;
+  memcpy(tm->costs, many, sizeof tm->costs);
+  tm->repeat = 100;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  /* a negative count is refused */
+  make_trial(&t, wl, "dense.x86", 5, 1e-6);
+  tm->extra_repeats = -1;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_ERR_INVALID_ARG && msg_has("negative"));
+
+  ob_db_records *r = NULL;
+  CHECK(ob_db_workload_records(db, wl, &r) == OB_OK && r && r->n == 4);
+  for (int64_t i = 0; r && i < r->n; i++) {
+    const ob_timing *x = &r->rec[i].timing;
+    switch (r->rec[i].config_index) {
+    case 1:
+      CHECK(x->number == 517 && x->repeat == 14 && x->min_repeat_ms == 1.0 && x->flush);
+      CHECK(x->timer_overhead_s == 2.1e-8 && !x->below_resolution && x->noisy);
+      CHECK(x->extra_repeats == 4 && x->ncosts == 3 && r->rec[i].all_costs == NULL);
+      CHECK(!x->emulated);
+      break;
+    case 2:
+      CHECK(x->number == 100000 && !x->flush && x->below_resolution && !x->noisy && x->emulated);
+      break;
+    case 3:
+      CHECK(x->number == 0 && x->repeat == 0 && isnan(x->min_repeat_ms));
+      CHECK(!x->flush && x->timer_overhead_s == 0);
+      break;
+    case 4:
+      CHECK(x->ncosts == OB_TIMING_MAX_COSTS && x->repeat == 100);
+      CHECK(r->rec[i].nall_costs == 100 && r->rec[i].all_costs);
+      for (int c = 0; r->rec[i].all_costs && c < 100; c++) CHECK(r->rec[i].all_costs[c] == many[c]);
+      for (int c = 0; c < OB_TIMING_MAX_COSTS; c++) CHECK(x->costs[c] == many[c]);
+      break;
+    default: CHECK(!"unexpected config");
+    }
+  }
+  ob_db_records_free(r);
+
+  /* CSV: the protocol columns, cold/warm/unknown */
+  int64_t rows = 0;
+  CHECK(ob_db_export_csv(db, NULL, path_in("timing.csv"), &rows) == OB_OK && rows == 4);
+  char *csv = read_all(path_in("timing.csv"), NULL);
+  CHECK(csv && strstr(csv, ",number,repeats_s,repeat,min_repeat_ms,cache,timer_overhead_s,"
+                           "below_resolution,noisy,extra_repeats,emulated,"));
+  CHECK(csv && strstr(csv, ",517,"));
+  CHECK(csv && strstr(csv, ",14,1,cold,2.1e-08,0,1,4,0,"));
+  CHECK(csv && strstr(csv, ",3,1,warm,2e-08,1,0,0,1,"));
+  CHECK(csv && strstr(csv, ",0,") && strstr(csv, ",,,,0,0,0,0,")); /* the unknown one */
+  free(csv);
+
+  /* AutoTVM: every one of the 100 costs goes out and comes back */
+  int64_t n = 0;
+  CHECK(ob_db_export_autotvm(db, NULL, path_in("timing.json"), ob_op_autotvm_map(), NULL, NULL,
+                             NULL, &n) == OB_OK && n == 4);
+  char *text = read_all(path_in("timing.json"), NULL);
+  CHECK(text && strstr(text, "\"opbench_timing\":{\"number\":517,\"repeat\":14,\"min_repeat_ms\":1,"
+                             "\"flush\":true,\"timer_overhead_s\":2.1e-08,\"below_resolution\":false,"
+                             "\"noisy\":true,\"extra_repeats\":4,\"emulated\":false}"));
+  free(text);
+  ob_db *b = open_db("timing_b.db");
+  ob_db_import_opts o = {.host = HOST, .resources = RES, .map = ob_op_autotvm_map()};
+  ob_db_import_result res;
+  CHECK(ob_db_import_autotvm(b, path_in("timing.json"), &o, &res) == OB_OK && res.nimported == 4);
+  ob_db_import_result_clear(&res);
+  CHECK(ob_db_workload_records(b, wl, &r) == OB_OK && r && r->n == 4);
+  for (int64_t i = 0; r && i < r->n; i++) {
+    const ob_db_record *x = &r->rec[i];
+    if (x->config_index == 1)
+      CHECK(x->timing.number == 517 && x->timing.flush && x->timing.noisy && x->timing.extra_repeats == 4);
+    if (x->config_index == 2) CHECK(x->timing.emulated && x->timing.below_resolution);
+    if (x->config_index == 3) CHECK(isnan(x->timing.min_repeat_ms) && x->timing.number == 0);
+    if (x->config_index == 4) CHECK(x->nall_costs == 100 && x->all_costs && x->all_costs[99] == many[99]);
+  }
+  ob_db_records_free(r);
+  ob_db_close(b);
+
+  /* stats: one noisy, one below resolution */
+  ob_db_stats *st = NULL;
+  CHECK(ob_db_stats_get(db, NULL, &st) == OB_OK && st);
+  if (st) CHECK(st->total.noisy == 1 && st->total.below_resolution == 1 && st->total.total == 4);
+  if (st) CHECK(st->total.emulated == 1);
+  ob_db_stats_free(st);
+  ob_db_close(db);
+}
+
+/* A version-1 file (tests/fixtures/db_v1.sql, written by opbench before
+ * version 2) is read as it is when opened read-only and upgraded in place
+ * when opened for writing, keeping every record. */
+static void test_migrate_v1(void) {
+  char fixture[512];
+  snprintf(fixture, sizeof fixture, "%s/db_v1.sql", OB_TEST_FIXTURES);
+  char *sql = read_all(fixture, NULL);
+  CHECK_MSG(sql != NULL, "cannot read %s", fixture);
+  if (!sql) return;
+  sqlite3 *raw = NULL;
+  CHECK(sqlite3_open(path_in("v1.db"), &raw) == SQLITE_OK);
+  char *err = NULL;
+  CHECK_MSG(sqlite3_exec(raw, sql, NULL, NULL, &err) == SQLITE_OK, "%s", err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(raw);
+  free(sql);
+  const char *wl = "dense/f32/M1N16K16";
+
+  /* read-only: readable, unchanged */
+  size_t len0 = 0, len1 = 0;
+  char *before = read_all(path_in("v1.db"), &len0);
+  ob_db *db = NULL;
+  CHECK(ob_db_open(ctx, path_in("v1.db"), OB_DB_READONLY, &db) == OB_OK && db);
+  ob_db_records *r = NULL;
+  CHECK(db && ob_db_workload_records(db, wl, &r) == OB_OK && r && r->n == 3);
+  for (int64_t i = 0; r && i < r->n; i++) {
+    const ob_timing *x = &r->rec[i].timing;
+    CHECK(x->number == 1 && x->repeat == 10 && x->ncosts == 10 && isnan(x->min_repeat_ms));
+    CHECK(!x->noisy && !x->below_resolution && x->extra_repeats == 0 && x->timer_overhead_s == 0);
+    CHECK(!x->emulated);
+  }
+  ob_db_records_free(r);
+  ob_db_stats *st = NULL;
+  CHECK(db && ob_db_stats_get(db, NULL, &st) == OB_OK && st && st->total.total == 3 && st->total.noisy == 0);
+  ob_db_stats_free(st);
+  ob_db_close(db);
+  char *after = read_all(path_in("v1.db"), &len1);
+  CHECK(before && after && len0 == len1 && !memcmp(before, after, len0));
+  free(before);
+  free(after);
+
+  /* writable: upgraded, the same records, new ones with the full protocol */
+  db = NULL;
+  CHECK(ob_db_open(ctx, path_in("v1.db"), 0, &db) == OB_OK && db);
+  if (!db) return;
+  CHECK(ob_db_check(db) == OB_OK);
+  CHECK(ob_db_workload_records(db, wl, &r) == OB_OK && r && r->n == 3);
+  for (int64_t i = 0; r && i < r->n; i++) {
+    const ob_db_record *x = &r->rec[i];
+    CHECK(x->timing.number == 1 && x->timing.repeat == 10 && isnan(x->timing.min_repeat_ms));
+    CHECK(x->error_no == 0 && x->timing.median_s > 0 && x->gflops > 0 && x->entity);
+  }
+  ob_db_records_free(r);
+  ob_db_stats *st2 = NULL;
+  CHECK(ob_db_stats_get(db, NULL, &st2) == OB_OK && st2 && st2->nreplaced == 3 && st2->total.total == 3);
+  ob_db_stats_free(st2);
+  trial t;
+  make_trial(&t, wl, "dense_pack.x86", 7, 9e-9);
+  t.r.timing.number = 120000;
+  t.r.timing.noisy = true;
+  CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  /* the replaced trials' history has the new columns too */
+  make_trial(&t, wl, "dense_pack.x86", 3, 8e-9);
+  t.r.host = "cfb02edcb9ed5e17";
+  t.r.target = "llvm -mcpu=native";
+  t.r.resources = "threads=1;cores=0";
+  CHECK(ob_db_put_measurement(db, &t.r, OB_DB_REPLACE, NULL) == OB_OK);
+  ob_db_close(db);
+  /* reopened: version 2, nothing upgraded twice */
+  CHECK(ob_db_open(ctx, path_in("v1.db"), OB_DB_READONLY, &db) == OB_OK && db);
+  CHECK(db && ob_db_workload_records(db, wl, &r) == OB_OK && r && r->n == 4);
+  for (int64_t i = 0; r && i < r->n; i++)
+    if (r->rec[i].config_index == 7) CHECK(r->rec[i].timing.number == 120000 && r->rec[i].timing.noisy);
+  ob_db_records_free(r);
+  ob_db_close(db);
+  CHECK(sqlite3_open(path_in("v1.db"), &raw) == SQLITE_OK);
+  sqlite3_stmt *q = NULL;
+  CHECK(sqlite3_prepare_v2(raw, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) == SQLITE_OK);
+  CHECK(q && sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "2"));
+  sqlite3_finalize(q);
+  /* 3 upgraded rows (3 costs each), then the trial the remeasure replaced (10) */
+  CHECK(sqlite3_prepare_v2(raw, "SELECT group_concat(repeat) FROM (SELECT repeat FROM"
+                                " measurements_history ORDER BY id)", -1, &q, NULL) == SQLITE_OK);
+  CHECK(q && sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "3,3,3,10"));
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
@@ -1022,6 +1266,8 @@ int main(void) {
   test_autotvm_roundtrip();
   test_autotvm_map();
   test_workload_attrs();
+  test_timing_record();
+  test_migrate_v1();
   if (!getenv("OPBENCH_KEEP_TEST_FILES")) nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   ob_ctx_free(ctx);
   return CHECK_DONE();

@@ -28,6 +28,9 @@ static ob_graph *load_w(const char *source, const char *name, int64_t size, int6
   return g;
 }
 
+static float **run(ob_graph *g);
+static double rel_diff(const float *a, const float *b, int64_t n);
+
 static ob_graph *load(const char *source, const char *name, int64_t size, int64_t seqlen, int64_t hidden) {
   return load_w(source, name, size, seqlen, hidden, false);
 }
@@ -52,6 +55,7 @@ static void test_published(void) {
       {"local", "squeezenet-1.1", 0.35e9, 1.24e6}, {"local", "inception-v3", 5.71e9, 27.16e6},
       {"local", "bert-base", 0, 85.0e6},           {"transformers", "bert-base-uncased", 0, 110e6},
       {"transformers", "gpt2", 0, 124e6},          {"local", "yolov5s", 16.5e9 / 2, 7.2e6},
+      {"local", "nasnet-a", 23.8e9, 88.9e6},
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
     ob_graph *g = load_w(k[i].source, k[i].name, 0, 0, 0, true); /* counted, not run */
@@ -82,6 +86,249 @@ static void test_published(void) {
     CHECK(ob_graph_tensor_dims(g, ob_graph_input(g, 0))[0] == 4);
     ob_graph_free(g);
   }
+}
+
+/* ---- RandWire: IOS's graph files ----------------------------------------------------------
+ * The four stage graphs as IOS's repository publishes them (files
+ * ws-16-4-0.75-2.txt, ws-32-4-0.75-3.txt, -4.txt and -5.txt: node count,
+ * edge count, then one "u v" edge per line), copied here a second time so
+ * that the zoo's table and these files must agree. */
+static const char *const k_ws_files[4] = {
+    "16\n32\n0 6\n0 7\n0 9\n1 6\n1 7\n1 15\n2 6\n2 10\n2 11\n3 9\n3 13\n4 6\n4 9\n4 13\n4 14\n4 15\n5 8\n5 10\n5 15\n"
+    "6 8\n6 9\n6 12\n7 11\n7 15\n8 11\n9 11\n10 14\n11 14\n12 14\n13 14\n13 15\n14 15\n",
+    "32\n64\n0 2\n0 13\n0 25\n0 30\n1 8\n1 20\n1 22\n2 3\n2 16\n2 24\n2 30\n3 6\n3 7\n3 26\n4 12\n4 22\n5 15\n5 21\n"
+    "5 27\n6 11\n6 21\n6 31\n7 8\n7 9\n7 15\n8 23\n8 27\n9 10\n9 11\n9 19\n10 12\n10 30\n11 13\n11 15\n11 17\n11 28\n"
+    "12 14\n12 26\n12 31\n13 14\n13 16\n13 21\n13 31\n14 16\n14 28\n14 29\n15 19\n15 22\n16 18\n17 18\n17 19\n18 24\n"
+    "18 31\n20 21\n20 22\n21 23\n21 26\n22 31\n24 31\n25 26\n26 31\n27 29\n29 30\n29 31\n",
+    "32\n64\n0 9\n0 11\n0 14\n0 17\n0 31\n1 2\n1 3\n1 31\n2 4\n2 11\n2 12\n2 14\n2 30\n3 4\n3 25\n4 9\n4 20\n4 29\n"
+    "5 6\n5 27\n6 7\n6 21\n6 27\n7 30\n7 31\n8 10\n8 25\n9 10\n9 14\n10 11\n10 16\n10 22\n10 28\n11 16\n11 24\n"
+    "12 13\n12 14\n12 15\n12 16\n13 14\n13 22\n13 26\n14 23\n15 29\n16 21\n17 26\n18 19\n18 20\n19 22\n19 27\n"
+    "20 22\n22 25\n22 30\n23 27\n24 25\n24 26\n25 28\n26 28\n27 28\n27 29\n28 29\n29 30\n29 31\n30 31\n",
+    "32\n64\n0 17\n0 20\n0 24\n1 10\n1 22\n1 26\n1 29\n2 19\n2 22\n2 28\n3 6\n3 7\n3 8\n3 9\n4 5\n4 7\n4 26\n5 6\n"
+    "5 23\n5 24\n6 8\n7 8\n7 11\n7 18\n7 23\n8 11\n8 25\n9 11\n9 19\n9 27\n9 29\n10 12\n10 17\n10 30\n11 14\n"
+    "11 23\n11 30\n12 13\n12 25\n12 31\n13 16\n13 27\n13 28\n14 24\n15 16\n15 18\n15 21\n16 17\n16 22\n17 21\n"
+    "18 24\n19 22\n20 23\n20 28\n20 29\n22 25\n23 30\n24 26\n25 28\n27 28\n27 29\n27 30\n29 31\n30 31\n",
+};
+
+typedef struct ws_graph {
+  int n, m;
+  int e[64][2];
+} ws_graph;
+
+static void ws_parse(const char *text, ws_graph *g) {
+  const char *p = text;
+  char *end;
+  g->n = (int)strtol(p, &end, 10);
+  g->m = (int)strtol(end, &end, 10);
+  for (int i = 0; i < g->m; i++) {
+    g->e[i][0] = (int)strtol(end, &end, 10);
+    g->e[i][1] = (int)strtol(end, &end, 10);
+  }
+}
+
+static int node_find(const ob_graph *g, const char *name) {
+  for (int i = 0; i < ob_graph_node_count(g); i++)
+    if (!ob_graph_node_dead(g, i) && !strcmp(ob_graph_node_name(g, i), name)) return i;
+  return -1;
+}
+
+/* Adds to *mask the stage nodes whose outputs flow, through Add nodes only,
+ * into tensor t; returns false on anything else (the stage input excepted,
+ * counted in *from_input). */
+static bool rw_sources(const ob_graph *g, int stage, int t, uint64_t *mask, int *from_input) {
+  int p = ob_graph_tensor_producer(g, t);
+  if (p < 0) return false;
+  const char *nm = ob_graph_node_name(g, p);
+  int s = -1, v = -1;
+  char tail[64] = "";
+  if (sscanf(nm, "stage%d.node%d.%63s", &s, &v, tail) == 3 && s == stage && !strcmp(tail, "bn")) {
+    *mask |= 1ull << v;
+    return true;
+  }
+  char pre[32];
+  snprintf(pre, sizeof pre, "stage%d.", stage);
+  if (ob_graph_node_op(g, p) == OB_GOP_ADD && !strncmp(nm, pre, strlen(pre)) && strstr(nm, ".sum"))
+    return rw_sources(g, stage, ob_graph_node_input(g, p, 0), mask, from_input) &&
+           rw_sources(g, stage, ob_graph_node_input(g, p, 1), mask, from_input);
+  (*from_input)++;
+  return true;
+}
+
+/* The zoo's RandWire against IOS's files: every node's predecessors are the
+ * file's, nodes without predecessors read the stage input at stride 2, the
+ * stage output sums the nodes without successors; and the multiply-adds and
+ * parameters computed from the files alone (per node: 3x3 depthwise + 1x1
+ * conv + batch norm) are the graph's, exactly. Beside them the paper's
+ * figures for C = 154 (7.9 G, 61.5 M), which were counted on the paper's own
+ * random draws: within 2%. */
+static void test_randwire(void) {
+  ob_graph *g = load_w("local", "randwire", 0, 0, 0, true);
+  if (!g) return;
+  double macs = 77.0 * 3 * 9 * 112 * 112, params = 77 * 3 * 9 + 2 * 77;
+  int64_t h = 112, cin = 77;
+  for (int s = 0; s < 4; s++) {
+    ws_graph w;
+    ws_parse(k_ws_files[s], &w);
+    int64_t c = 154 << s, ho = h / 2;
+    uint64_t preds[32] = {0}, has_succ = 0;
+    for (int i = 0; i < w.m; i++) {
+      preds[w.e[i][1]] |= 1ull << w.e[i][0];
+      has_succ |= 1ull << w.e[i][0];
+    }
+    for (int u = 0; u < w.n; u++) {
+      char nm[64];
+      snprintf(nm, sizeof nm, "stage%d.node%d.relu", s + 1, u);
+      int relu = node_find(g, nm);
+      CHECK_MSG(relu >= 0, "no node %s", nm);
+      if (relu < 0) continue;
+      uint64_t got = 0;
+      int from_input = 0;
+      CHECK(rw_sources(g, s + 1, ob_graph_node_input(g, relu, 0), &got, &from_input));
+      CHECK_MSG(got == preds[u], "stage %d node %d: predecessors %#llx, IOS's file %#llx", s + 1, u,
+                (unsigned long long)got, (unsigned long long)preds[u]);
+      CHECK(from_input == (preds[u] ? 0 : 1));
+      snprintf(nm, sizeof nm, "stage%d.node%d.dw", s + 1, u);
+      int dw = node_find(g, nm);
+      int64_t st[2] = {0, 0};
+      CHECK(dw >= 0 && ob_graph_node_attr_ints(g, dw, "strides", st, 2) == 2 && st[0] == (preds[u] ? 1 : 2));
+      int64_t ci = preds[u] ? c : cin;
+      macs += (double)(9 * ci + ci * c) * (double)(ho * ho);
+      params += (double)(9 * ci + ci * c + 2 * c);
+    }
+    /* the output sums exactly the sinks */
+    char nm[64];
+    int nsinks = 0;
+    for (int u = 0; u < w.n; u++) nsinks += !(has_succ >> u & 1);
+    snprintf(nm, sizeof nm, "stage%d.out.sum%d", s + 1, nsinks - 1);
+    int last = nsinks > 1 ? node_find(g, nm) : -1;
+    if (nsinks > 1) {
+      CHECK_MSG(last >= 0, "no node %s", nm);
+      uint64_t got = 0;
+      int from_input = 0;
+      if (last >= 0) CHECK(rw_sources(g, s + 1, ob_graph_node_output(g, last, 0), &got, &from_input));
+      uint64_t sinks = ~has_succ & (w.n == 64 ? ~0ull : (1ull << w.n) - 1);
+      CHECK(got == sinks && from_input == 0);
+    }
+    h = ho;
+    cin = c;
+  }
+  macs += 1232.0 * 1280 * 7 * 7 + 1280.0 * 1000;
+  params += 1232.0 * 1280 + 2 * 1280 + 1280.0 * 1000 + 1000;
+  CHECK_MSG(ob_graph_macs(g) == macs, "randwire: %.0f MACs, from IOS's files %.0f", ob_graph_macs(g), macs);
+  CHECK_MSG((double)ob_graph_params(g) == params, "randwire: %lld params, from IOS's files %.0f",
+            (long long)ob_graph_params(g), params);
+  CHECK_MSG(within(ob_graph_macs(g), 7.9e9, 0.02), "randwire: %.4g MACs, paper 7.9e9", ob_graph_macs(g));
+  CHECK_MSG(within((double)ob_graph_params(g), 61.5e6, 0.02), "randwire: %lld params, paper 61.5e6",
+            (long long)ob_graph_params(g));
+  ob_graph_free(g);
+}
+
+/* NASNet-A Large's structure: 2 stem cells, 18 normal cells (3 of them
+ * first cells), 2 reduction cells; each normal cell concatenates 6 inputs,
+ * the others 4; the final feature map is 11x11 with 4032 channels. */
+static void test_nasnet(void) {
+  ob_graph *g = load_w("local", "nasnet-a", 0, 0, 0, true);
+  if (!g) return;
+  int cats6 = 0, cats4 = 0;
+  for (int i = 0; i < ob_graph_node_count(g); i++) {
+    if (ob_graph_node_op(g, i) != OB_GOP_CONCAT || !strstr(ob_graph_node_name(g, i), ".cat")) continue;
+    if (strstr(ob_graph_node_name(g, i), "paths")) continue;
+    int n = ob_graph_node_num_inputs(g, i);
+    cats6 += n == 6;
+    cats4 += n == 4;
+  }
+  CHECK_MSG(cats6 == 18 && cats4 == 4, "nasnet-a: %d six-way and %d four-way cell outputs", cats6, cats4);
+  int relu = node_find(g, "relu");
+  CHECK(relu >= 0);
+  if (relu >= 0) {
+    const int64_t *d = ob_graph_tensor_dims(g, ob_graph_node_input(g, relu, 0));
+    CHECK(d[1] == 4032 && d[2] == 11 && d[3] == 11);
+  }
+  /* the first reduction cell pads as TensorFlow's SAME: 42 -> 21 */
+  int dw = node_find(g, "reduction_cell_0.comb_iter_0_left.separable_1.depthwise_conv2d");
+  int64_t p[4] = {0};
+  CHECK(dw >= 0 && ob_graph_node_attr_ints(g, dw, "pads", p, 4) == 4 && p[0] == 1 && p[1] == 1 && p[2] == 2 && p[3] == 2);
+  ob_graph_free(g);
+}
+
+/* ---- operator merging --------------------------------------------------------------------- */
+static int add_conv(ob_graph *g, const char *name, int x, int64_t k, int64_t r, int64_t pad, bool bias, const char *act,
+                    ob_rng *rng) {
+  (void)ob_graph_infer_shapes(ctx, g); /* the input's channels */
+  int64_t c = ob_graph_tensor_dims(g, x)[1];
+  int64_t wd[4] = {k, c, r, r};
+  float *w = malloc(sizeof(float) * (size_t)(k * c * r * r)), bv[64];
+  for (int64_t i = 0; i < k * c * r * r; i++) w[i] = ob_rng_float(rng) * 0.3f;
+  for (int i = 0; i < 64; i++) bv[i] = ob_rng_float(rng);
+  char nm[64];
+  int tw = -1, tb = -1, out = -1, node = -1;
+  snprintf(nm, sizeof nm, "%s.w", name);
+  CHECK(ob_graph_add_const(g, nm, OB_F32, 4, wd, w, true, &tw) == OB_OK);
+  free(w);
+  if (bias) {
+    snprintf(nm, sizeof nm, "%s.b", name);
+    CHECK(ob_graph_add_const(g, nm, OB_F32, 1, &k, bv, true, &tb) == OB_OK);
+  }
+  CHECK(ob_graph_add_node(g, OB_GOP_CONV, name, bias ? 3 : 2, (int[]){x, tw, tb}, 1, NULL, &out, &node) == OB_OK);
+  ob_graph_set_attr_ints(g, node, "kernel_shape", 2, (int64_t[]){r, r});
+  ob_graph_set_attr_ints(g, node, "pads", 4, (int64_t[]){pad, pad, pad, pad});
+  if (*act) ob_graph_set_attr_s(g, node, "activation", act);
+  return out;
+}
+
+/* Merged convolutions compute what the separate ones did, read by the same
+ * consumers; mismatches are refused naming the node. */
+static void test_merge_convs(void) {
+  ob_rng rng = {42};
+  ob_graph *g = NULL;
+  CHECK(ob_graph_new(ctx, "merge", &g) == OB_OK);
+  int x = -1, t = -1, node = -1;
+  CHECK(ob_graph_add_input(g, "x", OB_F32, 4, (int64_t[]){1, 6, 9, 9}, &x) == OB_OK);
+  int pre = -1;
+  CHECK(ob_graph_add_node(g, OB_GOP_RELU, "pre", 1, &x, 1, NULL, &pre, &node) == OB_OK);
+  int a = add_conv(g, "a", pre, 5, 3, 1, true, "relu", &rng);
+  int other = add_conv(g, "other", x, 4, 1, 0, true, "", &rng); /* between them in the order */
+  int b = add_conv(g, "b", pre, 3, 3, 1, false, "relu", &rng);
+  int c = add_conv(g, "c", pre, 7, 3, 1, true, "relu", &rng);
+  int k1 = add_conv(g, "k1", pre, 2, 1, 0, true, "relu", &rng);    /* another kernel size */
+  int res = add_conv(g, "nobias", pre, 2, 3, 1, false, "", &rng); /* another activation */
+  int cat = -1;
+  CHECK(ob_graph_add_node(g, OB_GOP_CONCAT, "cat", 6, (int[]){c, a, other, b, k1, res}, 1, NULL, &cat, &node) == OB_OK);
+  ob_graph_set_attr_i(g, node, "axis", 1);
+  CHECK(ob_graph_add_node(g, OB_GOP_RELU, "post", 1, &a, 1, NULL, &t, &node) == OB_OK);
+  CHECK(ob_graph_mark_output(g, cat) == OB_OK);
+  CHECK(ob_graph_mark_output(g, t) == OB_OK);
+  CHECK(ob_graph_infer_shapes(ctx, g) == OB_OK);
+  float **before = run(g);
+  int ia = ob_graph_tensor_producer(g, a), ib = ob_graph_tensor_producer(g, b), ic = ob_graph_tensor_producer(g, c);
+  int ik = ob_graph_tensor_producer(g, k1), ir = ob_graph_tensor_producer(g, res), io = ob_graph_tensor_producer(g, other);
+  /* refusals name the node and the difference */
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, ik}) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "'k1'") && strstr(ob_ctx_errmsg(ctx), "kernel"));
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, ir}) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "activation") != NULL);
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, io}) == OB_ERR_INVALID_ARG);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "reads") != NULL);
+  CHECK(ob_graph_merge_check(ctx, g, 1, (int[]){ia}) == OB_ERR_INVALID_ARG);
+  CHECK(ob_graph_merge_check(ctx, g, 2, (int[]){ia, ia}) == OB_ERR_INVALID_ARG);
+  int convs = count_op(g, OB_GOP_CONV), merged = -1;
+  CHECK(ob_graph_merge_convs(ctx, g, 3, (int[]){ib, ia, ic}, &merged) == OB_OK);
+  CHECK(ob_graph_validate(ctx, g) == OB_OK);
+  CHECK(count_op(g, OB_GOP_CONV) == convs - 2);
+  CHECK(count_op(g, OB_GOP_SLICE) == 3);
+  CHECK(merged >= 0 && ob_graph_node_op(g, merged) == OB_GOP_CONV &&
+        ob_graph_tensor_dims(g, ob_graph_node_output(g, merged, 0))[1] == 3 + 5 + 7);
+  float **after = run(g);
+  for (int o = 0; o < 2; o++) {
+    int64_t n = ob_graph_tensor_numel(g, ob_graph_output(g, o));
+    CHECK_MSG(rel_diff(after[o], before[o], n) < 1e-6, "output %d: merged differs by %.3g", o,
+              rel_diff(after[o], before[o], n));
+    free(before[o]);
+    free(after[o]);
+  }
+  free(before);
+  free(after);
+  ob_graph_free(g);
 }
 
 static void test_bad_models(void) {
@@ -148,6 +395,8 @@ static void test_passes_agree(void) {
       {"local", "mobilenet-v2", 32, 0, 0},
       {"local", "squeezenet-1.1", 64, 0, 0},
       {"local", "inception-v3", 75, 0, 0},
+      {"local", "randwire", 32, 0, 0},
+      {"local", "nasnet-a", 35, 0, 0},
       {"local", "yolov5s", 64, 0, 0},
       {"local", "lstm", 0, 5, 24},
       {"local", "bert-base", 0, 3, 0},
@@ -334,6 +583,9 @@ static void test_builder_errors(void) {
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_published();
+  test_randwire();
+  test_nasnet();
+  test_merge_convs();
   test_bad_models();
   test_builder_errors();
   test_resnet_passes();

@@ -545,6 +545,7 @@ static void test_roundtrip(void) {
       {"local", "resnet-50", 32, 0, 0, false},    {"local", "vgg-16", 32, 0, 0, true},
       {"local", "mobilenet-v2", 32, 0, 0, false}, {"local", "squeezenet-1.1", 64, 0, 0, false},
       {"local", "inception-v3", 75, 0, 0, false}, {"local", "yolov5s", 64, 0, 0, false},
+      {"local", "randwire", 32, 0, 0, true},      {"local", "nasnet-a", 35, 0, 0, true},
       {"local", "lstm", 0, 3, 16, false},         {"local", "bert-base", 0, 2, 0, true},
       {"transformers", "bert-base-uncased", 0, 2, 0, true},
       {"transformers", "gpt2", 0, 2, 0, true},

@@ -448,8 +448,8 @@ static void test_fuzz_regressions(void) {
   ob_db_records *recs = NULL;
   CHECK(ob_db_query(db, NULL, &recs) == OB_OK && recs && recs->n == 1);
   if (recs && recs->n == 1) {
-    CHECK(recs->rec[0].median_s > 0.0019999 && recs->rec[0].median_s < 0.0020001);
-    CHECK(recs->rec[0].mean_s > 0.0019999 && recs->rec[0].mean_s < 0.0020001);
+    CHECK(recs->rec[0].timing.median_s > 0.0019999 && recs->rec[0].timing.median_s < 0.0020001);
+    CHECK(recs->rec[0].timing.mean_s > 0.0019999 && recs->rec[0].timing.mean_s < 0.0020001);
   }
   ob_db_records_free(recs);
   /* an export onto the database itself is refused, and the database stays */

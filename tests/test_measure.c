@@ -1,8 +1,9 @@
 /* test_measure: the builder (compiles, cache hits, compiler errors, build
  * timeouts, missing and failing compilers) and the runner (correct, wrong,
  * crashing, hanging, failing and parallel kernels; the worker comes back
- * after each failure; timing growth and cache flush) on hand-written C
- * kernels, plus ob_stats on known samples. */
+ * after each failure; the timing protocol as the runner applies it: adaptive
+ * number, fixed number, AutoTVM's number + floor, cache flush) on
+ * hand-written C kernels, plus ob_stats on known samples. */
 #include <dirent.h>
 #include <ftw.h>
 #include <math.h>
@@ -16,7 +17,8 @@
 #include "opbench/measure.h"
 #include "check.h"
 
-/* The kernel ABI, as codegen repeats it at the top of every kernel. */
+/* The kernel ABI (kernel.h), written out as codegen writes it at the top of
+ * every kernel: these hand-written kernels are compiled on their own. */
 #define PRELUDE                                                                      \
   "#include <stdint.h>\n#include <stdlib.h>\n"                                       \
   "typedef void (*ob_krt_task)(void *closure, int64_t begin, int64_t end);\n"        \
@@ -162,7 +164,7 @@ static void test_builder(ob_ctx *ctx) {
   char src[512];
   snprintf(src, sizeof src, PRELUDE "/* %ld */ int tmo(void *const *b, const ob_krt *rt)"
            " { (void)b; (void)rt; return 0; }\n", (long)getpid());
-  ob_build_input tin = {src, "tmo"};
+  ob_build_input tin = {.source = src, .name = "tmo"};
   o2 = opts;
   o2.timeout_s = 0.001;
   st = ob_build_batch(ctx, &o2, &tin, 1, out);
@@ -306,7 +308,7 @@ static void expect_ok(ob_runner *r, const char *after) {
   ob_status st = ob_runner_run(r, &rc.req, &res);
   CHECK_MSG(st == OB_OK && res.error_no == OB_MERR_NONE, "after %s: %d %s", after,
             res.error_no, res.message);
-  CHECK(res.ncosts == 5 && res.median_s > 0);
+  CHECK(res.timing.ncosts == 5 && res.timing.median_s > 0);
 }
 
 static void expect_fail(ob_runner *r, int k, const char *symbol, int want, const char *text,
@@ -322,7 +324,7 @@ static void expect_fail(ob_runner *r, int k, const char *symbol, int want, const
   CHECK_MSG(res.error_no == want, "%s: error_no %d (%s), want %d", symbol, res.error_no,
             res.message, want);
   CHECK_MSG(strstr(res.message, text), "%s: message '%s' lacks '%s'", symbol, res.message, text);
-  CHECK(res.ncosts == 0);
+  CHECK(res.timing.ncosts == 0);
   CHECK(res.run_s > 0 && res.run_s <= dt + 1e-3);
   /* A hanging kernel is stopped after its timeout, never before; the upper
    * bound only says "not forever" and leaves room for a loaded machine. */
@@ -385,19 +387,37 @@ static void test_runner(ob_ctx *ctx) {
   CHECK(st == OB_OK);
   CHECK_MSG(res.error_no == OB_MERR_NONE, "%d %s", res.error_no, res.message);
   CHECK(rc.user.checks == 1);
-  CHECK(res.ncosts == 7 && res.number == 1);
-  CHECK(res.median_s > 0 && res.mean_s > 0 && res.cv >= 0 && res.run_s > 0);
-  for (int i = 0; i < res.ncosts; i++) CHECK(res.costs[i] > 0);
+  /* The defaults: adaptive number, every kept repeat at least the 1 ms
+   * floor, the stability rule's window of 7, the protocol recorded. */
+  const ob_timing *tm = &res.timing;
+  CHECK(tm->ncosts == 7 && tm->number >= 1 && tm->repeat == 7 + tm->extra_repeats);
+  CHECK(tm->repeat <= OB_TIMING_MAX_COSTS && tm->min_repeat_ms == OB_TIMING_DEFAULT_FLOOR_MS);
+  CHECK(!tm->flush && tm->timer_overhead_s > 0 && tm->timer_overhead_s < 1e-3);
+  CHECK(tm->noisy == (tm->cv > OB_TIMING_DEFAULT_MAX_CV));
+  CHECK(tm->median_s > 0 && tm->mean_s > 0 && tm->cv >= 0 && res.run_s > 0);
+  for (int i = 0; i < tm->ncosts; i++)
+    CHECK_MSG(tm->costs[i] > 0 && tm->costs[i] * tm->number >= 1e-3 * 0.999, "repeat %d: %g s",
+              i, tm->costs[i] * tm->number);
   double med, mean, cv;
-  ob_stats(res.costs, res.ncosts, &med, &mean, &cv);
-  CHECK(med == res.median_s && mean == res.mean_s && cv == res.cv);
+  ob_stats(tm->costs, tm->ncosts, &med, &mean, &cv);
+  CHECK(med == tm->median_s && mean == tm->mean_s && cv == tm->cv);
+
+  /* The old protocol: number 1, no floor, no stability rule. */
+  make_req(&rc, K_VADD, "vadd", N);
+  rc.req.timing.number = 1;
+  rc.req.timing.min_repeat_ms = 0;
+  rc.req.timing.max_cv = 0;
+  st = ob_runner_run(r, &rc.req, &res);
+  CHECK(st == OB_OK && res.error_no == OB_MERR_NONE && tm->number == 1 && tm->repeat == 5);
+  CHECK(tm->ncosts == 5 && tm->min_repeat_ms == 0 && tm->extra_repeats == 0 && !tm->noisy);
 
   /* No check: timed anyway. repeat > 64 keeps 64. */
   make_req(&rc, K_VADD, "vadd", N);
   rc.req.check = NULL;
   rc.req.timing.repeat = 100;
+  rc.req.timing.number = 1;
   st = ob_runner_run(r, &rc.req, &res);
-  CHECK(st == OB_OK && res.error_no == OB_MERR_NONE && res.ncosts == 64);
+  CHECK(st == OB_OK && res.error_no == OB_MERR_NONE && tm->ncosts == 64 && tm->repeat == 64);
 
   /* Failures, each followed by a correct run. */
   expect_fail(r, K_WRONG, "vsub", OB_MERR_WRONG_ANSWER, "expected", 0);
@@ -436,17 +456,24 @@ static void test_runner(ob_ctx *ctx) {
   st = ob_runner_run(r, &rc.req, &res);
   CHECK(st == OB_OK && res.error_no == OB_MERR_NONE);
 
-  /* min_repeat_ms grows number for a tiny kernel; groups last >= 1 ms. */
+  /* --number 2 --min-repeat-ms 1 (AutoTVM's pair) grows number from 2 for a
+   * tiny kernel; every repeat lasts >= 1 ms; the record says what was used. */
   make_req(&rc, K_TINY, "tiny", 1);
+  rc.req.timing.number = 2;
   rc.req.timing.min_repeat_ms = 1.0;
   rc.req.timing.repeat = 3;
   st = ob_runner_run(r, &rc.req, &res);
   CHECK(st == OB_OK && res.error_no == OB_MERR_NONE);
-  CHECK_MSG(res.number > 1, "number %d", res.number);
-  CHECK(res.ncosts == 3);
-  for (int i = 0; i < res.ncosts; i++)
-    CHECK_MSG(res.costs[i] * res.number >= 1e-3 * 0.999, "group %d: %g s", i,
-              res.costs[i] * res.number);
+  CHECK_MSG(tm->number > 2, "number %d", tm->number);
+  CHECK(tm->ncosts == 3 && tm->min_repeat_ms == 1.0);
+  for (int i = 0; i < tm->ncosts; i++)
+    CHECK_MSG(tm->costs[i] * tm->number >= 1e-3 * 0.999, "group %d: %g s", i,
+              tm->costs[i] * tm->number);
+  /* a fixed number without a floor is kept as it is */
+  rc.req.timing.number = 5;
+  rc.req.timing.min_repeat_ms = -1;
+  st = ob_runner_run(r, &rc.req, &res);
+  CHECK(st == OB_OK && res.error_no == OB_MERR_NONE && tm->number == 5 && tm->min_repeat_ms == 0);
 
   /* Cache flush on, and a larger buffer set (the memfd grows). */
   make_req(&rc, K_VADD, "vadd", N);
@@ -456,7 +483,7 @@ static void test_runner(ob_ctx *ctx) {
   st = ob_runner_run(r, &rc.req, &res);
   CHECK_MSG(st == OB_OK && res.error_no == OB_MERR_NONE, "flush: %d %s", res.error_no,
             res.message);
-  CHECK(res.ncosts == 4 && res.number == 3 && res.median_s > 0);
+  CHECK(tm->ncosts == 4 && tm->number == 3 && tm->median_s > 0 && tm->flush);
   make_req(&rc, K_VADD, "vadd", N);
   for (int i = 0; i < 3; i++) rc.bytes[i] = 8u << 20;
   st = ob_runner_run(r, &rc.req, &res);
@@ -502,8 +529,8 @@ static void test_stats(void) {
   CHECK(strcmp(ob_merr_str(OB_MERR_RUN_TIMEOUT), "RUN_TIMEOUT") == 0);
   CHECK(ob_merr_str(99) != NULL && ob_merr_str(-1) != NULL);
   ob_timing_opts t = ob_timing_default();
-  CHECK(t.number == 1 && t.repeat == 10 && t.min_repeat_ms == 0 && !t.flush &&
-        t.timeout_s == 10);
+  CHECK(t.number == 0 && t.repeat == 10 && t.min_repeat_ms < 0 && !t.flush &&
+        t.timeout_s == 10 && t.max_cv == 0.05);
 }
 
 int main(void) {

@@ -1,6 +1,7 @@
 /* test_schedule: every schedule primitive, end to end. Each case lowers a
- * small compute with and without the primitive, compiles both (one batch per
- * case, see kernel_util.h), runs them on the same random inputs and compares
+ * small compute with and without the primitive, builds both with the kernel
+ * API (ob_kernel_build, one batch per case, then ob_kernel_load), runs them
+ * on the same random inputs and compares (kernel_check.h)
  * the outputs; it also checks the loop nest the primitive produced
  * (ob_lowered_str) and, where the primitive shows in C, the generated
  * source. The last part applies each primitive wrongly and expects
@@ -12,7 +13,7 @@
 #include <string.h>
 
 #include "opbench/schedule.h"
-#include "kernel_util.h"
+#include "kernel_check.h"
 
 #define OK(x) CHECK_MSG((x) == OB_OK, "%s: %s", #x, ob_ctx_errmsg(e->ctx))
 
@@ -42,9 +43,14 @@ static ob_sched *sched_of(ku_env *e, ob_te *te, int n, ob_tensor *const *outs) {
   return s;
 }
 
-/* Lowers s into k, then frees s. */
+/* Lowers s into k (a failure is a failed CHECK; k then stays unbuildable),
+ * then frees s. */
 static void prep(ku_env *e, ku_kernel *k, ob_sched *s, const char *name) {
-  ku_prepare(e, k, s, name);
+  memset(k, 0, sizeof *k);
+  snprintf(k->name, sizeof k->name, "%s", name);
+  ob_status st = ob_lower(s, &k->low);
+  CHECK_MSG(st == OB_OK, "%s: ob_lower: %s: %s", name, ob_status_str(st), ob_ctx_errmsg(e->ctx));
+  if (!st) k->nest = ob_lowered_str(k->low);
   ob_sched_free(s);
   const char *empty = k->nest ? ku_empty_block(k->nest) : NULL;
   CHECK_MSG(!empty, "%s: an empty loop or if in the nest at:\n%.80s\n%s", name, empty, k->nest);
@@ -55,6 +61,51 @@ static void prep(ku_env *e, ku_kernel *k, ob_sched *s, const char *name) {
 static void prep_default(ku_env *e, ku_kernel *k, ob_te *te, int n, ob_tensor *const *outs,
                          const char *name) {
   prep(e, k, sched_of(e, te, n, outs), name);
+}
+
+/* Builds every lowered kernel of k[0..n) not built yet in one
+ * ob_kernel_build batch and loads each with ob_kernel_load. */
+static bool ku_build(ku_env *e, ku_kernel *k, int n) {
+  const ob_lowered *fns[64];
+  const char *names[64];
+  int idx[64], m = 0;
+  OB_ASSERT(n <= 64);
+  for (int i = 0; i < n; i++)
+    if (k[i].low && !k[i].k) {
+      fns[m] = k[i].low;
+      names[m] = k[i].name;
+      idx[m++] = i;
+    }
+  if (!m) return true;
+  ob_kernel_artifact art[64];
+  const char *flags = getenv("OB_TEST_KERNEL_FLAGS"); /* e.g. when cc is not the test's compiler */
+  ob_build_opts opts = {.cache_dir = e->cache, .flags = flags && flags[0] ? flags : KU_KERNEL_FLAGS,
+                        .timeout_s = OB_TEST_TIMEOUT_S};
+  double t0 = ob_now_s();
+  ob_status st = ob_kernel_build(e->ctx, NULL, &opts, fns, names, m, art);
+  e->build_s += ob_now_s() - t0;
+  CHECK_MSG(st == OB_OK, "ob_kernel_build: %s", ob_ctx_errmsg(e->ctx));
+  bool ok = st == OB_OK;
+  for (int j = 0; j < m; j++) {
+    ku_kernel *kk = &k[idx[j]];
+    kk->art = art[j];
+    kk->src = kk->art.source;
+    if (st) continue;
+    CHECK_MSG(kk->art.error_no == OB_MERR_NONE, "%s does not build: %s: %s\n--- source ---\n%s",
+              kk->name, ob_merr_str(kk->art.error_no), kk->art.message ? kk->art.message : "",
+              kk->src ? kk->src : "(none)");
+    if (kk->art.error_no != OB_MERR_NONE) {
+      ok = false;
+      continue;
+    }
+    CHECK(kk->art.nargs == ob_lowered_num_args(kk->low));
+    if (kk->art.cached) e->ncached++;
+    else e->nbuilt++;
+    ob_status ls = ob_kernel_load(e->ctx, &kk->art, &kk->k);
+    CHECK_MSG(ls == OB_OK, "ob_kernel_load %s: %s", kk->name, ob_ctx_errmsg(e->ctx));
+    ok &= ls == OB_OK;
+  }
+  return ok;
 }
 
 static void free_all(ku_kernel *k, int n) {

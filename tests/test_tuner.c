@@ -75,7 +75,7 @@ static void synth_results(const synth *y, const ob_config *c, int n, ob_measure_
   for (int i = 0; i < n; i++) {
     memset(&r[i], 0, sizeof r[i]);
     r[i].gflops = synth_gflops(y, &c[i]);
-    r[i].median_s = r[i].mean_s = 1.0 / r[i].gflops;
+    r[i].timing.median_s = r[i].timing.mean_s = 1.0 / r[i].gflops;
   }
 }
 
@@ -431,7 +431,7 @@ static void test_loop_real(void) {
   CHECK_MSG(s.trials == 12 && s.measured == 12 && s.resumed == 0, "trials %d measured %d",
             s.trials, s.measured);
   CHECK(s.best_trial > 0 && s.best_result.gflops > 0);
-  CHECK(s.confirmed && s.confirm_candidates == 5 && s.confirmed_result.median_s > 0);
+  CHECK(s.confirmed && s.confirm_candidates == 5 && s.confirmed_result.timing.median_s > 0);
   CHECK(db_count(dbpath, "measurements") == 12);
   CHECK(count_lines(log) == 12);
 

@@ -210,7 +210,7 @@ static drive_res drive(ob_task *task, const char *name, uint64_t seed, const cha
       memset(&res[i], 0, sizeof res[i]);
       double g = synth(&cfg[i], &res[i].error_no);
       res[i].gflops = g;
-      res[i].median_s = g > 0 ? ob_task_flops(task) / (g * 1e9) : 0;
+      res[i].timing.median_s = g > 0 ? ob_task_flops(task) / (g * 1e9) : 0;
       r.proposed++;
       if (g >= sb->best && r.to_best > budget) r.to_best = r.proposed;
       if (g >= 0.95 * sb->best && r.to_good > budget) r.to_good = r.proposed;
@@ -285,7 +285,7 @@ static ob_status cold_measure(void *user, ob_task *task, const ob_config *cfgs, 
   for (int i = 0; i < n; i++) {
     memset(&res[i], 0, sizeof res[i]);
     res[i].gflops = synth(&cfgs[i], &res[i].error_no);
-    res[i].median_s = res[i].gflops > 0 ? 1e-3 / res[i].gflops : 0;
+    res[i].timing.median_s = res[i].gflops > 0 ? 1e-3 / res[i].gflops : 0;
   }
   return OB_OK;
 }
@@ -450,10 +450,10 @@ static void fill_db(ob_db *db, ob_task *task) {
     r.config_index = i;
     r.entity = json;
     r.error_no = e;
-    r.median_s = r.mean_s = cost;
-    r.cv = NAN;
-    r.ncosts = e ? 0 : 1;
-    r.costs = &cost;
+    r.timing.median_s = r.timing.mean_s = cost;
+    r.timing.cv = NAN;
+    r.timing.ncosts = e ? 0 : 1;
+    r.timing.costs[0] = cost;
     r.build_s = r.run_s = NAN;
     CHECK(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK);
     free(json);

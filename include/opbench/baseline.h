@@ -1,6 +1,7 @@
 /* baseline: vendor libraries executing the same workloads as opbench, in the
- * same process, timed with the runner's protocol and checked against the
- * same naive reference, so every comparison is measured side by side. The
+ * same process, timed by the runner's timing loop (kernel.h) and checked
+ * against the operators' naive reference, so every comparison is measured
+ * side by side. The
  * one baseline today is oneDNN (libdnnl, C API, v2.x).
  *
  * Operators (opbench's, workloads from ob_workload_parse) and the layouts
@@ -27,7 +28,7 @@
 #define OPBENCH_BASELINE_H
 
 #include "opbench/core.h"
-#include "opbench/measure.h"
+#include "opbench/kernel.h"
 #include "opbench/ops.h"
 #include "opbench/target.h"
 
@@ -46,14 +47,9 @@ typedef struct ob_baseline_result {
   char message[512];   /* why, for any error */
   char impl[96];       /* implementation the library picked, e.g.
                           "brg:avx512_core", or "" when none was created */
-  int ncosts;          /* repeats kept */
-  double costs[64];    /* seconds per call, one per repeat group */
-  int number;          /* the final calls per group */
-  double median_s;     /* median of costs */
-  double mean_s;       /* mean without min and max when ncosts > 2 */
-  double cv;           /* stddev / mean of costs */
+  ob_timing timing;    /* when error_no is NONE: costs, median, number used, flags */
   double flops;        /* floating-point operations per call */
-  double gflops;       /* flops / median_s / 1e9 */
+  double gflops;       /* flops / timing.median_s / 1e9 */
   double run_s;        /* wall time of the whole measurement (setup included) */
 } ob_baseline_result;
 
@@ -81,15 +77,17 @@ OB_API const char *ob_baseline_name(const ob_baseline *b); /* "onednn" */
  * (OpenMP, 1 thread on cores 0, isa avx512_core)". Owned by b. */
 OB_API const char *ob_baseline_describe(const ob_baseline *b);
 
-/* Measures one workload (float32): inputs from seed (ob_task_fill's values
- * when opbench has a task for the workload, the same generator otherwise),
+/* Measures one workload (float32): ops validates it (ob_workload_validate)
+ * and its ob_task supplies the inputs (ob_task_fill from seed) and judges
+ * the output (ob_task_check: the operators' naive reference),
  * the library's preferred formats for data, weights and output, weights and
  * inputs reordered once before timing; one discarded warm-up whose output is
- * reordered back and checked against the naive reference (ob_task_check
- * where a task exists); then `repeat` groups of `number` primitive
- * executions, a group shorter than min_repeat_ms growing `number` by x1.618
- * and redone, flushing the primitive's inputs before each call when
- * timing->flush. timing NULL: ob_timing_default(). Workload failures are
+ * reordered back and checked; then ob_time_loop (kernel.h) with the options
+ * ob_runner uses (ob_timing_resolve with the handle's target: adaptive
+ * number, the target's floor, repeats,
+ * stability rule), ob_cache_flush on the primitive's inputs before each call
+ * when timing->flush, and the timer overhead measured once per handle.
+ * timing NULL: ob_timing_default(). Workload failures are
  * results (out->error_no); the call fails only when the baseline itself
  * cannot work (out of memory). */
 OB_API ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl,

@@ -1,7 +1,9 @@
 /* codegen: turns a lowered loop nest into one C translation unit. Vectorized
  * loops become GCC vector-extension code; parallel loops are outlined into
  * task functions and called through the runtime's thread pool (no OpenMP).
- * The kernel ABI below is what every generated kernel exports. */
+ * Every generated file starts with the kernel ABI (kernel.h: ob_krt,
+ * ob_kernel_fn) written out as text, so a kernel compiles on its own; the
+ * one definition for callers is kernel.h's (test_kernel checks they agree). */
 #ifndef OPBENCH_CODEGEN_H
 #define OPBENCH_CODEGEN_H
 
@@ -10,17 +12,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- kernel ABI (repeated textually at the top of every generated file) ----
- *   int <name>(void *const *bufs, const ob_krt *rt);
- * bufs: one pointer per placeholder (in declaration order), then the outputs.
- * Returns 0. rt->parallel_for runs fn over [0, n) on the caller's pool. */
-typedef void (*ob_krt_task)(void *closure, int64_t begin, int64_t end);
-typedef struct ob_krt {
-  void *pool;
-  void (*parallel_for)(void *pool, int64_t n, ob_krt_task fn, void *closure);
-} ob_krt;
-typedef int (*ob_kernel_fn)(void *const *bufs, const ob_krt *rt);
 
 struct ob_lowered;
 struct ob_target; /* target.h */

@@ -24,15 +24,26 @@
 
 
 #include "opbench/core.h"
-#include "opbench/measure.h"
+#include "opbench/kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* The schema this build writes and understands; a file with a larger
- * version is refused (OB_ERR_UNSUPPORTED), never modified. */
-#define OB_DB_SCHEMA_VERSION 1
+ * version is refused (OB_ERR_UNSUPPORTED), never modified. A smaller one
+ * is upgraded in place when opened for writing (one transaction), and read
+ * as it is when opened read-only.
+ *   1  the first.
+ *   2  measurements (and their history) gain the timing protocol of issue
+ *      17: repeat, min_repeat_ms, flush, timer_overhead_s, below_resolution,
+ *      noisy, extra_repeats, emulated; `number` is the calls per repeat the runner
+ *      used. Upgraded rows keep their number (version 1 stored the requested
+ *      count: right unless --min-repeat-ms was given), get repeat from their
+ *      cost list and an unknown floor, cache state and overhead; `emulated`
+ *      marks trials timed under an emulator (a cross target's kernels run by
+ *      qemu-user): their costs are not performance figures. */
+#define OB_DB_SCHEMA_VERSION 2
 #define OB_DB_DEFAULT_BUSY_MS 5000
 
 typedef struct ob_db ob_db;
@@ -110,10 +121,19 @@ typedef struct ob_db_record {
                             ob_config_to_json makes); NULL: none / unknown */
   int error_no;          /* ob_merr */
   const char *error_msg; /* NULL or "" when none */
-  double median_s, mean_s, cv;
-  int ncosts;
-  const double *costs;   /* every repeat, seconds per call */
-  int number;            /* calls per repeat; 0: unknown */
+  ob_timing timing;      /* the measurement (kernel.h): costs of the kept repeats,
+                            median/mean/cv, the calls per repeat actually used
+                            (0: unknown), repeats taken (0: unknown), the floor
+                            (NAN: the protocol is unknown, as for imported
+                            records and those of version-1 files; the cache
+                            state is then unknown too), cold or warm caches, the
+                            timer's overhead (0: unknown), the below-resolution
+                            and noisy flags, the stability rule's extra repeats,
+                            and whether it ran under an emulator */
+  const double *all_costs; /* every cost when there are more than timing holds
+                              (AutoTVM logs may carry any number; timing.costs
+                              then has the first OB_TIMING_MAX_COSTS), else NULL */
+  int nall_costs;
   double build_s, run_s;
   int nthreads;          /* 0: unknown */
   const char *cores;     /* "0,1"; NULL: unknown */
@@ -190,6 +210,9 @@ typedef struct ob_db_stat_row {
   const char *op;
   int64_t total;
   int64_t by_error[OB_MERR_COUNT]; /* per error class; unknown codes in UNKNOWN */
+  int64_t noisy;                /* error-free trials whose CV stayed above the stability threshold */
+  int64_t below_resolution;     /* error-free trials with a median under 10x the timer overhead */
+  int64_t emulated;             /* error-free trials timed under an emulator (not performance) */
   double best_s;                /* fastest error-free median; NAN if none */
   double best_gflops;           /* 0 if unknown */
   int64_t nworkloads;           /* in by_op and total */

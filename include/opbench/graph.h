@@ -207,6 +207,21 @@ OB_API ob_status ob_graph_eliminate_dead(ob_ctx *ctx, ob_graph *g, int *removed)
  * each plain tensor read by a blocked conv with channels >= lanes). */
 OB_API ob_status ob_graph_plan_layout(ob_ctx *ctx, ob_graph *g, int lanes, int *transforms);
 
+/* Operator merging (IOS's merge stages). ob_graph_merge_check: OB_OK when
+ * the n >= 2 nodes are live Convs (group 1, no fused residual, constant
+ * weights, known shapes) that read the same input tensor with the same
+ * kernel size, strides, pads, dilations and fused activation; else
+ * OB_ERR_INVALID_ARG naming the node that differs and how.
+ * ob_graph_merge_convs rewrites them into one Conv with their output
+ * channels in the order given (weights and biases concatenated; a missing
+ * bias is zeros) placed where the first of them was, followed by one Slice
+ * per original conv along the channels that takes over that conv's output
+ * tensor, so every reader is unchanged; the originals die. Node ids from
+ * the merged conv's position on shift (ids are positions): *merged gets the
+ * new conv's id. */
+OB_API ob_status ob_graph_merge_check(ob_ctx *ctx, const ob_graph *g, int n, const int *nodes);
+OB_API ob_status ob_graph_merge_convs(ob_ctx *ctx, ob_graph *g, int n, const int *nodes, int *merged);
+
 typedef struct ob_graph_pass_stats {
   int folded, bn_folded, fused, removed, transforms;
 } ob_graph_pass_stats;

@@ -1,85 +1,19 @@
-/* measure: the builder (drives the system compiler, in parallel, with a
- * content-addressed cache and a timeout) and the runner (an isolated worker
- * process that loads variants, checks them and times them; it is killed and
- * restarted when a kernel crashes or hangs). Error classes follow AutoTVM. */
+/* measure: the runner (an isolated worker process that loads variants,
+ * checks them and times them; it is killed and restarted when a kernel
+ * crashes or hangs). The builder and the error classes live in kernel.h,
+ * included here so callers of either keep compiling. */
 #ifndef OPBENCH_MEASURE_H
 #define OPBENCH_MEASURE_H
 
 #include "opbench/core.h"
+#include "opbench/kernel.h" /* error classes and the builder moved there */
+#include "opbench/target.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* AutoTVM's MeasureErrorNo, same numbers. */
-typedef enum ob_merr {
-  OB_MERR_NONE = 0,
-  OB_MERR_INSTANTIATION = 1, /* the config could not be turned into code */
-  OB_MERR_COMPILE_HOST = 2,
-  OB_MERR_COMPILE_DEVICE = 3,
-  OB_MERR_RUNTIME = 4,       /* crash: SIGSEGV, SIGFPE, SIGILL, abort */
-  OB_MERR_WRONG_ANSWER = 5,
-  OB_MERR_BUILD_TIMEOUT = 6,
-  OB_MERR_RUN_TIMEOUT = 7,
-  OB_MERR_UNKNOWN = 8,
-  OB_MERR_COUNT
-} ob_merr;
-OB_API const char *ob_merr_str(int error_no);
-
-/* ---- builder --------------------------------------------------------------- */
-struct ob_target; /* target.h */
-typedef struct ob_build_opts {
-  const struct ob_target *target; /* what the kernels are for; NULL: the
-                            default target (ob_target_host). Gives the
-                            compiler and flags unless set below. */
-  const char *cc;        /* NULL: the target's ($OPBENCH_CC, else "cc", for a
-                            native target; e.g. aarch64-linux-gnu-gcc) */
-  const char *flags;     /* NULL: the target's, e.g. "-O3 -march=native
-                            -mprefer-vector-width=512 -fPIC -shared" */
-  const char *cache_dir; /* NULL: $OPBENCH_CACHE, else $XDG_CACHE_HOME/opbench,
-                            else $HOME/.cache/opbench, else /tmp/opbench-<uid> */
-  double timeout_s;      /* <= 0: 10 s, as AutoTVM */
-  int jobs;              /* parallel compilers; <= 0: number of online CPUs */
-} ob_build_opts;
-
-typedef struct ob_build_input {
-  const char *source; /* full C translation unit */
-  const char *name;   /* kernel name, used in file names and messages */
-} ob_build_input;
-
-typedef struct ob_build_result {
-  int error_no;       /* OB_MERR_NONE, _COMPILE_HOST or _BUILD_TIMEOUT */
-  char *so_path;      /* malloc'd path of the shared object on success */
-  char *message;      /* malloc'd compiler output (stderr), or NULL */
-  double build_s;     /* wall seconds spent compiling (0 if cached) */
-  bool cached;        /* the shared object came from the cache */
-} ob_build_result;
-
-/* Builds n sources, up to opts->jobs compilers at once. Per-variant failures
- * land in out[i].error_no with the compiler's message; the call itself fails
- * only when nothing could be attempted (e.g. the compiler does not exist:
- * OB_ERR_COMPILE with a message naming it). out[] must be cleared by the
- * caller with ob_build_result_clear. */
-OB_API ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts,
-                                const ob_build_input *in, int n, ob_build_result *out);
-OB_API void ob_build_result_clear(ob_build_result *r);
-
-/* The compiler ob_build_batch would use with these opts: its resolved path
- * and the first line of its `--version` (empty if it prints none). Both
- * truncated to their caps. OB_ERR_COMPILE when it does not exist. */
-OB_API ob_status ob_build_compiler(ob_ctx *ctx, const ob_build_opts *opts, char *path,
-                                   size_t path_cap, char *version, size_t version_cap);
-
 /* ---- runner ---------------------------------------------------------------- */
-typedef struct ob_timing_opts {
-  int number;           /* calls per repeat group (grows x1.618, see below) */
-  int repeat;           /* groups kept */
-  double min_repeat_ms; /* a group shorter than this grows `number` and is redone */
-  bool flush;           /* flush every input from the caches before each call */
-  double timeout_s;     /* limit for one whole request; <= 0: 10 s */
-} ob_timing_opts;
-OB_API ob_timing_opts ob_timing_default(void); /* number 1, repeat 10, 0 ms, flush off, 10 s */
-
 /* Fills the input buffers (random, never zero) and poisons outputs with NaN;
  * runs in the calling process on the shared buffers. */
 typedef void (*ob_fill_fn)(void *user, void *const *bufs);
@@ -88,6 +22,8 @@ typedef void (*ob_fill_fn)(void *user, void *const *bufs);
 typedef ob_status (*ob_check_fn)(void *user, void *const *bufs, char *msg, size_t msgcap);
 
 typedef struct ob_run_request {
+  const ob_target *target;   /* what the kernel was built for (borrowed); NULL: the
+                                host. Gives the timing floor. */
   const char *so_path;
   const char *symbol;        /* kernel function name */
   int nbufs;
@@ -104,19 +40,17 @@ typedef struct ob_run_request {
 typedef struct ob_run_result {
   int error_no;        /* ob_merr */
   char message[512];   /* why, for any error */
-  int ncosts;          /* repeats kept */
-  double costs[64];    /* seconds per call, one per repeat group */
-  int number;          /* the final calls per group */
-  double median_s;     /* median of costs */
-  double mean_s;       /* mean without min and max when ncosts > 2 */
-  double cv;           /* stddev / mean of costs */
+  ob_timing timing;    /* when error_no is NONE: the costs, number used, flags */
   double run_s;        /* wall time of the whole request */
 } ob_run_result;
 
 typedef struct ob_runner ob_runner;
 OB_API ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out);
 OB_API void ob_runner_free(ob_runner *r); /* kills the worker */
-/* Loads, checks and times one variant in the worker. Kernel failures are
+/* Loads, checks and times one variant in the worker: one discarded warm-up
+ * call, the check, then ob_time_loop with req->timing normalized for
+ * req->target (ob_timing_resolve). The worker measures the timer's overhead once when
+ * it starts; every result carries it. Kernel failures are
  * results (res->error_no), not call failures; the worker is restarted as
  * needed. Returns an error status only when the runner itself cannot work
  * (fork/memfd failed) or the request cannot be run: a buffer over
@@ -126,9 +60,6 @@ OB_API ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_r
 /* OB_OK when `bytes` of buffers for `what` fit in half of the machine's
  * physical memory; OB_ERR_NOMEM naming both sizes otherwise. */
 OB_API OB_NODISCARD ob_status ob_runner_check_memory(ob_ctx *ctx, const char *what, size_t bytes);
-
-/* Median / trimmed mean / CV of n samples (n >= 1); exported for tests. */
-OB_API void ob_stats(const double *x, int n, double *median, double *trimmed_mean, double *cv);
 
 #ifdef __cplusplus
 }

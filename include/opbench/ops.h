@@ -26,6 +26,27 @@ typedef struct ob_workload {
   char epilogue[48]; /* "", or a comma list of bias, relu, relu6, add */
 } ob_workload;
 
+/* An epilogue (ob_workload.epilogue) parsed: its steps in order. The one
+ * parser of the epilogue text; the baseline reads workloads through it too. */
+typedef enum ob_epi {
+  OB_EPI_BIAS = 0, /* + bias[channel] */
+  OB_EPI_RELU,
+  OB_EPI_RELU6,
+  OB_EPI_ADD,      /* + residual, same shape as the output */
+  OB_EPI_COUNT
+} ob_epi;
+
+typedef struct ob_epilogue {
+  int n;
+  ob_epi step[8];
+} ob_epilogue;
+
+/* "bias,relu" -> steps. NULL or "" is the empty epilogue. An unknown or
+ * repeated step (bias and add at most once), or more than 8, is
+ * OB_ERR_INVALID_ARG naming it (ctx may be NULL). */
+OB_API OB_NODISCARD ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
+OB_API bool ob_epilogue_has(const ob_epilogue *e, ob_epi step);
+
 /* Builds a workload for `op` from "N=1,C=64,H=56,W=56,K=64,R=3,S=3"-style
  * text; attributes not given take the operator's defaults, a required one
  * missing, an unknown name or a malformed number is OB_ERR_INVALID_ARG

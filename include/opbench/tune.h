@@ -21,22 +21,21 @@ typedef struct ob_measure_opts {
   const int *cores;      /* NULL: 0..nthreads-1 */
   uint64_t seed;         /* random inputs */
 } ob_measure_opts;
-/* 1 thread, number 1, repeat 10, min_repeat_ms 0, seed 1. */
+/* 1 thread, ob_timing_default() (adaptive number, repeat 10, the target's
+ * floor, stability rule on), seed 1. */
 OB_API ob_measure_opts ob_measure_opts_default(void);
 
 typedef struct ob_measure_result {
   int error_no; /* ob_merr */
   char message[1024];
-  double median_s, mean_s, cv; /* seconds per call */
-  int ncosts;
-  double costs[64];
-  double gflops; /* flops / median_s / 1e9; 0 on error */
+  ob_timing timing; /* seconds per call, number used, repeats, floor, flags */
+  double gflops;    /* flops / timing.median_s / 1e9; 0 on error */
   double build_s, run_s;
 } ob_measure_result;
 
 /* The database record's result fields from a measurement: error class,
- * message, median/mean/cv, repeats and build/run seconds (pointers borrow
- * from *r). The key fields of *rec are left as they are. */
+ * message, the timing record and build/run seconds (the message pointer
+ * borrows from *r). The key fields of *rec are left as they are. */
 struct ob_db_record; /* db.h */
 OB_API void ob_measure_result_to_record(const ob_measure_result *r, struct ob_db_record *rec);
 
@@ -180,8 +179,9 @@ OB_API ob_status ob_feature_extract(ob_ctx *ctx, struct ob_task *task, const ob_
  *  - at the end the top configs are re-measured with the full protocol,
  *    their stored trials replaced (the old ones kept as history) and the
  *    winner stored as the task's confirmed best (ob_db_put_confirmed).
- * Trials time with `measure` but timing.repeat lowered to search_repeat;
- * the re-measurement uses `measure` as given. */
+ * Trials time with `measure` but timing.repeat lowered to search_repeat and
+ * no stability rule (timing.max_cv 0); the re-measurement uses `measure` as
+ * given. */
 #include <stdio.h>
 
 struct ob_db; /* db.h */

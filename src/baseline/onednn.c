@@ -7,8 +7,9 @@
  * relu; relu6: eltwise clip 0..6; add: sum post-op, the output buffer
  * preloaded with the residual); the caller-layout inputs reordered into the
  * primitive's formats once; a user-managed scratchpad; one discarded
- * warm-up whose output is reordered back and checked; then only
- * dnnl_primitive_execute (+ stream wait) is timed. Under the sum post-op the
+ * warm-up whose output is reordered back and checked; then ob_time_loop
+ * (kernel.h, the runner's loop) times only
+ * dnnl_primitive_execute (+ stream wait). Under the sum post-op the
  * timed calls keep accumulating into the output, as an in-place residual
  * add does; values stay finite.
  *
@@ -206,12 +207,12 @@ static dnnl_status_t make_attr(const ob_bl_problem *p, dnnl_primitive_attr_t *ou
   /* scratchpad passed at execution: no allocation inside the timed call */
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   if (s == dnnl_success) s = dnnl_post_ops_create(&po);
-  for (int i = 0; i < p->nepi && s == dnnl_success; i++) {
-    switch (p->epi[i]) {
-    case OB_BL_EPI_BIAS: break; /* the bias argument; first step only */
-    case OB_BL_EPI_RELU: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f); break;
-    case OB_BL_EPI_RELU6: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f); break;
-    case OB_BL_EPI_ADD: s = dnnl_post_ops_append_sum(po, 1.0f); break;
+  for (int i = 0; i < p->epi.n && s == dnnl_success; i++) {
+    switch (p->epi.step[i]) {
+    case OB_EPI_BIAS: break; /* the bias argument; first step only */
+    case OB_EPI_RELU: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f); break;
+    case OB_EPI_RELU6: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f); break;
+    case OB_EPI_ADD: s = dnnl_post_ops_append_sum(po, 1.0f); break;
     default: s = dnnl_invalid_arguments; break;
     }
   }
@@ -235,7 +236,7 @@ static dnnl_format_tag_t blocked_tag(void) {
 
 static dnnl_status_t make_pd(onednn *d, const ob_bl_problem *p, dnnl_primitive_desc_t *pd) {
   dnnl_memory_desc_t src, wei, bias, dst;
-  bool has_bias = ob_bl_problem_has(p, OB_BL_EPI_BIAS);
+  bool has_bias = ob_bl_problem_has(p, OB_EPI_BIAS);
   dnnl_primitive_attr_t attr = NULL;
   dnnl_status_t s = make_attr(p, &attr);
   if (s != dnnl_success) return s;
@@ -327,7 +328,7 @@ static int run_once(void *user) {
 
 static void flush_inputs(void *user) {
   dn_run *r = user;
-  for (int i = 0; i < r->nflush; i++) ob_bl_flush_range(r->flush_ptr[i], r->flush_bytes[i]);
+  for (int i = 0; i < r->nflush; i++) ob_cache_flush(r->flush_ptr[i], r->flush_bytes[i]);
 }
 
 static void dn_error(ob_baseline_result *res, dnnl_status_t s, const char *op, const char *what) {
@@ -409,7 +410,7 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
     run.flush_bytes[run.nflush++] = dnnl_memory_desc_get_size(md);
   }
   run.args[run.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_DST, dst};
-  if (ob_bl_problem_has(p, OB_BL_EPI_ADD)) { /* dst is an input too */
+  if (ob_bl_problem_has(p, OB_EPI_ADD)) { /* dst is an input too */
     void *h = NULL;
     dnnl_memory_get_data_handle(dst, &h);
     run.flush_ptr[run.nflush] = h;
@@ -438,8 +439,9 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
     goto out;
   }
 
-  int rc = ob_bl_time(t, deadline, run_once, flush_inputs, &run, res);
-  if (rc == -1) {
+  /* run_once returns a dnnl_status_t: never OB_TIME_DEADLINE (INT_MIN) */
+  int rc = ob_time_loop(t, deadline, run_once, flush_inputs, &run, &res->timing);
+  if (rc == OB_TIME_DEADLINE) {
     res->error_no = OB_MERR_RUN_TIMEOUT;
     snprintf(res->message, sizeof res->message, "onednn: %s: timing ran past %g s", wl->op, t->timeout_s);
   } else if (rc) {
@@ -458,7 +460,7 @@ out:
   dnnl_primitive_desc_destroy(pd);
   ob_bl_checker_clear(&ck);
   threads_leave(d, &ts);
-  if (res->error_no != OB_MERR_NONE) res->ncosts = 0, res->median_s = res->mean_s = res->cv = 0;
+  if (res->error_no != OB_MERR_NONE) memset(&res->timing, 0, sizeof res->timing);
   return st;
 }
 
@@ -549,6 +551,8 @@ ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads, co
   b->vt = &k_onednn_i;
   b->self = d;
   b->ctx = ctx;
+  b->timer_overhead_s = ob_timer_overhead();
+  b->floor_ms = target ? ob_target_get_facts(target)->min_repeat_ms : -1;
   d->ctx = ctx;
   d->nthreads = nthreads;
   for (int i = 0; i < nthreads; i++) d->cores[i] = cores ? cores[i] : i;

@@ -25,7 +25,8 @@ int cli_error(const char *fmt, ...) {
 }
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
-                                                     "db",  "models", "export-onnx", "run-reference"};
+                                                     "db",  "models", "export-onnx", "run-reference",
+                                                     "schedule"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -41,8 +42,9 @@ enum {
   M_MODELS = 1u << CLI_CMD_MODELS,
   M_EXPORT = 1u << CLI_CMD_EXPORT_ONNX,
   M_RUNREF = 1u << CLI_CMD_RUN_REFERENCE,
-  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF,
+  M_SCHED = 1u << CLI_CMD_SCHEDULE,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED,
   M_MEASURE = M_OP | M_BENCH | M_TUNE,
   M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
 };
@@ -50,12 +52,13 @@ enum {
 typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
-  F_MIN_REPEAT_MS, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
+  F_MIN_REPEAT_MS, F_MAX_CV, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
-  F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_COUNT
+  F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
+  F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -78,10 +81,12 @@ static const flag_def flags[F_COUNT] = {
     [F_SUITE] = {"--suite", true, M_BENCH},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
     [F_THREADS] = {"--threads", true, M_MEASURE | M_DB},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB},
+    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED},
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
+    [F_MAX_CV] = {"--max-cv", true, M_MEASURE},
+    [F_STABILITY_BUDGET] = {"--stability-budget", true, M_MEASURE},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
     [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
@@ -89,7 +94,7 @@ static const flag_def flags[F_COUNT] = {
     [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
     [F_OP] = {"--op", true, M_TUNE | M_DB},
@@ -125,6 +130,20 @@ static const flag_def flags[F_COUNT] = {
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
     [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS},
     [F_NO_WINOGRAD] = {"--no-winograd", false, M_BENCH},
+    [F_R] = {"--r", true, M_SCHED},
+    [F_S] = {"--s", true, M_SCHED},
+    [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED},
+    [F_TIMELINE] = {"--timeline", true, M_SCHED},
+    [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
+    [F_GFLOPS] = {"--gflops", true, M_SCHED},
+    [F_GBPS] = {"--gbps", true, M_SCHED},
+    [F_EFFICIENCY] = {"--efficiency", true, M_SCHED},
+    [F_CORUN] = {"--corun", true, M_SCHED},
+    [F_IOS_ORIGINAL] = {"--ios-original", false, M_SCHED},
+    [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
+    [F_MAX_PART] = {"--max-part", true, M_SCHED},
+    [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -133,10 +152,18 @@ static const char measure_help[] =
     "measurement:\n"
     "  --threads N          threads of the kernel's pool (default 1)\n"
     "  --cores LIST         core set, e.g. 0-3 or 0,2 (default 0..N-1)\n"
-    "  --number N           calls per repeat group (default 1)\n"
-    "  --repeat N           repeat groups kept, 1..64 (default 10)\n"
-    "  --min-repeat-ms MS   grow --number until a group lasts this long (default 0)\n"
-    "  --flush              flush the inputs from the caches before every call\n"
+    "  --number N           calls per repeat, fixed (default: adaptive, calibrated so that\n"
+    "                       one repeat lasts at least the floor)\n"
+    "  --repeat N           repeats kept, 1..64 (default 10)\n"
+    "  --min-repeat-ms MS   the floor: a repeat lasts at least this long; with --number,\n"
+    "                       number grows from N until it does (default 1, the target's;\n"
+    "                       none with --number)\n"
+    "  --max-cv PCT         stability rule: while the CV of the last repeats is above\n"
+    "                       PCT %, take more repeats within the budget (default 5; 0: off)\n"
+    "  --stability-budget S extra seconds the stability rule may spend per measurement\n"
+    "                       (default: as long as the repeats before it took)\n"
+    "  --flush              cold caches: flush the inputs before every call (default warm;\n"
+    "                       every record states which)\n"
     "  --timeout S          run time limit of one variant, seconds (default 10)\n"
     "  --build-timeout S    compile time limit of one variant, seconds (default 10)\n"
     "  --cc CC              C compiler (default $OPBENCH_CC, else cc)\n"
@@ -262,6 +289,43 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --save-output FILE   the first output as NumPy .npy (float32)\n"
             "  --save-io DIR        every input and output as DIR/input<i>.npy, DIR/output<i>.npy\n"
             "                       and their names in DIR/io.txt\n\n%s",
+            model_help);
+    break;
+  case CLI_CMD_SCHEDULE:
+    fprintf(f,
+            "usage: opbench schedule --modelname M [model flags] [--r 3] [--s 8] [--cores N]\n"
+            "                        [--schedule-out FILE] [--timeline FILE.svg] [--scheduler ios|greedy|sequential]\n"
+            "                        [--schedule FILE] [--print-stages] [--json]\n"
+            "Plans the model's operators (after the passes) as IOS does, on CPU core groups, with\n"
+            "three schedulers: sequential (every operator on all cores), greedy (every ready\n"
+            "operator at once, cores split evenly) and IOS's dynamic program (stages that merge\n"
+            "convolutions or run groups of operators concurrently, each group on its own cores;\n"
+            "the split of the cores is searched with each stage). Prints, for each: stages,\n"
+            "groups per stage, predicted latency, the DP's statistics and the optimisation time.\n"
+            "Latencies are PREDICTED by a per-operator model (below), not measured: measured\n"
+            "stage costs arrive with the graph runtime.\n\n"
+            "scheduling:\n"
+            "  --r R                most operators in a group (default 3)\n"
+            "  --s S                most groups in a stage (default 8; never more than the cores)\n"
+            "  --cores N            plan for N cores (default: this machine's); beyond this\n"
+            "                       machine the plan is a prediction for a machine not at hand\n"
+            "  --ios-original       IOS's own endings: no overlapping groups merged (its known flaw)\n"
+            "  --no-merge           no merge stages\n"
+            "  --max-part P         most operators the DP plans at once (1..64, default 64)\n"
+            "  --scheduler NAME     the schedule --schedule-out, --timeline and --print-stages take\n"
+            "                       (ios, greedy or sequential; default ios)\n"
+            "  --schedule-out FILE  write that schedule as JSON\n"
+            "  --schedule FILE      also cost a schedule file (checked against the model: every\n"
+            "                       operator once, after its inputs, disjoint cores per stage)\n"
+            "  --timeline FILE.svg  draw that schedule as a timeline (gnuplot)\n"
+            "  --print-stages       list its stages\n\n"
+            "the per-operator model: at k threads, per graph node, 2 us + 2 us x (k-1) + max(FLOPs / (G x k^E),\n"
+            "bytes / (B x k^E)); a group's time is the sum over its operators, times a co-run\n"
+            "slowdown when other groups run beside it; a stage lasts as long as its slowest group:\n"
+            "  --gflops G           GFLOP/s of one core (default 20)\n"
+            "  --gbps B             GB/s of one core (default 8)\n"
+            "  --efficiency E       thread scaling exponent (default 0.9)\n"
+            "  --corun F            co-run slowdown factor (default 1.1)\n\n%s",
             model_help);
     break;
   case CLI_CMD_TUNE:
@@ -466,6 +530,10 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->threads_set = true;
     break;
   case F_CORES:
+    if (a->cmd == CLI_CMD_SCHEDULE) { /* a count: the machine to plan for */
+      if (!int_flag(name, v, 1, 4096, &a->sched_cores)) return false;
+      break;
+    }
     if (ob_parse_cores(ctx, v, a->cores, OB_CLI_MAX_CORES, &a->ncores) != OB_OK) {
       cli_error("--cores: %s", ob_ctx_errmsg(ctx));
       return false;
@@ -480,6 +548,21 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_MIN_REPEAT_MS:
     if (!double_flag(name, v, 0, 1e6, &a->mo.timing.min_repeat_ms)) return false;
+    break;
+  case F_MAX_CV: {
+    double pct;
+    size_t n = strlen(v);
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*s", n && v[n - 1] == '%' ? (int)n - 1 : (int)n, v);
+    if (!parse_double(buf, 0, 1000, &pct)) {
+      cli_error("%s: bad value '%s' (expected a percentage from 0 to 1000, e.g. 5 or 5%%)", name, v);
+      return false;
+    }
+    a->mo.timing.max_cv = pct / 100.0;
+    break;
+  }
+  case F_STABILITY_BUDGET:
+    if (!double_flag(name, v, 0, 1e5, &a->mo.timing.stability_budget_s)) return false;
     break;
   case F_FLUSH: a->mo.timing.flush = true; break;
   case F_TIMEOUT:
@@ -584,6 +667,48 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_INPUT: a->input_file = v; break;
   case F_SAVE_OUTPUT: a->save_output = v; break;
   case F_SAVE_IO: a->save_io = v; break;
+  case F_R:
+    if (!int_flag(name, v, 1, 64, &a->sched_r)) return false;
+    break;
+  case F_S:
+    if (!int_flag(name, v, 1, 64, &a->sched_s)) return false;
+    break;
+  case F_SCHEDULE_OUT:
+  case F_SCHEDULE:
+  case F_TIMELINE:
+    if (!*v) {
+      cli_error("%s: empty file name", name);
+      return false;
+    }
+    if (id == F_SCHEDULE_OUT) a->schedule_out = v;
+    else if (id == F_SCHEDULE) a->schedule_in = v;
+    else a->timeline = v;
+    break;
+  case F_SCHEDULER:
+    if (strcmp(v, "ios") && strcmp(v, "greedy") && strcmp(v, "sequential")) {
+      cli_error("--scheduler: unknown scheduler '%s' (known: ios, greedy, sequential)", v);
+      return false;
+    }
+    a->scheduler = v;
+    break;
+  case F_GFLOPS:
+    if (!double_flag(name, v, 1e-3, 1e6, &a->gflops)) return false;
+    break;
+  case F_GBPS:
+    if (!double_flag(name, v, 1e-3, 1e6, &a->gbps)) return false;
+    break;
+  case F_EFFICIENCY:
+    if (!double_flag(name, v, 0.01, 1, &a->efficiency)) return false;
+    break;
+  case F_CORUN:
+    if (!double_flag(name, v, 1, 100, &a->corun)) return false;
+    break;
+  case F_IOS_ORIGINAL: a->ios_original = true; break;
+  case F_NO_MERGE: a->no_merge = true; break;
+  case F_MAX_PART:
+    if (!int_flag(name, v, 1, 64, &a->max_part)) return false;
+    break;
+  case F_PRINT_STAGES: a->print_stages = true; break;
   case F_COUNT: break;
   }
   return true;
@@ -687,7 +812,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");
     return false;
   }
-  bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE;
+  bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE ||
+                   cmd == CLI_CMD_SCHEDULE;
   if (cmd == CLI_CMD_SPACE && (a->modelsource || a->modelname || a->modelpath)) {
     if (a->op) {
       cli_error("'opbench space' takes an operator or a model (--modelname), not both");

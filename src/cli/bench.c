@@ -109,8 +109,9 @@ static bool entry_templates(const cli_args *a, const char *file, bench_entry *e)
 }
 
 static void print_header(void) {
-  printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s  %s\n", "#", "workload", "shape", "stride",
-         "pad", "count", "GFLOPS", "median ms", "CV %", "error");
+  printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s %9s %7s %-9s  %s\n", "#", "workload", "shape",
+         "stride", "pad", "count", "GFLOPS", "median ms", "CV %", "number", "repeats", "flags",
+         "error");
 }
 
 static void print_vs_header(bool vs) {
@@ -121,13 +122,15 @@ static void print_vs_header(bool vs) {
 
 /* Speed ratio: baseline time / opbench time (> 1: opbench is faster). */
 static double ratio(const ob_measure_result *r, const ob_baseline_result *b) {
-  return r->error_no || b->error_no || r->median_s <= 0 ? 0 : b->median_s / r->median_s;
+  return r->error_no || b->error_no || r->timing.median_s <= 0
+             ? 0
+             : b->timing.median_s / r->timing.median_s;
 }
 
 /* The faster of oneDNN's direct and Winograd results (NULL: neither ran). */
 static const ob_baseline_result *vendor_best(const bench_entry *e) {
   const ob_baseline_result *b = e->have_base && !e->base.error_no ? &e->base : NULL;
-  if (e->have_wino && !e->wino.error_no && (!b || e->wino.median_s < b->median_s)) b = &e->wino;
+  if (e->have_wino && !e->wino.error_no && (!b || e->wino.timing.median_s < b->timing.median_s)) b = &e->wino;
   return b;
 }
 
@@ -170,11 +173,15 @@ static void print_row(int i, const bench_entry *e, bool measured) {
   if (!measured) {
     printf("\n");
   } else if (e->res.error_no == OB_MERR_NONE) {
-    printf(" %10.2f %11.4f %7.2f  %d\n", e->res.gflops, e->res.median_s * 1e3, e->res.cv * 100,
-           0);
+    const ob_timing *t = &e->res.timing;
+    char reps[24]; /* "10", or "10+4" when the stability rule added repeats */
+    if (t->extra_repeats) snprintf(reps, sizeof reps, "%d+%d", t->repeat - t->extra_repeats, t->extra_repeats);
+    else snprintf(reps, sizeof reps, "%d", t->repeat);
+    printf(" %10.2f %11.4f %7.2f %9d %7s %-9s  %d\n", e->res.gflops, t->median_s * 1e3, t->cv * 100,
+           t->number, reps, cli_timing_flags(t), 0);
   } else {
-    printf(" %10s %11s %7s  %d %s: %.160s\n", "-", "-", "-", e->res.error_no,
-           ob_merr_str(e->res.error_no), e->res.message);
+    printf(" %10s %11s %7s %9s %7s %-9s  %d %s: %.160s\n", "-", "-", "-", "-", "-", "",
+           e->res.error_no, ob_merr_str(e->res.error_no), e->res.message);
   }
 }
 
@@ -242,7 +249,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
   bool wide = a->vs || a->search_budget;
-  int nok = 0, nfail = 0, nratio = 0, nvb = 0, worst_vb = -1, worst_dnn = -1;
+  int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0, nvb = 0, worst_vb = -1, worst_dnn = -1;
+  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
+  char number_text[48];
+  if (asked.number > 0) snprintf(number_text, sizeof number_text, "%d", asked.number);
+  else snprintf(number_text, sizeof number_text, "adaptive (floor %g ms)", asked.min_repeat_ms);
   double logsum = 0, total_ms = 0, log_best = 0, log_dflt = 0, log_vb = 0;
   for (int i = 0; i < n; i++) {
     bench_entry *e = &es[i];
@@ -275,7 +286,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         if (st == OB_OK) {
           e->search_s += sr.seconds;
           e->measured += sr.measured;
-          if (e->best.error_no || sr.best_result.median_s < e->best.median_s) {
+          if (e->best.error_no || sr.best_result.timing.median_s < e->best.timing.median_s) {
             e->best = sr.best_result;
             e->best_tol = ob_task_tolerance(tk, &sr.best);
             snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", e->tmpls[t]);
@@ -323,10 +334,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     }
     if (wide && !a->json) {
       if (i == 0) {
-        printf("suite %s: %d workloads, target %s, %d thread(s), number %d, repeat %d, min_repeat_ms %g, "
+        printf("suite %s: %d workloads, target %s, %d thread(s), number %s, repeat %d, %s caches, "
                "search %s, templates %s%s, baseline %s; GFLOPS columns, ratios = oneDNN time / opbench time\n",
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
-               a->mo.nthreads, a->mo.timing.number, a->mo.timing.repeat, a->mo.timing.min_repeat_ms,
+               a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
                a->search_budget ? "on" : "off", a->tmpl ? a->tmpl : "all", a->no_winograd ? " (no Winograd)" : "",
                base ? ob_baseline_describe(base) : "none");
         ob_tolerance dt = ob_tolerance_default(), w2 = ob_winograd_tolerance(2), w4 = ob_winograd_tolerance(4),
@@ -344,7 +355,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     if (e->res.error_no == OB_MERR_NONE && e->res.gflops > 0) {
       nok++;
       logsum += log(e->res.gflops);
-      total_ms += (double)e->count * e->res.median_s * 1e3;
+      total_ms += (double)e->count * e->res.timing.median_s * 1e3;
+      if (e->res.timing.noisy) nnoisy++;
+      if (e->res.timing.below_resolution) nbelow++;
+      if (e->res.timing.emulated) nemu++;
     } else {
       nfail++;
     }
@@ -352,9 +366,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       /* The heading waits for the first result, so that a failure to measure
        * at all (no compiler) leaves stdout empty. */
       if (i == 0) {
-        printf("suite %s: %d workloads, default configs, target %s, %d thread(s), number %d, repeat %d\n",
+        printf("suite %s: %d workloads, default configs, target %s, %d thread(s), number %s, "
+               "repeat %d, %s caches, max CV %g %%\n",
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
-               a->mo.nthreads, a->mo.timing.number, a->mo.timing.repeat);
+               a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
+               asked.max_cv * 100);
         print_header();
       }
       print_row(i, e, true);
@@ -368,8 +384,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddStringToObject(root, "suite", file);
     cJSON_AddStringToObject(root, "target", ob_target_str(target));
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
-    cJSON_AddNumberToObject(root, "number", a->mo.timing.number);
-    cJSON_AddNumberToObject(root, "repeat", a->mo.timing.repeat);
+    cJSON_AddNumberToObject(root, "number", asked.number); /* 0: adaptive; each workload says what it used */
+    cJSON_AddNumberToObject(root, "repeat", asked.repeat);
+    cJSON_AddNumberToObject(root, "min_repeat_ms", asked.min_repeat_ms);
+    cJSON_AddBoolToObject(root, "flush", asked.flush);
+    cJSON_AddNumberToObject(root, "max_cv", asked.max_cv);
     cJSON *arr = cJSON_AddArrayToObject(root, "workloads");
     for (int i = 0; i < n; i++) {
       const bench_entry *e = &es[i];
@@ -395,16 +414,17 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddStringToObject(o, "error", ob_merr_str(e->res.error_no));
       cJSON_AddStringToObject(o, "message", e->res.message);
       cJSON_AddNumberToObject(o, "gflops", e->res.gflops);
-      cJSON_AddNumberToObject(o, "median_ms", e->res.median_s * 1e3);
-      cJSON_AddNumberToObject(o, "mean_ms", e->res.mean_s * 1e3);
-      cJSON_AddNumberToObject(o, "cv", e->res.cv);
+      cJSON_AddNumberToObject(o, "median_ms", e->res.timing.median_s * 1e3);
+      cJSON_AddNumberToObject(o, "mean_ms", e->res.timing.mean_s * 1e3);
+      cJSON_AddNumberToObject(o, "cv", e->res.timing.cv);
       cJSON *costs = cJSON_AddArrayToObject(o, "costs_ms");
-      for (int k = 0; k < e->res.ncosts; k++)
-        cJSON_AddItemToArray(costs, cJSON_CreateNumber(e->res.costs[k] * 1e3));
+      for (int k = 0; k < e->res.timing.ncosts; k++)
+        cJSON_AddItemToArray(costs, cJSON_CreateNumber(e->res.timing.costs[k] * 1e3));
+      if (e->res.error_no == OB_MERR_NONE) cli_timing_json(o, &e->res.timing);
       cJSON_AddNumberToObject(o, "build_s", e->res.build_s);
       if (e->searched) {
         cJSON_AddNumberToObject(o, "best_gflops", e->best.gflops);
-        cJSON_AddNumberToObject(o, "best_median_ms", e->best.median_s * 1e3);
+        cJSON_AddNumberToObject(o, "best_median_ms", e->best.timing.median_s * 1e3);
         cJSON_AddStringToObject(o, "best_template", e->best_tmpl);
         cJSON_AddStringToObject(o, "best_config", e->best_cfg);
         cJSON_AddNumberToObject(o, "search_s", e->search_s);
@@ -417,7 +437,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       if (e->have_base) {
         cJSON_AddNumberToObject(o, "onednn_error_no", e->base.error_no);
         cJSON_AddNumberToObject(o, "onednn_gflops", e->base.gflops);
-        cJSON_AddNumberToObject(o, "onednn_median_ms", e->base.median_s * 1e3);
+        cJSON_AddNumberToObject(o, "onednn_median_ms", e->base.timing.median_s * 1e3);
+        if (e->base.error_no == OB_MERR_NONE) {
+          cJSON *bt = cJSON_AddObjectToObject(o, "onednn_timing");
+          cli_timing_json(bt, &e->base.timing);
+        }
         cJSON_AddStringToObject(o, "onednn_impl", e->base.impl);
         cJSON_AddNumberToObject(o, "ratio_best", ratio(&e->best, &e->base));
         cJSON_AddNumberToObject(o, "ratio_default", ratio(&e->res, &e->base));
@@ -427,7 +451,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       if (e->have_wino) {
         cJSON_AddNumberToObject(o, "onednn_winograd_error_no", e->wino.error_no);
         cJSON_AddNumberToObject(o, "onednn_winograd_gflops", e->wino.gflops);
-        cJSON_AddNumberToObject(o, "onednn_winograd_median_ms", e->wino.median_s * 1e3);
+        cJSON_AddNumberToObject(o, "onednn_winograd_median_ms", e->wino.timing.median_s * 1e3);
+        if (e->wino.error_no == OB_MERR_NONE) {
+          cJSON *wt = cJSON_AddObjectToObject(o, "onednn_winograd_timing");
+          cli_timing_json(wt, &e->wino.timing);
+        }
         cJSON_AddStringToObject(o, "onednn_winograd_impl", e->wino.impl);
         cJSON_AddNumberToObject(o, "ratio_winograd", ratio(&e->best, &e->wino));
       }
@@ -436,6 +464,9 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "geomean_gflops", geomean);
     cJSON_AddNumberToObject(root, "total_weighted_ms", total_ms);
     cJSON_AddNumberToObject(root, "failed", nfail);
+    cJSON_AddNumberToObject(root, "noisy", nnoisy);
+    cJSON_AddNumberToObject(root, "below_resolution", nbelow);
+    cJSON_AddNumberToObject(root, "emulated", nemu); /* workloads timed under an emulator */
     if (base) {
       cJSON_AddNumberToObject(root, "geomean_ratio_vendor_best", nvb ? exp(log_vb / nvb) : 0);
       cJSON_AddNumberToObject(root, "geomean_ratio_best", nratio ? exp(log_best / nratio) : 0);
@@ -450,6 +481,18 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   } else {
     printf("total weighted latency (sum of count x median): %.3f ms%s\n", total_ms,
            nfail ? " (failed workloads excluded)" : "");
+    if (nnoisy)
+      printf("noisy: %d workload(s) kept a CV above %g %% after the stability rule's extra "
+             "repeats (flag 'noisy')\n",
+             nnoisy, asked.max_cv * 100);
+    if (nbelow)
+      printf("resolution: %d workload(s) have a median below 10x the timer overhead (flag "
+             "'res')\n",
+             nbelow);
+    if (nemu)
+      printf("emulated: %d workload(s) ran under the target's emulator (flag 'emu'): checked "
+             "against the reference, but their times and GFLOPS are not performance figures\n",
+             nemu);
     printf("geomean GFLOPS (default configs): %.2f\n", geomean);
     if (base) {
       if (worst_dnn >= 0) {

@@ -29,6 +29,7 @@ typedef enum cli_cmd {
   CLI_CMD_MODELS,
   CLI_CMD_EXPORT_ONNX,
   CLI_CMD_RUN_REFERENCE,
+  CLI_CMD_SCHEDULE,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -85,6 +86,14 @@ typedef struct cli_args {
   const char *input_file;  /* --input FILE.npy */
   const char *save_output; /* --save-output FILE.npy */
   const char *save_io;     /* --save-io DIR */
+  /* schedule */
+  int sched_r, sched_s;    /* --r (3), --s (8) */
+  int sched_cores;         /* --cores N (0: this machine's) */
+  const char *schedule_out, *schedule_in, *timeline; /* --schedule-out, --schedule, --timeline */
+  const char *scheduler;   /* --scheduler: which schedule --schedule-out/--timeline take (ios) */
+  double gflops, gbps, efficiency, corun; /* the FLOPs model (0: defaults) */
+  bool ios_original, no_merge, print_stages;
+  int max_part;            /* --max-part (0: 64) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -128,6 +137,10 @@ int cli_cmd_db(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_models(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_export_onnx(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a);
+/* Loads the model of the flags (zero_weights: weights left zero, for
+ * commands that only count or plan); prints the error and returns NULL. */
+struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);
 /* opbench space --modelname ...: the config space of every task of a model. */
 int cli_cmd_model_space(ob_ctx *ctx, const cli_args *a);
 
@@ -154,6 +167,16 @@ bool cli_suite_parse(ob_ctx *ctx, const char *file, char *text, cli_suite_entry 
 /* Reads and parses suite `file` ("resnet18": the built-in suite) within the
  * limits above; errors as cli_suite_parse, for unreadable files too. */
 bool cli_suite_read(ob_ctx *ctx, const char *file, cli_suite_entry **out, int *n);
+
+/* timing.c: a timing record as --json members of o (number used, repeat,
+ * floor, cache state, timer overhead, flags), as text lines under a
+ * result (the protocol; the stability rule's verdict, the resolution flag
+ * and the emulator's caveat when they apply), and as a short flag list for
+ * tables ("noisy", "res", "emu", comma-joined, or ""). */
+struct cJSON;
+void cli_timing_json(struct cJSON *o, const ob_timing *t);
+void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthreads);
+const char *cli_timing_flags(const ob_timing *t);
 
 /* The built-in suite "resnet18" (suite_resnet18.c). */
 extern const char cli_suite_resnet18[];

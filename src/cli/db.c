@@ -153,6 +153,21 @@ static void time_text(double t, char *buf, size_t cap) {
   else snprintf(buf, cap, "unknown");
 }
 
+/* "number 1234, repeat 10, floor 1 ms, warm, timer overhead 21 ns, noisy" with
+ * "unknown" for what the record does not say. Returns buf. */
+static const char *timing_text(const ob_timing *t, char *buf, size_t cap) {
+  char num[16] = "unknown", rep[16] = "unknown", fl[32] = "unknown", ovh[32] = "unknown";
+  if (t->number > 0) snprintf(num, sizeof num, "%d", t->number);
+  if (t->repeat > 0) snprintf(rep, sizeof rep, "%d", t->repeat);
+  if (!isnan(t->min_repeat_ms)) snprintf(fl, sizeof fl, "%g ms", t->min_repeat_ms);
+  if (t->timer_overhead_s > 0) snprintf(ovh, sizeof ovh, "%.3g ns", t->timer_overhead_s * 1e9);
+  snprintf(buf, cap, "number %s, repeat %s, floor %s, %s caches, timer overhead %s%s%s%s", num,
+           rep, fl, isnan(t->min_repeat_ms) ? "unknown" : t->flush ? "cold" : "warm", ovh,
+           t->noisy ? ", noisy" : "", t->below_resolution ? ", below resolution" : "",
+           t->emulated ? ", emulated (not a performance figure)" : "");
+  return buf;
+}
+
 static cJSON *record_json(ob_ctx *ctx, sel *s, const ob_db_record *r) {
   cJSON *o = cJSON_CreateObject();
   char *cfg = config_text(ctx, s, r);
@@ -165,9 +180,28 @@ static cJSON *record_json(ob_ctx *ctx, sel *s, const ob_db_record *r) {
   cJSON_AddStringToObject(o, "config", cfg ? cfg : "");
   if (r->entity) cJSON_AddStringToObject(o, "entity", r->entity);
   cJSON_AddNumberToObject(o, "error_no", r->error_no);
-  if (isfinite(r->median_s)) cJSON_AddNumberToObject(o, "median_s", r->median_s);
-  if (isfinite(r->cv)) cJSON_AddNumberToObject(o, "cv", r->cv);
+  const ob_timing *t = &r->timing;
+  if (isfinite(t->median_s)) cJSON_AddNumberToObject(o, "median_s", t->median_s);
+  if (isfinite(t->cv)) cJSON_AddNumberToObject(o, "cv", t->cv);
   cJSON_AddNumberToObject(o, "gflops", r->gflops);
+  /* how it was timed; unknown parts (imported records, old files) are null */
+  if (t->number > 0) cJSON_AddNumberToObject(o, "number", t->number);
+  else cJSON_AddNullToObject(o, "number");
+  if (t->repeat > 0) cJSON_AddNumberToObject(o, "repeat", t->repeat);
+  else cJSON_AddNullToObject(o, "repeat");
+  if (isnan(t->min_repeat_ms)) {
+    cJSON_AddNullToObject(o, "min_repeat_ms");
+    cJSON_AddNullToObject(o, "cache");
+  } else {
+    cJSON_AddNumberToObject(o, "min_repeat_ms", t->min_repeat_ms);
+    cJSON_AddStringToObject(o, "cache", t->flush ? "cold" : "warm");
+  }
+  if (t->timer_overhead_s > 0) cJSON_AddNumberToObject(o, "timer_overhead_s", t->timer_overhead_s);
+  else cJSON_AddNullToObject(o, "timer_overhead_s");
+  cJSON_AddBoolToObject(o, "below_resolution", t->below_resolution);
+  cJSON_AddBoolToObject(o, "noisy", t->noisy);
+  cJSON_AddNumberToObject(o, "extra_repeats", t->extra_repeats);
+  cJSON_AddBoolToObject(o, "emulated", t->emulated);
   cJSON_AddNumberToObject(o, "timestamp", r->timestamp);
   free(cfg);
   return o;
@@ -227,15 +261,16 @@ static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
     }
     rc = print_json(root);
   } else {
-    char *cfg = config_text(ctx, s, b), when[32];
+    char *cfg = config_text(ctx, s, b), when[32], tbuf[160];
     time_text(b->timestamp, when, sizeof when);
     printf("workload   %s\n", b->workload);
     printf("host       %s\n", b->host);
     printf("target     %s\n", b->target);
     printf("resources  %s\n", b->resources);
     printf("best       %s #%llu %s: %.2f GFLOPS, %.4g ms, CV %.2f %% (%s)\n", b->tmpl,
-           (unsigned long long)b->config_index, cfg ? cfg : "", b->gflops, b->median_s * 1e3,
-           isfinite(b->cv) ? b->cv * 100 : 0.0, when);
+           (unsigned long long)b->config_index, cfg ? cfg : "", b->gflops,
+           b->timing.median_s * 1e3, isfinite(b->timing.cv) ? b->timing.cv * 100 : 0.0, when);
+    printf("timing     %s\n", timing_text(&b->timing, tbuf, sizeof tbuf));
     free(cfg);
     if (have_c) {
       ob_db_record cr = *b;
@@ -268,14 +303,17 @@ static int cmd_top(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
     rc = print_json(arr);
   } else {
     describe_selection(s);
-    printf("\n%4s %-20s %8s %9s %10s %7s  %s\n", "rank", "template", "index", "GFLOPS", "ms",
-           "CV %", "config");
+    printf("\n%4s %-20s %8s %9s %10s %7s %9s %-9s  %s\n", "rank", "template", "index", "GFLOPS",
+           "ms", "CV %", "number", "flags", "config");
     for (int64_t i = 0; i < r->n; i++) {
       const ob_db_record *x = &r->rec[i];
       char *cfg = config_text(ctx, s, x);
-      printf("%4lld %-20s %8llu %9.2f %10.4g %7.2f  %s\n", (long long)i + 1, x->tmpl,
-             (unsigned long long)x->config_index, x->gflops, x->median_s * 1e3,
-             isfinite(x->cv) ? x->cv * 100 : 0.0, cfg ? cfg : "");
+      char num[16] = "?";
+      if (x->timing.number > 0) snprintf(num, sizeof num, "%d", x->timing.number);
+      printf("%4lld %-20s %8llu %9.2f %10.4g %7.2f %9s %-9s  %s\n", (long long)i + 1, x->tmpl,
+             (unsigned long long)x->config_index, x->gflops, x->timing.median_s * 1e3,
+             isfinite(x->timing.cv) ? x->timing.cv * 100 : 0.0, num,
+             cli_timing_flags(&x->timing), cfg ? cfg : "");
       free(cfg);
     }
   }
@@ -305,6 +343,9 @@ static cJSON *stat_json(const ob_db_stat_row *row) {
   if (isfinite(row->best_s)) cJSON_AddNumberToObject(o, "best_s", row->best_s);
   if (row->best_gflops > 0) cJSON_AddNumberToObject(o, "best_gflops", row->best_gflops);
   if (row->nworkloads) cJSON_AddNumberToObject(o, "workloads", (double)row->nworkloads);
+  cJSON_AddNumberToObject(o, "noisy", (double)row->noisy);
+  cJSON_AddNumberToObject(o, "below_resolution", (double)row->below_resolution);
+  cJSON_AddNumberToObject(o, "emulated", (double)row->emulated);
   return o;
 }
 
@@ -312,8 +353,8 @@ static void print_stat_row(const char *label, const ob_db_stat_row *row) {
   char errs[256], best[32] = "-";
   errors_text(row, errs, sizeof errs);
   if (row->best_gflops > 0) snprintf(best, sizeof best, "%.2f", row->best_gflops);
-  printf("%-64s %8lld %8lld %9s  %s\n", label, (long long)row->total,
-         (long long)row->by_error[0], best, errs);
+  printf("%-64s %8lld %8lld %6lld %9s  %s\n", label, (long long)row->total,
+         (long long)row->by_error[0], (long long)row->noisy, best, errs);
 }
 
 static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
@@ -344,8 +385,8 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
       printf("selection  op %s, workload %s, host %s, target %s, resources %s, template %s\n",
              or_any(s->f.op), or_any(s->f.key.workload), or_any(s->f.key.host),
              or_any(s->f.key.target), or_any(s->f.key.resources), or_any(s->f.key.tmpl));
-    printf("\n%-64s %8s %8s %9s  %s\n", "operator / workload", "records", "ok", "best GF",
-           "errors");
+    printf("\n%-64s %8s %8s %6s %9s  %s\n", "operator / workload", "records", "ok", "noisy",
+           "best GF", "errors");
     for (int64_t i = 0; i < st->nops; i++) {
       const ob_db_stat_row *op = &st->by_op[i];
       char label[96];
@@ -360,6 +401,13 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
       }
     }
     print_stat_row("total", &st->total);
+    printf("noisy      %lld error-free records kept a CV above their stability threshold; %lld "
+           "have a median below 10x the timer overhead\n",
+           (long long)st->total.noisy, (long long)st->total.below_resolution);
+    if (st->total.emulated)
+      printf("emulated   %lld error-free records were timed under an emulator (a cross target's "
+             "kernels): their times are not performance figures\n",
+             (long long)st->total.emulated);
   }
   ob_db_stats_free(st);
   return rc;

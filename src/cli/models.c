@@ -57,6 +57,17 @@ static int live_nodes(const ob_graph *g) {
   return k;
 }
 
+ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights) {
+  ob_model_opts o = model_opts(a);
+  o.zero_weights = zero_weights;
+  ob_graph *g = NULL;
+  if (ob_model_load(ctx, &o, &g) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  return g;
+}
+
 /* Loads the model of the flags; prints the error and returns NULL on failure. */
 static ob_graph *load(ob_ctx *ctx, const cli_args *a) {
   ob_model_opts o = model_opts(a);

@@ -26,7 +26,8 @@ static ob_status pick_config(ob_ctx *ctx, const ob_task *task, const cli_args *a
 }
 
 static void print_ms_list(const ob_measure_result *r) {
-  for (int i = 0; i < r->ncosts; i++) printf("%s%.4g", i ? " " : "", r->costs[i] * 1e3);
+  for (int i = 0; i < r->timing.ncosts; i++)
+    printf("%s%.4g", i ? " " : "", r->timing.costs[i] * 1e3);
 }
 
 int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
@@ -88,7 +89,8 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
   const ob_workload *wl = ob_task_workload(task);
   char key[256];
   ob_workload_key(wl, key, sizeof key);
-  const ob_timing_opts *t = &a->mo.timing;
+  const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
+  const ob_timing *tm = &res.timing;
   if (a->json) {
     root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "op", a->op);
@@ -103,22 +105,28 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "error_no", res.error_no);
     cJSON_AddStringToObject(root, "error", ob_merr_str(res.error_no));
     cJSON_AddStringToObject(root, "message", res.message);
-    cJSON_AddNumberToObject(root, "median_ms", res.median_s * 1e3);
-    cJSON_AddNumberToObject(root, "mean_ms", res.mean_s * 1e3);
-    cJSON_AddNumberToObject(root, "cv", res.cv);
+    cJSON_AddNumberToObject(root, "median_ms", tm->median_s * 1e3);
+    cJSON_AddNumberToObject(root, "mean_ms", tm->mean_s * 1e3);
+    cJSON_AddNumberToObject(root, "cv", tm->cv);
     cJSON_AddNumberToObject(root, "gflops", res.gflops);
     cJSON *costs = cJSON_AddArrayToObject(root, "costs_ms");
-    for (int i = 0; i < res.ncosts; i++)
-      cJSON_AddItemToArray(costs, cJSON_CreateNumber(res.costs[i] * 1e3));
+    for (int i = 0; i < tm->ncosts; i++)
+      cJSON_AddItemToArray(costs, cJSON_CreateNumber(tm->costs[i] * 1e3));
     cJSON_AddNumberToObject(root, "flops", ob_task_flops(task));
     ob_tolerance tol = ob_task_tolerance(task, &cfg);
     cJSON_AddNumberToObject(root, "check_rtol", tol.rtol);
     cJSON_AddNumberToObject(root, "check_atol", tol.atol);
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
-    cJSON_AddNumberToObject(root, "number", t->number);
-    cJSON_AddNumberToObject(root, "repeat", t->repeat);
-    cJSON_AddNumberToObject(root, "min_repeat_ms", t->min_repeat_ms);
-    cJSON_AddBoolToObject(root, "flush", t->flush);
+    /* what was used (a failed run times nothing: the request then) */
+    if (res.error_no == OB_MERR_NONE) {
+      cli_timing_json(root, tm);
+    } else {
+      cJSON_AddNumberToObject(root, "number", asked.number);
+      cJSON_AddNumberToObject(root, "repeat", asked.repeat);
+      cJSON_AddNumberToObject(root, "min_repeat_ms", asked.min_repeat_ms);
+      cJSON_AddBoolToObject(root, "flush", asked.flush);
+    }
+    cJSON_AddNumberToObject(root, "max_cv", asked.max_cv);
     cJSON_AddNumberToObject(root, "build_s", res.build_s);
     cJSON_AddNumberToObject(root, "run_s", res.run_s);
     if (src) cJSON_AddStringToObject(root, "source", src);
@@ -140,17 +148,20 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     printf("check      |got - ref| <= %.0e * |ref| + %.0e * sqrt(reduction) * max(max|ref|, 1) + 1e-6%s\n",
            tol.rtol, tol.atol, strstr(ob_task_template(task), "winograd") ? " (Winograd's own)" : "");
     if (res.error_no == OB_MERR_NONE) {
-      printf("median     %.4g ms\n", res.median_s * 1e3);
-      printf("mean       %.4g ms\n", res.mean_s * 1e3);
+      printf("median     %.4g ms\n", tm->median_s * 1e3);
+      printf("mean       %.4g ms\n", tm->mean_s * 1e3);
       printf("GFLOPS     %.2f%s\n", res.gflops,
              strstr(ob_task_template(task), "winograd") ? " (the direct convolution's nominal FLOPs)" : "");
-      printf("CV         %.2f %%\n", res.cv * 100.0);
+      printf("CV         %.2f %%\n", tm->cv * 100.0);
       printf("costs ms   ");
       print_ms_list(&res);
       printf("\n");
+      cli_timing_text(tm, &asked, a->mo.nthreads);
+    } else {
+      printf("timing     threads %d, number %d, repeat %d, min_repeat_ms %g, flush %s\n",
+             a->mo.nthreads, asked.number, asked.repeat, asked.min_repeat_ms,
+             asked.flush ? "on" : "off");
     }
-    printf("timing     threads %d, number %d, repeat %d, min_repeat_ms %g, flush %s\n",
-           a->mo.nthreads, t->number, t->repeat, t->min_repeat_ms, t->flush ? "on" : "off");
     printf("build      %.3f s, run %.3f s\n", res.build_s, res.run_s);
   }
   fflush(stdout);

@@ -20,8 +20,9 @@ static void put_config(cJSON *o, const char *name, const ob_config *c,
   cJSON_AddStringToObject(j, "config", s ? s : "");
   free(s);
   cJSON_AddNumberToObject(j, "gflops", r->gflops);
-  cJSON_AddNumberToObject(j, "median_ms", r->median_s * 1e3);
-  cJSON_AddNumberToObject(j, "cv", r->cv);
+  cJSON_AddNumberToObject(j, "median_ms", r->timing.median_s * 1e3);
+  cJSON_AddNumberToObject(j, "cv", r->timing.cv);
+  if (r->timing.repeat > 0) cli_timing_json(j, &r->timing); /* the protocol it was timed with */
 }
 
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
@@ -134,12 +135,16 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     if (s.best_trial)
       printf("best       #%llu %s: %.2f GFLOPS, %.4g ms (trial %d)\n",
              (unsigned long long)s.best.index, best_str ? best_str : "", s.best_result.gflops,
-             s.best_result.median_s * 1e3, s.best_trial);
+             s.best_result.timing.median_s * 1e3, s.best_trial);
     if (s.confirmed)
       printf("confirmed  #%llu %s: %.2f GFLOPS, %.4g ms, CV %.2f %% (best of %d re-measured)\n",
              (unsigned long long)s.confirmed_cfg.index, conf_str ? conf_str : "",
-             s.confirmed_result.gflops, s.confirmed_result.median_s * 1e3,
-             s.confirmed_result.cv * 100, s.confirm_candidates);
+             s.confirmed_result.gflops, s.confirmed_result.timing.median_s * 1e3,
+             s.confirmed_result.timing.cv * 100, s.confirm_candidates);
+    if (s.confirmed && s.confirmed_result.timing.repeat > 0) {
+      ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
+      cli_timing_text(&s.confirmed_result.timing, &asked, a->mo.nthreads);
+    }
     if (s.measured)
       printf("time       %.2f s, %.3f s per measured trial (build %.2f s, measure %.2f s)\n",
              s.seconds, s.seconds / s.measured, s.build_s, s.run_s);

@@ -126,6 +126,7 @@ typedef struct log_line {
   const cJSON *costs;
   int64_t error_no;
   double all_cost, timestamp;
+  const cJSON *timing; /* "opbench_timing" (opbench's own exports), or NULL */
 } log_line;
 
 /* Checks a line's shape; on failure writes the reason into why. */
@@ -210,6 +211,12 @@ static bool parse_line(const cJSON *root, log_line *l, char *why, size_t cap) {
       }
     }
   }
+  const cJSON *tim = cJSON_GetObjectItemCaseSensitive(root, "opbench_timing");
+  if (tim && !cJSON_IsObject(tim)) {
+    snprintf(why, cap, "'opbench_timing' is not an object");
+    return false;
+  }
+  l->timing = tim;
   l->target = tgt->valuestring;
   l->task = task->valuestring;
   l->args = args;
@@ -223,29 +230,35 @@ static bool parse_line(const cJSON *root, log_line *l, char *why, size_t cap) {
   return true;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Median, mean and coefficient of variation of n > 0 samples, computed so
- * that no intermediate overflows for any finite inputs (a running mean, a
- * midpoint a + (b - a) / 2). */
-static void costs_stats(const double *x, int n, double *median, double *mean, double *cv) {
-  double *s = malloc((size_t)n * sizeof *s);
-  double m = 0, sq = 0;
-  for (int i = 0; i < n; i++) m += (x[i] - m) / (i + 1);
-  *mean = m;
-  for (int i = 0; i < n; i++) sq += ((x[i] - m) / m) * ((x[i] - m) / m) / n;
-  *cv = m > 0 ? sqrt(sq) : NAN;
-  if (!s) {
-    *median = *mean;
-    return;
+/* The protocol fields of an "opbench_timing" object (as export_row
+ * writes it); absent or malformed members leave *t as it is. */
+static void timing_from_json(const cJSON *j, ob_timing *t) {
+  if (!cJSON_IsObject(j)) return;
+  const cJSON *v;
+  if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "number")) && v->valuedouble >= 0 &&
+      v->valuedouble <= OB_TIMING_NUMBER_MAX)
+    t->number = (int)v->valuedouble;
+  if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "repeat")) && v->valuedouble >= 0 &&
+      v->valuedouble <= 1e6)
+    t->repeat = (int)v->valuedouble;
+  if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "min_repeat_ms")) &&
+      isfinite(v->valuedouble) && v->valuedouble >= 0) {
+    const cJSON *fl = cJSON_GetObjectItemCaseSensitive(j, "flush");
+    if (cJSON_IsBool(fl)) { /* floor and cache state are known together */
+      t->min_repeat_ms = v->valuedouble;
+      t->flush = cJSON_IsTrue(fl);
+    }
   }
-  memcpy(s, x, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  *median = n % 2 ? s[n / 2] : s[n / 2 - 1] + (s[n / 2] - s[n / 2 - 1]) / 2;
-  free(s);
+  if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "timer_overhead_s")) &&
+      isfinite(v->valuedouble) && v->valuedouble > 0)
+    t->timer_overhead_s = v->valuedouble;
+  if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(j, "below_resolution")))
+    t->below_resolution = cJSON_IsTrue(v);
+  if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(j, "noisy"))) t->noisy = cJSON_IsTrue(v);
+  if (cJSON_IsBool(v = cJSON_GetObjectItemCaseSensitive(j, "emulated"))) t->emulated = cJSON_IsTrue(v);
+  if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "extra_repeats")) &&
+      v->valuedouble >= 0 && v->valuedouble <= 1e6)
+    t->extra_repeats = (int)v->valuedouble;
 }
 
 typedef struct chunk_counts {
@@ -282,12 +295,20 @@ static ob_status import_line(ob_db *db, const log_line *l, const ob_db_import_op
   r.config_index = l->index;
   r.entity = entity;
   r.error_no = (int)l->error_no;
-  r.median_s = r.mean_s = r.cv = NAN;
+  ob_timing *t = &r.timing;
+  t->median_s = t->mean_s = t->cv = NAN;
+  t->min_repeat_ms = NAN; /* AutoTVM logs do not say how they were timed */
+  timing_from_json(l->timing, t);
   if (l->error_no == 0) {
     for (int i = 0; i < n; i++) costs[i] = cJSON_GetArrayItem(l->costs, i)->valuedouble;
-    r.ncosts = n;
-    r.costs = costs;
-    costs_stats(costs, n, &r.median_s, &r.mean_s, &r.cv);
+    t->ncosts = n < OB_TIMING_MAX_COSTS ? n : OB_TIMING_MAX_COSTS;
+    memcpy(t->costs, costs, (size_t)t->ncosts * sizeof *costs);
+    if (n > OB_TIMING_MAX_COSTS) {
+      r.all_costs = costs;
+      r.nall_costs = n;
+    }
+    ob_stats(costs, n, &t->median_s, &t->mean_s, &t->cv); /* as every timing's */
+    if (t->repeat == 0) t->repeat = n; /* AutoTVM keeps every repeat */
   } else {
     /* AutoTVM writes (1e9,) for failures; some versions the error text. */
     for (int i = 0; i < n; i++) {
@@ -541,10 +562,13 @@ static ob_status export_row(void *user, const ob_db_record *r) {
 
   cJSON *res = cJSON_AddArrayToObject(root, "result");
   cJSON *costs = cJSON_CreateArray();
-  if (r->error_no == 0 && r->ncosts > 0) {
-    for (int i = 0; i < r->ncosts; i++) cJSON_AddItemToArray(costs, num_json(r->costs[i]));
+  const ob_timing *t = &r->timing;
+  const double *cv = r->nall_costs > 0 ? r->all_costs : t->costs;
+  int ncv = r->nall_costs > 0 ? r->nall_costs : t->ncosts;
+  if (r->error_no == 0 && ncv > 0) {
+    for (int i = 0; i < ncv; i++) cJSON_AddItemToArray(costs, num_json(cv[i]));
   } else if (r->error_no == 0) {
-    cJSON_AddItemToArray(costs, num_json(r->median_s));
+    cJSON_AddItemToArray(costs, num_json(t->median_s));
   } else {
     cJSON_AddItemToArray(costs, cJSON_CreateNumber(1e9));
   }
@@ -555,6 +579,23 @@ static ob_status export_row(void *user, const ob_db_record *r) {
   cJSON_AddItemToArray(res, num_json(isfinite(r->timestamp) ? r->timestamp : 0));
   cJSON_AddNumberToObject(root, "version", 0.2);
   cJSON_AddStringToObject(root, "tvm_version", "opbench");
+  /* How it was timed, where known: TVM reads only the keys above, and
+   * import gives these back to the record. */
+  if (r->error_no == 0 && (t->number > 0 || !isnan(t->min_repeat_ms))) {
+    cJSON *tj = cJSON_AddObjectToObject(root, "opbench_timing");
+    if (t->number > 0) cJSON_AddNumberToObject(tj, "number", t->number);
+    if (t->repeat > 0) cJSON_AddNumberToObject(tj, "repeat", t->repeat);
+    if (!isnan(t->min_repeat_ms)) {
+      cJSON_AddItemToObject(tj, "min_repeat_ms", num_json(t->min_repeat_ms));
+      cJSON_AddBoolToObject(tj, "flush", t->flush);
+    }
+    if (t->timer_overhead_s > 0)
+      cJSON_AddItemToObject(tj, "timer_overhead_s", num_json(t->timer_overhead_s));
+    cJSON_AddBoolToObject(tj, "below_resolution", t->below_resolution);
+    cJSON_AddBoolToObject(tj, "noisy", t->noisy);
+    cJSON_AddNumberToObject(tj, "extra_repeats", t->extra_repeats);
+    cJSON_AddBoolToObject(tj, "emulated", t->emulated);
+  }
 
   line = cJSON_PrintUnformatted(root);
   if (!line) {

@@ -16,10 +16,46 @@
 
 #define OB_DB_APPLICATION_ID 0x6f706230 /* "opb0", PRAGMA application_id */
 
-/* Version 1. Measurement keys lead with the workload so that "all records
- * of a workload" and "measured configs of a task" are prefix scans; best
- * queries use a partial index over error-free trials ordered by median. */
-static const char k_schema_v1[] =
+/* Version 2's timing columns of measurements and measurements_history, in
+ * the order of OB_MEAS_COLS' tail. flush and min_repeat_ms NULL: unknown
+ * protocol (imported records, rows of version-1 files). */
+#define OB_DB_TIMING_COLS_DEF                                                       \
+  " repeat INTEGER NOT NULL DEFAULT 0, min_repeat_ms REAL, flush INTEGER,"          \
+  " timer_overhead_s REAL, below_resolution INTEGER NOT NULL DEFAULT 0,"            \
+  " noisy INTEGER NOT NULL DEFAULT 0, extra_repeats INTEGER NOT NULL DEFAULT 0,"      \
+  " emulated INTEGER NOT NULL DEFAULT 0"
+
+/* Version 1 -> 2, in one transaction. Version 1 kept every repeat it took,
+ * so a row's repeat count is the length of its cost list. */
+static const char k_migrate_v2[] =
+    "ALTER TABLE measurements ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements ADD COLUMN min_repeat_ms REAL;"
+    "ALTER TABLE measurements ADD COLUMN flush INTEGER;"
+    "ALTER TABLE measurements ADD COLUMN timer_overhead_s REAL;"
+    "ALTER TABLE measurements ADD COLUMN below_resolution INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements ADD COLUMN extra_repeats INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements_history ADD COLUMN repeat INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements_history ADD COLUMN min_repeat_ms REAL;"
+    "ALTER TABLE measurements_history ADD COLUMN flush INTEGER;"
+    "ALTER TABLE measurements_history ADD COLUMN timer_overhead_s REAL;"
+    "ALTER TABLE measurements_history ADD COLUMN below_resolution INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements_history ADD COLUMN noisy INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements_history ADD COLUMN extra_repeats INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE measurements_history ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE measurements SET repeat = json_array_length(costs) WHERE json_valid(costs);"
+    "UPDATE measurements_history SET repeat = json_array_length(costs) WHERE json_valid(costs);"
+    "UPDATE meta SET value = '2' WHERE key = 'schema_version';"
+    "INSERT INTO meta(key, value) VALUES ('upgraded_to_2_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
+    " ON CONFLICT(key) DO UPDATE SET value = excluded.value;";
+
+/* The current schema (version 2). Measurement keys lead with the workload
+ * so that "all records of a workload" and "measured configs of a task" are
+ * prefix scans; best queries use a partial index over error-free trials
+ * ordered by median. The timing columns after `timestamp` came with
+ * version 2 (k_migrate_v2 adds them to a version-1 file the same way). */
+static const char k_schema[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE hosts("
     " fingerprint TEXT PRIMARY KEY,"
@@ -46,6 +82,7 @@ static const char k_schema_v1[] =
     " median_s REAL, mean_s REAL, cv REAL, costs TEXT NOT NULL DEFAULT '[]',"
     " number INTEGER NOT NULL DEFAULT 0, build_s REAL, run_s REAL,"
     " nthreads INTEGER NOT NULL DEFAULT 0, cores TEXT, timestamp REAL NOT NULL,"
+    OB_DB_TIMING_COLS_DEF ","
     " UNIQUE(workload_key, template, host, target, resources, config_index));"
     "CREATE INDEX measurements_best ON measurements"
     " (workload_key, host, target, resources, median_s, config_index)"
@@ -59,16 +96,20 @@ static const char k_schema_v1[] =
     " median_s REAL, mean_s REAL, cv REAL, costs TEXT NOT NULL DEFAULT '[]',"
     " number INTEGER NOT NULL DEFAULT 0, build_s REAL, run_s REAL,"
     " nthreads INTEGER NOT NULL DEFAULT 0, cores TEXT, timestamp REAL NOT NULL,"
-    " replaced_at REAL NOT NULL);"
+    " replaced_at REAL NOT NULL," OB_DB_TIMING_COLS_DEF ");"
     "CREATE INDEX measurements_history_key ON measurements_history"
     " (workload_key, template, host, target, resources, config_index);"
-    "INSERT INTO meta(key, value) VALUES ('schema_version', '1'), ('created_by', 'opbench'),"
+    "INSERT INTO meta(key, value) VALUES ('schema_version', '2'), ('created_by', 'opbench'),"
     " ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));";
 
 #define OB_MEAS_COLS                                                                   \
   "host, workload_key, target, resources, template, config_index, error_no, error_msg, " \
-  "median_s, mean_s, cv, costs, number, build_s, run_s, nthreads, cores, timestamp"
-#define OB_MEAS_VALUES "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18"
+  "median_s, mean_s, cv, costs, number, build_s, run_s, nthreads, cores, timestamp, "    \
+  "repeat, min_repeat_ms, flush, timer_overhead_s, below_resolution, noisy, extra_repeats, " \
+  "emulated"
+#define OB_MEAS_VALUES                                                                   \
+  "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, " \
+  "?20, ?21, ?22, ?23, ?24, ?25, ?26"
 #define OB_MEAS_KEY_WHERE \
   "workload_key = ?2 AND template = ?5 AND host = ?1 AND target = ?3 AND resources = ?4"
 
@@ -118,7 +159,7 @@ static const char *const k_stmt_sql[OB_DBS_COUNT] = {
     [OB_DBS_MEAS_REPLACE] = "INSERT OR REPLACE INTO measurements(" OB_MEAS_COLS
                             ") VALUES (" OB_MEAS_VALUES ")",
     [OB_DBS_MEAS_HISTORY] = "INSERT INTO measurements_history(" OB_MEAS_COLS ", replaced_at)"
-                            " SELECT " OB_MEAS_COLS ", ?7 FROM measurements WHERE " OB_MEAS_KEY_WHERE
+                            " SELECT " OB_MEAS_COLS ", ?27 FROM measurements WHERE " OB_MEAS_KEY_WHERE
                             " AND config_index = ?6",
     [OB_DBS_MEAS_HAS] =
         "SELECT 1 FROM measurements WHERE " OB_MEAS_KEY_WHERE " AND config_index = ?6",
@@ -377,7 +418,7 @@ static ob_status create_schema(ob_db *db, long *version) {
   s = inspect(db, &nobj, version);
   if (!s && nobj == 0) {
     char *err = NULL;
-    int rc = sqlite3_exec(db->sql, k_schema_v1, NULL, NULL, &err);
+    int rc = sqlite3_exec(db->sql, k_schema, NULL, NULL, &err);
     if (rc == SQLITE_OK) {
       char pragma[64];
       snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d", OB_DB_APPLICATION_ID);
@@ -386,6 +427,32 @@ static ob_status create_schema(ob_db *db, long *version) {
     sqlite3_free(err);
     if (rc != SQLITE_OK) s = ob_db_sqlfail(db, rc, "creating the schema");
     *version = OB_DB_SCHEMA_VERSION;
+  }
+  if (s) {
+    ob_db_txn_rollback(db);
+    return s;
+  }
+  return ob_db_txn_commit(db);
+}
+
+/* Upgrades an older file to OB_DB_SCHEMA_VERSION under a write lock: the
+ * version is read again inside the transaction, so two processes opening
+ * the same old file upgrade it once; a failure rolls everything back and
+ * leaves the file as it was. */
+static ob_status migrate(ob_db *db, long *version) {
+  ob_status s = ob_db_txn_begin(db);
+  if (s) return s;
+  int64_t nobj;
+  s = inspect(db, &nobj, version);
+  if (!s && *version == 1) {
+    char *err = NULL;
+    int rc = sqlite3_exec(db->sql, k_migrate_v2, NULL, NULL, &err);
+    if (rc != SQLITE_OK) s = ob_db_sqlfail(db, rc, "upgrading schema version 1 to 2");
+    sqlite3_free(err);
+    if (!s) {
+      ob_log(db->ctx, OB_LOG_INFO, "database '%s': upgraded schema version 1 to 2", db->path);
+      *version = 2;
+    }
   }
   if (s) {
     ob_db_txn_rollback(db);
@@ -489,10 +556,10 @@ ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_opts *op
                 path, version, OB_DB_SCHEMA_VERSION);
     goto fail;
   }
-  /* Versions below ours would be migrated here; 1 is the first. */
   if (!readonly) {
     s = set_wal(db);
     if (s) goto fail;
+    if (version < OB_DB_SCHEMA_VERSION && (s = migrate(db, &version))) goto fail;
     /* Under WAL, NORMAL keeps the file consistent on any crash and loses no
      * committed transaction when only the process dies (kill -9). */
     rc = sqlite3_exec(db->sql, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
@@ -501,6 +568,7 @@ ob_status ob_db_open_ex(ob_ctx *ctx, const char *path, const ob_db_open_opts *op
       goto fail;
     }
   }
+  db->version = (int)version;
   *out = db;
   return OB_OK;
 fail:

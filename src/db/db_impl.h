@@ -44,6 +44,8 @@ struct ob_db {
   char *path;
   int busy_ms;
   bool readonly;
+  int version;              /* the file's schema version: OB_DB_SCHEMA_VERSION, or
+                               older for a file opened read-only (not upgraded) */
   sqlite3_stmt *stmt[OB_DBS_COUNT];
   struct {
     unsigned shape;

@@ -76,14 +76,25 @@ static ob_status csv_row(void *user, const ob_db_record *r) {
   fprintf(f, "%llu,%d,", (unsigned long long)r->config_index, r->error_no);
   csv_field(f, ob_merr_str(r->error_no), false);
   csv_field(f, r->error_msg, false);
-  csv_real(f, r->median_s);
-  csv_real(f, r->mean_s);
-  csv_real(f, r->cv);
+  const ob_timing *t = &r->timing;
+  csv_real(f, t->median_s);
+  csv_real(f, t->mean_s);
+  csv_real(f, t->cv);
   csv_real(f, r->gflops > 0 ? r->gflops : NAN);
-  fprintf(f, "%d,", r->number);
+  fprintf(f, "%d,", t->number);
   /* costs as "c1;c2;...": numbers need no quoting, so straight to the file */
-  for (int i = 0; i < r->ncosts; i++) fprintf(f, "%s%.9g", i ? ";" : "", r->costs[i]);
+  const double *cv = r->nall_costs > 0 ? r->all_costs : t->costs;
+  int ncv = r->nall_costs > 0 ? r->nall_costs : t->ncosts;
+  for (int i = 0; i < ncv; i++) fprintf(f, "%s%.9g", i ? ";" : "", cv[i]);
   fputc(',', f);
+  /* the protocol: unknown fields are empty */
+  bool known = !isnan(t->min_repeat_ms);
+  if (t->repeat > 0) fprintf(f, "%d", t->repeat);
+  fputc(',', f);
+  csv_real(f, t->min_repeat_ms);
+  csv_field(f, known ? (t->flush ? "cold" : "warm") : "", false);
+  csv_real(f, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
+  fprintf(f, "%d,%d,%d,%d,", t->below_resolution, t->noisy, t->extra_repeats, t->emulated);
   csv_real(f, r->build_s);
   csv_real(f, r->run_s);
   fprintf(f, "%d,", r->nthreads);
@@ -101,8 +112,9 @@ ob_status ob_db_export_csv(ob_db *db, const ob_db_filter *f, const char *path, i
   ob_status s = ob_db_out_open(db, path, &o);
   if (s) return s;
   fputs("host,workload,op,target,resources,template,config_index,error_no,error,error_msg,"
-        "median_s,mean_s,cv,gflops,number,repeats_s,build_s,run_s,nthreads,cores,timestamp,"
-        "entity\n",
+        "median_s,mean_s,cv,gflops,number,repeats_s,repeat,min_repeat_ms,cache,"
+        "timer_overhead_s,below_resolution,noisy,extra_repeats,emulated,build_s,run_s,nthreads,cores,"
+        "timestamp,entity\n",
         o.f);
   csv_ctx c = {o.f, 0};
   s = ob_db_visit(db, f, csv_row, &c);

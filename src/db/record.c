@@ -34,11 +34,17 @@ ob_status ob_db_record_check(ob_db *db, const ob_db_record *r) {
   else if (!r->workload || !*r->workload) why = "no workload key";
   else if (!r->tmpl || !*r->tmpl) why = "no template";
   else if (r->config_index > (uint64_t)INT64_MAX) why = "config index above 2^63";
-  else if (r->ncosts < 0 || (r->ncosts > 0 && !r->costs)) why = "bad cost list";
-  else if (r->error_no == 0 && !(isfinite(r->median_s) && r->median_s > 0))
+  else if (r->timing.ncosts < 0 || r->timing.ncosts > OB_TIMING_MAX_COSTS ||
+           r->nall_costs < 0 || (r->nall_costs > 0 && !r->all_costs))
+    why = "bad cost list";
+  else if (r->error_no == 0 && !(isfinite(r->timing.median_s) && r->timing.median_s > 0))
     why = "an error-free trial needs a positive median_s";
-  for (int i = 0; !why && i < r->ncosts; i++)
-    if (!isfinite(r->costs[i])) why = "a repeat's cost is not finite";
+  else if (r->timing.number < 0 || r->timing.repeat < 0 || r->timing.extra_repeats < 0)
+    why = "negative number, repeat or extra repeats";
+  const double *costs = r->nall_costs > 0 ? r->all_costs : r->timing.costs;
+  int ncosts = r->nall_costs > 0 ? r->nall_costs : r->timing.ncosts;
+  for (int i = 0; !why && i < ncosts; i++)
+    if (!isfinite(costs[i])) why = "a repeat's cost is not finite";
   if (!why) return OB_OK;
   ob_db_describe(r, what, sizeof what);
   return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "database '%s': cannot store measurement (%s): %s",
@@ -103,13 +109,16 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   if (replace) {
     if ((s = ob_db_stmt(db, OB_DBS_MEAS_HISTORY, &st))) goto done;
     bind_key(st, r);
-    sqlite3_bind_double(st, 7, now);
+    sqlite3_bind_double(st, 27, now);
     if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
     sqlite3_reset(st);
   }
 
+  const ob_timing *t = &r->timing;
+  const double *cv = r->nall_costs > 0 ? r->all_costs : t->costs;
+  int ncv = r->nall_costs > 0 ? r->nall_costs : t->ncosts;
   ob_str_append(&costs, "[");
-  for (int i = 0; i < r->ncosts; i++) ob_str_appendf(&costs, "%s%.17g", i ? "," : "", r->costs[i]);
+  for (int i = 0; i < ncv; i++) ob_str_appendf(&costs, "%s%.17g", i ? "," : "", cv[i]);
   ob_str_append(&costs, "]");
   if (costs.failed) {
     s = ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': storing measurement (%s): out of memory", db->path, what);
@@ -120,16 +129,26 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   bind_key(st, r);
   sqlite3_bind_int(st, 7, r->error_no);
   ob_db_bind_text(st, 8, r->error_msg ? r->error_msg : "");
-  ob_db_bind_real(st, 9, r->median_s);
-  ob_db_bind_real(st, 10, r->mean_s);
-  ob_db_bind_real(st, 11, r->cv);
+  ob_db_bind_real(st, 9, t->median_s);
+  ob_db_bind_real(st, 10, t->mean_s);
+  ob_db_bind_real(st, 11, t->cv);
   ob_db_bind_text(st, 12, costs.data);
-  sqlite3_bind_int(st, 13, r->number);
+  sqlite3_bind_int(st, 13, t->number);
   ob_db_bind_real(st, 14, r->build_s);
   ob_db_bind_real(st, 15, r->run_s);
   sqlite3_bind_int(st, 16, r->nthreads);
   ob_db_bind_text(st, 17, r->cores);
   sqlite3_bind_double(st, 18, r->timestamp > 0 ? r->timestamp : now);
+  sqlite3_bind_int(st, 19, t->repeat);
+  bool known = !isnan(t->min_repeat_ms); /* else the protocol is unknown */
+  ob_db_bind_real(st, 20, t->min_repeat_ms);
+  if (known) sqlite3_bind_int(st, 21, t->flush);
+  else sqlite3_bind_null(st, 21);
+  ob_db_bind_real(st, 22, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
+  sqlite3_bind_int(st, 23, t->below_resolution);
+  sqlite3_bind_int(st, 24, t->noisy);
+  sqlite3_bind_int(st, 25, t->extra_repeats);
+  sqlite3_bind_int(st, 26, t->emulated);
   if ((rc = sqlite3_step(st)) != SQLITE_DONE) goto sqlfail;
   sqlite3_reset(st);
   bool wrote = sqlite3_changes(db->sql) > 0;
@@ -275,7 +294,14 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
                   "SELECT m.host, m.workload_key, m.target, m.resources, m.template, m.config_index,"
                   " c.entity, m.error_no, m.error_msg, m.median_s, m.mean_s, m.cv, m.costs,"
                   " m.number, m.build_s, m.run_s, m.nthreads, m.cores, m.timestamp,"
-                  " w.op, w.attrs, w.flops"
+                  " w.op, w.attrs, w.flops, ");
+    /* a version-1 file opened read-only: what an upgrade would read */
+    ob_str_append(&sql, db->version >= 2
+                            ? "m.repeat, m.min_repeat_ms, m.flush, m.timer_overhead_s,"
+                              " m.below_resolution, m.noisy, m.extra_repeats, m.emulated"
+                            : "CASE WHEN json_valid(m.costs) THEN json_array_length(m.costs)"
+                              " ELSE 0 END, NULL, NULL, NULL, 0, 0, 0, 0");
+    ob_str_append(&sql, 
                   " FROM measurements m"
                   " LEFT JOIN workloads w ON w.key = m.workload_key"
                   " LEFT JOIN configs c ON c.workload_key = m.workload_key"
@@ -284,8 +310,12 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, sqlite3
     ob_str_append(&sql, "SELECT m.workload_key, coalesce(w.op, ''), count(*)");
     for (int e = 0; e < OB_MERR_UNKNOWN; e++) ob_str_appendf(&sql, ", sum(m.error_no = %d)", e);
     ob_str_appendf(&sql, ", sum(m.error_no >= %d OR m.error_no < 0)", OB_MERR_UNKNOWN);
-    ob_str_append(&sql, ", min(CASE WHEN m.error_no = 0 THEN m.median_s END), w.flops"
-                        " FROM measurements m LEFT JOIN workloads w ON w.key = m.workload_key");
+    ob_str_append(&sql, ", min(CASE WHEN m.error_no = 0 THEN m.median_s END), w.flops");
+    ob_str_append(&sql, db->version >= 2 ? ", sum(m.error_no = 0 AND m.noisy <> 0),"
+                                           " sum(m.error_no = 0 AND m.below_resolution <> 0),"
+                                           " sum(m.error_no = 0 AND m.emulated <> 0)"
+                                         : ", 0, 0, 0");
+    ob_str_append(&sql, " FROM measurements m LEFT JOIN workloads w ON w.key = m.workload_key");
   }
   bool first = true;
   for (int i = 0; i < 6; i++) {
@@ -372,12 +402,18 @@ ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void 
     r.entity = ob_db_col_text(st, 6);
     r.error_no = sqlite3_column_int(st, 7);
     r.error_msg = ob_db_col_text(st, 8);
-    r.median_s = ob_db_col_real(st, 9);
-    r.mean_s = ob_db_col_real(st, 10);
-    r.cv = ob_db_col_real(st, 11);
-    r.ncosts = parse_costs(ob_db_col_text(st, 12), &costs, &cap);
-    r.costs = costs;
-    r.number = sqlite3_column_int(st, 13);
+    ob_timing *t = &r.timing;
+    t->median_s = ob_db_col_real(st, 9);
+    t->mean_s = ob_db_col_real(st, 10);
+    t->cv = ob_db_col_real(st, 11);
+    int n = parse_costs(ob_db_col_text(st, 12), &costs, &cap);
+    t->ncosts = n < OB_TIMING_MAX_COSTS ? n : OB_TIMING_MAX_COSTS;
+    if (t->ncosts > 0) memcpy(t->costs, costs, (size_t)t->ncosts * sizeof *costs);
+    if (n > OB_TIMING_MAX_COSTS) {
+      r.all_costs = costs;
+      r.nall_costs = n;
+    }
+    t->number = sqlite3_column_int(st, 13);
     r.build_s = ob_db_col_real(st, 14);
     r.run_s = ob_db_col_real(st, 15);
     r.nthreads = sqlite3_column_int(st, 16);
@@ -387,7 +423,18 @@ ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void 
     r.attrs = ob_db_col_text(st, 20);
     double flops = ob_db_col_real(st, 21);
     r.flops = isfinite(flops) && flops > 0 ? flops : 0;
-    r.gflops = r.error_no == 0 && r.flops > 0 && r.median_s > 0 ? r.flops / r.median_s / 1e9 : 0;
+    r.gflops = r.error_no == 0 && r.flops > 0 && t->median_s > 0 ? r.flops / t->median_s / 1e9 : 0;
+    t->repeat = sqlite3_column_int(st, 22);
+    t->min_repeat_ms = ob_db_col_real(st, 23);
+    bool flush_known = sqlite3_column_type(st, 24) != SQLITE_NULL;
+    t->flush = flush_known && sqlite3_column_int(st, 24) != 0;
+    if (!flush_known) t->min_repeat_ms = NAN; /* one unknown protocol, one sentinel */
+    double ovh = ob_db_col_real(st, 25);
+    t->timer_overhead_s = isfinite(ovh) && ovh > 0 ? ovh : 0;
+    t->below_resolution = sqlite3_column_int(st, 26) != 0;
+    t->noisy = sqlite3_column_int(st, 27) != 0;
+    t->extra_repeats = sqlite3_column_int(st, 28);
+    t->emulated = sqlite3_column_int(st, 29) != 0;
     if ((s = fn(user, &r))) break;
   }
   sqlite3_reset(st);
@@ -430,9 +477,10 @@ static ob_status collect_one(void *user, const ob_db_record *r) {
   d->cores = arena_dup(a, r->cores);
   d->op = arena_dup(a, r->op);
   d->attrs = arena_dup(a, r->attrs);
-  d->costs = NULL;
-  if (r->ncosts > 0 && (d->costs = ob_arena_alloc(a, (size_t)r->ncosts * sizeof *d->costs)))
-    memcpy((double *)d->costs, r->costs, (size_t)r->ncosts * sizeof *d->costs);
+  d->all_costs = NULL;
+  if (r->nall_costs > 0 &&
+      (d->all_costs = ob_arena_alloc(a, (size_t)r->nall_costs * sizeof *d->all_costs)))
+    memcpy((double *)d->all_costs, r->all_costs, (size_t)r->nall_costs * sizeof *d->all_costs);
   if (ob_arena_failed(a))
     return ob_fail(c->db->ctx, OB_ERR_NOMEM, "database '%s': out of memory reading %lld records",
                    c->db->path, (long long)o->n);
@@ -509,6 +557,9 @@ static ob_status count_rows(ob_db *db, ob_db_stmt_id id, int64_t *n) {
 
 static void stat_add(ob_db_stat_row *acc, const ob_db_stat_row *r) {
   acc->total += r->total;
+  acc->noisy += r->noisy;
+  acc->below_resolution += r->below_resolution;
+  acc->emulated += r->emulated;
   for (int e = 0; e < OB_MERR_COUNT; e++) acc->by_error[e] += r->by_error[e];
   if (isfinite(r->best_s) && (!isfinite(acc->best_s) || r->best_s < acc->best_s))
     acc->best_s = r->best_s;
@@ -567,6 +618,9 @@ ob_status ob_db_stats_get(ob_db *db, const ob_db_filter *f, ob_db_stats **out) {
     w->best_gflops = isfinite(flops) && flops > 0 && isfinite(w->best_s) && w->best_s > 0
                          ? flops / w->best_s / 1e9
                          : 0;
+    w->noisy = sqlite3_column_int64(st, 5 + OB_MERR_COUNT);
+    w->below_resolution = sqlite3_column_int64(st, 6 + OB_MERR_COUNT);
+    w->emulated = sqlite3_column_int64(st, 7 + OB_MERR_COUNT);
     w->nworkloads = 1;
     /* Rows come sorted by operator: a new operator opens a by_op row. */
     if (res->nops == 0 || strcmp(res->by_op[res->nops - 1].name, w->op)) {

@@ -54,7 +54,7 @@ int zb_reshape(zb *b, const char *name, int x, int nd, const int64_t *shape);
 int zb_transpose(zb *b, const char *name, int x, int nd, const int64_t *perm);
 int zb_layernorm(zb *b, const char *name, int x, double eps);
 
-/* Model builders (zoo.c, zoo_nlp.c, zoo_yolo.c). */
+/* Model builders (zoo.c, zoo_nlp.c, zoo_yolo.c, zoo_randwire.c, zoo_nasnet.c). */
 typedef struct zoo_args {
   int64_t batch, seqlen, size, hidden;
 } zoo_args;
@@ -69,5 +69,7 @@ void zoo_bert_uncased(zb *b, const zoo_args *a);
 void zoo_gpt2(zb *b, const zoo_args *a);
 void zoo_lstm(zb *b, const zoo_args *a);
 void zoo_yolov5s(zb *b, const zoo_args *a);
+void zoo_randwire(zb *b, const zoo_args *a);
+void zoo_nasnet_large(zb *b, const zoo_args *a);
 
 #endif

@@ -1,10 +1,20 @@
-/* runner.c: ob_runner runs variants in a persistent worker process forked
- * from the caller, so a crashing or hanging kernel costs a worker, never the
- * caller. Parent and worker talk over a SOCK_SEQPACKET socketpair; buffers
- * live in a memfd owned by the runner (passed with SCM_RIGHTS each request)
- * that the caller fills and checks in place. The worker owns its dlopen
- * handles and its thread pool; the runner owns the worker, the socket and the
- * memfd. Also here: ob_merr_str, ob_timing_default, ob_stats.
+/* runner.c: ob_runner, and its native implementation.
+ *
+ * ob_runner checks a request, lays its buffers out in a memfd it owns (the
+ * caller fills and checks them in place), resolves the timing options for
+ * the request's target and hands the request to an implementation
+ * (measure_impl.h): this file's native worker for targets that run here,
+ * emulator.c's for targets that run under an emulator. Implementations are
+ * made on first use and kept.
+ *
+ * The native implementation runs variants in a persistent worker process
+ * forked from the caller, so a crashing or hanging kernel costs a worker,
+ * never the caller. Parent and worker talk over a SOCK_SEQPACKET
+ * socketpair; the memfd is passed with SCM_RIGHTS each request. The worker
+ * loads kernels with ob_kernel_load_path, runs them with ob_kernel_run and
+ * times them with ob_time_loop (kernel.h), measuring the timer's overhead
+ * once when it starts; it owns its loaded kernels and its thread pool. The
+ * native implementation owns the worker and the socket.
  *
  * Protocol, per request:
  *   parent -> RUN (layout, path, symbol, cores, timing) + memfd
@@ -28,75 +38,19 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
-#include "opbench/codegen.h"
+#include "opbench/kernel.h"
 #include "opbench/measure.h"
+#include "opbench/target.h"
+#include "kernel/kernel_impl.h"
 #include "measure/measure_impl.h"
 
-#define OB_RUN_TIMEOUT_S 10.0
-#define OB_RUN_MAX_COSTS 64
 #define OB_RUN_ALIGN 64
 #define OB_RUN_REQ_MAX 65536      /* one RUN message, bytes */
-#define OB_RUN_MAX_HANDLES 32     /* dlopen handles the worker keeps */
-#define OB_RUN_NUMBER_MAX (1 << 30)
+#define OB_RUN_MAX_HANDLES 32     /* loaded kernels the worker keeps */
+#define OB_RUN_GRACE_S 0.5        /* the worker stops at the deadline itself; the
+                                     parent kills it this much later */
 
 /* ---- shared helpers -------------------------------------------------------- */
-
-const char *ob_measure_signame(int sig, char buf[32]) {
-  static const struct { int sig; const char *name; } names[] = {
-      {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},
-      {SIGABRT, "SIGABRT"}, {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-      {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},
-      {SIGQUIT, "SIGQUIT"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGALRM, "SIGALRM"},
-      {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
-  };
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (names[i].sig == sig) return names[i].name;
-  snprintf(buf, 32, "signal %d", sig);
-  return buf;
-}
-
-const char *ob_merr_str(int error_no) {
-  /* AutoTVM's MeasureErrorNo names. */
-  static const char *const names[OB_MERR_COUNT] = {
-      "NO_ERROR",     "INSTANTIATION_ERROR", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
-      "WRONG_ANSWER", "BUILD_TIMEOUT",       "RUN_TIMEOUT",  "UNKNOWN_ERROR",
-  };
-  return error_no >= 0 && error_no < OB_MERR_COUNT ? names[error_no] : "INVALID_ERROR_NO";
-}
-
-ob_timing_opts ob_timing_default(void) {
-  ob_timing_opts t = {.number = 1, .repeat = 10, .min_repeat_ms = 0, .flush = false,
-                      .timeout_s = OB_RUN_TIMEOUT_S};
-  return t;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* cv uses the population standard deviation and plain mean of all samples. */
-void ob_stats(const double *x, int n, double *median, double *trimmed_mean, double *cv) {
-  OB_ASSERT(x && n >= 1);
-  double stackbuf[OB_RUN_MAX_COSTS];
-  double *s = n <= OB_RUN_MAX_COSTS ? stackbuf : malloc((size_t)n * sizeof *s);
-  OB_ASSERT(s);
-  memcpy(s, x, (size_t)n * sizeof *s);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  double sum = 0;
-  for (int i = 0; i < n; i++) sum += s[i];
-  double mean = sum / n, var = 0;
-  for (int i = 0; i < n; i++) var += (s[i] - mean) * (s[i] - mean);
-  var /= n;
-  if (median) *median = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  if (trimmed_mean) *trimmed_mean = n > 2 ? (sum - s[0] - s[n - 1]) / (n - 2) : mean;
-  if (cv) *cv = mean != 0 ? sqrt(var) / mean : 0;
-  if (s != stackbuf) free(s);
-}
 
 /* ---- wire format ------------------------------------------------------------ */
 
@@ -106,8 +60,9 @@ enum { W_RUN = 0x6f620001, W_TIME, W_SKIP, W_RAN, W_COSTS, W_ERR };
  * int32 cores[nthreads], uint8 is_input[nbufs], path, NUL, symbol, NUL. */
 typedef struct wire_req {
   uint32_t kind;
-  int32_t nbufs, nthreads, number, repeat, flush;
-  double min_repeat_ms;
+  int32_t nbufs, nthreads;
+  ob_timing_opts timing; /* normalized; clock NULL (parent and worker are one binary) */
+  double deadline;       /* CLOCK_MONOTONIC seconds */
   uint64_t map_bytes;
   uint32_t path_len, sym_len; /* without the NUL */
 } wire_req;
@@ -118,11 +73,10 @@ typedef struct wire_cmd {
 
 typedef struct wire_rep {
   uint32_t kind;
-  int32_t code;   /* RAN: the kernel's return value */
-  int32_t number; /* COSTS: final calls per group */
-  int32_t ncosts;
-  double costs[OB_RUN_MAX_COSTS];
-  char msg[400]; /* ERR */
+  int32_t code;     /* RAN: the kernel's return value; COSTS: 0, or
+                       OB_TIME_DEADLINE when timing ran out of time */
+  ob_timing timing; /* COSTS */
+  char msg[400];    /* ERR */
 } wire_rep;
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
@@ -135,15 +89,10 @@ typedef struct worker {
   ob_pool *pool;
   int *pool_cores;
   int pool_n;
-  struct { char *path; void *h; } handles[OB_RUN_MAX_HANDLES];
+  struct { char *path, *sym; ob_kernel *k; } kernels[OB_RUN_MAX_HANDLES];
   int next_evict;
+  double timer_overhead_s; /* measured once, when the worker starts */
 } worker;
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void worker_send(worker *w, const wire_rep *rep) {
   ssize_t k;
@@ -163,10 +112,6 @@ static void worker_err(worker *w, const char *fmt, ...) {
   vsnprintf(rep.msg, sizeof rep.msg, fmt, ap);
   va_end(ap);
   worker_send(w, &rep);
-}
-
-static void krt_parallel_for(void *pool, int64_t n, ob_krt_task fn, void *closure) {
-  ob_pool_parallel_for(pool, n, fn, closure);
 }
 
 /* Keeps one pool per core set; re-creates it only when the set changes. */
@@ -191,81 +136,52 @@ static bool worker_pool(worker *w, const int32_t *cores, int n) {
   return true;
 }
 
-static void *worker_dlopen(worker *w, const char *path) {
+/* The loaded kernel for (path, sym), from the worker's cache or loaded now
+ * (evicting the oldest; no kernel is running). NULL with the message in
+ * w->ctx when it cannot be loaded. */
+static ob_kernel *worker_kernel(worker *w, const char *path, const char *sym) {
   for (int i = 0; i < OB_RUN_MAX_HANDLES; i++)
-    if (w->handles[i].path && strcmp(w->handles[i].path, path) == 0) return w->handles[i].h;
-  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return NULL;
+    if (w->kernels[i].k && !strcmp(w->kernels[i].path, path) && !strcmp(w->kernels[i].sym, sym))
+      return w->kernels[i].k;
+  ob_kernel *k = NULL;
+  if (ob_kernel_load_path(w->ctx, path, sym, &k) != OB_OK) return NULL;
+  char *p = strdup(path), *y = strdup(sym);
+  if (!p || !y) {
+    free(p);
+    free(y);
+    ob_kernel_free(k);
+    ob_fail(w->ctx, OB_ERR_NOMEM, "worker out of memory");
+    return NULL;
+  }
   int slot = w->next_evict;
   w->next_evict = (slot + 1) % OB_RUN_MAX_HANDLES;
-  if (w->handles[slot].h) dlclose(w->handles[slot].h); /* no kernel is running */
-  free(w->handles[slot].path);
-  w->handles[slot].path = strdup(path);
-  w->handles[slot].h = w->handles[slot].path ? h : NULL;
-  if (!w->handles[slot].path) dlclose(h);
-  return w->handles[slot].h;
+  ob_kernel_free(w->kernels[slot].k);
+  free(w->kernels[slot].path);
+  free(w->kernels[slot].sym);
+  w->kernels[slot].path = p;
+  w->kernels[slot].sym = y;
+  w->kernels[slot].k = k;
+  return k;
 }
 
-static void flush_buffers(void *const *bufs, const uint64_t *bytes, const uint8_t *is_input,
-                          int nbufs) {
-#if defined(__x86_64__) || defined(__i386__)
-  for (int b = 0; b < nbufs; b++) {
-    if (!is_input[b]) continue;
-    const char *p = bufs[b];
-    for (uint64_t o = 0; o < bytes[b]; o += OB_RUN_ALIGN) _mm_clflush(p + o);
-  }
-  _mm_mfence();
-#elif defined(__aarch64__)
-  for (int b = 0; b < nbufs; b++) {
-    if (!is_input[b]) continue;
-    const char *p = bufs[b];
-    for (uint64_t o = 0; o < bytes[b]; o += OB_RUN_ALIGN)
-      __asm__ volatile("dc civac, %0" ::"r"(p + o) : "memory");
-  }
-  __asm__ volatile("dsb ish" ::: "memory");
-#else
-  (void)bufs, (void)bytes, (void)is_input, (void)nbufs;
-#endif
+typedef struct timed_call {
+  ob_kernel *k;
+  void *const *bufs;
+  ob_pool *pool;
+  const uint64_t *bytes;
+  const uint8_t *is_input;
+  int nbufs;
+} timed_call;
+
+static int timed_run(void *user) {
+  timed_call *c = user;
+  return ob_kernel_run(c->k, c->bufs, c->pool);
 }
 
-/* AutoTVM's timing loop: `repeat` groups of `number` calls; a group shorter
- * than min_repeat_ms grows number by x1.618 (for good) and is redone. With
- * flush, each call is timed alone after flushing the inputs. Returns the
- * first non-zero kernel return value, or 0. */
-static int worker_time(ob_kernel_fn fn, void *const *bufs, const ob_krt *rt, const wire_req *q,
-                       const uint64_t *bytes, const uint8_t *is_input, wire_rep *rep) {
-  int number = q->number;
-  const int64_t min_ns = (int64_t)(q->min_repeat_ms * 1e6);
-  for (int g = 0; g < q->repeat; g++) {
-    for (;;) {
-      int64_t ns = 0;
-      if (q->flush) {
-        for (int k = 0; k < number; k++) {
-          flush_buffers(bufs, bytes, is_input, q->nbufs);
-          int64_t t0 = now_ns();
-          int rc = fn(bufs, rt);
-          ns += now_ns() - t0;
-          if (rc) return rc;
-        }
-      } else {
-        int64_t t0 = now_ns();
-        for (int k = 0; k < number; k++) {
-          int rc = fn(bufs, rt);
-          if (rc) return rc;
-        }
-        ns = now_ns() - t0;
-      }
-      if (ns >= min_ns || number >= OB_RUN_NUMBER_MAX) {
-        rep->costs[g] = (double)ns * 1e-9 / number;
-        break;
-      }
-      double grown = ceil(number * 1.618);
-      number = grown > OB_RUN_NUMBER_MAX ? OB_RUN_NUMBER_MAX : (int)grown;
-    }
-  }
-  rep->number = number;
-  rep->ncosts = q->repeat;
-  return 0;
+static void timed_flush(void *user) {
+  timed_call *c = user;
+  for (int b = 0; b < c->nbufs; b++)
+    if (c->is_input[b]) ob_cache_flush(c->bufs[b], c->bytes[b]);
 }
 
 /* Serves one RUN message (msg/len, memfd fd). */
@@ -278,8 +194,9 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   memcpy(&q, msg, sizeof q);
   size_t nb = (size_t)q.nbufs, nt = (size_t)q.nthreads;
   size_t need = sizeof q + nb * 16 + nt * 4 + nb + (size_t)q.path_len + 1 + q.sym_len + 1;
-  if (q.kind != W_RUN || q.nbufs < 0 || q.nthreads < 1 || q.repeat < 1 ||
-      q.repeat > OB_RUN_MAX_COSTS || q.number < 1 || len != need || fd < 0) {
+  if (q.kind != W_RUN || q.nbufs < 0 || q.nthreads < 1 || q.timing.repeat < 1 ||
+      q.timing.repeat > OB_TIMING_MAX_COSTS || q.timing.number < 0 || q.timing.clock ||
+      len != need || fd < 0) {
     worker_err(w, "malformed request");
     return;
   }
@@ -309,17 +226,9 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   }
   for (size_t i = 0; i < nb; i++) bufs[i] = (char *)map + off[i];
 
-  void *h = worker_dlopen(w, path);
-  if (!h) {
-    const char *e = dlerror();
-    worker_err(w, "dlopen failed: %s", e ? e : path);
-    goto out;
-  }
-  dlerror();
-  void *sp = dlsym(h, sym);
-  if (!sp) {
-    const char *e = dlerror();
-    worker_err(w, "dlsym failed: %s", e ? e : sym);
+  ob_kernel *kern = worker_kernel(w, path, sym);
+  if (!kern) {
+    worker_err(w, "%s", ob_ctx_errmsg(w->ctx));
     goto out;
   }
   if (!worker_pool(w, cores, q.nthreads)) {
@@ -327,13 +236,11 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
                ob_ctx_errmsg(w->ctx));
     goto out;
   }
-  ob_kernel_fn fn = (ob_kernel_fn)sp;
-  ob_krt rt = {.pool = w->pool, .parallel_for = krt_parallel_for};
 
   wire_rep rep;
   memset(&rep, 0, sizeof rep);
   rep.kind = W_RAN;
-  rep.code = fn(bufs, &rt); /* also the discarded warm-up */
+  rep.code = ob_kernel_run(kern, bufs, w->pool); /* also the discarded warm-up */
   worker_send(w, &rep);
   if (rep.code != 0) goto out;
 
@@ -347,8 +254,12 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
 
   memset(&rep, 0, sizeof rep);
   rep.kind = W_COSTS;
-  int rc = worker_time(fn, bufs, &rt, &q, bytes, is_input, &rep);
-  if (rc) {
+  q.timing.timer_overhead_s = w->timer_overhead_s;
+  timed_call tc = {kern, bufs, w->pool, bytes, is_input, q.nbufs};
+  int rc = ob_time_loop(&q.timing, q.deadline, timed_run, timed_flush, &tc, &rep.timing);
+  if (rc == OB_TIME_DEADLINE) {
+    rep.code = rc;
+  } else if (rc) {
     memset(&rep, 0, sizeof rep);
     rep.kind = W_RAN;
     rep.code = rc;
@@ -386,6 +297,7 @@ static _Noreturn void worker_main(int sock, pid_t parent) {
   worker w;
   memset(&w, 0, sizeof w);
   w.sock = sock;
+  w.timer_overhead_s = ob_timer_overhead();
   if (ob_ctx_new(&w.ctx) != OB_OK) _exit(3);
   unsigned char *msg = malloc(OB_RUN_REQ_MAX);
   if (!msg) _exit(3);
@@ -412,16 +324,13 @@ static _Noreturn void worker_main(int sock, pid_t parent) {
   }
 }
 
-/* ---- the parent side ------------------------------------------------------ */
+/* ---- the native implementation: the parent side ------------------------------ */
 
-struct ob_runner {
+typedef struct native {
   ob_ctx *ctx;
-  pid_t pid;          /* the worker, or -1 (restarted on the next request) */
-  int sock;           /* our end of the socketpair, or -1 */
-  int memfd;          /* buffers, or -1 */
-  unsigned char *map; /* our mapping of memfd */
-  size_t map_cap;
-};
+  pid_t pid; /* the worker, or -1 (restarted on the next request) */
+  int sock;  /* our end of the socketpair, or -1 */
+} native;
 
 static pid_t waitpid_eintr(pid_t pid, int *status, int flags) {
   pid_t w;
@@ -431,7 +340,7 @@ static pid_t waitpid_eintr(pid_t pid, int *status, int flags) {
   return w;
 }
 
-static ob_status start_worker(ob_runner *r) {
+static ob_status start_worker(native *r) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     return ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: socketpair: %s", strerror(errno));
@@ -454,7 +363,7 @@ static ob_status start_worker(ob_runner *r) {
 }
 
 /* Kills and reaps the worker; *status gets its wait status when known. */
-static bool stop_worker(ob_runner *r, int *status) {
+static bool stop_worker(native *r, int *status) {
   bool reaped = false;
   if (r->pid > 0) {
     kill(r->pid, SIGKILL);
@@ -467,8 +376,8 @@ static bool stop_worker(ob_runner *r, int *status) {
 }
 
 /* The worker's socket closed or failed: it is exiting. Reaps it (killing it
- * after 2 s) and says why it died. */
-static void worker_died(ob_runner *r, ob_run_result *res) {
+ * after 2 s) and says why it died. Returns the signal that ended it, or 0. */
+static int worker_died(native *r, ob_run_result *res) {
   int status = 0;
   pid_t w = 0;
   double until = ob_now_s() + 2.0;
@@ -486,13 +395,262 @@ static void worker_died(ob_runner *r, ob_run_result *res) {
   char sb[32];
   if (w >= 0 && WIFSIGNALED(status))
     snprintf(res->message, sizeof res->message, "kernel crashed: %s",
-             ob_measure_signame(WTERMSIG(status), sb));
+             ob_kernel_signame(WTERMSIG(status), sb));
   else if (w >= 0 && WIFEXITED(status))
     snprintf(res->message, sizeof res->message,
              "worker exited with status %d (did the kernel call exit?)", WEXITSTATUS(status));
   else
     snprintf(res->message, sizeof res->message, "worker lost");
+  return w >= 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
+
+ob_status ob_runner_native_new(ob_ctx *ctx, void **self) {
+  *self = NULL;
+  native *r = calloc(1, sizeof *r);
+  if (!r) return ob_fail(ctx, OB_ERR_NOMEM, "runner: out of memory");
+  r->ctx = ctx;
+  r->pid = -1;
+  r->sock = -1;
+  ob_status st = start_worker(r);
+  if (st) {
+    free(r);
+    return st;
+  }
+  *self = r;
+  return OB_OK;
+}
+
+static void native_free(void *self) {
+  native *r = self;
+  if (!r) return;
+  int status;
+  stop_worker(r, &status);
+  free(r);
+}
+
+static int send_with_fd(int sock, const void *buf, size_t len, int fd) {
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } cbuf;
+  memset(&cbuf, 0, sizeof cbuf);
+  struct iovec iov = {(void *)buf, len};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
+                      .msg_controllen = sizeof cbuf.buf};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  ssize_t k;
+  do {
+    k = sendmsg(sock, &mh, MSG_NOSIGNAL);
+  } while (k < 0 && errno == EINTR);
+  return k == (ssize_t)len ? 0 : -1;
+}
+
+static int send_cmd(native *r, uint32_t kind) {
+  wire_cmd cmd = {kind};
+  ssize_t k;
+  do {
+    k = send(r->sock, &cmd, sizeof cmd, MSG_NOSIGNAL);
+  } while (k < 0 && errno == EINTR);
+  return k == (ssize_t)sizeof cmd ? 0 : -1;
+}
+
+enum { WAIT_OK, WAIT_TIMEOUT, WAIT_DEAD };
+
+static int wait_reply(native *r, double deadline, wire_rep *rep) {
+  for (;;) {
+    double left = deadline - ob_now_s();
+    if (left <= 0) return WAIT_TIMEOUT;
+    struct pollfd pfd = {.fd = r->sock, .events = POLLIN};
+    int ms = (int)ceil(left * 1000);
+    int rc = poll(&pfd, 1, ms < 1 ? 1 : ms);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc < 0) return WAIT_DEAD;
+    if (rc == 0) continue;
+    ssize_t k = recv(r->sock, rep, sizeof *rep, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k != (ssize_t)sizeof *rep) return WAIT_DEAD; /* EOF, error or garbage */
+    rep->msg[sizeof rep->msg - 1] = '\0';
+    return WAIT_OK;
+  }
+}
+
+/* A reply other than OK: the worker timed out or died; records why. */
+static void reply_failed(native *r, int how, double timeout, ob_run_result *res) {
+  if (how == WAIT_TIMEOUT) {
+    int status;
+    stop_worker(r, &status);
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "run timed out after %g s", timeout);
+  } else {
+    worker_died(r, res);
+  }
+}
+
+static ob_status native_run(void *self, const ob_run_request *req, const ob_timing_opts *t,
+                            double deadline, double kill_at, const ob_run_bufs *b,
+                            ob_run_result *res) {
+  native *r = self;
+  ob_status st = OB_OK;
+  size_t nb = (size_t)b->nbufs;
+  int nthreads = req->nthreads > 0 ? req->nthreads : 1;
+  const double timeout = t->timeout_s;
+
+  /* The worker resolves paths itself: make relative ones survive a chdir. */
+  char *abs = strchr(req->so_path, '/') ? realpath(req->so_path, NULL) : NULL;
+  const char *so_path = abs ? abs : req->so_path;
+  size_t path_len = strlen(so_path), sym_len = strlen(req->symbol);
+  size_t len = sizeof(wire_req) + nb * 16 + (size_t)nthreads * 4 + nb + path_len + 1 + sym_len + 1;
+  unsigned char *msg = NULL;
+  if (len > OB_RUN_REQ_MAX) {
+    st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
+                 "runner: request for %s too large (%zu buffers, %d threads)", req->symbol, nb,
+                 nthreads);
+    goto out;
+  }
+  if (!(msg = calloc(1, len))) {
+    st = ob_fail(r->ctx, OB_ERR_NOMEM, "runner: out of memory");
+    goto out;
+  }
+
+  wire_req q;
+  memset(&q, 0, sizeof q); /* no stray padding bytes go over the socket */
+  q.kind = W_RUN;
+  q.nbufs = (int32_t)nb;
+  q.nthreads = nthreads;
+  q.timing = *t;
+  q.deadline = deadline;
+  q.map_bytes = b->map_bytes;
+  q.path_len = (uint32_t)path_len;
+  q.sym_len = (uint32_t)sym_len;
+  unsigned char *p = msg;
+  memcpy(p, &q, sizeof q), p += sizeof q;
+  memcpy(p, b->off, nb * 8), p += nb * 8;
+  for (size_t i = 0; i < nb; i++) {
+    uint64_t bytes = req->buf_bytes[i];
+    memcpy(p, &bytes, 8), p += 8;
+  }
+  for (int i = 0; i < nthreads; i++) {
+    int32_t c = req->cores ? req->cores[i] : i;
+    memcpy(p, &c, 4), p += 4;
+  }
+  for (size_t i = 0; i < nb; i++) *p++ = req->buf_is_input ? req->buf_is_input[i] : 1;
+  memcpy(p, so_path, path_len + 1), p += path_len + 1;
+  memcpy(p, req->symbol, sym_len + 1);
+
+  req->fill(req->user, b->ptr);
+
+  /* Send; a worker that died between requests is restarted once. A
+   * SIGKILL from outside (no kernel crash raises it: the OOM killer, a user)
+   * can also land just before the request is read, and the message goes
+   * down with the worker: that too is sent once more to a new worker. */
+  wire_rep rep;
+  int how;
+  for (int resend = 0;; resend++) {
+    for (int attempt = 0;; attempt++) {
+      if (r->pid < 0 && (st = start_worker(r)) != OB_OK) goto out;
+      if (send_with_fd(r->sock, msg, len, b->memfd) == 0) break;
+      int e = errno, status;
+      stop_worker(r, &status);
+      if (attempt == 1) {
+        st = ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: cannot send to the worker: %s", strerror(e));
+        goto out;
+      }
+    }
+    how = wait_reply(r, kill_at, &rep);
+    if (how != WAIT_DEAD || resend == 1) break;
+    if (worker_died(r, res) != SIGKILL) goto out;
+    res->error_no = OB_MERR_NONE;
+    res->message[0] = '\0';
+    req->fill(req->user, b->ptr); /* as the first time */
+  }
+  if (how != WAIT_OK) {
+    reply_failed(r, how, timeout, res);
+    goto out;
+  }
+  if (rep.kind == W_ERR) {
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "%s", rep.msg);
+    goto out;
+  }
+  if (rep.kind != W_RAN) {
+    (void)worker_died(r, res); /* protocol error: start afresh */
+    goto out;
+  }
+  if (rep.code != 0) {
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
+    goto out;
+  }
+
+  if (req->check) {
+    char cmsg[sizeof res->message];
+    cmsg[0] = '\0';
+    ob_status cst = req->check(req->user, b->ptr, cmsg, sizeof cmsg);
+    if (cst != OB_OK) {
+      res->error_no = OB_MERR_WRONG_ANSWER;
+      cmsg[sizeof cmsg - 1] = '\0';
+      if (cmsg[0]) snprintf(res->message, sizeof res->message, "%s", cmsg);
+      else snprintf(res->message, sizeof res->message, "wrong answer (%s)", ob_status_str(cst));
+      if (send_cmd(r, W_SKIP) != 0) {
+        int status;
+        stop_worker(r, &status);
+      }
+      goto out;
+    }
+  }
+  if (send_cmd(r, W_TIME) != 0) {
+    worker_died(r, res);
+    goto out;
+  }
+  how = wait_reply(r, kill_at, &rep);
+  if (how != WAIT_OK) {
+    reply_failed(r, how, timeout, res);
+    goto out;
+  }
+  if (rep.kind == W_RAN) { /* a timed call returned non-zero */
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
+    goto out;
+  }
+  if (rep.kind == W_COSTS && rep.code == OB_TIME_DEADLINE) {
+    res->error_no = OB_MERR_RUN_TIMEOUT;
+    snprintf(res->message, sizeof res->message, "run timed out after %g s (while timing)", timeout);
+    goto out;
+  }
+  if (rep.kind != W_COSTS || rep.code != 0 || rep.timing.ncosts < 1 ||
+      rep.timing.ncosts > OB_TIMING_MAX_COSTS) {
+    worker_died(r, res);
+    goto out;
+  }
+  res->error_no = OB_MERR_NONE;
+  res->timing = rep.timing;
+
+out:
+  free(abs);
+  free(msg);
+  return st;
+}
+
+const struct ob_runner_i ob_runner_native_i = {"native", native_run, native_free};
+
+/* ---- ob_runner ----------------------------------------------------------------- */
+
+enum { IMPL_NATIVE = 0, IMPL_EMULATOR, IMPL_COUNT };
+
+struct ob_runner {
+  ob_ctx *ctx;
+  struct {
+    const struct ob_runner_i *vt;
+    void *self; /* NULL until first needed */
+  } impl[IMPL_COUNT];
+  int memfd;          /* buffers, or -1 */
+  unsigned char *map; /* our mapping of memfd */
+  size_t map_cap;
+};
 
 ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
   OB_ASSERT(ctx && out);
@@ -500,10 +658,11 @@ ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
   ob_runner *r = calloc(1, sizeof *r);
   if (!r) return ob_fail(ctx, OB_ERR_NOMEM, "runner: out of memory");
   r->ctx = ctx;
-  r->pid = -1;
-  r->sock = -1;
   r->memfd = -1;
-  ob_status st = start_worker(r);
+  r->impl[IMPL_NATIVE].vt = &ob_runner_native_i;
+  r->impl[IMPL_EMULATOR].vt = &ob_runner_emulator_i;
+  /* the native worker starts now: forking early keeps it small */
+  ob_status st = ob_runner_native_new(ctx, &r->impl[IMPL_NATIVE].self);
   if (st) {
     free(r);
     return st;
@@ -514,8 +673,8 @@ ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
 
 void ob_runner_free(ob_runner *r) {
   if (!r) return;
-  int status;
-  stop_worker(r, &status);
+  for (int i = 0; i < IMPL_COUNT; i++)
+    if (r->impl[i].self) r->impl[i].vt->free(r->impl[i].self);
   if (r->map) munmap(r->map, r->map_cap);
   if (r->memfd >= 0) close(r->memfd);
   free(r);
@@ -563,66 +722,23 @@ static ob_status ensure_map(ob_runner *r, size_t bytes) {
   return OB_OK;
 }
 
-static int send_with_fd(int sock, const void *buf, size_t len, int fd) {
-  union {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } cbuf;
-  memset(&cbuf, 0, sizeof cbuf);
-  struct iovec iov = {(void *)buf, len};
-  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf.buf,
-                      .msg_controllen = sizeof cbuf.buf};
-  struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  ssize_t k;
-  do {
-    k = sendmsg(sock, &mh, MSG_NOSIGNAL);
-  } while (k < 0 && errno == EINTR);
-  return k == (ssize_t)len ? 0 : -1;
-}
-
-static int send_cmd(ob_runner *r, uint32_t kind) {
-  wire_cmd cmd = {kind};
-  ssize_t k;
-  do {
-    k = send(r->sock, &cmd, sizeof cmd, MSG_NOSIGNAL);
-  } while (k < 0 && errno == EINTR);
-  return k == (ssize_t)sizeof cmd ? 0 : -1;
-}
-
-enum { WAIT_OK, WAIT_TIMEOUT, WAIT_DEAD };
-
-static int wait_reply(ob_runner *r, double deadline, wire_rep *rep) {
-  for (;;) {
-    double left = deadline - ob_now_s();
-    if (left <= 0) return WAIT_TIMEOUT;
-    struct pollfd pfd = {.fd = r->sock, .events = POLLIN};
-    int ms = (int)ceil(left * 1000);
-    int rc = poll(&pfd, 1, ms < 1 ? 1 : ms);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc < 0) return WAIT_DEAD;
-    if (rc == 0) continue;
-    ssize_t k = recv(r->sock, rep, sizeof *rep, 0);
-    if (k < 0 && errno == EINTR) continue;
-    if (k != (ssize_t)sizeof *rep) return WAIT_DEAD; /* EOF, error or garbage */
-    rep->msg[sizeof rep->msg - 1] = '\0';
-    return WAIT_OK;
-  }
-}
-
-/* A reply other than OK: the worker timed out or died; records why. */
-static void reply_failed(ob_runner *r, int how, double timeout, ob_run_result *res) {
-  if (how == WAIT_TIMEOUT) {
-    int status;
-    stop_worker(r, &status);
-    res->error_no = OB_MERR_RUN_TIMEOUT;
-    snprintf(res->message, sizeof res->message, "run timed out after %g s", timeout);
-  } else {
-    worker_died(r, res);
-  }
+/* The implementation for target t (NULL: the host's, native), made now if
+ * needed. A target that runs neither here nor under an emulator is
+ * refused, naming what is missing. */
+static ob_status pick_impl(ob_runner *r, const ob_target *t, int *which) {
+  *which = IMPL_NATIVE;
+  if (!t) return OB_OK;
+  const ob_target_facts *f = ob_target_get_facts(t);
+  if (f->native) return OB_OK;
+  ob_status st = ob_target_check_runnable(r->ctx, t);
+  if (st) return st;
+  if (!f->emulated)
+    return ob_fail(r->ctx, OB_ERR_UNSUPPORTED, "target '%s': its kernels cannot be run here",
+                   ob_target_str(t));
+  *which = IMPL_EMULATOR;
+  if (!r->impl[IMPL_EMULATOR].self)
+    return ob_runner_emulator_new(r->ctx, &r->impl[IMPL_EMULATOR].self);
+  return OB_OK;
 }
 
 ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *res) {
@@ -632,42 +748,28 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   const double t_start = ob_now_s();
   ob_status st = OB_OK;
   size_t nb = (size_t)req->nbufs;
-  int nthreads = req->nthreads > 0 ? req->nthreads : 1;
-  ob_timing_opts t = req->timing;
-  if (t.number < 1) t.number = 1;
-  if (t.repeat < 1) t.repeat = 10; /* a zeroed ob_timing_opts means the defaults */
-  if (t.repeat > OB_RUN_MAX_COSTS) t.repeat = OB_RUN_MAX_COSTS;
-  if (t.min_repeat_ms < 0) t.min_repeat_ms = 0;
-  double timeout = t.timeout_s > 0 ? t.timeout_s : OB_RUN_TIMEOUT_S;
+  ob_timing_opts t = ob_timing_resolve(&req->timing, req->target);
+  t.clock = NULL; /* the process that times does it on its own clock */
+  const double timeout = t.timeout_s;
   const double deadline = t_start + timeout;
-
-  /* The worker resolves paths itself: make relative ones survive a chdir. */
-  char *abs = strchr(req->so_path, '/') ? realpath(req->so_path, NULL) : NULL;
-  const char *so_path = abs ? abs : req->so_path;
-  size_t path_len = strlen(so_path), sym_len = strlen(req->symbol);
-  size_t len = sizeof(wire_req) + nb * 16 + (size_t)nthreads * 4 + nb + path_len + 1 + sym_len + 1;
-  unsigned char *msg = NULL;
-  uint64_t *off = NULL;
-  void **bufs = NULL;
-  if (len > OB_RUN_REQ_MAX) {
-    st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
-                 "runner: request for %s too large (%zu buffers, %d threads)", req->symbol, nb,
-                 nthreads);
-    goto out;
-  }
-  msg = calloc(1, len);
-  off = calloc(nb + 1, sizeof *off);
-  bufs = calloc(nb + 1, sizeof *bufs);
-  if (!msg || !off || !bufs) {
+  /* The kernel's process gives up at the deadline and says so; the parent
+   * waits a little longer before it kills one stuck in a kernel. */
+  const double kill_at = deadline + (timeout * 0.1 < OB_RUN_GRACE_S ? timeout * 0.1 : OB_RUN_GRACE_S);
+  uint64_t *off = calloc(nb + 1, sizeof *off), *bytes = calloc(nb + 1, sizeof *bytes);
+  void **bufs = calloc(nb + 1, sizeof *bufs);
+  int which = IMPL_NATIVE;
+  if (!off || !bytes || !bufs) {
     st = ob_fail(r->ctx, OB_ERR_NOMEM, "runner: out of memory");
     goto out;
   }
+  if ((st = pick_impl(r, req->target, &which))) goto out;
 
   /* Layout: every buffer 64-byte aligned, at least one line each. */
   size_t total = 0;
   for (size_t i = 0; i < nb; i++) {
     off[i] = total;
     size_t b = req->buf_bytes[i] ? req->buf_bytes[i] : 1;
+    bytes[i] = b;
     if (b > (size_t)OB_MAX_BUFFER_BYTES || !ob_add_size(total, align_up(b, OB_RUN_ALIGN), &total)) {
       st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
                    "runner: buffer %zu of %s has %zu bytes, more than the limit of %lld bytes per "
@@ -681,105 +783,14 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   if ((st = ensure_map(r, total)) != OB_OK) goto out;
   for (size_t i = 0; i < nb; i++) bufs[i] = r->map + off[i];
 
-  wire_req q = {.kind = W_RUN, .nbufs = (int32_t)nb, .nthreads = nthreads,
-                .number = t.number, .repeat = t.repeat, .flush = t.flush,
-                .min_repeat_ms = t.min_repeat_ms, .map_bytes = total,
-                .path_len = (uint32_t)path_len, .sym_len = (uint32_t)sym_len};
-  unsigned char *p = msg;
-  memcpy(p, &q, sizeof q), p += sizeof q;
-  memcpy(p, off, nb * 8), p += nb * 8;
-  for (size_t i = 0; i < nb; i++) {
-    uint64_t b = req->buf_bytes[i];
-    memcpy(p, &b, 8), p += 8;
-  }
-  for (int i = 0; i < nthreads; i++) {
-    int32_t c = req->cores ? req->cores[i] : i;
-    memcpy(p, &c, 4), p += 4;
-  }
-  for (size_t i = 0; i < nb; i++) *p++ = req->buf_is_input ? req->buf_is_input[i] : 1;
-  memcpy(p, so_path, path_len + 1), p += path_len + 1;
-  memcpy(p, req->symbol, sym_len + 1);
-
-  req->fill(req->user, bufs);
-
-  /* Send; a worker that died between requests is restarted once. */
-  for (int attempt = 0;; attempt++) {
-    if (r->pid < 0 && (st = start_worker(r)) != OB_OK) goto out;
-    if (send_with_fd(r->sock, msg, len, r->memfd) == 0) break;
-    int e = errno, status;
-    stop_worker(r, &status);
-    if (attempt == 1) {
-      st = ob_fail(r->ctx, OB_ERR_SYSTEM, "runner: cannot send to the worker: %s", strerror(e));
-      goto out;
-    }
-  }
-
-  wire_rep rep;
-  int how = wait_reply(r, deadline, &rep);
-  if (how != WAIT_OK) {
-    reply_failed(r, how, timeout, res);
-    goto out;
-  }
-  if (rep.kind == W_ERR) {
-    res->error_no = OB_MERR_RUNTIME;
-    snprintf(res->message, sizeof res->message, "%s", rep.msg);
-    goto out;
-  }
-  if (rep.kind != W_RAN) {
-    worker_died(r, res); /* protocol error: start afresh */
-    goto out;
-  }
-  if (rep.code != 0) {
-    res->error_no = OB_MERR_RUNTIME;
-    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
-    goto out;
-  }
-
-  if (req->check) {
-    char cmsg[sizeof res->message];
-    cmsg[0] = '\0';
-    ob_status cst = req->check(req->user, bufs, cmsg, sizeof cmsg);
-    if (cst != OB_OK) {
-      res->error_no = OB_MERR_WRONG_ANSWER;
-      cmsg[sizeof cmsg - 1] = '\0';
-      if (cmsg[0]) snprintf(res->message, sizeof res->message, "%s", cmsg);
-      else snprintf(res->message, sizeof res->message, "wrong answer (%s)", ob_status_str(cst));
-      if (send_cmd(r, W_SKIP) != 0) {
-        int status;
-        stop_worker(r, &status);
-      }
-      goto out;
-    }
-  }
-  if (send_cmd(r, W_TIME) != 0) {
-    worker_died(r, res);
-    goto out;
-  }
-  how = wait_reply(r, deadline, &rep);
-  if (how != WAIT_OK) {
-    reply_failed(r, how, timeout, res);
-    goto out;
-  }
-  if (rep.kind == W_RAN) { /* a timed call returned non-zero */
-    res->error_no = OB_MERR_RUNTIME;
-    snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
-    goto out;
-  }
-  if (rep.kind != W_COSTS || rep.ncosts < 1 || rep.ncosts > OB_RUN_MAX_COSTS) {
-    worker_died(r, res);
-    goto out;
-  }
-  res->error_no = OB_MERR_NONE;
-  res->ncosts = rep.ncosts;
-  res->number = rep.number;
-  memcpy(res->costs, rep.costs, (size_t)rep.ncosts * sizeof rep.costs[0]);
-  ob_stats(res->costs, res->ncosts, &res->median_s, &res->mean_s, &res->cv);
+  ob_run_bufs b = {.memfd = r->memfd, .map_bytes = total, .nbufs = (int)nb, .off = off,
+                   .bytes = bytes, .ptr = bufs};
+  st = r->impl[which].vt->run(r->impl[which].self, req, &t, deadline, kill_at, &b, res);
 
 out:
   res->run_s = ob_now_s() - t_start;
-  free(abs);
-  free(msg);
   free(off);
+  free(bytes);
   free(bufs);
   return st;
 }

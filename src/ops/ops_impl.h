@@ -145,22 +145,7 @@ void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, cons
 int64_t ob_matmul_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
 
 
-/* ---- epilogues (epilogue.c) --------------------------------------------- */
-typedef enum ob_epi {
-  OB_EPI_BIAS = 0, /* + bias[channel] */
-  OB_EPI_RELU,
-  OB_EPI_RELU6,
-  OB_EPI_ADD,      /* + residual, same shape as the output */
-  OB_EPI_COUNT
-} ob_epi;
-
-typedef struct ob_epilogue {
-  int n;
-  ob_epi step[8];
-} ob_epilogue;
-
-OB_NODISCARD ob_status ob_epilogue_parse(ob_ctx *ctx, const char *list, ob_epilogue *out);
-bool ob_epilogue_has(const ob_epilogue *e, ob_epi step);
+/* ---- epilogues (epilogue.c; the parsed form is public in ops.h) ---------- */
 /* Placeholders the epilogue reads (bias [channels], residual [shape of x]),
  * made in this order so that they follow the operator's own inputs. */
 typedef struct ob_epi_inputs {

@@ -156,12 +156,15 @@ ob_status ob_workload_parse(ob_ctx *ctx, const char *op, const char *text, ob_wo
 ob_status ob_workload_validate(ob_ctx *ctx, const ob_workload *wl) {
   const ob_op_def *d = ob_op_def_find(wl->op);
   if (!d) return unknown_op(ctx, wl->op);
-  if (wl->nattr != d->nattrs)
+  if (wl->nattr > d->nattrs)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: %d attributes, the operator has %d", wl->op,
                    wl->nattr, d->nattrs);
   /* In range, every attribute leaves the operators' validate functions room
-   * to add and multiply a few of them in int64 before their checked sizes. */
-  for (int i = 0; i < wl->nattr; i++) {
+   * to add and multiply a few of them in int64 before their checked sizes. A
+   * workload built by hand may lack what ob_workload_parse fills in. */
+  for (int i = 0; i < d->nattrs; i++) {
+    if (i >= wl->nattr || wl->attr[i] == OB_ATTR_REQUIRED)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: missing attribute '%s'", wl->op, d->attrs[i]);
     if (strncmp(wl->attr_name[i], d->attrs[i], sizeof wl->attr_name[i]))
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "%s: attribute %d is '%.12s', expected '%s'", wl->op,
                      i, wl->attr_name[i], d->attrs[i]);

@@ -139,7 +139,7 @@ static ob_status build_one(bworker *w, batch *b, int i) {
     free(src);
     return OB_OK;
   }
-  ob_build_input in = {src, b->sym[i]};
+  ob_build_input in = {.source = src, .name = b->sym[i]};
   ob_build_result br;
   memset(&br, 0, sizeof br);
   st = ob_build_batch(w->ctx, &w->pool->bopts, &in, 1, &br);
@@ -230,8 +230,8 @@ static ob_status run_built(ob_task *task, ob_runner *runner, const ob_measure_op
   if (r->error_no || !b->so[i]) return OB_OK;
   ob_status st = ob_run_built(runner, task, mo, &b->cfg[i], b->so[i], b->sym[i], r);
   if (st || r->error_no) return st;
-  if (!(r->median_s > 0)) { /* a timer that saw nothing cannot rank configs */
-    double m = r->median_s, build_s = r->build_s, run_s = r->run_s;
+  if (!(r->timing.median_s > 0)) { /* a timer that saw nothing cannot rank configs */
+    double m = r->timing.median_s, build_s = r->build_s, run_s = r->run_s;
     memset(r, 0, sizeof *r); /* a failed trial keeps no timing but its seconds */
     r->build_s = build_s;
     r->run_s = run_s;
@@ -341,7 +341,6 @@ static ob_status store(loop *L, const ob_config *cfg, const ob_measure_result *r
       .tmpl = L->key.tmpl,
       .config_index = cfg->index,
       .entity = entity,
-      .number = L->trial_mo.timing.number,
       .nthreads = L->trial_mo.nthreads > 0 ? L->trial_mo.nthreads : 1,
       .cores = L->cores_text,
   };
@@ -406,14 +405,13 @@ static ob_status resume(loop *L) {
       memset(m, 0, sizeof *m);
       m->error_no = r->error_no;
       snprintf(m->message, sizeof m->message, "%s", r->error_msg ? r->error_msg : "");
-      m->median_s = isfinite(r->median_s) ? r->median_s : 0;
-      m->mean_s = isfinite(r->mean_s) ? r->mean_s : 0;
-      m->cv = isfinite(r->cv) ? r->cv : 0;
-      m->ncosts = r->ncosts < 64 ? r->ncosts : 64;
-      if (m->ncosts > 0) memcpy(m->costs, r->costs, (size_t)m->ncosts * sizeof *m->costs);
+      m->timing = r->timing; /* a resumed trial keeps how it was timed */
+      if (!isfinite(m->timing.median_s)) m->timing.median_s = 0;
+      if (!isfinite(m->timing.mean_s)) m->timing.mean_s = 0;
+      if (!isfinite(m->timing.cv)) m->timing.cv = 0;
       m->build_s = isfinite(r->build_s) ? r->build_s : 0;
       m->run_s = isfinite(r->run_s) ? r->run_s : 0;
-      m->gflops = m->error_no == 0 && m->median_s > 0 ? L->flops / m->median_s / 1e9 : 0;
+      m->gflops = m->error_no == 0 && m->timing.median_s > 0 ? L->flops / m->timing.median_s / 1e9 : 0;
       if ((st = record_trial(L, &cfgs[n], m))) goto done;
       L->stats->resumed++;
       if (L->o->trial_fn && !L->o->trial_fn(L->o->user, L->stats->trials, &cfgs[n], m, true))
@@ -512,9 +510,9 @@ static ob_status confirm(loop *L, batch *b) {
     if (st == OB_OK && ob_space_is_valid(ob_task_space(L->task), c.config_index)) {
       ob_space_get(L->ctx, ob_task_space(L->task), c.config_index, &s->confirmed_cfg);
       memset(&s->confirmed_result, 0, sizeof s->confirmed_result);
-      s->confirmed_result.median_s = c.median_s;
-      s->confirmed_result.mean_s = c.mean_s;
-      s->confirmed_result.cv = c.cv;
+      s->confirmed_result.timing.median_s = c.median_s;
+      s->confirmed_result.timing.mean_s = c.mean_s;
+      s->confirmed_result.timing.cv = c.cv;
       s->confirmed_result.gflops = c.median_s > 0 ? L->flops / c.median_s / 1e9 : 0;
       s->confirm_candidates = c.candidates;
       s->confirmed = true;
@@ -545,7 +543,8 @@ static ob_status confirm(loop *L, batch *b) {
   if (st) return st;
   int best = -1;
   for (int i = 0; i < b->n; i++)
-    if (b->res[i].error_no == 0 && (best < 0 || b->res[i].median_s < b->res[best].median_s))
+    if (b->res[i].error_no == 0 &&
+        (best < 0 || b->res[i].timing.median_s < b->res[best].timing.median_s))
       best = i;
   s->confirm_candidates = b->n;
   if (best < 0) {
@@ -561,9 +560,9 @@ static ob_status confirm(loop *L, batch *b) {
   if (!st && L->db) {
     ob_db_confirmed c = {
         .config_index = b->cfg[best].index,
-        .median_s = b->res[best].median_s,
-        .mean_s = b->res[best].mean_s,
-        .cv = b->res[best].cv,
+        .median_s = b->res[best].timing.median_s,
+        .mean_s = b->res[best].timing.mean_s,
+        .cv = b->res[best].timing.cv,
         .candidates = b->n,
     };
     st = ob_db_put_confirmed(L->db, &L->key, &c);
@@ -847,6 +846,12 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   if (opts->measure.timing.repeat > 0 && rep > opts->measure.timing.repeat)
     rep = opts->measure.timing.repeat;
   L.trial_mo.timing.repeat = rep;
+  /* A trial is a ranking, not a verdict: the number stays calibrated to the
+   * floor (or as given), so tiny kernels are not ranked by noise, but the
+   * stability rule is left to the confirmation, which re-measures the best
+   * configs with the full protocol; a noisy trial would cost more repeats
+   * for every config of the search. */
+  L.trial_mo.timing.max_cv = 0;
   L.batch_cap = opts->batch > 0 ? opts->batch : OB_TUNE_DEFAULT_BATCH;
   if (L.batch_cap > OB_TUNE_MAX_BATCH) L.batch_cap = OB_TUNE_MAX_BATCH;
   int cap = L.batch_cap > OB_TUNE_CONFIRM_TOP ? L.batch_cap : OB_TUNE_CONFIRM_TOP;

@@ -2,6 +2,7 @@
  * without its blind spots: every config is instantiated (lower + codegen),
  * the batch is compiled in parallel, and each variant's output is checked
  * against the reference before its time counts. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,25 +25,17 @@ void ob_measure_result_to_record(const ob_measure_result *r, ob_db_record *rec) 
   OB_ASSERT(rec && r);
   rec->error_no = r->error_no;
   rec->error_msg = r->message;
-  rec->median_s = r->median_s;
-  rec->mean_s = r->mean_s;
-  rec->cv = r->cv;
-  rec->ncosts = r->ncosts;
-  rec->costs = r->costs;
+  rec->timing = r->timing; /* number is what the runner used (issue 17) */
+  if (r->error_no != 0) rec->timing.min_repeat_ms = NAN; /* nothing was timed */
+  rec->all_costs = NULL;
+  rec->nall_costs = 0;
   rec->build_s = r->build_s;
   rec->run_s = r->run_s;
 }
 
 ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task) {
-  const ob_target *t = ob_task_target(task);
-  ob_status st = ob_target_check_runnable(ctx, t);
-  if (st) return st;
-  if (!ob_target_get_facts(t)->native)
-    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
-                   "target '%s': its kernels run under an emulator, and this runner runs kernels "
-                   "natively only",
-                   ob_target_str(t));
-  return OB_OK;
+  /* natively, or under the target's emulator (the runner picks) */
+  return ob_target_check_runnable(ctx, ob_task_target(task));
 }
 
 typedef struct check_ctx {
@@ -79,6 +72,7 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   }
   check_ctx cc = {task, cfg, mo->seed, OB_OK};
   ob_run_request req = {
+      .target = ob_task_target(task),
       .so_path = so_path,
       .symbol = symbol,
       .nbufs = nargs,
@@ -98,12 +92,8 @@ ob_status ob_run_built(ob_runner *runner, ob_task *task, const ob_measure_opts *
   snprintf(r->message, sizeof r->message, "%s", rr.message);
   r->run_s = rr.run_s;
   if (rr.error_no) return OB_OK;
-  r->median_s = rr.median_s;
-  r->mean_s = rr.mean_s;
-  r->cv = rr.cv;
-  r->ncosts = rr.ncosts;
-  memcpy(r->costs, rr.costs, sizeof r->costs);
-  r->gflops = rr.median_s > 0 ? ob_task_flops(task) / rr.median_s / 1e9 : 0;
+  r->timing = rr.timing;
+  r->gflops = rr.timing.median_s > 0 ? ob_task_flops(task) / rr.timing.median_s / 1e9 : 0;
   return OB_OK;
 }
 
@@ -131,7 +121,7 @@ ob_status ob_measure_configs(ob_ctx *ctx, ob_task *task, ob_runner *runner,
       st = OB_OK;
       continue;
     }
-    in[nb] = (ob_build_input){src[i], names[i]};
+    in[nb] = (ob_build_input){.source = src[i], .name = names[i]};
     slot[nb++] = i;
   }
   if (nb) {

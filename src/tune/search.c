@@ -55,6 +55,7 @@ ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob
   }
   ob_measure_opts quick = *opts;
   quick.timing.repeat = so->search_repeat > 0 ? so->search_repeat : 3;
+  quick.timing.max_cv = 0; /* as the tuning loop's trials: the top-k re-measurement judges */
   int nc = 0, bsz = so->batch > 0 && so->batch <= 64 ? so->batch : 16;
   ob_rng rng = {so->seed ? so->seed : 1};
   uint64_t next = 0;         /* exhaustive: next index to try */
@@ -88,7 +89,7 @@ ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob
         continue;
       }
       cs[nc].cfg = batch[i];
-      cs[nc++].cost = res[i].median_s;
+      cs[nc++].cost = res[i].timing.median_s;
     }
     nb = 0;
     if (out->measured >= budget) break;
@@ -106,7 +107,7 @@ ob_status ob_search_best(ob_ctx *ctx, ob_task *task, ob_runner *runner, const ob
   if (st) goto done;
   int best = -1;
   for (int i = 0; i < top; i++)
-    if (!res[i].error_no && (best < 0 || res[i].median_s < res[best].median_s)) best = i;
+    if (!res[i].error_no && (best < 0 || res[i].timing.median_s < res[best].timing.median_s)) best = i;
   if (best < 0) {
     st = ob_fail(ctx, OB_ERR_RUNTIME, "the best configs of template '%s' failed when re-measured: %s",
                  ob_task_template(task), res[0].message);

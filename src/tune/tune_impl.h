@@ -15,9 +15,9 @@ OB_NODISCARD ob_status ob_run_built(ob_runner *runner, struct ob_task *task, con
                        const ob_config *cfg, const char *so_path, const char *symbol,
                        ob_measure_result *r);
 
-/* OB_OK if the task's kernels can be measured by this process's runner: the
- * target runs here natively (the message names the target and what is
- * missing otherwise: a CPU feature, an emulator, or the emulator runner). */
+/* OB_OK if the task's kernels can be measured by the runner: the target
+ * runs here natively or under its emulator (the message names the target
+ * and what is missing otherwise: a CPU feature, the emulator, its sysroot). */
 ob_status ob_task_check_measurable(ob_ctx *ctx, struct ob_task *task);
 
 #endif

@@ -846,7 +846,7 @@ static ob_status xgb_update(void *self, const ob_config *cfgs, const ob_measure_
     double y = 0;
     if (res[i].error_no == 0)
       y = res[i].gflops > 0 ? res[i].gflops
-          : res[i].median_s > 0 ? flops / res[i].median_s / 1e9 : 0;
+          : res[i].timing.median_s > 0 ? flops / res[i].timing.median_s / 1e9 : 0;
     if (!ob_idxset_add(&t->trained, c->index)) { /* measured again: the latest counts */
       for (int r = 0; r < t->n; r++)
         if (t->xidx[r] == c->index) t->ys[r] = (float)y;

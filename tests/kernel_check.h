@@ -1,16 +1,16 @@
-/* kernel_util.h: test helpers that turn a schedule into a callable kernel
- * and check it. A ku_kernel is lowered (ob_lower), printed (ob_lowered_str),
- * emitted (ob_codegen_c), compiled with its siblings in one ob_build_batch
- * (cache: $OPBENCH_CACHE, else a temporary directory removed at the end)
- * and dlopen'd in this process. ku_compare runs a kernel on random inputs
- * (ob_rng, never 0) with NaN-poisoned outputs, serially (rt NULL) or on a
- * 2-thread ob_pool, and compares every output with a reference kernel (the
- * same compute under the default schedule) or a hand-written C function.
- * Everything a ku_kernel holds is freed by ku_kernel_free. */
-#ifndef OB_TESTS_KERNEL_UTIL_H
-#define OB_TESTS_KERNEL_UTIL_H
+/* kernel_check.h: test helpers around the kernel API (kernel.h), for tests
+ * that build many small kernels from schedules and compare them. It builds
+ * and loads nothing itself: a test lowers (ob_lower), builds
+ * (ob_kernel_build) and loads (ob_kernel_load) through the library and keeps
+ * the results in a ku_kernel; these helpers fill random inputs (ob_rng,
+ * never 0) with NaN-poisoned outputs and red zones, run a loaded kernel
+ * (ob_kernel_run, or its ob_kernel_function with a counting runtime to see
+ * the pool used), compare every output with a reference kernel or a
+ * hand-written C function, and check texts. Everything a ku_kernel holds
+ * is freed by ku_kernel_free. */
+#ifndef OB_TESTS_KERNEL_CHECK_H
+#define OB_TESTS_KERNEL_CHECK_H
 
-#include <dlfcn.h>
 #include <ftw.h>
 #include <math.h>
 #include <sched.h>
@@ -19,9 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "opbench/codegen.h"
+#include "opbench/kernel.h"
 #include "opbench/lower.h"
-#include "opbench/measure.h"
 #include "check.h"
 
 /* float32 tolerance: relative 1e-4 plus a small absolute term for sums that
@@ -47,17 +46,16 @@ typedef struct ku_env {
   int ncores;
   int nbuilt, ncached;
   int npar_calls; /* rt->parallel_for calls made by kernels so far */
-  double build_s; /* wall time spent in ob_build_batch */
+  double build_s; /* wall time spent in ob_kernel_build */
 } ku_env;
 
 typedef struct ku_kernel {
   char name[96];
-  ob_lowered *low; /* NULL when lowering failed */
-  char *nest;      /* ob_lowered_str */
-  char *src;       /* generated C */
-  char *so_path;
-  void *dl;
-  ob_kernel_fn fn; /* NULL until built and loaded */
+  ob_lowered *low;         /* NULL when lowering failed */
+  char *nest;              /* ob_lowered_str */
+  ob_kernel_artifact art;  /* what ob_kernel_build made */
+  const char *src;         /* the generated C (art.source) once built */
+  ob_kernel *k;            /* NULL until built and loaded */
 } ku_kernel;
 
 /* A hand-written reference: reads the inputs and writes the outputs of
@@ -98,72 +96,11 @@ static void ku_env_fini(ku_env *e) {
 
 static void ku_kernel_free(ku_kernel *k) {
   if (!k) return;
-  if (k->dl) dlclose(k->dl);
+  ob_kernel_free(k->k);
   ob_lowered_free(k->low);
   free(k->nest);
-  free(k->src);
-  free(k->so_path);
+  ob_kernel_artifact_clear(&k->art);
   memset(k, 0, sizeof *k);
-}
-
-/* Lowers s into k and emits its C as function `name` (a C identifier). The
- * schedule may be freed afterwards. A failure is a failed CHECK, reported
- * with the context's message; k then stays unbuildable. */
-static bool ku_prepare(ku_env *e, ku_kernel *k, ob_sched *s, const char *name) {
-  memset(k, 0, sizeof *k);
-  snprintf(k->name, sizeof k->name, "%s", name);
-  ob_status st = ob_lower(s, &k->low);
-  CHECK_MSG(st == OB_OK, "%s: ob_lower: %s: %s", name, ob_status_str(st), ob_ctx_errmsg(e->ctx));
-  if (st) return false;
-  k->nest = ob_lowered_str(k->low);
-  st = ob_codegen_c(e->ctx, NULL, k->low, name, &k->src);
-  CHECK_MSG(st == OB_OK, "%s: ob_codegen_c: %s", name, ob_ctx_errmsg(e->ctx));
-  return st == OB_OK;
-}
-
-/* Compiles every prepared kernel of k[0..n) in one batch and loads it. */
-static bool ku_build(ku_env *e, ku_kernel *k, int n) {
-  ob_build_input in[64];
-  int idx[64], m = 0;
-  OB_ASSERT(n <= 64);
-  for (int i = 0; i < n; i++)
-    if (k[i].src && !k[i].fn) {
-      in[m] = (ob_build_input){.source = k[i].src, .name = k[i].name};
-      idx[m++] = i;
-    }
-  if (!m) return true;
-  ob_build_result res[64];
-  memset(res, 0, sizeof res);
-  const char *flags = getenv("OB_TEST_KERNEL_FLAGS"); /* e.g. when cc is not the test's compiler */
-  ob_build_opts opts = {.cache_dir = e->cache, .flags = flags && flags[0] ? flags : KU_KERNEL_FLAGS,
-                        .timeout_s = OB_TEST_TIMEOUT_S};
-  double t0 = ob_now_s();
-  ob_status st = ob_build_batch(e->ctx, &opts, in, m, res);
-  e->build_s += ob_now_s() - t0;
-  CHECK_MSG(st == OB_OK, "ob_build_batch: %s", ob_ctx_errmsg(e->ctx));
-  bool ok = st == OB_OK;
-  for (int j = 0; j < m && st == OB_OK; j++) {
-    ku_kernel *kk = &k[idx[j]];
-    CHECK_MSG(res[j].error_no == OB_MERR_NONE, "%s does not compile:\n%s\n--- source ---\n%s",
-              kk->name, res[j].message ? res[j].message : "", kk->src);
-    if (res[j].error_no != OB_MERR_NONE) {
-      ok = false;
-      continue;
-    }
-    if (res[j].cached) e->ncached++;
-    else e->nbuilt++;
-    kk->so_path = res[j].so_path;
-    res[j].so_path = NULL;
-    kk->dl = dlopen(kk->so_path, RTLD_NOW | RTLD_LOCAL);
-    CHECK_MSG(kk->dl != NULL, "dlopen %s: %s", kk->so_path, dlerror());
-    if (kk->dl) {
-      *(void **)&kk->fn = dlsym(kk->dl, kk->name);
-      CHECK_MSG(kk->fn != NULL, "dlsym %s: %s", kk->name, dlerror());
-    }
-    ok &= kk->fn != NULL;
-  }
-  for (int j = 0; j < m; j++) ob_build_result_clear(&res[j]);
-  return ok;
 }
 
 /* ---- buffers ---------------------------------------------------------------- */
@@ -243,9 +180,11 @@ static void ku_parallel_for(void *pool, int64_t n, ob_krt_task fn, void *closure
   ob_pool_parallel_for(p->pool, n, fn, closure);
 }
 
-/* Runs k on 2 pool threads (parallel) or with rt = NULL. */
+/* Runs k serially (ob_kernel_run without a pool), or on 2 pool threads
+ * through its ob_kernel_function with a runtime that counts parallel_for
+ * calls, so tests see the pool used. */
 static int ku_call(ku_env *e, const ku_kernel *k, void *const *bufs, bool parallel) {
-  if (!parallel) return k->fn(bufs, NULL);
+  if (!parallel) return ob_kernel_run(k->k, bufs, NULL);
   ob_pool *pool = NULL;
   /* made per call: the pool pins this thread, which would also pin the
    * compilers that later batches fork */
@@ -254,7 +193,7 @@ static int ku_call(ku_env *e, const ku_kernel *k, void *const *bufs, bool parall
   if (st) return -1;
   ku_pool pc = {.pool = pool};
   ob_krt rt = {.pool = &pc, .parallel_for = ku_parallel_for};
-  int r = k->fn(bufs, &rt);
+  int r = ob_kernel_function(k->k)(bufs, &rt);
   ob_pool_free(pool);
   e->npar_calls += pc.calls;
   return r;
@@ -304,8 +243,8 @@ static bool ku_same_outputs(const char *label, const ku_bufs *got, const ku_bufs
  * ref is NULL, and compares all outputs. */
 static bool ku_compare_with(ku_env *e, const char *label, const ku_kernel *test,
                             const ku_kernel *ref, ku_ref_fn ref_fn, bool parallel, uint64_t seed) {
-  CHECK_MSG(test->fn && (ref_fn || (ref && ref->fn)), "%s: kernel not built", label);
-  if (!test->fn || !(ref_fn || (ref && ref->fn))) return false;
+  CHECK_MSG(test->k && (ref_fn || (ref && ref->k)), "%s: kernel not built", label);
+  if (!test->k || !(ref_fn || (ref && ref->k))) return false;
   int n = ob_lowered_num_args(test->low);
   if (ref) {
     bool same = ob_lowered_num_args(ref->low) == n;
@@ -321,7 +260,7 @@ static bool ku_compare_with(ku_env *e, const char *label, const ku_kernel *test,
   ku_bufs_new(test, seed, &want);
   int rc = ku_call(e, test, got.p, parallel);
   CHECK_MSG(rc == 0, "%s: kernel returned %d", label, rc);
-  if (ref) ref->fn(want.p, NULL);
+  if (ref) ob_kernel_run(ref->k, want.p, NULL);
   else ref_fn(want.p);
   ku_bufs fresh;
   ku_bufs_new(test, seed, &fresh);

@@ -2,8 +2,9 @@
  * Each compiler runs in its own process group so a timeout kills the whole
  * driver tree (cc1, as, ld), with stdout+stderr captured in a memfd. Results
  * are cached by content (source, compiler, its version, flags):
- * <name>__<hash>.so appears only through an atomic rename() after a
- * successful compile, so a killed build never leaves a broken cached object.
+ * <name>__<hash>.so (a program: <name>__<hash>) appears only through an
+ * atomic rename() after a successful compile, so a killed build never leaves
+ * a broken cached object.
  * The caller owns the strings in each ob_build_result (ob_build_result_clear). */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "opbench/measure.h"
+#include "opbench/kernel.h"
 #include "opbench/target.h"
-#include "measure/measure_impl.h"
+#include "kernel/kernel_impl.h"
 
 extern char **environ;
 
@@ -330,7 +331,7 @@ static void finish_compile(bvar *v, int status, bool timed_out, double timeout,
     char sb[32];
     out->error_no = OB_MERR_COMPILE_HOST;
     snprintf(head, sizeof head, "compiler '%s' killed by %s", cc,
-             ob_measure_signame(WTERMSIG(status), sb));
+             ob_kernel_signame(WTERMSIG(status), sb));
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     out->error_no = OB_MERR_COMPILE_HOST;
     if (!text || !text[0])
@@ -455,6 +456,7 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
     h = ob_hash64(ccpath, strlen(ccpath), h);
     h = ob_hash64(version, strlen(version), h);
     h = ob_hash64(flags, strlen(flags), h);
+    if (in[i].program) h = ob_hash64("program", 7, h); /* shared objects keep their keys */
     char hex[17];
     ob_hash_hex(h, hex);
     char *name = sanitize_name(in[i].name);
@@ -468,7 +470,7 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
       v->tmp_so = malloc(len);
       if (v->base && v->so && v->c && v->tmp_so) {
         snprintf(v->base, len, "%s/%s__%s", dir, name, hex);
-        snprintf(v->so, len, "%s.so", v->base);
+        snprintf(v->so, len, "%s%s", v->base, in[i].program ? "" : ".so");
         snprintf(v->c, len, "%s.c", v->base);
         snprintf(v->tmp_so, len, "%s.tmp%ld_%d.so", v->base, (long)getpid(), i);
       }

@@ -1,0 +1,292 @@
+/* sched: inter-operator scheduling, as IOS (Ding et al., MLSys 2021) does
+ * it, on the cores of a CPU. A model's operators (after the graph passes)
+ * become scheduling units; a schedule is a sequence of stages separated by
+ * barriers; a stage either merges convolutions that read the same input
+ * into one wider convolution, or runs groups of units concurrently, each
+ * group's units in order on its own set of cores (how the cores are split
+ * among the groups is part of the schedule). Schedulers: sequential (each
+ * unit on all cores), greedy (every ready unit at once, cores split
+ * evenly) and IOS's dynamic program over the sets of units not yet
+ * scheduled, with its r/s pruning, its merge endings, the fix of its known
+ * flaw (units feeding a common consumer may share a group with it) and the
+ * core split searched with each parallel ending.
+ *
+ * Stage costs come through a small vtable (ob_stage_cost_i) keyed, in the
+ * scheduler's cache, by the stage's structure (the units' workloads and the
+ * core split, not which units they are). Provided here: a predicted model
+ * from per-unit latencies at k threads (a callback: tests use tables, the
+ * command line a FLOPs model) with a co-run slowdown factor per pair of
+ * unit kinds. A measured model (each distinct stage run on the machine)
+ * plugs into the same vtable once the graph runtime exists.
+ *
+ * Ownership: units, schedules and cost models are freed by their _free
+ * (NULL accepted). A units object built from a graph keeps pointers into
+ * it: the graph must outlive it. */
+#ifndef OPBENCH_SCHED_H
+#define OPBENCH_SCHED_H
+
+#include "opbench/core.h"
+#include "opbench/graph.h"
+#include "opbench/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The DP's states are bitmasks of one part's units. */
+#define OB_SCHED_MAX_PART 64
+
+/* ---- scheduling units ------------------------------------------------------------ */
+/* What a unit mostly does; co-run slowdown factors are given per pair. */
+typedef enum ob_sched_kind {
+  OB_SCHED_KIND_CONV = 0, /* convolutions (a separable conv's unit too) */
+  OB_SCHED_KIND_DWCONV,   /* a depthwise convolution alone */
+  OB_SCHED_KIND_MATMUL,   /* Dense, Gemm, MatMul, LSTM */
+  OB_SCHED_KIND_POOL,     /* max, average and global pooling */
+  OB_SCHED_KIND_ELEMWISE, /* elementwise, data movement and the rest */
+  OB_SCHED_KIND_COUNT
+} ob_sched_kind;
+OB_API const char *ob_sched_kind_name(ob_sched_kind k);
+
+/* One graph node of a unit as a cost model sees it. */
+typedef struct ob_sched_node_desc {
+  ob_gop op;
+  bool has_workload; /* wl is what a kernel of the operator library runs */
+  ob_workload wl;
+  double flops;      /* ob_workload_flops, else one per output element */
+  double bytes;      /* bytes of the inputs, weights and outputs */
+} ob_sched_node_desc;
+
+/* A unit (or a merged convolution) as a cost model sees it. Units whose
+ * keys are equal do the same work: caches may key on it. */
+typedef struct ob_sched_op_desc {
+  const char *key;
+  ob_sched_kind kind;
+  double flops, bytes; /* sums over the nodes */
+  int nnodes;
+  const ob_sched_node_desc *nodes; /* in execution order */
+} ob_sched_op_desc;
+
+typedef struct ob_sched_units ob_sched_units;
+
+/* Units of a graph whose shapes are known (run ob_graph_optimize first:
+ * the units are "operators after the passes"). A node that only feeds one
+ * other node and is cheap (elementwise, data movement, or a depthwise conv
+ * feeding a conv) joins that node's unit, as IOS's compound operators
+ * (ReLU + separable conv) do; the rest are units of their own, named by
+ * their last node. Blocks are cut where one tensor crosses (IOS's blocks);
+ * a block of more than max_part units (1..64; 0: 64) is cut again at the
+ * places where the fewest tensors cross, until every part fits. */
+OB_API ob_status ob_sched_units_from_graph(ob_ctx *ctx, const ob_graph *g, int max_part, ob_sched_units **out);
+/* Units by hand (tests, other front ends): add them in a topological order
+ * (preds are earlier ids), then finish, which cuts blocks where one tensor
+ * crosses (blocks false: one block) and parts of at most max_part. A
+ * non-empty merge_key marks a unit that may merge with the others of the
+ * same key: its op must be one node with a conv2d workload (merging sums
+ * their output channels). op is copied. */
+OB_API ob_status ob_sched_units_new(ob_ctx *ctx, const char *model, ob_sched_units **out);
+OB_API ob_status ob_sched_units_add(ob_sched_units *u, const char *name, const ob_sched_op_desc *op,
+                                    const char *merge_key, int npred, const int *preds, int *id);
+OB_API ob_status ob_sched_units_finish(ob_sched_units *u, int max_part, bool blocks);
+OB_API void ob_sched_units_free(ob_sched_units *u);
+
+OB_API const char *ob_sched_units_model(const ob_sched_units *u);
+OB_API int ob_sched_units_count(const ob_sched_units *u);
+OB_API const char *ob_sched_unit_name(const ob_sched_units *u, int i);
+OB_API int ob_sched_unit_find(const ob_sched_units *u, const char *name); /* -1 if none */
+OB_API const ob_sched_op_desc *ob_sched_unit_op(const ob_sched_units *u, int i);
+/* Predecessor units (distinct, ascending); returns their number. */
+OB_API int ob_sched_unit_preds(const ob_sched_units *u, int i, const int **preds);
+/* Graph nodes of a unit from a graph, in order (the last names it). */
+OB_API int ob_sched_unit_nodes(const ob_sched_units *u, int i, const int **nodes);
+OB_API const char *ob_sched_unit_merge_key(const ob_sched_units *u, int i); /* "" if none */
+OB_API int ob_sched_units_blocks(const ob_sched_units *u);
+OB_API int ob_sched_units_parts(const ob_sched_units *u);
+/* Units [first, first + n) form part p. */
+OB_API void ob_sched_units_part(const ob_sched_units *u, int p, int *first, int *n);
+
+/* ---- stage descriptions and costs ---------------------------------------------------- */
+typedef enum ob_sched_stage_kind {
+  OB_SCHED_STAGE_PARALLEL = 0, /* groups run concurrently on disjoint core sets */
+  OB_SCHED_STAGE_MERGE,        /* one merged convolution on the stage's cores */
+  OB_SCHED_STAGE_KIND_COUNT
+} ob_sched_stage_kind;
+
+typedef struct ob_sched_group_desc {
+  int nops;
+  const ob_sched_op_desc *const *ops; /* run in this order */
+  int cores;                          /* how many cores the group holds */
+  double seconds;                     /* out: the group's time if the model says, else -1 */
+} ob_sched_group_desc;
+
+/* A stage as the scheduler hands it to a cost model: groups sorted by
+ * structure (so equal stages look the same); a merge stage is one group
+ * holding the merged convolution. */
+typedef struct ob_sched_stage_desc {
+  ob_sched_stage_kind kind;
+  int ngroups;
+  ob_sched_group_desc *groups;
+  int machine_cores; /* the cores planned for */
+} ob_sched_stage_desc;
+
+/* A stage-cost model. cost: the seconds of the stage as described (each
+ * group on groups[i].cores cores); it may set groups[i].seconds. The cost
+ * of a stage must depend only on its structure (each group's op keys in
+ * order and core count), never on which units they are: the scheduler
+ * caches by structure. best_split (optional, NULL: the scheduler tries
+ * every split itself): the split of machine_cores among the groups (each
+ * >= 1, all used) with the least cost, written to groups[i].cores, and that
+ * cost. free releases self (NULL accepted). */
+typedef struct ob_stage_cost_i {
+  const char *name;
+  bool predicted; /* costs are a model's predictions, not measurements */
+  ob_status (*cost)(void *self, ob_sched_stage_desc *stage, double *seconds);
+  ob_status (*best_split)(void *self, ob_sched_stage_desc *stage, double *seconds);
+  void (*free)(void *self);
+  /* optional: what this instance is, for outputs (NULL: name) */
+  const char *(*describe)(const void *self);
+} ob_stage_cost_i;
+
+typedef struct ob_stage_cost {
+  const ob_stage_cost_i *vt;
+  void *self;
+} ob_stage_cost;
+OB_API void ob_stage_cost_free(ob_stage_cost *c); /* frees self, leaves *c zeroed */
+
+/* Latency of one unit (or merged conv) at `threads` threads, seconds. */
+typedef ob_status (*ob_sched_latency_fn)(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
+
+/* The predicted model: a group's time is the sum of its units' latencies
+ * at the group's core count, times the largest co-run factor between its
+ * units' kinds and those of the other groups of the stage (1 when it runs
+ * alone); a stage lasts as long as its slowest group, plus barrier_s. Its
+ * best_split is exact for this model (a DP over groups and cores). */
+typedef struct ob_sched_predict_opts {
+  ob_sched_latency_fn latency;
+  void *user;
+  /* slowdown of a unit of kind a while a unit of kind b runs on other
+   * cores; entries below 1 (0: unset) count as 1 */
+  double corun[OB_SCHED_KIND_COUNT][OB_SCHED_KIND_COUNT];
+  double barrier_s;
+  const char *name; /* describes the model in outputs; NULL: "predicted" */
+} ob_sched_predict_opts;
+/* Latencies are cached per (unit key, threads): the callback sees each once. */
+OB_API ob_status ob_stage_cost_predicted(ob_ctx *ctx, const ob_sched_predict_opts *o, ob_stage_cost *out);
+
+/* A simple per-unit latency model, until measured latencies exist: per
+ * node, overhead_s + sync_s * (k - 1) + max(flops / (gflops_per_core *
+ * k^efficiency), bytes / (gbps_per_core * k^efficiency)) at k threads (the
+ * sync term: a parallel loop's fork and join, which small operators feel). */
+typedef struct ob_sched_flops_model {
+  double gflops_per_core, gbps_per_core, efficiency, overhead_s, sync_s;
+} ob_sched_flops_model;
+/* 20 GFLOP/s, 8 GB/s, 0.9, 2 us, 2 us */
+OB_API ob_sched_flops_model ob_sched_flops_model_default(void);
+/* An ob_sched_latency_fn; user is an ob_sched_flops_model. */
+OB_API ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
+
+/* ---- schedules ------------------------------------------------------------------------ */
+typedef struct ob_schedule ob_schedule;
+
+/* An empty schedule for `cores` cores (builders: schedulers, parsers, tests). */
+OB_API ob_status ob_schedule_new(ob_ctx *ctx, int cores, ob_schedule **out);
+OB_API void ob_schedule_free(ob_schedule *s);
+/* Appends a stage, then groups to the last stage (a merge stage has one
+ * group: the merged units in channel order and the stage's cores). */
+OB_API ob_status ob_schedule_add_stage(ob_schedule *s, ob_sched_stage_kind kind);
+OB_API ob_status ob_schedule_add_group(ob_schedule *s, int nops, const int *ops, int ncores, const int *cores);
+
+OB_API int ob_schedule_cores(const ob_schedule *s);
+OB_API int ob_schedule_stage_count(const ob_schedule *s);
+OB_API ob_sched_stage_kind ob_schedule_stage_kind(const ob_schedule *s, int stage);
+OB_API int ob_schedule_group_count(const ob_schedule *s, int stage);
+OB_API int ob_schedule_group_ops(const ob_schedule *s, int stage, int group, const int **ops);
+OB_API int ob_schedule_group_cores(const ob_schedule *s, int stage, int group, const int **cores);
+/* Costs as the last scheduler or ob_schedule_cost left them; -1 unknown. */
+OB_API double ob_schedule_stage_seconds(const ob_schedule *s, int stage);
+OB_API double ob_schedule_group_seconds(const ob_schedule *s, int stage, int group);
+OB_API double ob_schedule_seconds(const ob_schedule *s);
+/* Who made it ("sequential", "greedy", "ios"; a file's own) and with what cost model. */
+OB_API const char *ob_schedule_scheduler(const ob_schedule *s);
+OB_API const char *ob_schedule_cost_name(const ob_schedule *s);
+
+/* Every unit exactly once; each unit after its predecessors (an earlier
+ * stage, or earlier in its own group); groups of a stage on disjoint core
+ * sets of at least one core each, all below machine_cores; a merge stage's
+ * units mergeable together (same merge key). OB_ERR_INVALID_ARG naming the
+ * stage (from 1), the group and the operator at fault. */
+OB_API ob_status ob_schedule_validate(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, int machine_cores);
+/* Costs every stage with the model as the schedule splits its cores (no
+ * split search), stores stage and group seconds, returns the sum. */
+OB_API ob_status ob_schedule_cost(ob_ctx *ctx, const ob_sched_units *u, ob_schedule *s, ob_stage_cost *cost,
+                                  double *seconds);
+
+/* JSON: {"format":"opbench-schedule","version":1,"model":...,"units":N,
+ * "cores":N,"scheduler":...,"cost":...,"predicted":true,"seconds":...,
+ * "stages":[{"kind":"parallel","seconds":...,"groups":[{"cores":[0],
+ * "ops":["name",...],"seconds":...}]},{"kind":"merge","cores":[0,1],
+ * "ops":[...]}]} with units named as ob_sched_unit_name. */
+OB_API ob_status ob_schedule_to_json(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_str *out);
+/* Parses and validates (as ob_schedule_validate) a schedule for these
+ * units; `what` names the input in messages ("FILE: stage 3, group 2:
+ * ..."). A file for another graph, an unknown operator, one scheduled
+ * twice or never, overlapping or out-of-range core sets: OB_ERR_INVALID_ARG;
+ * malformed JSON: OB_ERR_PARSE. */
+OB_API ob_status ob_schedule_from_json(ob_ctx *ctx, const ob_sched_units *u, const char *text, const char *what,
+                                       int machine_cores, ob_schedule **out);
+/* The same from a file (bounded read), and writing one (never over an input). */
+OB_API ob_status ob_schedule_read(ob_ctx *ctx, const ob_sched_units *u, const char *path, int machine_cores,
+                                  ob_schedule **out);
+OB_API ob_status ob_schedule_write(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, const char *path);
+
+/* Rewrites g (the graph the units came from) with the schedule's merge
+ * stages applied (ob_graph_merge_convs); the units must not be used with g
+ * afterwards (node ids move). */
+OB_API ob_status ob_schedule_apply_merges(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g);
+
+/* Draws the schedule as an SVG timeline with gnuplot (run as a program):
+ * time across, cores up, one bar per group over its cores for its time
+ * within its stage. Needs stage costs. gnuplot missing or failing:
+ * OB_ERR_UNSUPPORTED / OB_ERR_IO saying so; the output is written as
+ * ob_out_open writes (never half a file). */
+OB_API ob_status ob_schedule_timeline(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, const char *path,
+                                      const char *title);
+
+/* ---- schedulers ----------------------------------------------------------------------- */
+typedef struct ob_sched_opts {
+  int cores;         /* cores to plan for (>= 1) */
+  int r;             /* IOS: most units in a group (default 3) */
+  int s;             /* IOS: most groups in a stage (default 8; never more than cores) */
+  bool merge;        /* IOS: merge endings (default on) */
+  bool parallel;     /* IOS: parallel endings (default on; off: merges and single units) */
+  bool ios_original; /* IOS's own endings: groups are one unit's descendants and never
+                        overlap (default off: overlapping groups merge, the fix) */
+  int64_t max_splits; /* core splits tried per stage when the cost model has no
+                         best_split; more is an error (default 100000) */
+} ob_sched_opts;
+OB_API ob_sched_opts ob_sched_opts_default(void); /* cores 1, r 3, s 8 */
+
+typedef struct ob_sched_stats {
+  int64_t states;        /* DP states (sets of units left), over all parts */
+  int64_t transitions;   /* endings evaluated */
+  int64_t stages_costed; /* distinct stages (by structure) costed: cache misses */
+  int64_t cache_hits;    /* stage costs found in the cache */
+  int64_t cost_calls;    /* calls into the cost model (cost or best_split) */
+  double state_bound;    /* IOS's bound: sum over parts of the product over chains of (length + 1) */
+  int blocks, parts, max_part;
+  double seconds;        /* optimisation time */
+} ob_sched_stats;
+
+/* Each fills *out (a new schedule with stage and group costs) and *stats
+ * (may be NULL). */
+OB_API ob_status ob_sched_sequential(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts *o, ob_stage_cost *cost,
+                                     ob_schedule **out, ob_sched_stats *stats);
+OB_API ob_status ob_sched_greedy(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts *o, ob_stage_cost *cost,
+                                 ob_schedule **out, ob_sched_stats *stats);
+OB_API ob_status ob_sched_ios(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts *o, ob_stage_cost *cost,
+                              ob_schedule **out, ob_sched_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

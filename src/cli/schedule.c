@@ -1,0 +1,221 @@
+/* schedule.c: `opbench schedule`: a model's operators planned by the
+ * sequential, greedy and IOS schedulers of the sched module on core
+ * groups, with predicted stage costs from the FLOPs model (the measured
+ * mode arrives with the graph runtime), printed side by side; the chosen
+ * schedule written as JSON and drawn as a timeline on request. Parsing and
+ * printing only. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "opbench/graph.h"
+#include "opbench/sched.h"
+
+typedef struct row {
+  const char *name;
+  ob_schedule *s;
+  ob_sched_stats st;
+  bool dp;
+} row;
+
+/* stages with 1, 2, 3+ groups, and merges */
+static void shape_of(const ob_schedule *s, int out[4]) {
+  memset(out, 0, sizeof(int) * 4);
+  for (int i = 0; i < ob_schedule_stage_count(s); i++) {
+    if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE) out[3]++;
+    else {
+      int g = ob_schedule_group_count(s, i);
+      out[g >= 3 ? 2 : g - 1]++;
+    }
+  }
+}
+
+static void print_stages(const ob_sched_units *u, const ob_schedule *s) {
+  printf("stages of the %s schedule (predicted ms; groups: cores, operators in order)\n", ob_schedule_scheduler(s));
+  for (int i = 0; i < ob_schedule_stage_count(s); i++) {
+    bool merge = ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE;
+    printf("  %4d %8.4f %s", i + 1, ob_schedule_stage_seconds(s, i) * 1e3, merge ? "merge   " : "parallel");
+    for (int g = 0; g < ob_schedule_group_count(s, i); g++) {
+      const int *ops, *cores;
+      int no = ob_schedule_group_ops(s, i, g, &ops), nc = ob_schedule_group_cores(s, i, g, &cores);
+      printf("%s [", g ? " |" : "");
+      for (int c = 0; c < nc; c++) printf("%s%d", c ? "," : "", cores[c]);
+      printf("]");
+      for (int k = 0; k < no; k++) printf(" %s", ob_sched_unit_name(u, ops[k]));
+    }
+    printf("\n");
+  }
+}
+
+int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
+  int rc = OB_CLI_EXIT_ERROR;
+  ob_graph *g = cli_model_load(ctx, a, true); /* weights only counted: planning runs nothing */
+  ob_sched_units *u = NULL;
+  ob_stage_cost cost = {0};
+  ob_schedule *given = NULL;
+  row rows[3] = {{"sequential", NULL, {0}, false}, {"greedy", NULL, {0}, false}, {"ios", NULL, {0}, true}};
+  cJSON *j = NULL;
+  if (!g) return rc;
+  ob_graph_pass_stats ps = {0};
+  if (!a->no_passes && ob_graph_optimize(ctx, g, 0, &ps) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_sched_units_from_graph(ctx, g, a->max_part, &u) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_host h;
+  int here = ob_host_detect(ctx, &h) == OB_OK && h.ncores > 0 ? h.ncores : 1;
+  int cores = a->sched_cores ? a->sched_cores : here;
+  ob_sched_flops_model fm = ob_sched_flops_model_default();
+  if (a->gflops > 0) fm.gflops_per_core = a->gflops;
+  if (a->gbps > 0) fm.gbps_per_core = a->gbps;
+  if (a->efficiency > 0) fm.efficiency = a->efficiency;
+  double corun = a->corun > 0 ? a->corun : 1.1;
+  char model_text[400];
+  snprintf(model_text, sizeof model_text,
+           "predicted by a per-operator model, not measured: per node %g us + %g us x (k-1) + max(FLOPs / (%g GFLOP/s "
+           "x k^%g), bytes / (%g GB/s x k^%g)) at k threads, co-run slowdown %g, barrier 1 us",
+           fm.overhead_s * 1e6, fm.sync_s * 1e6, fm.gflops_per_core, fm.efficiency, fm.gbps_per_core, fm.efficiency, corun);
+  ob_sched_predict_opts po = {.latency = ob_sched_flops_latency, .user = &fm, .barrier_s = 1e-6, .name = model_text};
+  for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
+    for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = corun;
+  if (ob_stage_cost_predicted(ctx, &po, &cost) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_sched_opts so = ob_sched_opts_default();
+  so.cores = cores;
+  so.r = a->sched_r ? a->sched_r : 3;
+  so.s = a->sched_s ? a->sched_s : 8;
+  so.ios_original = a->ios_original;
+  so.merge = !a->no_merge;
+  for (int i = 0; i < 3; i++) {
+    ob_status st = i == 0   ? ob_sched_sequential(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
+                   : i == 1 ? ob_sched_greedy(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
+                            : ob_sched_ios(ctx, u, &so, &cost, &rows[i].s, &rows[i].st);
+    if (st) {
+      cli_error("%s scheduler: %s", rows[i].name, ob_ctx_errmsg(ctx));
+      goto done;
+    }
+  }
+  double given_s = -1;
+  if (a->schedule_in) {
+    if (ob_schedule_read(ctx, u, a->schedule_in, cores, &given) != OB_OK ||
+        ob_schedule_cost(ctx, u, given, &cost, &given_s) != OB_OK) {
+      cli_error("%s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+  }
+  const char *pick = a->scheduler ? a->scheduler : "ios";
+  const ob_schedule *chosen = !strcmp(pick, "sequential") ? rows[0].s : !strcmp(pick, "greedy") ? rows[1].s : rows[2].s;
+  if (a->schedule_out && ob_schedule_write(ctx, u, chosen, a->schedule_out) != OB_OK) {
+    cli_error("--schedule-out: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  char title[300];
+  snprintf(title, sizeof title, "%s: %s schedule on %d cores, %.3f ms (%s)", ob_sched_units_model(u), pick, cores,
+           ob_schedule_seconds(chosen) * 1e3, "predicted");
+  if (a->timeline && ob_schedule_timeline(ctx, u, chosen, a->timeline, title) != OB_OK) {
+    cli_error("--timeline: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  double seq = ob_schedule_seconds(rows[0].s);
+  bool beyond = cores > here;
+  if (a->json) {
+    j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model", ob_sched_units_model(u));
+    cJSON_AddNumberToObject(j, "units", ob_sched_units_count(u));
+    cJSON_AddNumberToObject(j, "blocks", ob_sched_units_blocks(u));
+    cJSON_AddNumberToObject(j, "parts", ob_sched_units_parts(u));
+    cJSON_AddNumberToObject(j, "cores", cores);
+    cJSON_AddNumberToObject(j, "machine_cores", here);
+    cJSON_AddBoolToObject(j, "prediction", true);
+    cJSON_AddStringToObject(j, "cost", model_text);
+    cJSON_AddNumberToObject(j, "r", so.r);
+    cJSON_AddNumberToObject(j, "s", so.s);
+    cJSON *js = cJSON_AddArrayToObject(j, "schedulers");
+    for (int i = 0; i < 3; i++) {
+      cJSON *o = cJSON_CreateObject();
+      int sh[4];
+      shape_of(rows[i].s, sh);
+      cJSON_AddStringToObject(o, "scheduler", rows[i].name);
+      cJSON_AddNumberToObject(o, "stages", ob_schedule_stage_count(rows[i].s));
+      cJSON_AddNumberToObject(o, "stages_1_group", sh[0]);
+      cJSON_AddNumberToObject(o, "stages_2_groups", sh[1]);
+      cJSON_AddNumberToObject(o, "stages_3plus_groups", sh[2]);
+      cJSON_AddNumberToObject(o, "merge_stages", sh[3]);
+      cJSON_AddNumberToObject(o, "predicted_s", ob_schedule_seconds(rows[i].s));
+      cJSON_AddNumberToObject(o, "speedup", seq / ob_schedule_seconds(rows[i].s));
+      cJSON_AddNumberToObject(o, "states", (double)rows[i].st.states);
+      cJSON_AddNumberToObject(o, "transitions", (double)rows[i].st.transitions);
+      cJSON_AddNumberToObject(o, "stages_costed", (double)rows[i].st.stages_costed);
+      cJSON_AddNumberToObject(o, "cache_hits", (double)rows[i].st.cache_hits);
+      cJSON_AddNumberToObject(o, "optimisation_s", rows[i].st.seconds);
+      cJSON_AddItemToArray(js, o);
+    }
+    if (given) cJSON_AddNumberToObject(j, "schedule_file_predicted_s", given_s);
+    char *txt = cJSON_PrintUnformatted(j);
+    printf("%s\n", txt);
+    free(txt);
+    rc = 0;
+    goto done;
+  }
+  printf("model      %s: %d operators to schedule after the passes (%d graph nodes), %d blocks, %d parts (largest %d)\n",
+         ob_sched_units_model(u), ob_sched_units_count(u), ob_graph_node_count(g), ob_sched_units_blocks(u),
+         ob_sched_units_parts(u), rows[2].st.max_part);
+  if (beyond)
+    printf("cores      planning for %d cores; this machine has %d: the plan is a PREDICTION for a machine that is not "
+           "here, nothing was run\n",
+           cores, here);
+  else
+    printf("cores      %d%s (this machine has %d)\n", cores, cores == here ? "" : " of them", here);
+  printf("cost       %s; measured stage costs arrive with the graph runtime\n", model_text);
+  printf("%-22s %6s %21s %12s %8s %8s %11s %8s %9s %9s\n", "scheduler", "stages", "groups 1/2/3+/merge", "predicted ms",
+         "speedup", "states", "transitions", "costed", "hits", "opt s");
+  for (int i = 0; i < 3; i++) {
+    int sh[4];
+    shape_of(rows[i].s, sh);
+    char name[64], groups[64], states[32] = "-", trans[32] = "-";
+    if (rows[i].dp) {
+      snprintf(name, sizeof name, "ios (r=%d, s=%d%s)", so.r, so.s, so.ios_original ? ", orig" : "");
+      snprintf(states, sizeof states, "%lld", (long long)rows[i].st.states);
+      snprintf(trans, sizeof trans, "%lld", (long long)rows[i].st.transitions);
+    } else {
+      snprintf(name, sizeof name, "%s", rows[i].name);
+    }
+    snprintf(groups, sizeof groups, "%d/%d/%d/%d", sh[0], sh[1], sh[2], sh[3]);
+    double t = ob_schedule_seconds(rows[i].s);
+    printf("%-22s %6d %21s %12.3f %7.2fx %8s %11s %8lld %9lld %9.3f\n", name, ob_schedule_stage_count(rows[i].s), groups,
+           t * 1e3, seq / t, states, trans, (long long)rows[i].st.stages_costed, (long long)rows[i].st.cache_hits,
+           rows[i].st.seconds);
+  }
+  if (given) {
+    int sh[4];
+    shape_of(given, sh);
+    char groups[64], name[64];
+    snprintf(groups, sizeof groups, "%d/%d/%d/%d", sh[0], sh[1], sh[2], sh[3]);
+    snprintf(name, sizeof name, "file (%s)", ob_schedule_scheduler(given));
+    printf("%-22s %6d %21s %12.3f %7.2fx %8s %11s %8s %9s %9s\n", name, ob_schedule_stage_count(given), groups,
+           given_s * 1e3, seq / given_s, "-", "-", "-", "-", "-");
+  }
+  printf("ios: %.3g states bounded by %.3g (IOS's product over chains); stages costed by structure (units with the "
+         "same workloads share a cost), %lld calls into the cost model\n",
+         (double)rows[2].st.states, rows[2].st.state_bound, (long long)rows[2].st.cost_calls);
+  if (a->print_stages) print_stages(u, chosen);
+  if (a->schedule_out) printf("wrote %s: the %s schedule (%d stages)\n", a->schedule_out, pick, ob_schedule_stage_count(chosen));
+  if (a->timeline) printf("wrote %s: timeline of the %s schedule (gnuplot)\n", a->timeline, pick);
+  rc = 0;
+done:
+  cJSON_Delete(j);
+  for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
+  ob_schedule_free(given);
+  ob_stage_cost_free(&cost);
+  ob_sched_units_free(u);
+  ob_graph_free(g);
+  return rc;
+}

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# sched_cli_test.sh: `opbench schedule` end to end. Usage: sched_cli_test.sh
+# OPBENCH. Runs each case, prints `ok - name` or `not ok - name`, and at the
+# end `N passed, M failed`; exits 1 if any failed. Schedule files are edited
+# with python3's json module to make each bad case.
+set -u
+
+OB=${1:?usage: sched_cli_test.sh path/to/opbench}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok - $1"; }
+not_ok() {
+  failed=$((failed + 1))
+  echo "not ok - $1"
+  echo "#   command: opbench ${args[*]}"
+  echo "#   exit status: $rc"
+  sed 's/^/#   stdout: /' "$tmp/out" | head -20
+  sed 's/^/#   stderr: /' "$tmp/err" | head -20
+}
+run() {
+  args=("$@")
+  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+good() {
+  local name=$1 pattern=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
+}
+# bad NAME PATTERN ARGS...: exit 2, nothing on stdout, one `opbench: error:` line.
+bad() {
+  local name=$1 pattern=$2
+  shift 2
+  run "$@"
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
+    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
+    ok "$name"
+  else
+    not_ok "$name"
+  fi
+}
+# edit IN OUT PYTHON: OUT is IN's JSON after the statements (on `s`).
+edit() {
+  python3 -c "import json,sys
+s = json.load(open(sys.argv[1]))
+$3
+json.dump(s, open(sys.argv[2], 'w'), indent=1)" "$1" "$2"
+}
+
+# ---- the three schedulers -----------------------------------------------------------------
+M=(--modelsource local --modelname inception-v3)
+good "schedule inception-v3: three schedulers" '^ios \(r=3, s=8\) ' schedule "${M[@]}" --cores 2
+grep -Eq '^sequential +119 +119/0/0/0 ' "$tmp/out" && ok "sequential: 119 operators, one stage each" ||
+  not_ok "sequential: 119 operators, one stage each"
+grep -Eq '^greedy +[0-9]+ ' "$tmp/out" && ok "greedy row" || not_ok "greedy row"
+grep -q 'predicted by a per-operator model, not measured' "$tmp/out" && ok "says the latencies are predicted" ||
+  not_ok "says the latencies are predicted"
+grep -Eq '^ios \(r=3, s=8\) +[0-9]+ .* 1[0-9]{3} +[0-9]+ ' "$tmp/out" && ok "ios: ~1.2k DP states" || not_ok "ios: ~1.2k DP states"
+good "--r 2 --s 2" '^ios \(r=2, s=2\) ' schedule "${M[@]}" --r 2 --s 2 --cores 2
+good "--cores 64 is a prediction" 'planning for 64 cores; this machine has [0-9]+: the plan is a PREDICTION' schedule "${M[@]}" --cores 64
+good "--ios-original" '^ios \(r=3, s=8, orig\)' schedule "${M[@]}" --cores 2 --ios-original
+good "--print-stages" '^ +1 +[0-9.]+ parallel \[0,1\] Conv2d_1a_3x3.conv$' schedule "${M[@]}" --cores 2 --print-stages
+good "squeezenet-1.1" '^ios ' schedule --modelname squeezenet-1.1 --cores 2
+good "--json" '"schedulers":\[' schedule "${M[@]}" --cores 2 --json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert len(d['schedulers'])==3 and d['prediction'] is True and d['units']==119" "$tmp/out" &&
+  ok "--json parses: 3 schedulers, a prediction" || not_ok "--json parses: 3 schedulers, a prediction"
+
+# ---- files out ----------------------------------------------------------------------------
+good "--schedule-out and --timeline" "wrote $tmp/inc.svg: timeline" schedule "${M[@]}" --cores 2 --schedule-out "$tmp/inc.json" --timeline "$tmp/inc.svg"
+grep -q '<svg' "$tmp/inc.svg" 2>/dev/null && grep -q 'opbench-schedule' "$tmp/inc.json" 2>/dev/null && ok "the SVG and the JSON exist" ||
+  not_ok "the SVG and the JSON exist"
+good "--schedule reads it back: same latency" '^file \(ios\) ' schedule "${M[@]}" --cores 2 --schedule "$tmp/inc.json"
+a=$(awk '/^ios /{print $(NF-6)}' "$tmp/out")
+b=$(awk '/^file /{print $(NF-6)}' "$tmp/out")
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "file and ios predict the same ($a ms)" || not_ok "file and ios predict the same ($a vs $b)"
+good "--scheduler greedy --schedule-out" 'wrote .*greedy.json: the greedy schedule' schedule "${M[@]}" --cores 2 --scheduler greedy --schedule-out "$tmp/greedy.json"
+good "a greedy schedule file" '^file \(greedy\) ' schedule "${M[@]}" --cores 2 --schedule "$tmp/greedy.json"
+good "an 8-core plan" 'wrote' schedule "${M[@]}" --cores 8 --schedule-out "$tmp/inc8.json"
+
+# ---- bad schedule files -----------------------------------------------------------------------
+good "resnet-18's schedule" 'wrote' schedule --modelname resnet-18 --cores 2 --schedule-out "$tmp/r18.json"
+bad "a schedule for another graph" "is not an operator of 'inception-v3' \(the file is a schedule for 'resnet-18'\)" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/r18.json"
+edit "$tmp/inc.json" "$tmp/missing.json" "del s['stages'][0]"
+bad "an operator missing" "operator 'Conv2d_1a_3x3.conv' is in no stage, but stage 1 runs 'Conv2d_2a_3x3.conv'" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/missing.json"
+edit "$tmp/inc.json" "$tmp/twice.json" "s['stages'][1]['groups'][0]['ops'].append('Conv2d_1a_3x3.conv')"
+bad "an operator scheduled twice" "stage 2, group 1: operator 'Conv2d_1a_3x3.conv' is scheduled twice \(already in stage 1\)" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/twice.json"
+edit "$tmp/inc8.json" "$tmp/overlap.json" "
+st = next(x for x in s['stages'] if len(x.get('groups', [])) > 1)
+st['groups'][1]['cores'] = st['groups'][0]['cores']"
+bad "overlapping core sets" "stage [0-9]+: group 1 \(operator '[^']+'\) and group 2 \(operator '[^']+'\) both hold core 0" \
+  schedule "${M[@]}" --cores 8 --schedule "$tmp/overlap.json"
+edit "$tmp/inc.json" "$tmp/beyond.json" "s['stages'][2]['groups'][0]['cores'] = [0, 5]"
+bad "a core beyond the machine" "stage 3, group 1 \(operator '[^']+'\): core 5 is beyond the machine's 2 cores" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/beyond.json"
+bad "a plan for more cores than the machine" "is for 8 cores; this machine \(or --cores\) has 2" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/inc8.json"
+edit "$tmp/inc.json" "$tmp/order.json" "s['stages'][0], s['stages'][1] = s['stages'][1], s['stages'][0]"
+bad "an operator before its input" "stage 1, group 1: operator 'Conv2d_2a_3x3.conv' runs before its input 'Conv2d_1a_3x3.conv' \(stage 2\)" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/order.json"
+edit "$tmp/inc.json" "$tmp/merge.json" "s['stages'][0] = {'kind': 'merge', 'cores': [0, 1], 'ops': ['Conv2d_1a_3x3.conv', 'Mixed_5b.branch1x1.conv']}"
+bad "a merge of convolutions that do not merge" "stage 1 \(merge\): operators 'Conv2d_1a_3x3.conv' and 'Mixed_5b.branch1x1.conv' cannot merge" \
+  schedule "${M[@]}" --cores 2 --schedule "$tmp/merge.json"
+printf '{"format": "opbench-schedule", "stages": [' >"$tmp/trunc.json"
+bad "truncated JSON" "trunc.json: not JSON" schedule "${M[@]}" --cores 2 --schedule "$tmp/trunc.json"
+bad "an SVG" "inc.svg: not JSON" schedule "${M[@]}" --cores 2 --schedule "$tmp/inc.svg"
+printf '{"model": "inception-v3", "stages": []}' >"$tmp/other.json"
+bad "JSON but not a schedule" "not an opbench schedule" schedule "${M[@]}" --cores 2 --schedule "$tmp/other.json"
+bad "a directory" "$tmp" schedule "${M[@]}" --cores 2 --schedule "$tmp"
+bad "a missing file" "nothing.json" schedule "${M[@]}" --cores 2 --schedule "$tmp/nothing.json"
+
+# ---- bad flags and outputs --------------------------------------------------------------------
+bad "unknown model" "unknown model 'inception-v4'" schedule --modelname inception-v4
+bad "no model" "needs --modelname" schedule
+bad "--r 0" "--r: bad value '0'" schedule "${M[@]}" --r 0
+bad "--s x" "--s: bad value 'x'" schedule "${M[@]}" --s x
+bad "--cores 0" "--cores: bad value '0'" schedule "${M[@]}" --cores 0
+bad "--cores 0-3 (a count here)" "--cores: bad value '0-3'" schedule "${M[@]}" --cores 0-3
+bad "--scheduler" "unknown scheduler 'random'" schedule "${M[@]}" --scheduler random
+bad "--corun below 1" "--corun: bad value '0.5'" schedule "${M[@]}" --corun 0.5
+bad "--schedule-out into a directory" "schedule-out" schedule "${M[@]}" --cores 2 --schedule-out "$tmp"
+bad "--timeline in a missing folder" "timeline" schedule "${M[@]}" --cores 2 --timeline "$tmp/no/such/t.svg"
+cp "$tmp/inc.svg" "$tmp/keep.svg"
+args=(schedule "${M[@]}" --cores 2 --timeline "$tmp/keep.svg" "(PATH without gnuplot)")
+env PATH=/nonexistent "$OB" schedule "${M[@]}" --cores 2 --timeline "$tmp/keep.svg" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q 'gnuplot is not installed' "$tmp/err" && cmp -s "$tmp/inc.svg" "$tmp/keep.svg"; then
+  ok "gnuplot missing: an error, the old file kept"
+else
+  not_ok "gnuplot missing: an error, the old file kept"
+fi
+good "--help" 'PREDICTED by a per-operator model' schedule --help
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
