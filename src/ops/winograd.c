@@ -39,6 +39,9 @@
 
 /* ---- the transforms --------------------------------------------------------- */
 #define WINO_MAX_ALPHA 8
+/* tiles per GEMM block the space offers at most; the target's accumulator
+ * budget limits them further (one accumulator per tile and vector) */
+#define WINO_MAX_TX 16
 
 typedef struct wino_mat {
   int m, alpha;
@@ -155,12 +158,12 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
                    (long long)p.dw, (long long)p.g);
   int64_t lanes = ob_tmpl_lanes(tg), budget = ob_tmpl_budget(tg);
   const int64_t blk[] = {lanes / 2, lanes, 2 * lanes, 4 * lanes};
-  int64_t ocs[4], ics[4], tps[16];
+  int64_t ocs[4], ics[4], tps[WINO_MAX_TX];
   int noc = blocks_dividing(p.k, blk, 4, ocs), nic = blocks_dividing(p.c, blk, 3, ics);
   /* no more tiles in a block than a row of 2x2 tiles has, nor than the
    * accumulators allow with one vector of channels */
   int64_t tw2 = (p.ow + 1) / 2, ntp = 0;
-  for (int64_t t = 1; t <= 16 && ntp < 16; t++)
+  for (int64_t t = 1; t <= WINO_MAX_TX; t++)
     if ((t <= tw2 || t == 1) && t <= budget) tps[ntp++] = t;
   int64_t ucs[3];
   int nuc = blocks_dividing(p.c, (const int64_t[]){1, 2, 4}, 3, ucs);
@@ -198,9 +201,11 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   }
   int64_t alpha = m + 2, tw = (p.ow + m - 1) / m;
   /* two vectors of output channels where K allows, and the tiles per
-   * block that give the most useful accumulators, at most 16 (fuller
-   * blocks spill around the broadcasts; a block past the row's end
-   * computes padding); four vectors when the row has few tiles */
+   * block that give the most useful accumulators, at most half the vector
+   * registers (16 of AVX-512's 32; fuller blocks spill around the
+   * broadcasts; a block past the row's end computes padding); four vectors
+   * when the row has few tiles */
+  int64_t most_acc = ob_tmpl_registers(tg) / 2;
   int64_t ocb = ocs[0];
   for (int i = 0; i < noc; i++)
     if (ocs[i] <= 2 * lanes) ocb = ocs[i];
@@ -211,7 +216,7 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
     tp = 1;
     for (int64_t t = 1; t <= tw && t <= budget; t++) { /* useful accumulators per block */
       double sc = (double)tw / (double)((tw + t - 1) / t * t) * (double)(t * vecs);
-      if (ob_tmpl_block_fits(tg, t, vecs) && t * vecs <= 16 && sc > score) {
+      if (ob_tmpl_block_fits(tg, t, vecs) && t * vecs <= most_acc && sc > score) {
         score = sc;
         tp = t;
       }
