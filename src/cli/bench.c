@@ -345,7 +345,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         printf("Winograd GFLOPS (opbench's and oneDNN's) count the direct convolution's nominal FLOPs. "
                "Checks: |got-ref| <= rtol*|ref| + atol*sqrt(reduction)*max(max|ref|,1); direct rtol %.0e atol %.0e; "
                "Winograd F(2x2,3x3) rtol %.0e atol %.0e, F(4x4,3x3) rtol %.0e atol %.0e, F(6x6,3x3) rtol %.0e "
-               "atol %.0e (oneDNN's Winograd at F(4x4,3x3)'s)\n",
+               "atol %.0e (oneDNN's Winograd, its tile its own, at the widest: F(6x6,3x3)'s)\n",
                dt.rtol, dt.atol, w2.rtol, w2.atol, w4.rtol, w4.atol, w6.rtol, w6.atol);
         print_vs_header(base != NULL);
       }
