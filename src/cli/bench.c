@@ -157,7 +157,7 @@ static void print_vs_row(int i, const bench_entry *e) {
   if (vb) printf(" %8.3f", ratio(&e->best, vb));
   else printf(" %8s", "-");
   printf(" %8.1f  %s %s", e->search_s, e->best_tmpl, e->best_cfg);
-  if (!tol_is_default(e->best_tol))
+  if (is_winograd(e->best_tmpl) || !tol_is_default(e->best_tol)) /* F(6x6) checks at the direct atol */
     printf(" (checked at rtol %.0e, atol %.0e)", e->best_tol.rtol, e->best_tol.atol);
   printf("\n");
   if (e->have_base && e->base.error_no)
