@@ -58,7 +58,7 @@ typedef enum flag_id {
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
-  F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_COUNT
+  F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -144,6 +144,7 @@ static const flag_def flags[F_COUNT] = {
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
+    [F_BUILD_ONLY] = {"--build-only", false, M_OP | M_BENCH},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -170,7 +171,11 @@ static const char measure_help[] =
     "  --seed N             seed of the random inputs\n"
     "  --target TEXT        what kernels are built for: llvm (the host's best ISA,\n"
     "                       default; $OPBENCH_TARGET overrides), llvm -mcpu=CPU,\n"
-    "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu\n"
+    "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu,\n"
+    "                       cuda [-arch=sm_XY] [-device=N] (NVRTC; runs where a GPU is),\n"
+    "                       opencl [-platform=P] [-device=N] (PoCL runs it on the CPU)\n"
+    "  --build-only         (op, bench) build the kernels and check their launch limits\n"
+    "                       without running them: a cuda target needs no GPU for it\n"
     "  --json               print one JSON object instead of text\n";
 
 static const char model_help[] =
@@ -220,14 +225,15 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     break;
   case CLI_CMD_BENCH:
     fprintf(f,
-            "usage: opbench bench --suite FILE|resnet18 [--vs onednn] [--search exhaustive|random:N]\n"
+            "usage: opbench bench --suite FILE|resnet18 [--vs onednn|cudnn] [--search exhaustive|random:N]\n"
             "                     [--template LIST] [--no-winograd] [--dry-run] [measurement flags]\n"
             "Measures the default config of every workload of a suite and prints a table,\n"
             "the geometric mean of GFLOPS and the total latency weighted by count.\n"
             "--search finds each workload's best config over every template of its operator\n"
-            "  (conv2d: the direct templates and conv2d_winograd.x86 where it applies, 3x3\n"
-            "  stride 1): all configs (exhaustive, or random:N when the space has at most N),\n"
-            "  else N random ones per template; the best few are re-measured in full.\n"
+            "  for the target (conv2d on a CPU: the direct templates and conv2d_winograd.x86\n"
+            "  where it applies, 3x3 stride 1): all configs (exhaustive, or random:N when the\n"
+            "  space has at most N), else N random ones per template; the best few are\n"
+            "  re-measured in full.\n"
             "--template LIST      a comma list of template names (see opbench ops): an\n"
             "  operator that has a listed template uses only its listed ones (its default\n"
             "  config is that of the first listed); other operators keep all of theirs.\n"
@@ -241,6 +247,10 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  against the faster of the two ('vendor best'). Ends with the worst layer and\n"
             "  'geomean speed ratio opbench/vendor-best: Z', then\n"
             "  'geomean speed ratio opbench/onednn: X (default: Y)' against oneDNN direct.\n"
+            "  With an opencl target whose device is the CPU (PoCL), oneDNN runs on the same\n"
+            "  cores, one thread per compute unit.\n"
+            "--vs cudnn (with --target cuda) measures cuDNN (convolutions) and cuBLAS (matrix\n"
+            "  products) on the same GPU, FP32, beside opbench's kernels.\n"
             "Winograd GFLOPS (opbench's and oneDNN's) count the direct convolution's nominal\n"
             "  FLOPs; Winograd kernels are checked with a tolerance for Winograd's error,\n"
             "  printed in the output.\n"
@@ -484,6 +494,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_DRY_RUN: a->dry_run = true; break;
   case F_NO_WINOGRAD: a->no_winograd = true; break;
+  case F_BUILD_ONLY: a->build_only = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
   case F_WORKLOAD: a->workload = v; break;
@@ -507,8 +518,10 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!int_flag(name, v, 1, 1000000, &a->top)) return false;
     break;
   case F_VS:
-    if (strcmp(v, "onednn") != 0) {
-      cli_error("--vs: unknown baseline '%s' (known: onednn)", v);
+    if (strcmp(v, "onednn") != 0 && strcmp(v, "cudnn") != 0 && strcmp(v, "cublas") != 0) {
+      cli_error("--vs: unknown baseline '%s' (known: onednn; cudnn or cublas for a cuda target: cuDNN's "
+                "convolutions and cuBLAS's matrix products)",
+                v);
       return false;
     }
     a->vs = v;
@@ -872,7 +885,7 @@ bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out) {
   if (!measure) return true;
   /* with --cc the builder reports a missing compiler itself */
   st = a->mo.build.cc ? OB_OK : ob_target_check_buildable(ctx, *out);
-  if (!st) st = ob_target_check_runnable(ctx, *out);
+  if (!st && !a->build_only) st = ob_target_check_runnable(ctx, *out);
   if (st) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     ob_target_free(*out);
