@@ -7,10 +7,12 @@
 # fuzz, and the short pass in make test). The aarch64 cross compiler, its C
 # library and qemu-user build and run the kernels of the target
 # `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
-# schedule timelines (opbench schedule --timeline).
+# schedule timelines (opbench schedule --timeline) and the plots of opbench
+# report; chromium (headless) is for the report test only (the page in a real
+# browser); binutils (objdump) checks the FMA peak kernel of opbench profile.
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox chromium binutils"
 
 missing=()
 for p in $PACKAGES; do

@@ -605,25 +605,34 @@ static ob_status plot_corun(page *pg, const ob_db_profiles *P, const char *mode)
   return st;
 }
 
+/* A timeline's SVG text into svg; OB_ERR_INVALID_ARG naming a file that
+ * cannot be read or is not SVG. */
+static ob_status read_svg(ob_ctx *ctx, const char *path, ob_str *svg) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return ob_fail(ctx, OB_ERR_INVALID_ARG, "--schedule %s: %s", path, strerror(errno));
+  char buf[65536];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf - 1, f)) > 0) {
+    buf[k] = '\0';
+    if (memchr(buf, '\0', k)) break; /* binary: not SVG */
+    ob_str_append(svg, buf);
+  }
+  fclose(f);
+  if (svg->failed) return ob_fail(ctx, OB_ERR_NOMEM, "report: out of memory");
+  if (!svg->data || !strstr(svg->data, "<svg") || !strstr(svg->data, "</svg>"))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG,
+                   "--schedule %s: not an SVG timeline (draw one with opbench schedule --timeline FILE.svg)", path);
+  return OB_OK;
+}
+
 static ob_status timelines(page *pg, const ob_report_opts *o) {
   for (int i = 0; i < o->ntimelines; i++) {
     const char *path = o->timelines[i];
-    FILE *f = fopen(path, "rb");
-    if (!f) return ob_fail(pg->ctx, OB_ERR_INVALID_ARG, "--schedule %s: %s", path, strerror(errno));
     ob_str svg = {0};
-    char buf[65536];
-    size_t k;
-    while ((k = fread(buf, 1, sizeof buf - 1, f)) > 0) {
-      buf[k] = '\0';
-      if (memchr(buf, '\0', k)) break;
-      ob_str_append(&svg, buf);
-    }
-    fclose(f);
-    if (!svg.data || !strstr(svg.data, "<svg") || !strstr(svg.data, "</svg>")) {
+    ob_status rs = read_svg(pg->ctx, path, &svg);
+    if (rs) {
       ob_str_free(&svg);
-      return ob_fail(pg->ctx, OB_ERR_INVALID_ARG,
-                     "--schedule %s: not an SVG timeline (draw one with opbench schedule --timeline FILE.svg)",
-                     path);
+      return rs;
     }
     char name[32], cap[512];
     snprintf(name, sizeof name, "timeline%d", i + 1);
@@ -683,6 +692,13 @@ ob_status ob_report_write(ob_ctx *ctx, ob_db *db, const char *out_dir, const ob_
                  o->db_name ? o->db_name : "the database");
     goto out;
   }
+  /* every input checked before anything is written */
+  for (int i = 0; i < o->ntimelines && !st; i++) {
+    ob_str svg = {0};
+    st = read_svg(ctx, o->timelines[i], &svg);
+    ob_str_free(&svg);
+  }
+  if (st) goto out;
   struct stat sb;
   if (stat(out_dir, &sb) == 0) {
     if (!S_ISDIR(sb.st_mode)) {
