@@ -79,6 +79,8 @@ typedef struct ob_limits_opts {
  *    at 1 and at max_threads (GB/s counting 3 arrays, as STREAM does);
  *  - l1_read, l2_read, l3_read: vector loads summed over a working set of
  *    half of that level (a quarter of the L3), repeated, per thread.
+ * Each figure comes from the fastest of its repeats (a limit is what the
+ * hardware can do; on a shared machine other work only slows repeats).
  * A limit whose kernel fails is left out and the call goes on; it fails
  * only when the runner or the compiler cannot work. */
 OB_API ob_status ob_limits_measure(ob_ctx *ctx, ob_runner *runner, const ob_host *host,

@@ -238,7 +238,10 @@ static void built_free(built *b) {
 }
 
 /* Runs kernel b (lk k) on `threads` threads (cores 0..threads-1); *median
- * its median seconds, 0 when it failed (why in note). */
+ * its fastest repeat's seconds per call, 0 when it failed (why in note).
+ * The fastest, not the median: a limit is what the hardware can do, and on
+ * a shared machine other work only ever slows a repeat down (the medians
+ * of a loaded machine put kernels above the "peak"). */
 static ob_status run_one(ob_ctx *ctx, ob_runner *r, const ob_target *t, const built *b, lk *k,
                          int threads, bool quick, double *median, char *note, size_t cap) {
   *median = 0;
@@ -248,7 +251,7 @@ static ob_status run_one(ob_ctx *ctx, ob_runner *r, const ob_target *t, const bu
                         .buf_bytes = k->bytes, .buf_is_input = k->is_input, .cores = cores,
                         .nthreads = threads, .timing = ob_timing_default(), .fill = lk_fill,
                         .check = lk_check, .user = k};
-  req.timing.repeat = quick ? 3 : 10;
+  req.timing.repeat = quick ? 3 : 20;
   req.timing.timeout_s = 120; /* a triad over gigabytes, filled and checked */
   ob_run_result res;
   ob_status st = ob_runner_run(r, &req, &res);
@@ -258,7 +261,10 @@ static ob_status run_one(ob_ctx *ctx, ob_runner *r, const ob_target *t, const bu
     snprintf(note, cap, "%s failed (%s): %.180s", b->name, ob_merr_str(res.error_no), res.message);
     return OB_OK;
   }
-  *median = res.timing.median_s;
+  double best = res.timing.median_s;
+  for (int i = 0; i < res.timing.ncosts; i++)
+    if (res.timing.costs[i] > 0 && res.timing.costs[i] < best) best = res.timing.costs[i];
+  *median = best;
   return OB_OK;
 }
 
