@@ -306,6 +306,8 @@ ob_status ob_profile_run(ob_ctx *ctx, ob_profile_plan *p, ob_runner *runner, ob_
       for (int c = 0; c < OB_COUNTER_COUNT; c++) rec.counters[c] = NAN;
       rec.timing.median_s = rec.timing.mean_s = rec.timing.cv = rec.timing.min_repeat_ms = NAN;
       char msg[1024] = "";
+      ob_run_result rr; /* outlives the branch: rec.counters_note points into it */
+      memset(&rr, 0, sizeof rr);
       if (a->error_no || (pa && pa->error_no)) {
         rec.error_no = a->error_no ? a->error_no : pa->error_no;
         snprintf(msg, sizeof msg, "%s%.900s", a->error_no ? "" : "co-runner: ",
@@ -331,7 +333,6 @@ ob_status ob_profile_run(ob_ctx *ctx, ob_profile_plan *p, ob_runner *runner, ob_
           k[0].req.pressure_bytes = (size_t)(pt->pressure_mib * 1048576);
           k[0].req.pressure_core = pt->pressure_core;
         }
-        ob_run_result rr;
         st = ob_runner_run(runner, &k[0].req, &rr);
         free(k);
         if (st) {
