@@ -101,12 +101,14 @@ typedef struct ob_run_result {
   ob_timing timing;    /* when error_no is NONE: the costs, number used, flags */
   double run_s;        /* wall time of the whole request */
   ob_counters counters;/* when counters were asked */
-  int64_t corun_calls; /* with a co-runner: its calls completed while this kernel was
-                          timed, and the seconds they spanned (corun_s / corun_calls:
-                          its time per call beside this kernel) */
+  int64_t corun_calls; /* with a co-runner: its calls completed from its start (the
+                          timing waits for its first) to the timing's end, and the
+                          seconds they spanned (corun_s / corun_calls: its time per
+                          call beside this kernel; always at least one call) */
   double corun_s;
   double pressure_gbps;/* with cache pressure: bytes the pressure thread swept per
-                          second (read + write) while the kernel was timed */
+                          second (read + write) from its start (the timing waits for
+                          its first sweep) to the timing's end */
 } ob_run_result;
 
 typedef struct ob_runner ob_runner;
