@@ -26,7 +26,7 @@ int cli_error(const char *fmt, ...) {
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
                                                      "db",  "models", "export-onnx", "run-reference",
-                                                     "schedule"};
+                                                     "schedule", "profile", "report"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -43,10 +43,13 @@ enum {
   M_EXPORT = 1u << CLI_CMD_EXPORT_ONNX,
   M_RUNREF = 1u << CLI_CMD_RUN_REFERENCE,
   M_SCHED = 1u << CLI_CMD_SCHEDULE,
-  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED,
-  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED,
-  M_MEASURE = M_OP | M_BENCH | M_TUNE,
-  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
+  M_PROFILE = 1u << CLI_CMD_PROFILE,
+  M_REPORT = 1u << CLI_CMD_REPORT,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE,
+  M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
+          M_PROFILE | M_REPORT,
+  M_MEASURE = M_OP | M_BENCH | M_TUNE | M_PROFILE,
+  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB | M_PROFILE,
 };
 
 typedef enum flag_id {
@@ -58,7 +61,8 @@ typedef enum flag_id {
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
-  F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_COUNT
+  F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_SIZES,
+  F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -78,8 +82,8 @@ static const flag_def flags[F_COUNT] = {
     [F_TEMPLATE] = {"--template", true, M_WORKLOAD | M_BENCH},
     [F_CONFIG] = {"--config", true, M_OP},
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
-    [F_SUITE] = {"--suite", true, M_BENCH},
-    [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
+    [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE},
+    [F_DRY_RUN] = {"--dry-run", false, M_BENCH | M_PROFILE},
     [F_THREADS] = {"--threads", true, M_MEASURE | M_DB},
     [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED},
     [F_NUMBER] = {"--number", true, M_MEASURE},
@@ -97,20 +101,20 @@ static const flag_def flags[F_COUNT] = {
     [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
-    [F_OP] = {"--op", true, M_TUNE | M_DB},
+    [F_OP] = {"--op", true, M_TUNE | M_DB | M_PROFILE},
     [F_TUNER] = {"--tuner", true, M_TUNE},
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE | M_DB},
+    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
-    [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB},
+    [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
     [F_WORKLOAD] = {"--workload", true, M_DB},
     [F_HOST] = {"--host", true, M_DB},
     [F_RESOURCES] = {"--resources", true, M_DB},
     [F_FORMAT] = {"--format", true, M_DB},
-    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE},
+    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE | M_REPORT},
     [F_TOP] = {"--top", true, M_DB},
     [F_MODELSOURCE] = {"--modelsource", true, M_MODEL},
     [F_MODELNAME] = {"--modelname", true, M_MODEL},
@@ -123,7 +127,7 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
     [F_PRINT_GRAPH] = {"--print-graph", false, M_MODELS | M_RUNREF},
     [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
-    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE},
+    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_PROFILE},
     [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF},
     [F_INPUT] = {"--input", true, M_RUNREF},
     [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
@@ -133,18 +137,25 @@ static const flag_def flags[F_COUNT] = {
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
     [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
-    [F_SCHEDULE] = {"--schedule", true, M_SCHED},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_REPORT},
     [F_TIMELINE] = {"--timeline", true, M_SCHED},
     [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
     [F_GFLOPS] = {"--gflops", true, M_SCHED},
     [F_GBPS] = {"--gbps", true, M_SCHED},
     [F_EFFICIENCY] = {"--efficiency", true, M_SCHED},
-    [F_CORUN] = {"--corun", true, M_SCHED},
+    [F_CORUN] = {"--corun", true, M_SCHED | M_PROFILE},
     [F_IOS_ORIGINAL] = {"--ios-original", false, M_SCHED},
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
     [F_BUILD_ONLY] = {"--build-only", false, M_OP | M_BENCH},
+    [F_SIZES] = {"--sizes", true, M_PROFILE},
+    [F_KNOBS] = {"--knobs", true, M_PROFILE},
+    [F_CORUN_MODE] = {"--corun-mode", true, M_PROFILE},
+    [F_CACHE_PRESSURE] = {"--cache-pressure", true, M_PROFILE},
+    [F_LIMITS] = {"--limits", true, M_PROFILE},
+    [F_CORE_TYPES] = {"--core-types", false, M_PROFILE},
+    [F_TABLE] = {"--table", true, M_DB},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -381,6 +392,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                                           GFLOPS per operator and workload\n"
             "  opbench db export [selection] [--format csv|autotvm] [--out FILE]\n"
             "                    CSV (default) or AutoTVM v0.2 JSON lines, to stdout or FILE\n"
+            "  opbench db export --table profiles [--format csv|jsonl] [--out FILE]\n"
+            "                    the profiler's dataset: one row per point, one column per\n"
+            "                    feature and workload attribute (ready for pandas)\n"
             "  opbench db import FILE [--host FINGERPRINT|this] [--resources TEXT] [--remeasure]\n"
             "                    an AutoTVM v0.2 log; broken lines are skipped and listed by\n"
             "                    number; records are filed under host 'unknown' unless --host\n"
@@ -399,6 +413,54 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       the default target, as opbench tune files them; else any)\n"
             "  --json               print JSON (best, top, stats)\n\n%s",
             workload_help);
+    break;
+  case CLI_CMD_PROFILE:
+    fprintf(f,
+            "usage: opbench profile OP --shape TEXT | --suite FILE|resnet18 | --modelname M\n"
+            "                       [--sizes GRID] [--threads LIST] [--cores SETS] [--core-types]\n"
+            "                       [--knobs base|neighbours[:N]|random:N] [--corun OP:SHAPE|tasks]\n"
+            "                       [--corun-mode stream|full|both] [--cache-pressure MIB[,MIB]]\n"
+            "                       [--limits auto|again|quick|none] [--db FILE] [--remeasure]\n"
+            "                       [--dry-run] [measurement flags]\n"
+            "Measures operators under a sweep of features and stores every point in the\n"
+            "database's profiles table (a point already there is not measured again: a\n"
+            "killed run resumes). Each point is timed with the kernel timing protocol and\n"
+            "checked against the reference, with hardware counters where the machine has\n"
+            "them, and placed against the host's limits (%% of the FMA peak, arithmetic\n"
+            "intensity for the roofline).\n\n"
+            "features:\n"
+            "  --sizes GRID         a grid over each workload's dimensions, e.g.\n"
+            "                       H=7:224:x2,C=16:512:x2 (lo:hi:xF multiplies, lo:hi:+S adds,\n"
+            "                       v1/v2/v3 a list, v one value); N is the batch size\n"
+            "  --threads LIST       thread counts, e.g. 1,2 (each on cores 0..n-1)\n"
+            "  --cores SETS         core sets separated by '/', e.g. 0/1/0-1\n"
+            "  --core-types         one set per kind of core hwloc reports (says so when one)\n"
+            "  --knobs SWEEP        base (default): the base config (the fastest the database\n"
+            "                       holds, else the template's default); neighbours[:N]: and\n"
+            "                       every one-knob change around it (at most N); random:N: and\n"
+            "                       N random configs\n"
+            "  --corun OP:SHAPE     a partner running at the same time (repeatable); 'tasks':\n"
+            "                       every pair of the profiled workloads (the co-run matrix)\n"
+            "  --corun-mode MODE    stream: partner on disjoint cores; full: both on the same\n"
+            "                       cores, time-sliced; both (default)\n"
+            "  --cache-pressure MIB a co-runner on a free core keeping MIB hot in the shared\n"
+            "                       cache (a list: 0,16,64)\n"
+            "  --limits MODE        the host's peak FLOP rate and bandwidths: auto (measure\n"
+            "                       once per host, then from the database), again, quick (small,\n"
+            "                       for tests: not the host's figures), none\n"
+            "  --db FILE            the database (default ./opbench.db)\n"
+            "  --remeasure          measure points the database holds again\n"
+            "  --dry-run            list the points and stop\n\n%s\n%s\n%s",
+            workload_help, model_help, measure_help);
+    break;
+  case CLI_CMD_REPORT:
+    fprintf(f,
+            "usage: opbench report --db FILE --out DIR [--schedule FILE.json ...]\n"
+            "Writes DIR/index.html, a self-contained page (plots embedded) of the database's\n"
+            "tuning runs and profiles, its plots drawn by gnuplot: tuning curves, GFLOPS\n"
+            "against threads (turnaround point marked) and input size, knob sensitivity, the\n"
+            "roofline, the co-run slowdown heat map, and the timelines of --schedule files.\n"
+            "The plots are also left as DIR/*.svg.\n");
     break;
   case CLI_CMD_COUNT:
     break;
@@ -501,8 +563,8 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_HOST: a->host = v; break;
   case F_RESOURCES: a->resources = v; break;
   case F_FORMAT:
-    if (strcmp(v, "csv") != 0 && strcmp(v, "autotvm") != 0) {
-      cli_error("--format: unknown format '%s' (known: csv, autotvm)", v);
+    if (strcmp(v, "csv") != 0 && strcmp(v, "autotvm") != 0 && strcmp(v, "jsonl") != 0) {
+      cli_error("--format: unknown format '%s' (known: csv, autotvm; jsonl with --table profiles)", v);
       return false;
     }
     a->format = v;
@@ -539,10 +601,18 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   }
   case F_THREADS:
+    if (a->cmd == CLI_CMD_PROFILE) { /* a list, parsed by the command */
+      a->threads_list = v;
+      break;
+    }
     if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
     a->threads_set = true;
     break;
   case F_CORES:
+    if (a->cmd == CLI_CMD_PROFILE) { /* sets, parsed by the command */
+      a->core_sets = v;
+      break;
+    }
     if (a->cmd == CLI_CMD_SCHEDULE) { /* a count: the machine to plan for */
       if (!int_flag(name, v, 1, 4096, &a->sched_cores)) return false;
       break;
@@ -693,6 +763,14 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
       cli_error("%s: empty file name", name);
       return false;
     }
+    if (id == F_SCHEDULE && a->cmd == CLI_CMD_REPORT) {
+      if (a->nschedules == (int)(sizeof a->schedules / sizeof a->schedules[0])) {
+        cli_error("--schedule: at most %d files", a->nschedules);
+        return false;
+      }
+      a->schedules[a->nschedules++] = v;
+      break;
+    }
     if (id == F_SCHEDULE_OUT) a->schedule_out = v;
     else if (id == F_SCHEDULE) a->schedule_in = v;
     else a->timeline = v;
@@ -714,7 +792,40 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!double_flag(name, v, 0.01, 1, &a->efficiency)) return false;
     break;
   case F_CORUN:
+    if (a->cmd == CLI_CMD_PROFILE) {
+      if (a->ncorun_spec == (int)(sizeof a->corun_spec / sizeof a->corun_spec[0])) {
+        cli_error("--corun: at most %d partners", a->ncorun_spec);
+        return false;
+      }
+      a->corun_spec[a->ncorun_spec++] = v;
+      break;
+    }
     if (!double_flag(name, v, 1, 100, &a->corun)) return false;
+    break;
+  case F_SIZES: a->sizes = v; break;
+  case F_KNOBS: a->knobs = v; break;
+  case F_CORUN_MODE:
+    if (strcmp(v, "stream") && strcmp(v, "full") && strcmp(v, "both")) {
+      cli_error("--corun-mode: unknown mode '%s' (expected stream, full or both)", v);
+      return false;
+    }
+    a->corun_mode = v;
+    break;
+  case F_CACHE_PRESSURE: a->pressure = v; break;
+  case F_LIMITS:
+    if (strcmp(v, "auto") && strcmp(v, "again") && strcmp(v, "quick") && strcmp(v, "none")) {
+      cli_error("--limits: unknown value '%s' (expected auto, again, quick or none)", v);
+      return false;
+    }
+    a->limits = v;
+    break;
+  case F_CORE_TYPES: a->core_types = true; break;
+  case F_TABLE:
+    if (strcmp(v, "measurements") && strcmp(v, "profiles")) {
+      cli_error("--table: unknown table '%s' (expected measurements or profiles)", v);
+      return false;
+    }
+    a->table = v;
     break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;
@@ -731,7 +842,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   memset(a, 0, sizeof *a);
   a->cmd = cmd;
   a->mo = ob_measure_opts_default();
-  if (cmd == CLI_CMD_TUNE || cmd == CLI_CMD_DB) a->db_path = "./opbench.db";
+  if (cmd == CLI_CMD_TUNE || cmd == CLI_CMD_DB || cmd == CLI_CMD_PROFILE || cmd == CLI_CMD_REPORT)
+    a->db_path = "./opbench.db";
   if (cmd == CLI_CMD_TUNE) {
     a->tuner = "xgb";
     a->trials = 200;
@@ -747,7 +859,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     if (strcmp(arg, "-h") == 0) arg = "--help";
     if (strcmp(arg, "-v") == 0) arg = "--verbose";
     if (arg[0] != '-' || arg[1] == '\0') {
-      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE || cmd == CLI_CMD_TUNE) && !a->op) {
+      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE || cmd == CLI_CMD_TUNE || cmd == CLI_CMD_PROFILE) &&
+          !a->op) {
         a->op = arg;
         continue;
       }
@@ -816,6 +929,18 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       cli_error("--op/--shape and --workload exclude each other; give one");
       return false;
     }
+    if (a->table && strcmp(a->action, "export")) {
+      cli_error("--table is for 'opbench db export'");
+      return false;
+    }
+    if (a->table && !strcmp(a->table, "profiles") && !strcmp(a->format, "autotvm")) {
+      cli_error("--format %s: the profiles table exports as csv or jsonl", a->format);
+      return false;
+    }
+    if ((!a->table || strcmp(a->table, "profiles")) && !strcmp(a->format, "jsonl")) {
+      cli_error("--format jsonl is for --table profiles (measurements: csv or autotvm)");
+      return false;
+    }
     if (a->shape && !a->op) {
       cli_error("--shape needs --op OP");
       return false;
@@ -824,6 +949,24 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   if (cmd == CLI_CMD_TUNE && !a->op) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");
     return false;
+  }
+  if (cmd == CLI_CMD_REPORT && !a->out) {
+    cli_error("'opbench report' needs --out DIR (the folder for the page and its plots)");
+    return false;
+  }
+  if (cmd == CLI_CMD_REPORT) return true;
+  if (cmd == CLI_CMD_PROFILE) {
+    int given = (a->op != NULL) + (a->suite != NULL) + (a->modelname != NULL || a->modelpath != NULL);
+    if (given != 1) {
+      cli_error("'opbench profile' needs one of: an operator (OP --shape ...), --suite FILE|resnet18, "
+                "or a model (--modelname M)");
+      return false;
+    }
+    if (a->shape && !a->op) {
+      cli_error("--shape needs an operator");
+      return false;
+    }
+    return true;
   }
   bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE ||
                    cmd == CLI_CMD_SCHEDULE;

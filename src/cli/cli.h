@@ -30,6 +30,8 @@ typedef enum cli_cmd {
   CLI_CMD_EXPORT_ONNX,
   CLI_CMD_RUN_REFERENCE,
   CLI_CMD_SCHEDULE,
+  CLI_CMD_PROFILE,
+  CLI_CMD_REPORT,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -95,6 +97,21 @@ typedef struct cli_args {
   double gflops, gbps, efficiency, corun; /* the FLOPs model (0: defaults) */
   bool ios_original, no_merge, print_stages;
   int max_part;            /* --max-part (0: 64) */
+  /* profile */
+  const char *sizes;       /* --sizes GRID */
+  const char *threads_list;/* --threads 1,2 (profile: a list) */
+  const char *core_sets;   /* --cores 0/1/0-1 (profile: sets separated by '/') */
+  const char *knobs;       /* --knobs base|neighbours[:N]|random:N */
+  const char *corun_spec[16]; /* --corun OP:SHAPE (repeatable) | tasks */
+  int ncorun_spec;
+  const char *corun_mode;  /* --corun-mode stream|full|both */
+  const char *pressure;    /* --cache-pressure MIB[,MIB...] */
+  const char *limits;      /* --limits auto|again|quick|none */
+  bool core_types;         /* --core-types */
+  /* report */
+  const char *schedules[16]; /* --schedule FILE (repeatable) */
+  int nschedules;
+  const char *table;       /* db export --table measurements|profiles */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -143,6 +160,8 @@ int cli_cmd_models(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_export_onnx(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_profile(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_report(ob_ctx *ctx, const cli_args *a);
 /* Loads the model of the flags (zero_weights: weights left zero, for
  * commands that only count or plan); prints the error and returns NULL. */
 struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);

@@ -21,6 +21,9 @@ static void usage(FILE *f) {
           "  run-reference --modelname M   run a model's naive reference, save outputs (.npy)\n"
           "  space --modelname M     the config space of every task of a model\n"
           "  schedule --modelname M  inter-operator schedules (sequential, greedy, IOS) on core groups\n"
+          "  profile OP|--suite|--modelname  sweep sizes, threads, cores, knobs, co-runners and cache\n"
+          "                          pressure; every point a record (resumable)\n"
+          "  report --db FILE --out DIR   an HTML page with plots of the database\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -65,7 +68,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference or schedule)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, profile or report)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -92,6 +95,8 @@ int main(int argc, char **argv) {
   case CLI_CMD_EXPORT_ONNX: rc = cli_cmd_export_onnx(ctx, &args); break;
   case CLI_CMD_RUN_REFERENCE: rc = cli_cmd_run_reference(ctx, &args); break;
   case CLI_CMD_SCHEDULE: rc = cli_cmd_schedule(ctx, &args); break;
+  case CLI_CMD_PROFILE: rc = cli_cmd_profile(ctx, &args); break;
+  case CLI_CMD_REPORT: rc = cli_cmd_report(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:

@@ -50,7 +50,7 @@ static const char k_migrate_v2[] =
     "INSERT INTO meta(key, value) VALUES ('upgraded_to_2_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
     " ON CONFLICT(key) DO UPDATE SET value = excluded.value;";
 
-/* The current schema (version 2). Measurement keys lead with the workload
+/* The current schema (version 3: this, then ob_db_schema_v3). Measurement keys lead with the workload
  * so that "all records of a workload" and "measured configs of a task" are
  * prefix scans; best queries use a partial index over error-free trials
  * ordered by median. The timing columns after `timestamp` came with
@@ -99,8 +99,14 @@ static const char k_schema[] =
     " replaced_at REAL NOT NULL," OB_DB_TIMING_COLS_DEF ");"
     "CREATE INDEX measurements_history_key ON measurements_history"
     " (workload_key, template, host, target, resources, config_index);"
-    "INSERT INTO meta(key, value) VALUES ('schema_version', '2'), ('created_by', 'opbench'),"
+    "INSERT INTO meta(key, value) VALUES ('schema_version', '3'), ('created_by', 'opbench'),"
     " ('created_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'));";
+
+/* Version 2 -> 3: the profiler's tables (ob_db_schema_v3, profiles.c), empty. */
+static const char k_migrate_v3[] =
+    "UPDATE meta SET value = '3' WHERE key = 'schema_version';"
+    "INSERT INTO meta(key, value) VALUES ('upgraded_to_3_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
+    " ON CONFLICT(key) DO UPDATE SET value = excluded.value;";
 
 #define OB_MEAS_COLS                                                                   \
   "host, workload_key, target, resources, template, config_index, error_no, error_msg, " \
@@ -391,9 +397,11 @@ static ob_status inspect(ob_db *db, int64_t *nobjects, long *version) {
   /* Every table of the schema: one dropped by hand or lost to damage would
    * otherwise surface halfway through a run, after the work it costs. */
   /* (confirmed is created when first needed, so it may be missing) */
-  static const char *const k_tables[] = {"meta",    "hosts", "workloads", "configs",
-                                         "measurements", "measurements_history"};
-  for (size_t i = 0; i < sizeof k_tables / sizeof k_tables[0]; i++) {
+  static const char *const k_tables[] = {"meta",         "hosts",        "workloads",
+                                         "configs",      "measurements", "measurements_history",
+                                         "profiles",     "host_limits",  "tuning_runs"};
+  size_t ntables = ver >= 3 ? sizeof k_tables / sizeof k_tables[0] : 6; /* version 3's last three */
+  for (size_t i = 0; i < ntables; i++) {
     char sql[160];
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'", k_tables[i]);
@@ -419,6 +427,7 @@ static ob_status create_schema(ob_db *db, long *version) {
   if (!s && nobj == 0) {
     char *err = NULL;
     int rc = sqlite3_exec(db->sql, k_schema, NULL, NULL, &err);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db->sql, ob_db_schema_v3, NULL, NULL, NULL);
     if (rc == SQLITE_OK) {
       char pragma[64];
       snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d", OB_DB_APPLICATION_ID);
@@ -452,6 +461,15 @@ static ob_status migrate(ob_db *db, long *version) {
     if (!s) {
       ob_log(db->ctx, OB_LOG_INFO, "database '%s': upgraded schema version 1 to 2", db->path);
       *version = 2;
+    }
+  }
+  if (!s && *version == 2) {
+    int rc = sqlite3_exec(db->sql, ob_db_schema_v3, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db->sql, k_migrate_v3, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) s = ob_db_sqlfail(db, rc, "upgrading schema version 2 to 3");
+    if (!s) {
+      ob_log(db->ctx, OB_LOG_INFO, "database '%s': upgraded schema version 2 to 3", db->path);
+      *version = 3;
     }
   }
   if (s) {

@@ -114,6 +114,12 @@ typedef struct ob_db_out {
 OB_NODISCARD ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o);
 OB_NODISCARD ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok);
 
+/* The tables schema version 3 added (profiles.c): created with a new file
+ * and by the upgrade from version 2. Plain SQL, one statement each. */
+extern const char ob_db_schema_v3[];
+/* Whether the connection's file has table `name` (false on any error). */
+bool ob_db_has_table(ob_db *db, const char *name);
+
 /* Normalises a config entity (a JSON list, or an object with "entity") to
  * the compact list text; malloc'd into *out. OB_ERR_PARSE otherwise. */
 OB_NODISCARD ob_status ob_db_entity_normalize(const char *json, char **out);
