@@ -21,6 +21,7 @@ static void usage(FILE *f) {
           "  run-reference --modelname M   run a model's naive reference, save outputs (.npy)\n"
           "  space --modelname M     the config space of every task of a model\n"
           "  schedule --modelname M  inter-operator schedules (sequential, greedy, IOS) on core groups\n"
+          "  predict [train|eval|corr|turnaround|corun|nash]   latency predictors from the records\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -59,7 +60,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference or schedule)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule or predict)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -86,6 +87,7 @@ int main(int argc, char **argv) {
   case CLI_CMD_EXPORT_ONNX: rc = cli_cmd_export_onnx(ctx, &args); break;
   case CLI_CMD_RUN_REFERENCE: rc = cli_cmd_run_reference(ctx, &args); break;
   case CLI_CMD_SCHEDULE: rc = cli_cmd_schedule(ctx, &args); break;
+  case CLI_CMD_PREDICT: rc = cli_cmd_predict(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:
