@@ -220,10 +220,36 @@ done:
 
 static uint64_t key_hash(const char *s) { return ob_hash64(s, strlen(s), 0x5eed); }
 
+typedef struct hk {
+  uint64_t h;
+  int64_t i;
+} hk;
+
+static int by_hash(const void *a, const void *b) {
+  const hk *x = a, *y = b;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Workloads in the order of their key's hash, dealt to the folds in turn:
+ * folds differ by at most one workload, and which workload lands where
+ * depends only on the keys. */
 void ob_predict_split_workload(const ob_predict_dataset *d, int fold, int nfolds, uint8_t *test) {
   OB_ASSERT(nfolds >= 1 && fold >= 0 && fold < nfolds);
-  for (int64_t i = 0; i < d->n; i++)
-    test[i] = (uint8_t)(key_hash(d->s[i].workload) % (uint64_t)nfolds == (uint64_t)fold);
+  hk *v = malloc(sizeof *v * ((size_t)d->n + 1));
+  if (!v) { /* no memory for the ranks: the plain hash still splits by workload */
+    for (int64_t i = 0; i < d->n; i++)
+      test[i] = (uint8_t)(key_hash(d->s[i].workload) % (uint64_t)nfolds == (uint64_t)fold);
+    return;
+  }
+  for (int64_t i = 0; i < d->n; i++) v[i] = (hk){key_hash(d->s[i].workload), i};
+  qsort(v, (size_t)d->n, sizeof *v, by_hash);
+  int64_t rank = -1;
+  for (int64_t j = 0; j < d->n; j++) {
+    if (j == 0 || v[j].h != v[j - 1].h || strcmp(d->s[v[j].i].workload, d->s[v[j - 1].i].workload)) rank++;
+    test[v[j].i] = (uint8_t)(rank % nfolds == fold);
+  }
+  free(v);
 }
 
 ob_status ob_predict_split_models(ob_ctx *ctx, const ob_predict_dataset *d,
