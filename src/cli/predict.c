@@ -621,6 +621,18 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
   if (!a->suite) return cli_error("'opbench predict nash' needs --suite FILE (the players: at most %d workloads)",
                                   OB_NASH_MAX_PLAYERS);
   if (!a->predictor) return cli_error("'opbench predict nash' needs --predictor FILE (a model file of predict train)");
+  int sizes[16], nsizes = 0;
+  if (a->cores_text) { /* checked before anything is predicted or printed */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", a->cores_text);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+      int64_t P;
+      if (!cli_parse_i64(t, 1, OB_NASH_MAX_CORES, &P) || nsizes == 16)
+        return cli_error("--cores: bad machine size '%s' (expected at most 16 integers from 1 to %d, e.g. 8,16,64)",
+                         t, OB_NASH_MAX_CORES);
+      sizes[nsizes++] = (int)P;
+    }
+  }
   if (!cli_suite_read(ctx, a->suite, &e, &ne)) return rc;
   if (ne > OB_NASH_MAX_PLAYERS) {
     cli_error("%s: %d workloads; a game takes at most %d players", a->suite, ne, OB_NASH_MAX_PLAYERS);
@@ -698,16 +710,9 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
   printf("\nthis machine (predicted):\n");
   solve_game(ctx, &g, false);
   /* simulated machines: Amdahl's law through the predicted 1- and 2-thread latencies */
-  if (a->cores_text) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", a->cores_text);
-    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-      int64_t P;
-      if (!cli_parse_i64(t, 1, OB_NASH_MAX_CORES, &P)) {
-        cli_error("--cores: bad machine size '%s' (expected integers from 1 to %d, e.g. 8,16,64)", t,
-                  OB_NASH_MAX_CORES);
-        goto done;
-      }
+  for (int si = 0; si < nsizes; si++) {
+    {
+      int64_t P = sizes[si];
       double *sim = calloc((size_t)ne * (size_t)P, sizeof *sim);
       if (!sim) {
         cli_error("out of memory");
