@@ -286,6 +286,7 @@ static void test_metrics(void) {
   double se = 0.05 * 0.05 + 0.25 * 0.25 + 0.25 * 0.25 + 1 + 0.25 + 0;
   CHECK(m.n == 6 && fabs(m.rmspe - sqrt(se / 6)) < 1e-12);
   CHECK(fabs(m.within10 - 2.0 / 6) < 1e-12);
+  CHECK(fabs(m.mdape - 0.25) < 1e-12); /* 0 .05 .25 .25 .5 1 */
   CHECK(m.npairs == 6 && fabs(m.pairwise - 5.0 / 6) < 1e-12);
   /* score@1: task 1 picks the best (1), task 2 picks 20 where 10 is best: (1 + 0.5) / 2 */
   CHECK(m.ntasks == 2 && fabs(m.score1 - 0.75) < 1e-12 && fabs(m.score5 - 1) < 1e-12);

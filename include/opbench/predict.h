@@ -173,6 +173,7 @@ typedef struct ob_predict_metrics {
   int64_t n;         /* points evaluated */
   double rmspe;      /* sqrt(mean(((pred - true) / true)^2)) */
   double within10;   /* share with |pred - true| <= 10% of true */
+  double mdape;      /* median of |pred - true| / true (robust to a few outliers) */
   double pairwise;   /* share of config pairs of a task ordered rightly (NAN: none) */
   double score1, score5; /* mean over tasks of best true throughput among the
                             predicted top-k over the task's best (NAN: none) */
@@ -244,7 +245,8 @@ OB_API void ob_corun_split_pairs(const ob_corun_dataset *d, int fold, int nfolds
  * players (they share it, time-sliced). A player's latency is its alone
  * latency at its core count, times the largest number of players on any
  * of its cores, times the largest interference factor over the others
- * (full[i][j] when j shares a core with it, stream[i][j] otherwise). */
+ * (full[i][j] when j shares a core with it, stream[i][j] otherwise): a
+ * full factor is the slowdown beyond what time-slicing explains. */
 #define OB_NASH_MAX_PLAYERS 8
 #define OB_NASH_MAX_CORES 256
 

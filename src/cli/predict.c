@@ -66,8 +66,8 @@ static ob_predictor *get_predictor(ob_ctx *ctx, const cli_args *a, ob_predict_da
 }
 
 static void print_metrics(const char *what, const ob_predict_metrics *m) {
-  printf("%-14s %7lld %8.1f %8.1f %9.3f %8.3f %8.3f %7lld\n", what, (long long)m->n, 100 * m->rmspe,
-         100 * m->within10, m->pairwise, m->score1, m->score5, (long long)m->ntasks);
+  printf("%-14s %7lld %8.1f %8.1f %8.1f %9.3f %8.3f %8.3f %7lld\n", what, (long long)m->n, 100 * m->rmspe,
+         100 * m->mdape, 100 * m->within10, m->pairwise, m->score1, m->score5, (long long)m->ntasks);
 }
 
 /* ---- one point ------------------------------------------------------------------------ */
@@ -285,7 +285,7 @@ static int do_eval(ob_ctx *ctx, const cli_args *a, ob_db *db) {
   }
   for (int fold = 0; fold < folds; fold++) {
     if (by_model) {
-      if (ob_predict_split_models(ctx, d, models, nmodels, 0, test) != OB_OK) {
+      if (ob_predict_split_models(ctx, d, models, nmodels, a->input_size, test) != OB_OK) {
         cli_error("%s", ob_ctx_errmsg(ctx));
         goto done;
       }
@@ -342,8 +342,8 @@ static int do_eval(ob_ctx *ctx, const cli_args *a, ob_db *db) {
     printf("held out: %d folds by workload, each point predicted by a model that never saw its workload (%lld points)\n",
            folds, (long long)nheld);
   if (nunk) printf("not predicted: %lld points of operator kinds absent from the training side\n", (long long)nunk);
-  printf("%-14s %7s %8s %8s %9s %8s %8s %7s\n", "operator", "points", "RMSPE%", "+-10%", "pairwise", "score@1",
-         "score@5", "tasks");
+  printf("%-14s %7s %8s %8s %8s %9s %8s %8s %7s\n", "operator", "points", "RMSPE%", "MdAPE%", "+-10%", "pairwise",
+         "score@1", "score@5", "tasks");
   ob_predict_metrics m;
   for (int64_t i = 0; i < d->n; i++) {
     bool first = all[i];
@@ -702,10 +702,12 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
       if (ob_predictor_slowdown(p, x, &pr) == OB_OK) g.stream[i][j] = pr.seconds;
       ob_interf_features(flops[i], bytes[i], here, alone[(size_t)i * (size_t)here + (size_t)(here - 1)], flops[j],
                          bytes[j], here, alone[(size_t)j * (size_t)here + (size_t)(here - 1)], true, here, x);
-      if (ob_predictor_slowdown(p, x, &pr) == OB_OK) g.full[i][j] = pr.seconds;
+      /* a "full" slowdown includes the time-slicing of two players on every core,
+       * which the game counts itself: the factor is what remains beyond it */
+      if (ob_predictor_slowdown(p, x, &pr) == OB_OK) g.full[i][j] = fmax(1, pr.seconds / 2);
       ob_ctx_clear_error(ctx);
     }
-  printf("interference: %s\n", interf ? "the predictor's co-run model (stream at 1 thread each, full on all cores)"
+  printf("interference: %s\n", interf ? "the predictor's co-run model (stream at 1 thread each; full on all cores, over the 2x of time-slicing)"
                                       : "none in the model file (factors 1: only time-slicing counts)");
   printf("\nthis machine (predicted):\n");
   solve_game(ctx, &g, false);

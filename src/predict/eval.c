@@ -27,6 +27,11 @@ static int by_task(const void *x, const void *y) {
   return a->i < b->i ? -1 : a->i > b->i;
 }
 
+static int by_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
 void ob_predict_metrics_compute(const ob_predict_dataset *d, const uint8_t *mask, const double *pred,
                                 ob_predict_metrics *out) {
   memset(out, 0, sizeof *out);
@@ -34,19 +39,28 @@ void ob_predict_metrics_compute(const ob_predict_dataset *d, const uint8_t *mask
   double se = 0;
   int64_t within = 0;
   idx_key *k = malloc(sizeof *k * (size_t)(d->n + 1));
+  double *ape = malloc(sizeof(double) * (size_t)(d->n + 1));
   int64_t nk = 0;
+  out->mdape = NAN;
   for (int64_t i = 0; i < d->n; i++) {
     if ((mask && !mask[i]) || !(pred[i] > 0) || !(d->s[i].seconds > 0)) continue;
     double e = (pred[i] - d->s[i].seconds) / d->s[i].seconds;
     se += e * e;
     within += fabs(e) <= 0.1;
+    if (ape) ape[out->n] = fabs(e);
     out->n++;
     if (k) k[nk++] = (idx_key){&d->s[i], i};
   }
   if (!out->n) {
     out->rmspe = out->within10 = NAN;
     free(k);
+    free(ape);
     return;
+  }
+  if (ape) {
+    qsort(ape, (size_t)out->n, sizeof *ape, by_double);
+    out->mdape = out->n % 2 ? ape[out->n / 2] : (ape[out->n / 2 - 1] + ape[out->n / 2]) / 2;
+    free(ape);
   }
   out->rmspe = sqrt(se / (double)out->n);
   out->within10 = (double)within / (double)out->n;
