@@ -205,8 +205,8 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
-  int ntasks = 5, nconfigs = 3;
-  int64_t input_size = 32;
+  int ntasks = 8, nconfigs = 5;
+  int64_t input_size = 56;
   const char *db_path = NULL;
   bool keep = false;
   for (int i = 1; i < argc; i++) {
