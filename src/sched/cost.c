@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/sched_impl.h"
 
@@ -39,6 +40,10 @@ ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int thr
 /* ---- per-unit latencies from a trained predictor ------------------------------------------------ */
 static bool node_predicted(ob_sched_predictor_model *m, const ob_sched_node_desc *n, int threads, double *out) {
   if (!n->has_workload) return false;
+  bool known = false; /* asked only for kinds it has, so its ctx gets no message */
+  for (int i = 0; i < ob_predictor_kinds(m->predictor) && !known; i++)
+    known = !strcmp(ob_predictor_kind(m->predictor, i, NULL, NULL), n->wl.op);
+  if (!known) return false;
   ob_task *task = NULL;
   ob_ctx *ctx = NULL;
   bool ok = false;
@@ -54,7 +59,6 @@ static bool node_predicted(ob_sched_predictor_model *m, const ob_sched_node_desc
          isfinite(pr.seconds) && pr.seconds >= 0;
     if (ok) *out = pr.seconds;
   }
-  /* the predictor's own ctx keeps its message for a kind it lacks: not an error here */
   ob_task_free(task);
   ob_ctx_free(ctx);
   return ok;
