@@ -26,7 +26,7 @@ int cli_error(const char *fmt, ...) {
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
                                                      "db",  "models", "export-onnx", "run-reference",
-                                                     "schedule", "profile", "report"};
+                                                     "schedule", "profile", "report", "predict"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -45,11 +45,12 @@ enum {
   M_SCHED = 1u << CLI_CMD_SCHEDULE,
   M_PROFILE = 1u << CLI_CMD_PROFILE,
   M_REPORT = 1u << CLI_CMD_REPORT,
+  M_PRED = 1u << CLI_CMD_PREDICT,
   M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE,
   M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
-          M_PROFILE | M_REPORT,
+          M_PROFILE | M_REPORT | M_PRED,
   M_MEASURE = M_OP | M_BENCH | M_TUNE | M_PROFILE,
-  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB | M_PROFILE,
+  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB | M_PROFILE | M_PRED,
 };
 
 typedef enum flag_id {
@@ -62,7 +63,8 @@ typedef enum flag_id {
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
   F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_SIZES,
-  F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE, F_COUNT
+  F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
+  F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -80,12 +82,12 @@ static const flag_def flags[F_COUNT] = {
     [F_DILATION] = {"--dilation", true, M_WORKLOAD},
     [F_EPILOGUE] = {"--epilogue", true, M_WORKLOAD},
     [F_TEMPLATE] = {"--template", true, M_WORKLOAD | M_BENCH},
-    [F_CONFIG] = {"--config", true, M_OP},
-    [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
-    [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE},
+    [F_CONFIG] = {"--config", true, M_OP | M_PRED},
+    [F_CONFIG_INDEX] = {"--config-index", true, M_OP | M_PRED},
+    [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE | M_PRED},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH | M_PROFILE},
-    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED},
+    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB | M_PRED},
+    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED | M_PRED},
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
@@ -95,33 +97,33 @@ static const flag_def flags[F_COUNT] = {
     [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
     [F_CC] = {"--cc", true, M_MEASURE},
-    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL},
+    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL | M_PRED},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED | M_PRED},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
-    [F_OP] = {"--op", true, M_TUNE | M_DB | M_PROFILE},
+    [F_OP] = {"--op", true, M_TUNE | M_DB | M_PROFILE | M_PRED},
     [F_TUNER] = {"--tuner", true, M_TUNE},
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT},
+    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
     [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
     [F_WORKLOAD] = {"--workload", true, M_DB},
-    [F_HOST] = {"--host", true, M_DB},
+    [F_HOST] = {"--host", true, M_DB | M_PRED},
     [F_RESOURCES] = {"--resources", true, M_DB},
     [F_FORMAT] = {"--format", true, M_DB},
-    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE | M_REPORT},
+    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE | M_REPORT | M_PRED},
     [F_TOP] = {"--top", true, M_DB},
     [F_MODELSOURCE] = {"--modelsource", true, M_MODEL},
     [F_MODELNAME] = {"--modelname", true, M_MODEL},
     [F_MODELPATH] = {"--modelpath", true, M_MODEL},
     [F_BATCHSIZE] = {"--batchsize", true, M_MODEL},
     [F_SEQLEN] = {"--seqlen", true, M_MODEL},
-    [F_INPUT_SIZE] = {"--input-size", true, M_MODEL},
+    [F_INPUT_SIZE] = {"--input-size", true, M_MODEL | M_PRED},
     [F_HIDDEN] = {"--hidden", true, M_MODEL},
     [F_SHA256] = {"--sha256", true, M_MODEL},
     [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
@@ -132,7 +134,7 @@ static const flag_def flags[F_COUNT] = {
     [F_INPUT] = {"--input", true, M_RUNREF},
     [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
-    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS},
+    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS | M_PRED},
     [F_NO_WINOGRAD] = {"--no-winograd", false, M_BENCH},
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
@@ -156,6 +158,12 @@ static const flag_def flags[F_COUNT] = {
     [F_LIMITS] = {"--limits", true, M_PROFILE},
     [F_CORE_TYPES] = {"--core-types", false, M_PROFILE},
     [F_TABLE] = {"--table", true, M_DB},
+    [F_PREDICTOR] = {"--predictor", true, M_PRED | M_SCHED},
+    [F_SPLIT] = {"--split", true, M_PRED},
+    [F_FOLDS] = {"--folds", true, M_PRED},
+    [F_TEST_MODELS] = {"--test-models", true, M_PRED},
+    [F_ROUNDS] = {"--rounds", true, M_PRED},
+    [F_MEMBERS] = {"--members", true, M_PRED},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -346,8 +354,52 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --gflops G           GFLOP/s of one core (default 20)\n"
             "  --gbps B             GB/s of one core (default 8)\n"
             "  --efficiency E       thread scaling exponent (default 0.9)\n"
-            "  --corun F            co-run slowdown factor (default 1.1)\n\n%s",
+            "  --corun F            co-run slowdown factor (default 1.1)\n"
+            "  --predictor FILE     per-operator latencies from a model file of opbench predict\n"
+            "                       train instead (default configs, --threads = the group's\n"
+            "                       cores; co-run factors from its interference model when it\n"
+            "                       has one); operators it cannot describe keep the FLOPs model\n\n%s",
             model_help);
+    break;
+  case CLI_CMD_PREDICT:
+    fprintf(f,
+            "usage: opbench predict --op OP --shape TEXT [workload flags] [--threads N] [--cores LIST]\n"
+            "                       [--config JSON | --config-index I] [--predictor FILE] [--db FILE] [--json]\n"
+            "       opbench predict train --out FILE [--db FILE] [--op OP] [--rounds N] [--members N]\n"
+            "       opbench predict eval [--split workload|model] [--folds K] [--test-models M,...] [--db FILE]\n"
+            "       opbench predict corr|turnaround [--db FILE] [--predictor FILE] [--op OP]\n"
+            "       opbench predict corun [--db FILE] [--folds K]\n"
+            "       opbench predict nash --suite FILE --predictor FILE [--cores 8,16,64]\n"
+            "Latency predictors learned from the database's records (error-free, not emulated\n"
+            "measurements and the profiler's solo points): per operator kind an ensemble of\n"
+            "XGBoost regressors of log(seconds per FLOP) on the workload (attributes, FLOPs,\n"
+            "bytes, intensity), the config's loop nest (the tuner's itervar features), the\n"
+            "resources (threads, cores, cache pressure) and the host's measured limits.\n"
+            "  (no action)          predict one workload/config: latency, 90%% interval, and the\n"
+            "                       measured median when the db holds one (default config unless\n"
+            "                       --config/--config-index)\n"
+            "  train                train on every record and write the model file (--out); the\n"
+            "                       co-run interference model too when the db has co-run points\n"
+            "  eval                 train on one side of a held-out split and print RMSPE, share\n"
+            "                       within +-10%%, pairwise ranking accuracy, score@1, score@5:\n"
+            "                       --split workload (K folds by workload, default 5) or --split\n"
+            "                       model --test-models resnet-50,... (tasks of those models held out)\n"
+            "  corr                 per operator kind, Pearson and Spearman correlation of log latency\n"
+            "                       with each named feature\n"
+            "  turnaround           per workload and config measured at several thread counts: the\n"
+            "                       thread count beyond which latency improves < 5%%, measured and\n"
+            "                       predicted (--predictor)\n"
+            "  corun                the interference model: slowdown of A beside B (stream: disjoint\n"
+            "                       cores, full: shared) predicted against measured on held-out pairs\n"
+            "  nash                 the suite's workloads (at most 8) as players choosing core counts:\n"
+            "                       pure equilibria (best response, exhaustive check), the social\n"
+            "                       optimum and the price of anarchy, on this machine (predicted) and\n"
+            "                       on --cores N,... (SIMULATED: latencies extrapolated from 1 and 2\n"
+            "                       threads by Amdahl's law)\n"
+            "  --db FILE            the record database (default ./opbench.db; read only)\n"
+            "  --predictor FILE     a model file of predict train\n"
+            "  --rounds N, --members N   boosting rounds (300) and ensemble members (5)\n"
+            "  --input-size N       input size of the held-out models' tasks (default the model's own)\n");
     break;
   case CLI_CMD_TUNE:
     fprintf(f,
@@ -613,6 +665,10 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
       a->core_sets = v;
       break;
     }
+    if (a->cmd == CLI_CMD_PREDICT) { /* a core set, or machine sizes for nash: read by the action */
+      a->cores_text = v;
+      break;
+    }
     if (a->cmd == CLI_CMD_SCHEDULE) { /* a count: the machine to plan for */
       if (!int_flag(name, v, 1, 4096, &a->sched_cores)) return false;
       break;
@@ -833,6 +889,30 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!int_flag(name, v, 1, 64, &a->max_part)) return false;
     break;
   case F_PRINT_STAGES: a->print_stages = true; break;
+  case F_PREDICTOR:
+    if (!*v) {
+      cli_error("--predictor: empty file name");
+      return false;
+    }
+    a->predictor = v;
+    break;
+  case F_SPLIT:
+    if (strcmp(v, "workload") && strcmp(v, "model")) {
+      cli_error("--split: unknown split '%s' (expected workload or model; never random rows)", v);
+      return false;
+    }
+    a->split = v;
+    break;
+  case F_FOLDS:
+    if (!int_flag(name, v, 2, 100, &a->folds)) return false;
+    break;
+  case F_TEST_MODELS: a->test_models = v; break;
+  case F_ROUNDS:
+    if (!int_flag(name, v, 1, 100000, &a->rounds)) return false;
+    break;
+  case F_MEMBERS:
+    if (!int_flag(name, v, 1, 16, &a->members)) return false;
+    break;
   case F_COUNT: break;
   }
   return true;
@@ -864,7 +944,7 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
         a->op = arg;
         continue;
       }
-      if (cmd == CLI_CMD_DB && !a->action) {
+      if ((cmd == CLI_CMD_DB || cmd == CLI_CMD_PREDICT) && !a->action) {
         a->action = arg;
         continue;
       }
@@ -945,6 +1025,31 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       cli_error("--shape needs --op OP");
       return false;
     }
+  }
+  if (cmd == CLI_CMD_PREDICT) {
+    static const char *const actions[] = {"train", "eval", "corr", "turnaround", "corun", "nash"};
+    bool known = !a->action;
+    for (size_t i = 0; a->action && i < sizeof actions / sizeof actions[0]; i++)
+      known |= !strcmp(a->action, actions[i]);
+    if (!known) {
+      cli_error("'opbench predict': unknown action '%s' (expected train, eval, corr, turnaround, corun, nash, "
+                "or none with --op OP --shape ...)", a->action);
+      return false;
+    }
+    if (!a->db_path) a->db_path = "./opbench.db";
+    if (!a->action && !a->op) {
+      cli_error("'opbench predict' needs --op OP --shape ... (or an action: train, eval, corr, turnaround, corun, nash)");
+      return false;
+    }
+    if (a->action && !strcmp(a->action, "train") && !a->out) {
+      cli_error("'opbench predict train' needs --out FILE (the model file to write)");
+      return false;
+    }
+    if (a->split && !strcmp(a->split, "model") && !a->test_models) {
+      cli_error("--split model needs --test-models NAME[,NAME...] (the held-out models)");
+      return false;
+    }
+    return true;
   }
   if (cmd == CLI_CMD_TUNE && !a->op) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");

@@ -32,6 +32,7 @@ typedef enum cli_cmd {
   CLI_CMD_SCHEDULE,
   CLI_CMD_PROFILE,
   CLI_CMD_REPORT,
+  CLI_CMD_PREDICT,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -112,6 +113,12 @@ typedef struct cli_args {
   const char *schedules[16]; /* --schedule FILE (repeatable) */
   int nschedules;
   const char *table;       /* db export --table measurements|profiles */
+  /* predict (and schedule --predictor) */
+  const char *predictor;   /* --predictor FILE: a model file of opbench predict train */
+  const char *split;       /* --split workload|model (default workload) */
+  const char *test_models; /* --test-models a,b: the held-out models of --split model */
+  int folds;               /* --folds K (default 5) */
+  int rounds, members;     /* --rounds, --members (0: the trainer's defaults) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -162,6 +169,7 @@ int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_profile(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_report(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_predict(ob_ctx *ctx, const cli_args *a);
 /* Loads the model of the flags (zero_weights: weights left zero, for
  * commands that only count or plan); prints the error and returns NULL. */
 struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);

@@ -24,6 +24,7 @@ static void usage(FILE *f) {
           "  profile OP|--suite|--modelname  sweep sizes, threads, cores, knobs, co-runners and cache\n"
           "                          pressure; every point a record (resumable)\n"
           "  report --db FILE --out DIR   an HTML page with plots of the database\n"
+          "  predict [train|eval|corr|turnaround|corun|nash]   latency predictors from the records\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -68,7 +69,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, profile or report)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, profile, report or predict)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -97,6 +98,7 @@ int main(int argc, char **argv) {
   case CLI_CMD_SCHEDULE: rc = cli_cmd_schedule(ctx, &args); break;
   case CLI_CMD_PROFILE: rc = cli_cmd_profile(ctx, &args); break;
   case CLI_CMD_REPORT: rc = cli_cmd_report(ctx, &args); break;
+  case CLI_CMD_PREDICT: rc = cli_cmd_predict(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:
