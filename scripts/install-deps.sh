@@ -7,13 +7,15 @@
 # fuzz, and the short pass in make test). The aarch64 cross compiler, its C
 # library and qemu-user build and run the kernels of the target
 # `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
-# schedule timelines (opbench schedule --timeline). libhiredis-dev and
-# libpq-dev are the fleet's broker client and the shared record store's;
-# redis-server and postgresql are the servers `make test` starts for the
-# tests of its own (scripts/test-servers.sh) and a fleet needs; stunnel4
-# carries the broker's connections over TLS (README: "The device fleet");
-# openssl (the command) signs jobs by hand in the fleet test (forged,
-# altered and replayed jobs). The OpenCL ICD loader
+# schedule timelines (opbench schedule --timeline) and the plots of opbench
+# report; chromium (headless) is for the report test only (the page in a real
+# browser); binutils (objdump) checks the FMA peak kernel of opbench profile.
+# libhiredis-dev and libpq-dev are the fleet's broker client and the shared
+# record store's; redis-server and postgresql are the servers `make test`
+# starts for the tests of its own (scripts/test-servers.sh) and a fleet
+# needs; stunnel4 carries the broker's connections over TLS (README: "The
+# device fleet"); openssl (the command) signs jobs by hand in the fleet test
+# (forged, altered and replayed jobs). The OpenCL ICD loader
 # (ocl-icd-opencl-dev), its headers (opencl-c-headers) and PoCL
 # (pocl-opencl-icd: OpenCL on the CPU) run the `opencl` target's kernels;
 # clinfo lists the platforms. The CUDA toolkit (NVRTC, cuDNN, cuBLAS) is not
@@ -21,7 +23,7 @@
 # $OPBENCH_CUDA_HOME or /usr/local/cuda where present.
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox libhiredis-dev libpq-dev redis-server postgresql stunnel4 openssl ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox chromium binutils libhiredis-dev libpq-dev redis-server postgresql stunnel4 openssl ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
 
 missing=()
 for p in $PACKAGES; do

@@ -158,6 +158,30 @@ else
 fi
 json_check "bench --json" 'len(d["workloads"]) == 2 and d["geomean_gflops"] > 0 and d["failed"] == 0 and d["number"] == 0 and d["min_repeat_ms"] == 1 and all(w["number"] >= 1 and w["cache"] == "warm" and w["timer_overhead_ns"] > 0 and "noisy" in w and "below_resolution" in w for w in d["workloads"])' \
   bench --suite "$tmp/suite.txt" --json
+# templates: --template narrows the operators it names templates of; --no-winograd
+json_check "bench --template: the listed default, other operators keep theirs" \
+  'd["workloads"][0]["template"] == "conv2d_nchw.x86" and d["workloads"][1]["template"] == "dense_pack.x86"' \
+  bench --suite "$tmp/suite.txt" --template conv2d_nchw.x86 --json
+bad "bench --template: unknown name" "--template: unknown template 'conv2d_fast.x86'" \
+  bench --suite "$tmp/suite.txt" --template conv2d_NCHWc.x86,conv2d_fast.x86
+bad "bench --template: malformed list" "--template: malformed list" \
+  bench --suite "$tmp/suite.txt" --template conv2d_NCHWc.x86,
+bad "bench --template Winograd only with --no-winograd" "leave no template for conv2d" \
+  bench --suite "$tmp/suite.txt" --template conv2d_winograd.x86 --no-winograd
+# --vs onednn: oneDNN direct and Winograd columns, the worst layers, both
+# geomeans last (vendor best, then oneDNN direct)
+run bench --suite "$tmp/suite.txt" --vs onednn --search random:2
+if [ "$rc" -eq 0 ] && tail -n 2 "$tmp/out" | head -n 1 | grep -Eq '^geomean speed ratio opbench/vendor-best: [0-9]+\.[0-9]+' &&
+  tail -n 1 "$tmp/out" | grep -Eq '^geomean speed ratio opbench/onednn: [0-9]+\.[0-9]+ \(default: [0-9]+\.[0-9]+\)' &&
+  grep -q '^worst layer vs vendor best: ' "$tmp/out" && grep -q 'dnn-wino' "$tmp/out" &&
+  grep -q "count the direct convolution's nominal FLOPs" "$tmp/out"; then
+  ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
+else
+  not_ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
+fi
+json_check "bench --vs onednn --json: oneDNN Winograd where it applies" \
+  '"onednn_winograd_error_no" in d["workloads"][0] and "onednn_winograd_error_no" not in d["workloads"][1] and d["geomean_ratio_vendor_best"] > 0' \
+  bench --suite "$tmp/suite.txt" --vs onednn --json
 run bench --suite resnet18 --dry-run
 if [ "$rc" -eq 0 ] && [ "$(grep -Ec '^ *[0-9]+ conv2d ' "$tmp/out")" -eq 11 ]; then
   ok "built-in suite resnet18 has 11 workloads"

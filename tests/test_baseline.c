@@ -110,8 +110,31 @@ int main(void) {
   expect_ok(b, "pool2d", "N=1,C=64,H=28,W=28,R=3,S=3,stride_h=2,stride_w=2,pad_t=1,pad_l=1,pad_b=1,pad_r=1", NULL, &t);
   expect_ok(b, "global_avg_pool", "N=1,C=48,H=7,W=7", NULL, &t);
 
-  /* unsupported and malformed workloads are results, not crashes */
+  /* oneDNN's Winograd: a 3x3 stride-1 convolution runs and passes the
+   * Winograd tolerance where oneDNN has the kernel (AVX-512), else it is
+   * error 1 like any workload without an implementation; what no Winograd
+   * computes (stride 2, depthwise, dense) is error 1 too */
   ob_workload wl;
+  ob_baseline_result wr;
+  CHECK(ob_workload_parse(g_ctx, "conv2d", "N=1,C=64,H=14,W=14,K=64,R=3,S=3,pad_t=1,pad_l=1,pad_b=1,pad_r=1", &wl) == OB_OK);
+  CHECK(ob_baseline_measure_alg(b, &wl, OB_BASELINE_ALG_WINOGRAD, &t, 3, &wr) == OB_OK);
+  CHECK_MSG(wr.error_no == OB_MERR_NONE || wr.error_no == OB_MERR_INSTANTIATION, "winograd: error %d: %s",
+            wr.error_no, wr.message);
+  if (wr.error_no == OB_MERR_NONE) CHECK_MSG(strstr(wr.impl, "wino") != NULL, "winograd impl '%s'", wr.impl);
+  if (getenv("OB_TEST_VERBOSE")) printf("  winograd: error %d impl '%s' %.1f GFLOPS\n", wr.error_no, wr.impl, wr.gflops);
+  CHECK(ob_workload_parse(g_ctx, "conv2d", "N=1,C=16,H=14,W=14,K=16,R=3,S=3,stride_h=2,stride_w=2", &wl) == OB_OK);
+  CHECK(ob_baseline_measure_alg(b, &wl, OB_BASELINE_ALG_WINOGRAD, &t, 3, &wr) == OB_OK);
+  CHECK_MSG(wr.error_no == OB_MERR_INSTANTIATION && wr.timing.ncosts == 0, "winograd stride 2: error %d: %s", wr.error_no,
+            wr.message);
+  CHECK(ob_workload_parse(g_ctx, "dense", "M=4,N=8,K=8", &wl) == OB_OK);
+  CHECK(ob_baseline_measure_alg(b, &wl, OB_BASELINE_ALG_WINOGRAD, &t, 3, &wr) == OB_OK);
+  CHECK_MSG(wr.error_no == OB_MERR_INSTANTIATION && strstr(wr.message, "no Winograd"), "winograd dense: %s",
+            wr.message);
+  CHECK(ob_workload_parse(g_ctx, "depthwise_conv2d", "N=1,C=16,H=8,W=8,R=3,S=3", &wl) == OB_OK);
+  CHECK(ob_baseline_measure_alg(b, &wl, OB_BASELINE_ALG_WINOGRAD, &t, 3, &wr) == OB_OK);
+  CHECK(wr.error_no == OB_MERR_INSTANTIATION);
+
+  /* unsupported and malformed workloads are results, not crashes */
   CHECK(ob_workload_parse(g_ctx, "relu", "N=1,C=4,H=4,W=4", &wl) == OB_OK);
   expect_error(b, &wl, OB_MERR_INSTANTIATION, "'relu' is not supported");
   CHECK(ob_workload_parse(g_ctx, "conv2d", "N=1,C=8,H=8,W=8,K=8,R=3,S=3", &wl) == OB_OK);

@@ -1160,7 +1160,7 @@ static void test_migrate_v1(void) {
   t.r.resources = "threads=1;cores=0";
   CHECK(ob_db_put_measurement(db, &t.r, OB_DB_REPLACE, NULL) == OB_OK);
   ob_db_close(db);
-  /* reopened: version 2, nothing upgraded twice */
+  /* reopened: version 3 (1 -> 2 -> 3), nothing upgraded twice */
   CHECK(ob_db_open(ctx, path_in("v1.db"), OB_DB_READONLY, &db) == OB_OK && db);
   CHECK(db && ob_db_workload_records(db, wl, &r) == OB_OK && r && r->n == 4);
   for (int64_t i = 0; r && i < r->n; i++)
@@ -1170,7 +1170,7 @@ static void test_migrate_v1(void) {
   CHECK(sqlite3_open(path_in("v1.db"), &raw) == SQLITE_OK);
   sqlite3_stmt *q = NULL;
   CHECK(sqlite3_prepare_v2(raw, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) == SQLITE_OK);
-  CHECK(q && sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "2"));
+  CHECK(q && sqlite3_step(q) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(q, 0), "3"));
   sqlite3_finalize(q);
   /* 3 upgraded rows (3 costs each), then the trial the remeasure replaced (10) */
   CHECK(sqlite3_prepare_v2(raw, "SELECT group_concat(repeat) FROM (SELECT repeat FROM"

@@ -366,7 +366,7 @@ static void test_spaces(void) {
     CHECK(ob_config_from_json(ctx, sa,
                               "{\"entity\": [[\"tile_ic\",\"sp\",[-1,8]],[\"tile_oc\",\"sp\",[-1,8]],"
                               "[\"tile_ow\",\"sp\",[-1,14]],[\"tile_oh\",\"sp\",[-1,1]],"
-                              "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",0]]}",
+                              "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",2]]}",
                               &c) == OB_OK);
     CHECK(c.index == d.index);
     CHECK(ob_space_len(sa) != ob_space_len(sb) || ob_task_default_config(b).index != d.index);

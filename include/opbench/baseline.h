@@ -105,6 +105,23 @@ OB_API ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl,
                                      const ob_timing_opts *timing, uint64_t seed,
                                      ob_baseline_result *out);
 
+/* The library's algorithm for a convolution. DIRECT is what
+ * ob_baseline_measure runs (oneDNN's dnnl_convolution_direct, the kernels
+ * frameworks get); WINOGRAD asks for dnnl_convolution_winograd, which
+ * oneDNN implements for some float32 3x3 stride-1 convolutions on AVX-512
+ * only. A workload the library has no such kernel for is a result with
+ * error INSTANTIATION, as any unsupported workload. Winograd's output is
+ * checked with the tolerance opbench states for its own Winograd template
+ * (ob_winograd_tolerance), since its error is larger than a direct sum's. */
+typedef enum ob_baseline_alg {
+  OB_BASELINE_ALG_DIRECT = 0,
+  OB_BASELINE_ALG_WINOGRAD,
+  OB_BASELINE_ALG_COUNT
+} ob_baseline_alg;
+OB_API ob_status ob_baseline_measure_alg(ob_baseline *b, const ob_workload *wl, ob_baseline_alg alg,
+                                         const ob_timing_opts *timing, uint64_t seed,
+                                         ob_baseline_result *out);
+
 #ifdef __cplusplus
 }
 #endif

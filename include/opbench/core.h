@@ -163,6 +163,20 @@ typedef struct ob_host {
 /* Fills `out` from hwloc and /proc; missing facts stay 0 / empty. */
 OB_API ob_status ob_host_detect(ob_ctx *ctx, ob_host *out);
 
+/* The kinds of cores hwloc reports (hybrid CPUs: performance and efficiency
+ * cores), in hwloc's order (least performant first), each with its
+ * CPUs (the numbers core sets use) up to OB_CPUKIND_MAX_CPUS. A machine
+ * whose hwloc reports no kinds (most, and virtual machines) gives one kind
+ * holding every online CPU, named "all" (efficiency -1: unknown). */
+#define OB_CPUKIND_MAX_CPUS 256
+typedef struct ob_cpukind {
+  char name[48];   /* hwloc's CoreType or FrequencyMaxMHz info, else "kind N" */
+  int efficiency;  /* hwloc's rank (higher: more performant); -1 unknown */
+  int ncpus;
+  int cpus[OB_CPUKIND_MAX_CPUS];
+} ob_cpukind;
+OB_API ob_status ob_host_cpukinds(ob_ctx *ctx, ob_cpukind *kinds, int cap, int *n);
+
 /* ---- thread pool on a core set ------------------------------------------- */
 typedef void (*ob_task_fn)(void *closure, int64_t begin, int64_t end);
 typedef struct ob_pool ob_pool;

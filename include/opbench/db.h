@@ -26,6 +26,7 @@
 
 #include "opbench/core.h"
 #include "opbench/kernel.h"
+#include "opbench/measure.h" /* ob_counter: the profiles' counter columns */
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,8 +44,12 @@ extern "C" {
  *      count: right unless --min-repeat-ms was given), get repeat from their
  *      cost list and an unknown floor, cache state and overhead; `emulated`
  *      marks trials timed under an emulator (a cross target's kernels run by
- *      qemu-user): their costs are not performance figures. */
-#define OB_DB_SCHEMA_VERSION 2
+ *      qemu-user): their costs are not performance figures.
+ *   3  the profiler's tables (profiles.c): profiles (one row per point of a
+ *      feature sweep), host_limits (a host's measured peak FLOP rate and
+ *      bandwidths) and tuning_runs (which tuner a task's trials came
+ *      from). Upgrading adds them empty; nothing else changes. */
+#define OB_DB_SCHEMA_VERSION 3
 #define OB_DB_DEFAULT_BUSY_MS 5000
 
 typedef struct ob_db ob_db;
@@ -366,6 +371,154 @@ typedef struct ob_db_confirmed {
 OB_API ob_status ob_db_put_confirmed(ob_db *db, const ob_db_key *key, const ob_db_confirmed *c);
 /* OB_ERR_NOT_FOUND (message names the key) when the task has none. */
 OB_API ob_status ob_db_get_confirmed(ob_db *db, const ob_db_key *key, ob_db_confirmed *out);
+
+/* ---- profiles (profiles.c) ---------------------------------------------------------
+ * One row per point of a profiler sweep: a config of a workload measured
+ * under a setting of the features (threads and cores, a co-running
+ * operator and how it shares the machine, cache pressure). Keyed like
+ * measurements plus the features, so a sweep run again skips what it has
+ * (resume after kill -9: every point is its own transaction). */
+typedef struct ob_db_profile_key {
+  const char *host, *workload, *target, *tmpl;
+  uint64_t config_index;
+  const char *resources;      /* "threads=N;cores=LIST" */
+  const char *corun_workload; /* "" or NULL: none; else the co-runner's workload key */
+  const char *corun_mode;     /* "" or NULL: none; "stream" (disjoint cores) or "full"
+                                 (the same cores, time-sliced) */
+  double pressure_mib;        /* cache pressure beside it, MiB; 0: none */
+} ob_db_profile_key;
+
+typedef struct ob_db_profile {
+  ob_db_profile_key key;
+  /* the point (strings borrowed in puts; NULL means "") */
+  int nthreads;
+  const char *cores;          /* "0,1" */
+  const char *sweep;          /* the feature that made the point: base, sizes, threads,
+                                 cores, knobs, corun, cache */
+  const char *knob, *knob_value; /* knobs: the knob changed from the base config and its
+                                 new value; "" for the base config itself */
+  const char *entity;         /* the config's entity JSON */
+  const char *corun_cores;    /* the co-runner's cores */
+  const char *corun_template; /* and template and config */
+  uint64_t corun_config;
+  const char *pressure_how;   /* how the pressure was made: "co-runner on core 1" or
+                                 "resctrl ..." */
+  /* the result */
+  int error_no;               /* ob_merr */
+  const char *error_msg;
+  ob_timing timing;
+  double build_s, run_s;
+  /* derived, stored so that a dataset needs no joins (NAN: unknown) */
+  double flops;               /* of one call */
+  double bytes;               /* compulsory traffic of one call: its arguments' bytes */
+  double gflops;              /* flops / median / 1e9 */
+  double intensity;           /* flops / bytes: the roofline's x */
+  double peak_gflops;         /* the host's FMA peak for the target's ISA x threads */
+  double peak_pct;            /* 100 * gflops / peak_gflops */
+  double bandwidth_gbps;      /* the host's memory bandwidth at this thread count */
+  double alone_s;             /* co-run / pressure: the median of the same point alone */
+  double slowdown;            /* median / alone_s */
+  double corun_partner_s;     /* the co-runner's time per call beside it */
+  double pressure_gbps;       /* what the pressure thread swept */
+  double counters[OB_COUNTER_COUNT]; /* per call; NAN: not counted */
+  const char *counters_note;  /* why some were not */
+  double timestamp;           /* unix seconds; 0 in a put: now */
+  /* query results only */
+  const char *op, *attrs;     /* the workload's operator and attributes (JSON) */
+} ob_db_profile;
+
+/* Stores one point in one transaction, with placeholder host and workload
+ * rows when those are missing. *stored (may be NULL) says whether it was
+ * written: without OB_DB_REPLACE a point already stored is kept.
+ * OB_ERR_INVALID_ARG for a missing key part, an error-free point without a
+ * positive median, a co-run mode without a co-runner or one that is
+ * neither stream nor full, or a negative pressure. */
+OB_API ob_status ob_db_put_profile(ob_db *db, const ob_db_profile *p, unsigned flags, bool *stored);
+/* Whether the point is stored; *median_s (may be NULL) gets its median
+ * (NAN when it failed). A file without the profiles table (opened
+ * read-only, older schema) holds none. */
+OB_API ob_status ob_db_get_profile(ob_db *db, const ob_db_profile_key *key, bool *found,
+                                   double *median_s);
+
+typedef struct ob_db_profile_filter {
+  const char *host, *workload, *target, *op, *sweep; /* NULL: any */
+  bool ok_only;
+} ob_db_profile_filter;
+
+typedef struct ob_db_profiles {
+  int64_t n;
+  ob_db_profile *p;
+  ob_arena *arena;
+} ob_db_profiles;
+OB_API void ob_db_profiles_free(ob_db_profiles *p); /* accepts NULL */
+/* The points matching f (NULL: all), oldest first. A file without the
+ * profiles table gives none. */
+OB_API ob_status ob_db_query_profiles(ob_db *db, const ob_db_profile_filter *f,
+                                      ob_db_profiles **out);
+
+/* The dataset: every point matching f, one row each, one column per
+ * feature: the key and the point, then each workload attribute in a column
+ * of its own (the union over the rows: N, C, H, ... for conv2d; M, N, K for
+ * dense; empty where a row's operator has none), then the results, the
+ * derived figures and the counters. format "csv" (RFC 4180 with a header)
+ * or "jsonl" (one object per line, the same keys, null for unknown).
+ * Written as ob_db_export_csv writes (never over the database, never half
+ * a file). OB_ERR_INVALID_ARG for another format. */
+OB_API ob_status ob_db_export_profiles(ob_db *db, const ob_db_profile_filter *f, const char *format,
+                                       const char *path, int64_t *nrows);
+
+/* ---- host limits (profiles.c) --------------------------------------------------------
+ * What the profiler measured of a host once: peak FLOP rate per ISA,
+ * memory and cache bandwidths, at 1 and at all cores. */
+typedef struct ob_db_host_limit {
+  const char *host;
+  const char *name;   /* "fma_peak", "mem_triad", "l1_read", "l2_read", "l3_read" */
+  const char *isa;    /* "avx512", "avx2", "scalar"; "" for bandwidths */
+  int threads;
+  double bytes;       /* working set of a bandwidth; 0 for a peak */
+  double value;       /* GFLOP/s or GB/s */
+  const char *unit;   /* "GFLOP/s", "GB/s" */
+  bool verified;      /* the measurement passed its own checks (see the note) */
+  const char *note;
+  double timestamp;   /* 0 in a put: now */
+} ob_db_host_limit;
+
+typedef struct ob_db_host_limits {
+  int64_t n;
+  ob_db_host_limit *l;
+  ob_arena *arena;
+} ob_db_host_limits;
+OB_API void ob_db_host_limits_free(ob_db_host_limits *l); /* accepts NULL */
+/* Stores (or replaces) one limit of a host. */
+OB_API ob_status ob_db_put_host_limit(ob_db *db, const ob_db_host_limit *l);
+/* A host's limits (host NULL: every host's), by host, name, isa, threads. A
+ * file without the table gives none. */
+OB_API ob_status ob_db_get_host_limits(ob_db *db, const char *host, ob_db_host_limits **out);
+
+/* ---- tuning runs (profiles.c) ---------------------------------------------------------
+ * Which tuner measured a task's trials: the tuning loop files a run when
+ * it starts and closes it at the end; a trial belongs to the last run of
+ * its task that started at or before it. */
+typedef struct ob_db_tuning_run {
+  ob_db_key key;      /* every field set */
+  const char *tuner;
+  double started, ended; /* unix seconds; ended NAN while running (or killed) */
+  int trials;         /* measured by that run */
+} ob_db_tuning_run;
+
+typedef struct ob_db_tuning_runs {
+  int64_t n;
+  ob_db_tuning_run *r;
+  ob_arena *arena;
+} ob_db_tuning_runs;
+OB_API void ob_db_tuning_runs_free(ob_db_tuning_runs *r); /* accepts NULL */
+/* Files a run of `tuner` on the task, started now; *id identifies it for
+ * ob_db_end_tuning_run. */
+OB_API ob_status ob_db_begin_tuning_run(ob_db *db, const ob_db_key *key, const char *tuner,
+                                        int64_t *id);
+OB_API ob_status ob_db_end_tuning_run(ob_db *db, int64_t id, int trials);
+/* Every run (host NULL: any), by task key and start. */
+OB_API ob_status ob_db_get_tuning_runs(ob_db *db, const char *host, ob_db_tuning_runs **out);
 
 #ifdef __cplusplus
 }

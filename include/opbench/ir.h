@@ -56,6 +56,10 @@ struct ob_stmt {
   struct ob_buffer *buf; /* STORE, ALLOC */
   ob_expr *index, *value;
   ob_expr *cond; /* IF */
+  bool window;   /* IF: a guard of ob_sched_skip_padding (a tap of a window
+                    that may read padding): loop partitioning splits data
+                    loops on it, never reduce or parallel ones, where it
+                    costs one test per row of taps */
 };
 
 /* ob_launch (target.h): what a GPU kernel is launched with. */

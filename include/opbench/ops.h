@@ -144,21 +144,45 @@ OB_API bool ob_task_arg_is_input(const ob_task *t, int i);
 OB_API const char *ob_task_arg_name(const ob_task *t, int i);
 /* Random inputs in [-1, 1] (never 0) from `seed`; outputs poisoned with NaN. */
 OB_API void ob_task_fill(const ob_task *t, uint64_t seed, void *const *bufs);
+/* The tolerance of a check against the reference: an output passes when
+ * |got - ref| <= rtol * |ref| + atol * sqrt(red) * max(max|ref|, 1) + 1e-6,
+ * red being the reduction length. The default (float32 sums in any order)
+ * is rtol 1e-4, atol 1e-5. */
+typedef struct ob_tolerance {
+  double rtol, atol;
+} ob_tolerance;
+OB_API ob_tolerance ob_tolerance_default(void);
+/* Winograd's minimal filtering F(m x m, 3 x 3) adds the rounding of its
+ * transforms, whose constants grow with m: the tolerance opbench states for
+ * tile m (2, 4 or 6), measured on random inputs (see conv2d_winograd.x86 in
+ * src/ops/winograd.c). Any other m: that of the largest tile. */
+OB_API ob_tolerance ob_winograd_tolerance(int m);
+/* The tolerance a config's kernel is checked with: the template's own (the
+ * Winograd template's depends on its tile size), else the default. */
+OB_API ob_tolerance ob_task_tolerance(const ob_task *t, const ob_config *cfg);
 /* Compares outputs in bufs with the naive reference on the inputs that
- * ob_task_fill(seed) makes (the reference is computed once and kept).
- * Tolerance for float32: |got - ref| <= 1e-4 * |ref| + 1e-5 * sqrt(red)
- * * max|ref| + 1e-6, red being the reduction length. OB_ERR_WRONG_ANSWER
- * with the first bad element named in the message. */
+ * ob_task_fill(seed) makes (the reference is computed once and kept), with
+ * the default tolerance. OB_ERR_WRONG_ANSWER with the first bad element
+ * named in the message. */
 OB_API ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg,
                                size_t cap);
+/* The same with a tolerance of the caller's. */
+OB_API ob_status ob_task_check_tol(ob_task *t, uint64_t seed, void *const *bufs, ob_tolerance tol,
+                                   char *msg, size_t cap);
 /* The same for the kernel of one config, whose arguments may be in a
- * template's own layout (e.g. NCHW16c data, pre-packed weights): inputs are
- * made in the operator's layout and packed; outputs are unpacked before the
- * comparison. */
+ * template's own layout (e.g. NCHW16c data, pre-packed weights, Winograd-
+ * transformed weights; channel blocks padded with zeros): inputs are made in
+ * the operator's layout and packed; outputs are unpacked before the
+ * comparison, which uses ob_task_tolerance(t, cfg). The buffers are
+ * ob_task_arg_bytes_for(t, cfg, i) bytes each. */
 OB_API OB_NODISCARD ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed,
                                   void *const *bufs);
 OB_API OB_NODISCARD ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed,
                                    void *const *bufs, char *msg, size_t cap);
+/* Bytes of argument i of cfg's kernel: ob_task_arg_bytes, or more where
+ * the template's layout pads (channel blocks that do not divide the channel
+ * count, GEMM panels that do not divide N). */
+OB_API size_t ob_task_arg_bytes_for(const ob_task *t, const ob_config *cfg, int i);
 /* True when cfg's kernel takes its arguments in the operator's own layout. */
 OB_API bool ob_task_plain_layout(const ob_task *t, const ob_config *cfg);
 

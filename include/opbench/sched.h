@@ -28,6 +28,7 @@
 #include "opbench/core.h"
 #include "opbench/graph.h"
 #include "opbench/ops.h"
+#include "opbench/predict.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -184,6 +185,20 @@ typedef struct ob_sched_flops_model {
 OB_API ob_sched_flops_model ob_sched_flops_model_default(void);
 /* An ob_sched_latency_fn; user is an ob_sched_flops_model. */
 OB_API ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
+
+/* Per-unit latencies from a trained predictor (predict.h): each node with
+ * an operator-library workload whose kind the predictor knows is
+ * predicted at k threads on k cores with its default config for `target`;
+ * any other node (or one the predictor refuses) costs what `fallback`
+ * says. The counters tell how many nodes took which way. */
+typedef struct ob_sched_predictor_model {
+  ob_predictor *predictor; /* borrowed */
+  const ob_target *target; /* borrowed; NULL: the host default */
+  ob_sched_flops_model fallback;
+  int64_t predicted, fallbacks; /* out: nodes costed each way */
+} ob_sched_predictor_model;
+/* An ob_sched_latency_fn; user is an ob_sched_predictor_model. */
+OB_API ob_status ob_sched_predictor_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
 
 /* ---- schedules ------------------------------------------------------------------------ */
 typedef struct ob_schedule ob_schedule;

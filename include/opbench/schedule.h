@@ -53,6 +53,18 @@ OB_API ob_status ob_sched_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv);
 OB_API ob_status ob_sched_vectorize(ob_sched *s, ob_stage *st, ob_ivar *iv);
 OB_API ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv);
 
+/* The sum reduction of st skips the terms that are zero because its body
+ * reads select(c, x, 0) (a zero padding inlined into it, as
+ * ob_sched_compute_inline of a padding stage makes): lowering turns c into
+ * a guard of the update (the term becomes x), places the guard in the
+ * outermost loop whose variable it reads (a row of a window is skipped at
+ * the loop over the window's rows), and partitions the data loops it
+ * depends on into the interior, where it always holds and disappears, and
+ * the border strips (ob_lower's loop partitioning). So no padded copy is
+ * made and no multiply-add reads the padding. OB_ERR_SCHEDULE if st is not
+ * a sum or is inlined. */
+OB_API ob_status ob_sched_skip_padding(ob_sched *s, ob_stage *st);
+
 /* ---- GPU primitives ------------------------------------------------------
  * bind: the leaf becomes a block index (OB_IT_BLOCK_X/Y/Z) or a thread
  * index within a block (OB_IT_THREAD_X/Y/Z). A reduce axis cannot be bound

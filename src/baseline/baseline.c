@@ -151,6 +151,7 @@ ob_status ob_bl_checker_init(ob_ctx *ctx, const ob_workload *wl, const ob_bl_pro
                              uint64_t seed, ob_bl_checker *ck) {
   memset(ck, 0, sizeof *ck);
   ck->seed = seed;
+  ck->winograd = p->winograd;
   /* The reference, fill and check do not depend on the template: any one
    * that can define the workload's space will do (the default first). */
   const char *names[8];
@@ -174,7 +175,8 @@ ob_status ob_bl_checker_init(ob_ctx *ctx, const ob_workload *wl, const ob_bl_pro
 void ob_bl_checker_fill(ob_bl_checker *ck, void *const *bufs) { ob_task_fill(ck->task, ck->seed, bufs); }
 
 ob_status ob_bl_checker_check(ob_bl_checker *ck, void *const *bufs, char *msg, size_t cap) {
-  return ob_task_check(ck->task, ck->seed, bufs, msg, cap);
+  return ob_task_check_tol(ck->task, ck->seed, bufs, ck->winograd ? ob_winograd_tolerance(0) : ob_tolerance_default(),
+                           msg, cap);
 }
 
 void ob_bl_checker_clear(ob_bl_checker *ck) {
@@ -193,9 +195,25 @@ void ob_baseline_free(ob_baseline *b) {
 const char *ob_baseline_name(const ob_baseline *b) { return b->vt->name; }
 const char *ob_baseline_describe(const ob_baseline *b) { return b->vt->describe(b->self); }
 
+/* The Winograd algorithm is asked of plain convolutions only (the library
+ * has none for depthwise, grouped or other operators). */
+static bool bl_winograd(const ob_workload *wl, ob_bl_problem *p, char *msg, size_t cap) {
+  if (p->kind == OB_BL_CONV2D && p->g == 1) {
+    p->winograd = true;
+    return true;
+  }
+  snprintf(msg, cap, "%s: no Winograd algorithm (plain convolutions only)", wl->op);
+  return false;
+}
+
 ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl, const ob_timing_opts *timing,
                               uint64_t seed, ob_baseline_result *out) {
-  OB_ASSERT(b && wl && out);
+  return ob_baseline_measure_alg(b, wl, OB_BASELINE_ALG_DIRECT, timing, seed, out);
+}
+
+ob_status ob_baseline_measure_alg(ob_baseline *b, const ob_workload *wl, ob_baseline_alg alg,
+                                  const ob_timing_opts *timing, uint64_t seed, ob_baseline_result *out) {
+  OB_ASSERT(b && wl && out && alg >= 0 && alg < OB_BASELINE_ALG_COUNT);
   memset(out, 0, sizeof *out);
   double t0 = ob_now_s();
   ob_timing_opts t = ob_timing_normalize(timing, b->floor_ms);
@@ -208,7 +226,8 @@ ob_status ob_baseline_measure(ob_baseline *b, const ob_workload *wl, const ob_ti
     out->error_no = OB_MERR_INSTANTIATION;
     snprintf(out->message, sizeof out->message, "%s: %.480s", b->vt->name, ob_ctx_errmsg(b->ctx));
     ob_ctx_clear_error(b->ctx);
-  } else if (ob_bl_problem_init(wl, &p, msg, sizeof msg) != OB_OK) {
+  } else if (ob_bl_problem_init(wl, &p, msg, sizeof msg) != OB_OK ||
+             (alg == OB_BASELINE_ALG_WINOGRAD && !bl_winograd(wl, &p, msg, sizeof msg))) {
     out->error_no = OB_MERR_INSTANTIATION;
     snprintf(out->message, sizeof out->message, "%s: %.480s", b->vt->name, msg);
   } else {

@@ -44,6 +44,8 @@ typedef struct ob_bl_problem {
   /* matmul: C[batch][m, nn] = A[batch][m, kk] * B[batch][nn, kk]^T */
   int64_t batch, m, nn, kk;
   ob_epilogue epi; /* bias (first, if at all), relu, relu6, add */
+  bool winograd;   /* conv2d: the library's Winograd algorithm, checked with
+                      ob_winograd_tolerance */
   double flops;   /* per call */
   int nargs;      /* inputs in order, then the output (last) */
   ob_bl_arg args[OB_BL_MAX_ARGS];
@@ -62,6 +64,7 @@ int ob_bl_problem_arg(const ob_bl_problem *p, ob_bl_role role); /* index or -1 *
 typedef struct ob_bl_checker {
   ob_task *task; /* owned */
   uint64_t seed;
+  bool winograd; /* the problem's: judged with ob_winograd_tolerance */
 } ob_bl_checker;
 /* OB_ERR_UNSUPPORTED (message in ctx) when ops has no task taking the
  * problem's arguments, OB_ERR_NOMEM. */

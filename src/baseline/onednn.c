@@ -251,7 +251,9 @@ static dnnl_status_t make_pd(onednn *d, const ob_bl_problem *p, dnnl_primitive_d
     dnnl_dims_t strides = {p->sh, p->sw}, dil = {p->dh - 1, p->dw - 1};
     dnnl_dims_t pad_l = {p->pt, p->pl}, pad_r = {p->pb, p->pr};
     if (s == dnnl_success)
-      s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+      s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                     p->winograd ? dnnl_convolution_winograd
+                                                                 : dnnl_convolution_direct,
                                                      &src, &wei, has_bias ? &bias : NULL, &dst, strides,
                                                      dil, pad_l, pad_r);
     if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, attr, d->eng, NULL);

@@ -28,7 +28,7 @@ int cli_error(const char *fmt, ...) {
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
                                                      "db",  "models", "export-onnx", "run-reference",
-                                                     "schedule", "worker", "fleet"};
+                                                     "schedule", "worker", "fleet", "profile", "report", "predict"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -48,11 +48,14 @@ enum {
   M_WORKER = 1u << CLI_CMD_WORKER,
   M_FLEET = 1u << CLI_CMD_FLEET,
   M_FLEET_CLIENT = M_TUNE | M_BENCH, /* measure through a fleet */
-  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED,
+  M_PROFILE = 1u << CLI_CMD_PROFILE,
+  M_REPORT = 1u << CLI_CMD_REPORT,
+  M_PRED = 1u << CLI_CMD_PREDICT,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE,
   M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
-          M_WORKER | M_FLEET,
-  M_MEASURE = M_OP | M_BENCH | M_TUNE,
-  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB,
+          M_WORKER | M_FLEET | M_PROFILE | M_REPORT | M_PRED,
+  M_MEASURE = M_OP | M_BENCH | M_TUNE | M_PROFILE,
+  M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB | M_PROFILE | M_PRED,
 };
 
 typedef enum flag_id {
@@ -63,9 +66,11 @@ typedef enum flag_id {
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
-  F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
-  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED,
-  F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_COUNT
+  F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
+  F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED,
+  F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_SIZES,
+  F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
+  F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -82,13 +87,13 @@ static const flag_def flags[F_COUNT] = {
     [F_PAD] = {"--pad", true, M_WORKLOAD},
     [F_DILATION] = {"--dilation", true, M_WORKLOAD},
     [F_EPILOGUE] = {"--epilogue", true, M_WORKLOAD},
-    [F_TEMPLATE] = {"--template", true, M_WORKLOAD},
-    [F_CONFIG] = {"--config", true, M_OP},
-    [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
-    [F_SUITE] = {"--suite", true, M_BENCH},
-    [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
-    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB | M_WORKER},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED | M_WORKER},
+    [F_TEMPLATE] = {"--template", true, M_WORKLOAD | M_BENCH},
+    [F_CONFIG] = {"--config", true, M_OP | M_PRED},
+    [F_CONFIG_INDEX] = {"--config-index", true, M_OP | M_PRED},
+    [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE | M_PRED},
+    [F_DRY_RUN] = {"--dry-run", false, M_BENCH | M_PROFILE},
+    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB | M_WORKER | M_PRED},
+    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED | M_WORKER | M_PRED},
     [F_NUMBER] = {"--number", true, M_MEASURE},
     [F_REPEAT] = {"--repeat", true, M_MEASURE},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
@@ -98,54 +103,55 @@ static const flag_def flags[F_COUNT] = {
     [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
     [F_CC] = {"--cc", true, M_MEASURE},
-    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL},
+    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL | M_PRED},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
-    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED | M_FLEET},
+    [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED | M_FLEET | M_PRED},
     [F_VS] = {"--vs", true, M_BENCH},
     [F_SEARCH] = {"--search", true, M_BENCH},
-    [F_OP] = {"--op", true, M_TUNE | M_DB},
+    [F_OP] = {"--op", true, M_TUNE | M_DB | M_PROFILE | M_PRED},
     [F_TUNER] = {"--tuner", true, M_TUNE},
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE | M_DB},
+    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
-    [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB},
+    [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
     [F_WORKLOAD] = {"--workload", true, M_DB},
-    [F_HOST] = {"--host", true, M_DB | M_FLEET_CLIENT | M_WORKER | M_FLEET},
+    [F_HOST] = {"--host", true, M_DB | M_FLEET_CLIENT | M_WORKER | M_FLEET | M_PRED},
     [F_RESOURCES] = {"--resources", true, M_DB},
     [F_FORMAT] = {"--format", true, M_DB},
-    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE | M_FLEET},
+    [F_OUT] = {"--out", true, M_DB | M_EXPORT | M_SPACE | M_FLEET | M_REPORT | M_PRED},
     [F_TOP] = {"--top", true, M_DB},
     [F_MODELSOURCE] = {"--modelsource", true, M_MODEL},
     [F_MODELNAME] = {"--modelname", true, M_MODEL},
     [F_MODELPATH] = {"--modelpath", true, M_MODEL},
     [F_BATCHSIZE] = {"--batchsize", true, M_MODEL},
     [F_SEQLEN] = {"--seqlen", true, M_MODEL},
-    [F_INPUT_SIZE] = {"--input-size", true, M_MODEL},
+    [F_INPUT_SIZE] = {"--input-size", true, M_MODEL | M_PRED},
     [F_HIDDEN] = {"--hidden", true, M_MODEL},
     [F_SHA256] = {"--sha256", true, M_MODEL},
     [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
     [F_PRINT_GRAPH] = {"--print-graph", false, M_MODELS | M_RUNREF},
     [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
-    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE},
+    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_PROFILE},
     [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF},
     [F_INPUT] = {"--input", true, M_RUNREF},
     [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
-    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS},
+    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS | M_PRED},
+    [F_NO_WINOGRAD] = {"--no-winograd", false, M_BENCH},
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
     [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
-    [F_SCHEDULE] = {"--schedule", true, M_SCHED},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_REPORT},
     [F_TIMELINE] = {"--timeline", true, M_SCHED},
     [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
     [F_GFLOPS] = {"--gflops", true, M_SCHED},
     [F_GBPS] = {"--gbps", true, M_SCHED},
     [F_EFFICIENCY] = {"--efficiency", true, M_SCHED},
-    [F_CORUN] = {"--corun", true, M_SCHED},
+    [F_CORUN] = {"--corun", true, M_SCHED | M_PROFILE},
     [F_IOS_ORIGINAL] = {"--ios-original", false, M_SCHED},
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
@@ -159,6 +165,19 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_JOBS] = {"--max-jobs", true, M_WORKER},
     [F_CLAIM_TIMEOUT] = {"--claim-timeout", true, M_WORKER},
     [F_BUILD_ONLY] = {"--build-only", false, M_OP | M_BENCH},
+    [F_SIZES] = {"--sizes", true, M_PROFILE},
+    [F_KNOBS] = {"--knobs", true, M_PROFILE},
+    [F_CORUN_MODE] = {"--corun-mode", true, M_PROFILE},
+    [F_CACHE_PRESSURE] = {"--cache-pressure", true, M_PROFILE},
+    [F_LIMITS] = {"--limits", true, M_PROFILE},
+    [F_CORE_TYPES] = {"--core-types", false, M_PROFILE},
+    [F_TABLE] = {"--table", true, M_DB},
+    [F_PREDICTOR] = {"--predictor", true, M_PRED | M_SCHED},
+    [F_SPLIT] = {"--split", true, M_PRED},
+    [F_FOLDS] = {"--folds", true, M_PRED},
+    [F_TEST_MODELS] = {"--test-models", true, M_PRED},
+    [F_ROUNDS] = {"--rounds", true, M_PRED},
+    [F_MEMBERS] = {"--members", true, M_PRED},
 };
 
 static const char fleet_client_help[] =
@@ -250,18 +269,34 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_BENCH:
     fprintf(f,
             "usage: opbench bench --suite FILE|resnet18 [--vs onednn|cudnn] [--search exhaustive|random:N]\n"
-            "                     [--dry-run] [measurement flags]\n"
+            "                     [--template LIST] [--no-winograd] [--dry-run] [measurement flags]\n"
             "Measures the default config of every workload of a suite and prints a table,\n"
             "the geometric mean of GFLOPS and the total latency weighted by count.\n"
-            "--search finds each workload's best config over every template of its operator:\n"
-            "  all configs (exhaustive, or random:N when the space has at most N), else N\n"
-            "  random ones per template; the best few are re-measured in full.\n"
+            "--search finds each workload's best config over every template of its operator\n"
+            "  for the target (conv2d on a CPU: the direct templates and conv2d_winograd.x86\n"
+            "  where it applies, 3x3 stride 1): all configs (exhaustive, or random:N when the\n"
+            "  space has at most N), else N random ones per template; the best few are\n"
+            "  re-measured in full.\n"
+            "--template LIST      a comma list of template names (see opbench ops): an\n"
+            "  operator that has a listed template uses only its listed ones (its default\n"
+            "  config is that of the first listed); other operators keep all of theirs.\n"
+            "  e.g. --template conv2d_NCHWc.x86,conv2d_nchw.x86 (direct convolution only).\n"
+            "--no-winograd        leaves out the Winograd templates (the same as naming every\n"
+            "  other template of conv2d).\n"
+            "--vs onednn measures oneDNN on the same workloads in the same process: its\n"
+            "  direct convolution (what frameworks run) and, for conv2d workloads it has a\n"
+            "  Winograd kernel for, its Winograd algorithm too, as two columns; ratios are\n"
+            "  oneDNN time / opbench time (above 1 opbench is faster) against each and\n"
+            "  against the faster of the two ('vendor best'). Ends with the worst layer and\n"
+            "  'geomean speed ratio opbench/vendor-best: Z', then\n"
+            "  'geomean speed ratio opbench/onednn: X (default: Y)' against oneDNN direct.\n"
+            "  With an opencl target whose device is the CPU (PoCL), oneDNN runs on the same\n"
+            "  cores, one thread per compute unit.\n"
             "--vs cudnn (with --target cuda) measures cuDNN (convolutions) and cuBLAS (matrix\n"
             "  products) on the same GPU, FP32, beside opbench's kernels.\n"
-            "--vs onednn measures oneDNN on the same workloads in the same process and ends\n"
-            "  with 'geomean speed ratio opbench/onednn: X (default: Y)' (oneDNN time /\n"
-            "  opbench time: above 1 opbench is faster). With an opencl target whose device\n"
-            "  is the CPU (PoCL), oneDNN runs on the same cores, one thread per compute unit.\n"
+            "Winograd GFLOPS (opbench's and oneDNN's) count the direct convolution's nominal\n"
+            "  FLOPs; Winograd kernels are checked with a tolerance for Winograd's error,\n"
+            "  printed in the output.\n"
             "Suite lines: 'op shape [stride pad] count'; '#' starts a comment. The name\n"
             "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
             "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
@@ -344,8 +379,52 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --gflops G           GFLOP/s of one core (default 20)\n"
             "  --gbps B             GB/s of one core (default 8)\n"
             "  --efficiency E       thread scaling exponent (default 0.9)\n"
-            "  --corun F            co-run slowdown factor (default 1.1)\n\n%s",
+            "  --corun F            co-run slowdown factor (default 1.1)\n"
+            "  --predictor FILE     per-operator latencies from a model file of opbench predict\n"
+            "                       train instead (default configs, --threads = the group's\n"
+            "                       cores; co-run factors from its interference model when it\n"
+            "                       has one); operators it cannot describe keep the FLOPs model\n\n%s",
             model_help);
+    break;
+  case CLI_CMD_PREDICT:
+    fprintf(f,
+            "usage: opbench predict --op OP --shape TEXT [workload flags] [--threads N] [--cores LIST]\n"
+            "                       [--config JSON | --config-index I] [--predictor FILE] [--db FILE] [--json]\n"
+            "       opbench predict train --out FILE [--db FILE] [--op OP] [--rounds N] [--members N]\n"
+            "       opbench predict eval [--split workload|model] [--folds K] [--test-models M,...] [--db FILE]\n"
+            "       opbench predict corr|turnaround [--db FILE] [--predictor FILE] [--op OP]\n"
+            "       opbench predict corun [--db FILE] [--folds K]\n"
+            "       opbench predict nash --suite FILE --predictor FILE [--cores 8,16,64]\n"
+            "Latency predictors learned from the database's records (error-free, not emulated\n"
+            "measurements and the profiler's solo points): per operator kind an ensemble of\n"
+            "XGBoost regressors of log(seconds per FLOP) on the workload (attributes, FLOPs,\n"
+            "bytes, intensity), the config's loop nest (the tuner's itervar features), the\n"
+            "resources (threads, cores, cache pressure) and the host's measured limits.\n"
+            "  (no action)          predict one workload/config: latency, 90%% interval, and the\n"
+            "                       measured median when the db holds one (default config unless\n"
+            "                       --config/--config-index)\n"
+            "  train                train on every record and write the model file (--out); the\n"
+            "                       co-run interference model too when the db has co-run points\n"
+            "  eval                 train on one side of a held-out split and print RMSPE, share\n"
+            "                       within +-10%%, pairwise ranking accuracy, score@1, score@5:\n"
+            "                       --split workload (K folds by workload, default 5) or --split\n"
+            "                       model --test-models resnet-50,... (tasks of those models held out)\n"
+            "  corr                 per operator kind, Pearson and Spearman correlation of log latency\n"
+            "                       with each named feature\n"
+            "  turnaround           per workload and config measured at several thread counts: the\n"
+            "                       thread count beyond which latency improves < 5%%, measured and\n"
+            "                       predicted (--predictor)\n"
+            "  corun                the interference model: slowdown of A beside B (stream: disjoint\n"
+            "                       cores, full: shared) predicted against measured on held-out pairs\n"
+            "  nash                 the suite's workloads (at most 8) as players choosing core counts:\n"
+            "                       pure equilibria (best response, exhaustive check), the social\n"
+            "                       optimum and the price of anarchy, on this machine (predicted) and\n"
+            "                       on --cores N,... (SIMULATED: latencies extrapolated from 1 and 2\n"
+            "                       threads by Amdahl's law)\n"
+            "  --db FILE            the record database (default ./opbench.db; read only)\n"
+            "  --predictor FILE     a model file of predict train\n"
+            "  --rounds N, --members N   boosting rounds (300) and ensemble members (5)\n"
+            "  --input-size N       input size of the held-out models' tasks (default the model's own)\n");
     break;
   case CLI_CMD_TUNE:
     fprintf(f,
@@ -418,6 +497,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                                           GFLOPS per operator and workload\n"
             "  opbench db export [selection] [--format csv|autotvm] [--out FILE]\n"
             "                    CSV (default) or AutoTVM v0.2 JSON lines, to stdout or FILE\n"
+            "  opbench db export --table profiles [--format csv|jsonl] [--out FILE]\n"
+            "                    the profiler's dataset: one row per point, one column per\n"
+            "                    feature and workload attribute (ready for pandas)\n"
             "  opbench db import FILE [--host FINGERPRINT|this] [--resources TEXT] [--remeasure]\n"
             "                    an AutoTVM v0.2 log; broken lines are skipped and listed by\n"
             "                    number; records are filed under host 'unknown' unless --host\n"
@@ -444,6 +526,54 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       the default target, as opbench tune files them; else any)\n"
             "  --json               print JSON (best, top, stats)\n\n%s",
             workload_help);
+    break;
+  case CLI_CMD_PROFILE:
+    fprintf(f,
+            "usage: opbench profile OP --shape TEXT | --suite FILE|resnet18 | --modelname M\n"
+            "                       [--sizes GRID] [--threads LIST] [--cores SETS] [--core-types]\n"
+            "                       [--knobs base|neighbours[:N]|random:N] [--corun OP:SHAPE|tasks]\n"
+            "                       [--corun-mode stream|full|both] [--cache-pressure MIB[,MIB]]\n"
+            "                       [--limits auto|again|quick|none] [--db FILE] [--remeasure]\n"
+            "                       [--dry-run] [measurement flags]\n"
+            "Measures operators under a sweep of features and stores every point in the\n"
+            "database's profiles table (a point already there is not measured again: a\n"
+            "killed run resumes). Each point is timed with the kernel timing protocol and\n"
+            "checked against the reference, with hardware counters where the machine has\n"
+            "them, and placed against the host's limits (%% of the FMA peak, arithmetic\n"
+            "intensity for the roofline).\n\n"
+            "features:\n"
+            "  --sizes GRID         a grid over each workload's dimensions, e.g.\n"
+            "                       H=7:224:x2,C=16:512:x2 (lo:hi:xF multiplies, lo:hi:+S adds,\n"
+            "                       v1/v2/v3 a list, v one value); N is the batch size\n"
+            "  --threads LIST       thread counts, e.g. 1,2 (each on cores 0..n-1)\n"
+            "  --cores SETS         core sets separated by '/', e.g. 0/1/0-1\n"
+            "  --core-types         one set per kind of core hwloc reports (says so when one)\n"
+            "  --knobs SWEEP        base (default): the base config (the fastest the database\n"
+            "                       holds, else the template's default); neighbours[:N]: and\n"
+            "                       every one-knob change around it (at most N); random:N: and\n"
+            "                       N random configs\n"
+            "  --corun OP:SHAPE     a partner running at the same time (repeatable); 'tasks':\n"
+            "                       every pair of the profiled workloads (the co-run matrix)\n"
+            "  --corun-mode MODE    stream: partner on disjoint cores; full: both on the same\n"
+            "                       cores, time-sliced; both (default)\n"
+            "  --cache-pressure MIB a co-runner on a free core keeping MIB hot in the shared\n"
+            "                       cache (a list: 0,16,64)\n"
+            "  --limits MODE        the host's peak FLOP rate and bandwidths: auto (measure\n"
+            "                       once per host, then from the database), again, quick (small,\n"
+            "                       for tests: not the host's figures), none\n"
+            "  --db FILE            the database (default ./opbench.db)\n"
+            "  --remeasure          measure points the database holds again\n"
+            "  --dry-run            list the points and stop\n\n%s\n%s\n%s",
+            workload_help, model_help, measure_help);
+    break;
+  case CLI_CMD_REPORT:
+    fprintf(f,
+            "usage: opbench report --db FILE --out DIR [--schedule FILE.json ...]\n"
+            "Writes DIR/index.html, a self-contained page (plots embedded) of the database's\n"
+            "tuning runs and profiles, its plots drawn by gnuplot: tuning curves, GFLOPS\n"
+            "against threads (turnaround point marked) and input size, knob sensitivity, the\n"
+            "roofline, the co-run slowdown heat map, and the timelines of --schedule files.\n"
+            "The plots are also left as DIR/*.svg.\n");
     break;
   case CLI_CMD_COUNT:
     break;
@@ -538,6 +668,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->target = v;
     break;
   case F_DRY_RUN: a->dry_run = true; break;
+  case F_NO_WINOGRAD: a->no_winograd = true; break;
   case F_BUILD_ONLY: a->build_only = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
@@ -545,8 +676,8 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_HOST: a->host = v; break;
   case F_RESOURCES: a->resources = v; break;
   case F_FORMAT:
-    if (strcmp(v, "csv") != 0 && strcmp(v, "autotvm") != 0) {
-      cli_error("--format: unknown format '%s' (known: csv, autotvm)", v);
+    if (strcmp(v, "csv") != 0 && strcmp(v, "autotvm") != 0 && strcmp(v, "jsonl") != 0) {
+      cli_error("--format: unknown format '%s' (known: csv, autotvm; jsonl with --table profiles)", v);
       return false;
     }
     a->format = v;
@@ -583,10 +714,22 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   }
   case F_THREADS:
+    if (a->cmd == CLI_CMD_PROFILE) { /* a list, parsed by the command */
+      a->threads_list = v;
+      break;
+    }
     if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
     a->threads_set = true;
     break;
   case F_CORES:
+    if (a->cmd == CLI_CMD_PROFILE) { /* sets, parsed by the command */
+      a->core_sets = v;
+      break;
+    }
+    if (a->cmd == CLI_CMD_PREDICT) { /* a core set, or machine sizes for nash: read by the action */
+      a->cores_text = v;
+      break;
+    }
     if (a->cmd == CLI_CMD_SCHEDULE) { /* a count: the machine to plan for */
       if (!int_flag(name, v, 1, 4096, &a->sched_cores)) return false;
       break;
@@ -737,6 +880,14 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
       cli_error("%s: empty file name", name);
       return false;
     }
+    if (id == F_SCHEDULE && a->cmd == CLI_CMD_REPORT) {
+      if (a->nschedules == (int)(sizeof a->schedules / sizeof a->schedules[0])) {
+        cli_error("--schedule: at most %d files", a->nschedules);
+        return false;
+      }
+      a->schedules[a->nschedules++] = v;
+      break;
+    }
     if (id == F_SCHEDULE_OUT) a->schedule_out = v;
     else if (id == F_SCHEDULE) a->schedule_in = v;
     else a->timeline = v;
@@ -758,7 +909,40 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!double_flag(name, v, 0.01, 1, &a->efficiency)) return false;
     break;
   case F_CORUN:
+    if (a->cmd == CLI_CMD_PROFILE) {
+      if (a->ncorun_spec == (int)(sizeof a->corun_spec / sizeof a->corun_spec[0])) {
+        cli_error("--corun: at most %d partners", a->ncorun_spec);
+        return false;
+      }
+      a->corun_spec[a->ncorun_spec++] = v;
+      break;
+    }
     if (!double_flag(name, v, 1, 100, &a->corun)) return false;
+    break;
+  case F_SIZES: a->sizes = v; break;
+  case F_KNOBS: a->knobs = v; break;
+  case F_CORUN_MODE:
+    if (strcmp(v, "stream") && strcmp(v, "full") && strcmp(v, "both")) {
+      cli_error("--corun-mode: unknown mode '%s' (expected stream, full or both)", v);
+      return false;
+    }
+    a->corun_mode = v;
+    break;
+  case F_CACHE_PRESSURE: a->pressure = v; break;
+  case F_LIMITS:
+    if (strcmp(v, "auto") && strcmp(v, "again") && strcmp(v, "quick") && strcmp(v, "none")) {
+      cli_error("--limits: unknown value '%s' (expected auto, again, quick or none)", v);
+      return false;
+    }
+    a->limits = v;
+    break;
+  case F_CORE_TYPES: a->core_types = true; break;
+  case F_TABLE:
+    if (strcmp(v, "measurements") && strcmp(v, "profiles")) {
+      cli_error("--table: unknown table '%s' (expected measurements or profiles)", v);
+      return false;
+    }
+    a->table = v;
     break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;
@@ -784,6 +968,30 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_CLAIM_TIMEOUT:
     if (!double_flag(name, v, 0.5, 86400, &a->claim_timeout)) return false;
     break;
+  case F_PREDICTOR:
+    if (!*v) {
+      cli_error("--predictor: empty file name");
+      return false;
+    }
+    a->predictor = v;
+    break;
+  case F_SPLIT:
+    if (strcmp(v, "workload") && strcmp(v, "model")) {
+      cli_error("--split: unknown split '%s' (expected workload or model; never random rows)", v);
+      return false;
+    }
+    a->split = v;
+    break;
+  case F_FOLDS:
+    if (!int_flag(name, v, 2, 100, &a->folds)) return false;
+    break;
+  case F_TEST_MODELS: a->test_models = v; break;
+  case F_ROUNDS:
+    if (!int_flag(name, v, 1, 100000, &a->rounds)) return false;
+    break;
+  case F_MEMBERS:
+    if (!int_flag(name, v, 1, 16, &a->members)) return false;
+    break;
   case F_COUNT: break;
   }
   return true;
@@ -793,7 +1001,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   memset(a, 0, sizeof *a);
   a->cmd = cmd;
   a->mo = ob_measure_opts_default();
-  if (cmd == CLI_CMD_TUNE || cmd == CLI_CMD_DB) a->db_path = "./opbench.db";
+  if (cmd == CLI_CMD_TUNE || cmd == CLI_CMD_DB || cmd == CLI_CMD_PROFILE || cmd == CLI_CMD_REPORT)
+    a->db_path = "./opbench.db";
   if (cmd == CLI_CMD_TUNE) {
     a->tuner = "xgb";
     a->trials = 200;
@@ -809,11 +1018,12 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     if (strcmp(arg, "-h") == 0) arg = "--help";
     if (strcmp(arg, "-v") == 0) arg = "--verbose";
     if (arg[0] != '-' || arg[1] == '\0') {
-      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE || cmd == CLI_CMD_TUNE) && !a->op) {
+      if ((cmd == CLI_CMD_OP || cmd == CLI_CMD_SPACE || cmd == CLI_CMD_TUNE || cmd == CLI_CMD_PROFILE) &&
+          !a->op) {
         a->op = arg;
         continue;
       }
-      if ((cmd == CLI_CMD_DB || cmd == CLI_CMD_FLEET) && !a->action) {
+      if ((cmd == CLI_CMD_DB || cmd == CLI_CMD_FLEET || cmd == CLI_CMD_PREDICT) && !a->action) {
         a->action = arg;
         continue;
       }
@@ -889,6 +1099,18 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       cli_error("--op/--shape and --workload exclude each other; give one");
       return false;
     }
+    if (a->table && strcmp(a->action, "export")) {
+      cli_error("--table is for 'opbench db export'");
+      return false;
+    }
+    if (a->table && !strcmp(a->table, "profiles") && !strcmp(a->format, "autotvm")) {
+      cli_error("--format %s: the profiles table exports as csv or jsonl", a->format);
+      return false;
+    }
+    if ((!a->table || strcmp(a->table, "profiles")) && !strcmp(a->format, "jsonl")) {
+      cli_error("--format jsonl is for --table profiles (measurements: csv or autotvm)");
+      return false;
+    }
     if (a->shape && !a->op) {
       cli_error("--shape needs --op OP");
       return false;
@@ -926,9 +1148,52 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       return false;
     }
   }
+  if (cmd == CLI_CMD_PREDICT) {
+    static const char *const actions[] = {"train", "eval", "corr", "turnaround", "corun", "nash"};
+    bool known = !a->action;
+    for (size_t i = 0; a->action && i < sizeof actions / sizeof actions[0]; i++)
+      known |= !strcmp(a->action, actions[i]);
+    if (!known) {
+      cli_error("'opbench predict': unknown action '%s' (expected train, eval, corr, turnaround, corun, nash, "
+                "or none with --op OP --shape ...)", a->action);
+      return false;
+    }
+    if (!a->db_path) a->db_path = "./opbench.db";
+    if (!a->action && !a->op) {
+      cli_error("'opbench predict' needs --op OP --shape ... (or an action: train, eval, corr, turnaround, corun, nash)");
+      return false;
+    }
+    if (a->action && !strcmp(a->action, "train") && !a->out) {
+      cli_error("'opbench predict train' needs --out FILE (the model file to write)");
+      return false;
+    }
+    if (a->split && !strcmp(a->split, "model") && !a->test_models) {
+      cli_error("--split model needs --test-models NAME[,NAME...] (the held-out models)");
+      return false;
+    }
+    return true;
+  }
   if (cmd == CLI_CMD_TUNE && !a->op) {
     cli_error("'opbench tune' needs --op OP (see opbench ops)");
     return false;
+  }
+  if (cmd == CLI_CMD_REPORT && !a->out) {
+    cli_error("'opbench report' needs --out DIR (the folder for the page and its plots)");
+    return false;
+  }
+  if (cmd == CLI_CMD_REPORT) return true;
+  if (cmd == CLI_CMD_PROFILE) {
+    int given = (a->op != NULL) + (a->suite != NULL) + (a->modelname != NULL || a->modelpath != NULL);
+    if (given != 1) {
+      cli_error("'opbench profile' needs one of: an operator (OP --shape ...), --suite FILE|resnet18, "
+                "or a model (--modelname M)");
+      return false;
+    }
+    if (a->shape && !a->op) {
+      cli_error("--shape needs an operator");
+      return false;
+    }
+    return true;
   }
   bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE ||
                    cmd == CLI_CMD_SCHEDULE;

@@ -4,11 +4,13 @@
  * geometric mean of GFLOPS and the count-weighted total latency. The
  * suite's entries and their tasks belong to this file and are freed on
  * every path.
- * --search finds each workload's best config over all templates of its
- * operator (ob_search_best); --vs onednn measures oneDNN (--vs cudnn:
- * cuDNN and cuBLAS on a CUDA GPU) on the same workloads in the same run
- * and prints speed ratios (the library's time /
- * opbench time). */
+ * --search finds each workload's best config over the templates of its
+ * operator for the target (ob_search_best), --template / --no-winograd
+ * narrowing them; --vs onednn measures oneDNN on the same workloads in the
+ * same process, its direct convolution and, where it has one, its Winograd
+ * algorithm, and prints speed ratios (oneDNN time / opbench time) against
+ * each and against the faster of the two ("vendor best"); --vs cudnn
+ * measures cuDNN and cuBLAS on a CUDA GPU the same way (no Winograd column). */
 #include "cli.h"
 
 #include "opbench/fleet.h"
@@ -22,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define BENCH_MAX_TMPLS 8
+
 typedef struct bench_entry {
   int line;
   char op[32];
@@ -30,17 +34,84 @@ typedef struct bench_entry {
   int64_t count;
   ob_workload wl;
   ob_task *task;
-  ob_measure_result res;          /* default config of the default template */
+  const char *tmpls[BENCH_MAX_TMPLS]; /* the templates it may use (static names) */
+  int ntmpls;
+  ob_measure_result res;          /* default config of the first template */
   bool searched;
   ob_measure_result best;         /* best found (res when not searched) */
   char best_tmpl[64];
   char best_cfg[512];
+  ob_tolerance best_tol;          /* what the best config was checked with */
   double search_s;
   int measured;
-  bool have_base;
-  ob_baseline_result base;
+  bool have_base, have_wino;
+  ob_baseline_result base;        /* oneDNN direct (or cuDNN/cuBLAS) */
+  ob_baseline_result wino;        /* oneDNN Winograd (error 1 where it has none) */
   char base_name[16];             /* "onednn", "cudnn" */
 } bench_entry;
+
+static bool is_winograd(const char *tmpl) { return strstr(tmpl, "winograd") != NULL; }
+
+/* Is `name` in the comma list `list`? */
+static bool in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n)) return true;
+    p = c ? c + 1 : NULL;
+  }
+  return false;
+}
+
+/* Every name of --template must be a template of some operator. */
+static bool check_template_list(const char *list) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    bool found = false;
+    for (int i = 0; i < ob_op_count() && !found; i++) {
+      const char *names[BENCH_MAX_TMPLS];
+      int nt = ob_op_templates(ob_op_name(i), names, BENCH_MAX_TMPLS);
+      for (int t = 0; t < nt && t < BENCH_MAX_TMPLS; t++) found |= !strcmp(names[t], tok);
+    }
+    if (!found) {
+      cli_error("--template: unknown template '%s' (see opbench ops)", tok);
+      return false;
+    }
+  }
+  if (!buf[0] || strstr(list, ",,") || list[strlen(list) - 1] == ',') {
+    cli_error("--template: malformed list '%s' (expected NAME[,NAME...])", list);
+    return false;
+  }
+  return true;
+}
+
+/* The templates entry e may use: its operator's, narrowed by --template
+ * (when the list names one of them; listed order first) and --no-winograd. */
+static bool entry_templates(const cli_args *a, const char *file, const ob_target *target, bench_entry *e) {
+  const char *names[BENCH_MAX_TMPLS];
+  int nt = ob_op_templates_for(e->op, target, names, BENCH_MAX_TMPLS);
+  if (nt > BENCH_MAX_TMPLS) nt = BENCH_MAX_TMPLS;
+  bool listed = false;
+  for (int t = 0; t < nt && a->tmpl; t++) listed |= in_list(a->tmpl, names[t]);
+  e->ntmpls = 0;
+  if (listed) { /* in the order of the list: its first is the default */
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", a->tmpl);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+      for (int t = 0; t < nt; t++)
+        if (!strcmp(names[t], tok) && !(a->no_winograd && is_winograd(names[t]))) e->tmpls[e->ntmpls++] = names[t];
+  } else {
+    for (int t = 0; t < nt; t++)
+      if (!(a->no_winograd && is_winograd(names[t]))) e->tmpls[e->ntmpls++] = names[t];
+  }
+  if (!e->ntmpls) {
+    cli_error("%s:%d: --template/--no-winograd leave no template for %s", file, e->line, e->op);
+    return false;
+  }
+  return true;
+}
 
 static void print_header(void) {
   printf("%3s %-8s %-36s %6s %6s %5s %10s %11s %7s %9s %7s %-9s  %s\n", "#", "workload", "shape",
@@ -49,9 +120,9 @@ static void print_header(void) {
 }
 
 static void print_vs_header(const char *vs) {
-  printf("%3s %-16s %-34s %4s %3s %5s %9s %9s %9s %8s %8s %8s  %s\n", "#", "workload", "shape", "str", "pad",
-         "count", "best", "default", vs ? vs : "-", vs ? "best/lib" : "-", vs ? "dflt/lib" : "-",
-         "search s", "best template / config");
+  printf("%3s %-16s %-34s %4s %3s %5s %9s %9s %9s %9s %8s %8s %8s %8s %8s  %s\n", "#", "workload", "shape", "str",
+         "pad", "count", "best", "default", vs ? vs : "-", vs ? "dnn-wino" : "-", vs ? "best/lib" : "-",
+         vs ? "dflt/lib" : "-", vs ? "best/win" : "-", vs ? "best/vb" : "-", "search s", "best template / config");
 }
 
 /* Speed ratio: baseline time / opbench time (> 1: opbench is faster). */
@@ -61,19 +132,44 @@ static double ratio(const ob_measure_result *r, const ob_baseline_result *b) {
              : b->timing.median_s / r->timing.median_s;
 }
 
+/* The faster of oneDNN's direct and Winograd results (NULL: neither ran). */
+static const ob_baseline_result *vendor_best(const bench_entry *e) {
+  const ob_baseline_result *b = e->have_base && !e->base.error_no ? &e->base : NULL;
+  if (e->have_wino && !e->wino.error_no && (!b || e->wino.timing.median_s < b->timing.median_s)) b = &e->wino;
+  return b;
+}
+
+static bool tol_is_default(ob_tolerance t) {
+  ob_tolerance d = ob_tolerance_default();
+  return t.rtol == d.rtol && t.atol == d.atol;
+}
+
 static void print_vs_row(int i, const bench_entry *e) {
   printf("%3d %-16s %-34s %4s %3s %5lld", i + 1, e->op, e->shape, e->stride[0] ? e->stride : "-",
          e->pad[0] ? e->pad : "-", (long long)e->count);
   printf(" %9.2f %9.2f", e->best.error_no ? 0 : e->best.gflops, e->res.error_no ? 0 : e->res.gflops);
+  if (e->have_base && !e->base.error_no) printf(" %9.2f", e->base.gflops);
+  else printf(" %9s", e->have_base ? "err" : "-");
+  if (e->have_wino && !e->wino.error_no) printf(" %9.2f", e->wino.gflops);
+  else printf(" %9s", "-");
   if (e->have_base && !e->base.error_no)
-    printf(" %9.2f %8.3f %8.3f", e->base.gflops, ratio(&e->best, &e->base), ratio(&e->res, &e->base));
-  else if (e->have_base)
-    printf(" %9s %8s %8s", "err", "-", "-");
+    printf(" %8.3f %8.3f", ratio(&e->best, &e->base), ratio(&e->res, &e->base));
   else
-    printf(" %9s %8s %8s", "-", "-", "-");
-  printf(" %8.1f  %s %s\n", e->search_s, e->best_tmpl, e->best_cfg);
+    printf(" %8s %8s", "-", "-");
+  if (e->have_wino && !e->wino.error_no) printf(" %8.3f", ratio(&e->best, &e->wino));
+  else printf(" %8s", "-");
+  const ob_baseline_result *vb = vendor_best(e);
+  if (vb) printf(" %8.3f", ratio(&e->best, vb));
+  else printf(" %8s", "-");
+  printf(" %8.1f  %s %s", e->search_s, e->best_tmpl, e->best_cfg);
+  if (is_winograd(e->best_tmpl) || !tol_is_default(e->best_tol)) /* F(6x6) checks at the direct atol */
+    printf(" (checked at rtol %.0e, atol %.0e)", e->best_tol.rtol, e->best_tol.atol);
+  printf("\n");
   if (e->have_base && e->base.error_no)
     printf("    %s: error %d %s: %.200s\n", e->base_name, e->base.error_no, ob_merr_str(e->base.error_no), e->base.message);
+  if (e->have_wino && e->wino.error_no && e->wino.error_no != OB_MERR_INSTANTIATION)
+    printf("    onednn winograd: error %d %s: %.200s\n", e->wino.error_no, ob_merr_str(e->wino.error_no),
+           e->wino.message);
 }
 
 static void print_row(int i, const bench_entry *e, bool measured) {
@@ -234,8 +330,11 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cli_error("--vs measures a baseline here; it does not go with --fleet");
     goto done;
   }
+  if (a->tmpl && !check_template_list(a->tmpl)) goto done;
   /* through a fleet the workers build and run: they say what they can run */
   if (!cli_target(ctx, a, !a->dry_run && !a->fleet, &target)) goto done;
+  for (int i = 0; i < n; i++)
+    if (!entry_templates(a, file, target, &es[i])) goto done;
 
   if (a->dry_run) {
     print_header();
@@ -246,8 +345,16 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   }
 
   for (int i = 0; i < n; i++) {
-    if (ob_task_new(ctx, &es[i].wl, NULL, target, &es[i].task) != OB_OK) {
-      cli_error("%s:%d: %s", file, es[i].line, ob_ctx_errmsg(ctx));
+    /* the default: the first of its templates that takes the workload (a
+     * Winograd template takes only 3x3 stride-1 convolutions) */
+    bench_entry *e = &es[i];
+    ob_status st = OB_ERR_UNSUPPORTED;
+    for (int t = 0; t < e->ntmpls && st == OB_ERR_UNSUPPORTED; t++) {
+      st = ob_task_new(ctx, &e->wl, e->tmpls[t], target, &e->task);
+      if (st == OB_ERR_UNSUPPORTED && t + 1 < e->ntmpls) ob_ctx_clear_error(ctx);
+    }
+    if (st != OB_OK) {
+      cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
       goto done;
     }
   }
@@ -282,12 +389,12 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   const char *bname = base ? ob_baseline_name(base) : "-";
   for (int i = 0; i < n; i++) snprintf(es[i].base_name, sizeof es[i].base_name, "%s", bname);
   bool wide = a->vs || a->search_budget;
-  int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0;
+  int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0, nvb = 0, worst_vb = -1, worst_dnn = -1;
   const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
   char number_text[48];
   if (asked.number > 0) snprintf(number_text, sizeof number_text, "%d", asked.number);
   else snprintf(number_text, sizeof number_text, "adaptive (floor %g ms)", asked.min_repeat_ms);
-  double logsum = 0, total_ms = 0, log_best = 0, log_dflt = 0;
+  double logsum = 0, total_ms = 0, log_best = 0, log_dflt = 0, log_vb = 0;
   for (int i = 0; i < n; i++) {
     bench_entry *e = &es[i];
     ob_config cfg = ob_task_default_config(e->task);
@@ -296,18 +403,22 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
     e->best = e->res;
+    e->best_tol = ob_task_tolerance(e->task, &cfg);
     snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", ob_task_template(e->task));
     char *cs = ob_config_str(&cfg);
     snprintf(e->best_cfg, sizeof e->best_cfg, "%s", cs ? cs : "");
     free(cs);
     if (a->search_budget) {
-      const char *names[8];
-      int nt = ob_op_templates_for(e->op, target, names, 8);
-      for (int t = 0; t < nt && t < 8; t++) {
+      for (int t = 0; t < e->ntmpls; t++) {
         ob_task *tk = NULL;
         ob_search_result sr;
         ob_search_opts so = {.budget = a->search_budget, .seed = a->mo.seed + (uint64_t)i};
-        if (ob_task_new(ctx, &e->wl, names[t], target, &tk) != OB_OK) {
+        ob_status tst = ob_task_new(ctx, &e->wl, e->tmpls[t], target, &tk);
+        if (tst == OB_ERR_UNSUPPORTED) { /* the template does not take this workload */
+          ob_ctx_clear_error(ctx);
+          continue;
+        }
+        if (tst != OB_OK) {
           cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
           goto done;
         }
@@ -317,7 +428,8 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
           e->measured += sr.measured;
           if (e->best.error_no || sr.best_result.timing.median_s < e->best.timing.median_s) {
             e->best = sr.best_result;
-            snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", names[t]);
+            e->best_tol = ob_task_tolerance(tk, &sr.best);
+            snprintf(e->best_tmpl, sizeof e->best_tmpl, "%s", e->tmpls[t]);
             cs = ob_config_str(&sr.best);
             snprintf(e->best_cfg, sizeof e->best_cfg, "%s", cs ? cs : "");
             free(cs);
@@ -337,24 +449,45 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         goto done;
       }
       e->have_base = true;
+      if (!gpu_vs && !strcmp(e->op, "conv2d")) { /* oneDNN's Winograd: CPU only */
+        if (ob_baseline_measure_alg(base, &e->wl, OB_BASELINE_ALG_WINOGRAD, &a->mo.timing, a->mo.seed,
+                                    &e->wino) != OB_OK) {
+          cli_error("%s:%d: onednn winograd: %s", file, e->line, ob_ctx_errmsg(ctx));
+          goto done;
+        }
+        e->have_wino = true;
+      }
       double rb = ratio(&e->best, &e->base), rd = ratio(&e->res, &e->base);
       if (rb > 0 && rd > 0) {
         log_best += log(rb);
         log_dflt += log(rd);
         nratio++;
+        if (worst_dnn < 0 || rb < ratio(&es[worst_dnn].best, &es[worst_dnn].base)) worst_dnn = i;
+      }
+      const ob_baseline_result *vb = vendor_best(e);
+      double rv = vb ? ratio(&e->best, vb) : 0;
+      if (rv > 0) {
+        log_vb += log(rv);
+        nvb++;
+        if (worst_vb < 0 || rv < ratio(&es[worst_vb].best, vendor_best(&es[worst_vb]))) worst_vb = i;
       }
     }
     if (wide && !a->json) {
       if (i == 0) {
         printf("suite %s: %d workloads, target %s, %d thread(s), number %s, repeat %d, %s caches, "
-               "search %s, baseline %s%s%s\n",
+               "search %s, templates %s%s, baseline %s; GFLOPS columns, ratios = %s time / opbench time\n",
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
                a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
-               a->search_budget ? "on" : "off",
-               base ? ob_baseline_describe(base) : "none", a->search_budget ? "" : "",
-               gpu_vs ? "; GFLOPS columns, ratios = cuDNN/cuBLAS time / opbench time"
-                      : "; GFLOPS columns, ratios = oneDNN time / opbench time");
+               a->search_budget ? "on" : "off", a->tmpl ? a->tmpl : "all", a->no_winograd ? " (no Winograd)" : "",
+               base ? ob_baseline_describe(base) : "none", gpu_vs ? "cuDNN/cuBLAS" : "oneDNN");
         if (tnote) printf("device: %s\n", tnote);
+        ob_tolerance dt = ob_tolerance_default(), w2 = ob_winograd_tolerance(2), w4 = ob_winograd_tolerance(4),
+                     w6 = ob_winograd_tolerance(6);
+        printf("Winograd GFLOPS (opbench's and oneDNN's) count the direct convolution's nominal FLOPs. "
+               "Checks: |got-ref| <= rtol*|ref| + atol*sqrt(reduction)*max(max|ref|,1); direct rtol %.0e atol %.0e; "
+               "Winograd F(2x2,3x3) rtol %.0e atol %.0e, F(4x4,3x3) rtol %.0e atol %.0e, F(6x6,3x3) rtol %.0e "
+               "atol %.0e (oneDNN's Winograd, its tile its own, at the widest: F(6x6,3x3)'s)\n",
+               dt.rtol, dt.atol, w2.rtol, w2.atol, w4.rtol, w4.atol, w6.rtol, w6.atol);
         print_vs_header(base ? bname : NULL);
       }
       print_vs_row(i, e);
@@ -443,6 +576,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         cJSON_AddNumberToObject(o, "search_s", e->search_s);
         cJSON_AddNumberToObject(o, "configs_measured", e->measured);
       }
+      if (e->searched) {
+        cJSON_AddNumberToObject(o, "best_rtol", e->best_tol.rtol);
+        cJSON_AddNumberToObject(o, "best_atol", e->best_tol.atol);
+      }
       if (e->have_base) {
         char k1[64], k2[64], k3[64], k4[64], k5[64];
         snprintf(k1, sizeof k1, "%s_error_no", bname);
@@ -460,6 +597,19 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         cJSON_AddStringToObject(o, k4, e->base.impl);
         cJSON_AddNumberToObject(o, "ratio_best", ratio(&e->best, &e->base));
         cJSON_AddNumberToObject(o, "ratio_default", ratio(&e->res, &e->base));
+        const ob_baseline_result *vb = vendor_best(e);
+        cJSON_AddNumberToObject(o, "ratio_vendor_best", vb ? ratio(&e->best, vb) : 0);
+      }
+      if (e->have_wino) {
+        cJSON_AddNumberToObject(o, "onednn_winograd_error_no", e->wino.error_no);
+        cJSON_AddNumberToObject(o, "onednn_winograd_gflops", e->wino.gflops);
+        cJSON_AddNumberToObject(o, "onednn_winograd_median_ms", e->wino.timing.median_s * 1e3);
+        if (e->wino.error_no == OB_MERR_NONE) {
+          cJSON *wt = cJSON_AddObjectToObject(o, "onednn_winograd_timing");
+          cli_timing_json(wt, &e->wino.timing);
+        }
+        cJSON_AddStringToObject(o, "onednn_winograd_impl", e->wino.impl);
+        cJSON_AddNumberToObject(o, "ratio_winograd", ratio(&e->best, &e->wino));
       }
       cJSON_AddItemToArray(arr, o);
     }
@@ -470,8 +620,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "below_resolution", nbelow);
     cJSON_AddNumberToObject(root, "emulated", nemu); /* workloads timed under an emulator */
     if (base) {
+      cJSON_AddNumberToObject(root, "geomean_ratio_vendor_best", nvb ? exp(log_vb / nvb) : 0);
       cJSON_AddNumberToObject(root, "geomean_ratio_best", nratio ? exp(log_best / nratio) : 0);
       cJSON_AddNumberToObject(root, "geomean_ratio_default", nratio ? exp(log_dflt / nratio) : 0);
+      if (worst_vb >= 0) cJSON_AddNumberToObject(root, "worst_vendor_best_line", es[worst_vb].line);
     }
     if (!(json = cJSON_Print(root))) {
       cli_error("out of memory printing JSON");
@@ -494,10 +646,26 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
              "against the reference, but their times and GFLOPS are not performance figures\n",
              nemu);
     printf("geomean GFLOPS (default configs): %.2f\n", geomean);
-    if (base)
+    if (base) {
+      if (worst_dnn >= 0) {
+        const bench_entry *w = &es[worst_dnn];
+        printf("worst layer vs %s direct: #%d %s %s stride %s pad %s: %.3f (%s)\n", bname, worst_dnn + 1, w->op,
+               w->shape, w->stride[0] ? w->stride : "-", w->pad[0] ? w->pad : "-", ratio(&w->best, &w->base),
+               w->best_tmpl);
+      }
+      if (worst_vb >= 0) {
+        const bench_entry *w = &es[worst_vb];
+        const ob_baseline_result *vb = vendor_best(w);
+        printf("worst layer vs vendor best: #%d %s %s stride %s pad %s: %.3f (%s against %s %s)\n", worst_vb + 1,
+               w->op, w->shape, w->stride[0] ? w->stride : "-", w->pad[0] ? w->pad : "-", ratio(&w->best, vb),
+               w->best_tmpl, bname, vb == &w->wino ? "winograd" : "direct");
+      }
+      printf("geomean speed ratio opbench/vendor-best: %.3f%s\n", nvb ? exp(log_vb / nvb) : 0,
+             nvb < n ? " (workloads where either side failed excluded)" : "");
       printf("geomean speed ratio opbench/%s: %.3f (default: %.3f)%s\n", bname,
              nratio ? exp(log_best / nratio) : 0, nratio ? exp(log_dflt / nratio) : 0,
              nratio < n ? " (workloads where either side failed excluded)" : "");
+    }
   }
   fflush(stdout);
   if (nfail) {

@@ -32,6 +32,9 @@ typedef enum cli_cmd {
   CLI_CMD_SCHEDULE,
   CLI_CMD_WORKER,
   CLI_CMD_FLEET,
+  CLI_CMD_PROFILE,
+  CLI_CMD_REPORT,
+  CLI_CMD_PREDICT,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -54,6 +57,7 @@ typedef struct cli_args {
   bool build_only;   /* op, bench: build and check launch limits, do not run */
   const char *vs;    /* bench: baseline to measure beside opbench ("onednn") */
   int search_budget; /* bench: configs per template to search; 0: defaults only */
+  bool no_winograd;  /* bench: leave out the Winograd templates */
   int verbose;
   /* tune */
   const char *tuner;       /* --tuner (default xgb) */
@@ -105,6 +109,27 @@ typedef struct cli_args {
   const char *fleet_key;   /* --fleet-key FILE */
   int max_jobs;            /* worker: --max-jobs N (0: serve until stopped) */
   double claim_timeout;    /* worker: --claim-timeout S (0: the default) */
+  /* profile */
+  const char *sizes;       /* --sizes GRID */
+  const char *threads_list;/* --threads 1,2 (profile: a list) */
+  const char *core_sets;   /* --cores 0/1/0-1 (profile: sets separated by '/') */
+  const char *knobs;       /* --knobs base|neighbours[:N]|random:N */
+  const char *corun_spec[16]; /* --corun OP:SHAPE (repeatable) | tasks */
+  int ncorun_spec;
+  const char *corun_mode;  /* --corun-mode stream|full|both */
+  const char *pressure;    /* --cache-pressure MIB[,MIB...] */
+  const char *limits;      /* --limits auto|again|quick|none */
+  bool core_types;         /* --core-types */
+  /* report */
+  const char *schedules[16]; /* --schedule FILE (repeatable) */
+  int nschedules;
+  const char *table;       /* db export --table measurements|profiles */
+  /* predict (and schedule --predictor) */
+  const char *predictor;   /* --predictor FILE: a model file of opbench predict train */
+  const char *split;       /* --split workload|model (default workload) */
+  const char *test_models; /* --test-models a,b: the held-out models of --split model */
+  int folds;               /* --folds K (default 5) */
+  int rounds, members;     /* --rounds, --members (0: the trainer's defaults) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -158,6 +183,9 @@ int cli_cmd_fleet(ob_ctx *ctx, const cli_args *a);
 /* The fleet measurer of --fleet (fleet.c): the client (caller frees with
  * ob_fleet_client_free), or NULL after printing the error. */
 struct ob_fleet_client *cli_fleet_client(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_profile(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_report(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_predict(ob_ctx *ctx, const cli_args *a);
 /* Loads the model of the flags (zero_weights: weights left zero, for
  * commands that only count or plan); prints the error and returns NULL. */
 struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);

@@ -415,6 +415,17 @@ static int cmd_stats(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
 
 static int cmd_export(ob_ctx *ctx, ob_db *db, const cli_args *a, const sel *s) {
   int64_t n = 0;
+  if (a->table && !strcmp(a->table, "profiles")) {
+    /* the profiler's dataset: a column per feature and workload attribute */
+    ob_db_profile_filter pf = {.host = s->f.key.host, .workload = s->f.key.workload,
+                               .target = s->f.key.target, .op = s->f.op, .ok_only = s->f.ok_only};
+    if (ob_db_export_profiles(db, &pf, a->format, a->out, &n) != OB_OK)
+      return cli_error("db export: %s", ob_ctx_errmsg(ctx));
+    fflush(stdout);
+    fprintf(stderr, "opbench: exported %lld profile points as %s to %s\n", (long long)n,
+            !strcmp(a->format, "jsonl") ? "JSON lines" : "CSV", strcmp(a->out, "-") ? a->out : "stdout");
+    return 0;
+  }
   bool autotvm = !strcmp(a->format, "autotvm");
   ob_status st = autotvm ? ob_db_export_autotvm(db, &s->f, a->out, ob_op_autotvm_map(), NULL,
                                                 NULL, NULL, &n)

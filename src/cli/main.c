@@ -23,6 +23,10 @@ static void usage(FILE *f) {
           "  schedule --modelname M  inter-operator schedules (sequential, greedy, IOS) on core groups\n"
           "  worker --broker URL --device-key KEY   serve a fleet's measurement jobs\n"
           "  fleet status|keygen     a fleet's devices and queues; a new fleet key\n"
+          "  profile OP|--suite|--modelname  sweep sizes, threads, cores, knobs, co-runners and cache\n"
+          "                          pressure; every point a record (resumable)\n"
+          "  report --db FILE --out DIR   an HTML page with plots of the database\n"
+          "  predict [train|eval|corr|turnaround|corun|nash]   latency predictors from the records\n"
           "  opbench <command> --help   flags of a command\n"
           "  opbench --version\n");
 }
@@ -67,7 +71,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, worker or fleet)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, worker, fleet, profile, report or predict)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -96,6 +100,9 @@ int main(int argc, char **argv) {
   case CLI_CMD_SCHEDULE: rc = cli_cmd_schedule(ctx, &args); break;
   case CLI_CMD_WORKER: rc = cli_cmd_worker(ctx, &args); break;
   case CLI_CMD_FLEET: rc = cli_cmd_fleet(ctx, &args); break;
+  case CLI_CMD_PROFILE: rc = cli_cmd_profile(ctx, &args); break;
+  case CLI_CMD_REPORT: rc = cli_cmd_report(ctx, &args); break;
+  case CLI_CMD_PREDICT: rc = cli_cmd_predict(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:

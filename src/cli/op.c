@@ -212,6 +212,9 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     for (int i = 0; i < tm->ncosts; i++)
       cJSON_AddItemToArray(costs, cJSON_CreateNumber(tm->costs[i] * 1e3));
     cJSON_AddNumberToObject(root, "flops", ob_task_flops(task));
+    ob_tolerance tol = ob_task_tolerance(task, &cfg);
+    cJSON_AddNumberToObject(root, "check_rtol", tol.rtol);
+    cJSON_AddNumberToObject(root, "check_atol", tol.atol);
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
     /* what was used (a failed run times nothing: the request then) */
     if (res.error_no == OB_MERR_NONE) {
@@ -242,10 +245,14 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     printf("config json %s\n", cfg_json);
     if (gpu && launch.gpu) print_launch(&launch);
     printf("error      %d (%s)\n", res.error_no, ob_merr_str(res.error_no));
+    ob_tolerance tol = ob_task_tolerance(task, &cfg);
+    printf("check      |got - ref| <= %.0e * |ref| + %.0e * sqrt(reduction) * max(max|ref|, 1) + 1e-6%s\n",
+           tol.rtol, tol.atol, strstr(ob_task_template(task), "winograd") ? " (Winograd's own)" : "");
     if (res.error_no == OB_MERR_NONE) {
       printf("median     %.4g ms\n", tm->median_s * 1e3);
       printf("mean       %.4g ms\n", tm->mean_s * 1e3);
-      printf("GFLOPS     %.2f\n", res.gflops);
+      printf("GFLOPS     %.2f%s\n", res.gflops,
+             strstr(ob_task_template(task), "winograd") ? " (the direct convolution's nominal FLOPs)" : "");
       printf("CV         %.2f %%\n", tm->cv * 100.0);
       printf("costs ms   ");
       print_ms_list(&res);

@@ -58,6 +58,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   ob_schedule *given = NULL;
   row rows[3] = {{"sequential", NULL, {0}, false}, {"greedy", NULL, {0}, false}, {"ios", NULL, {0}, true}};
   cJSON *j = NULL;
+  ob_sched_predictor_model pm = {0};
   if (!g) return rc;
   ob_graph_pass_stats ps = {0};
   if (!a->no_passes && ob_graph_optimize(ctx, g, 0, &ps) != OB_OK) {
@@ -82,6 +83,19 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
            "x k^%g), bytes / (%g GB/s x k^%g)) at k threads, co-run slowdown %g, barrier 1 us",
            fm.overhead_s * 1e6, fm.sync_s * 1e6, fm.gflops_per_core, fm.efficiency, fm.gbps_per_core, fm.efficiency, corun);
   ob_sched_predict_opts po = {.latency = ob_sched_flops_latency, .user = &fm, .barrier_s = 1e-6, .name = model_text};
+  pm.fallback = fm;
+  if (a->predictor) {
+    if (ob_predictor_load(ctx, a->predictor, &pm.predictor) != OB_OK) {
+      cli_error("--predictor: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    snprintf(model_text, sizeof model_text,
+             "predicted, not measured: per-operator latencies from the predictor %s (default configs), the FLOPs "
+             "model for operators it cannot describe, co-run slowdown %g, barrier 1 us",
+             a->predictor, corun);
+    po.latency = ob_sched_predictor_latency;
+    po.user = &pm;
+  }
   for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
     for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = corun;
   if (ob_stage_cost_predicted(ctx, &po, &cost) != OB_OK) {
@@ -209,8 +223,12 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   if (a->print_stages) print_stages(u, chosen);
   if (a->schedule_out) printf("wrote %s: the %s schedule (%d stages)\n", a->schedule_out, pick, ob_schedule_stage_count(chosen));
   if (a->timeline) printf("wrote %s: timeline of the %s schedule (gnuplot)\n", a->timeline, pick);
+  if (a->predictor && !a->json)
+    printf("predictor  %lld node latencies from %s, %lld from the FLOPs model (kinds it has no records of)\n",
+           (long long)pm.predicted, a->predictor, (long long)pm.fallbacks);
   rc = 0;
 done:
+  ob_predictor_free(pm.predictor);
   cJSON_Delete(j);
   for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
   ob_schedule_free(given);

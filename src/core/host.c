@@ -161,3 +161,44 @@ ob_status ob_host_detect(ob_ctx *ctx, ob_host *out) {
   *out = h;
   return OB_OK;
 }
+
+ob_status ob_host_cpukinds(ob_ctx *ctx, ob_cpukind *kinds, int cap, int *n) {
+  OB_ASSERT(kinds && cap >= 1 && n);
+  *n = 0;
+  hwloc_topology_t topo;
+  if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0)
+    return ob_fail(ctx, OB_ERR_SYSTEM, "hwloc: cannot load the topology");
+  int nk = hwloc_cpukinds_get_nr(topo, 0);
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  for (int k = 0; set && k < nk && *n < cap; k++) {
+    int eff = -1;
+    unsigned ninfos = 0;
+    struct hwloc_info_s *infos = NULL;
+    if (hwloc_cpukinds_get_info(topo, (unsigned)k, set, &eff, &ninfos, &infos, 0) != 0) continue;
+    ob_cpukind *o = &kinds[*n];
+    memset(o, 0, sizeof *o);
+    o->efficiency = eff;
+    snprintf(o->name, sizeof o->name, "kind %d", k);
+    for (unsigned i = 0; i < ninfos; i++)
+      if (!strcmp(infos[i].name, "CoreType") || !strcmp(infos[i].name, "FrequencyMaxMHz"))
+        snprintf(o->name, sizeof o->name, "%s %s", infos[i].name, infos[i].value);
+    int cpu;
+    hwloc_bitmap_foreach_begin(cpu, set) {
+      if (o->ncpus < OB_CPUKIND_MAX_CPUS) o->cpus[o->ncpus++] = cpu;
+    }
+    hwloc_bitmap_foreach_end();
+    if (o->ncpus) (*n)++;
+  }
+  hwloc_bitmap_free(set);
+  hwloc_topology_destroy(topo);
+  if (*n == 0) { /* no kinds reported: one kind, every online CPU */
+    ob_cpukind *o = &kinds[0];
+    memset(o, 0, sizeof *o);
+    snprintf(o->name, sizeof o->name, "all");
+    o->efficiency = -1;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int c = 0; c < online && c < OB_CPUKIND_MAX_CPUS; c++) o->cpus[o->ncpus++] = c;
+    *n = 1;
+  }
+  return OB_OK;
+}

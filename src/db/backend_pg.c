@@ -465,7 +465,8 @@ static ob_status inspect(ob_db *db, int64_t *ntables, long *version) {
   free(v);
   *version = ver;
   if (ver > OB_DB_SCHEMA_VERSION) return OB_OK;
-  for (int i = 0; i < ob_db_schema_ntables; i++) {
+  int nwant = ver >= 3 ? ob_db_schema_ntables : OB_DB_SCHEMA_V2_TABLES; /* older: refused by the caller */
+  for (int i = 0; i < nwant; i++) {
     bool have;
     if ((s = pg_table_exists(db, ob_db_schema_tables[i], &have))) return s;
     if (!have)
@@ -486,6 +487,7 @@ static ob_status create_schema(ob_db *db, long *version) {
   if (!s) s = inspect(db, &n, version);
   if (!s && n == 0) {
     if ((rc = pg_exec(db, ob_db_schema_sql))) s = pg_fail(db, rc, "creating the schema");
+    if (!s && (rc = pg_exec(db, ob_db_schema_v3))) s = pg_fail(db, rc, "creating the profiler's tables");
     if (!s) s = ob_db_schema_meta(db);
     *version = OB_DB_SCHEMA_VERSION;
   }

@@ -170,7 +170,8 @@ static ob_status inspect(ob_db *db, int64_t *nobjects, long *version) {
   if (ver > OB_DB_SCHEMA_VERSION) return OB_OK; /* refused by the caller, with its version */
   /* Every table of the schema: one dropped by hand or lost to damage would
    * otherwise surface halfway through a run, after the work it costs. */
-  for (int i = 0; i < ob_db_schema_ntables; i++) {
+  int ntables = ver >= 3 ? ob_db_schema_ntables : OB_DB_SCHEMA_V2_TABLES;
+  for (int i = 0; i < ntables; i++) {
     bool have;
     if ((s = sq_table_exists(db, ob_db_schema_tables[i], &have))) return s;
     if (!have)
@@ -191,6 +192,7 @@ static ob_status create_schema(ob_db *db, long *version) {
   s = inspect(db, &nobj, version);
   if (!s && nobj == 0) {
     int rc = sqlite3_exec(conn(db), ob_db_schema_sql, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(conn(db), ob_db_schema_v3, NULL, NULL, NULL);
     if (rc == SQLITE_OK) {
       char pragma[64];
       snprintf(pragma, sizeof pragma, "PRAGMA application_id = %d", OB_DB_APPLICATION_ID);
@@ -222,6 +224,15 @@ static ob_status migrate(ob_db *db, long *version) {
     if (!s) {
       ob_log(db->ctx, OB_LOG_INFO, "database '%s': upgraded schema version 1 to 2", db->path);
       *version = 2;
+    }
+  }
+  if (!s && *version == 2) {
+    int rc = sqlite3_exec(conn(db), ob_db_schema_v3, NULL, NULL, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(conn(db), ob_db_migrate_v3_sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) s = sq_fail(db, err(rc), "upgrading schema version 2 to 3");
+    if (!s) {
+      ob_log(db->ctx, OB_LOG_INFO, "database '%s': upgraded schema version 2 to 3", db->path);
+      *version = 3;
     }
   }
   if (s) {

@@ -49,7 +49,7 @@ const char ob_db_migrate_v2_sql[] =
     "INSERT INTO meta(key, value) VALUES ('upgraded_to_2_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
     " ON CONFLICT(key) DO UPDATE SET value = excluded.value;";
 
-/* The current schema (version 2). Measurement keys lead with the workload
+/* The current schema (version 3: this, then ob_db_schema_v3). Measurement keys lead with the workload
  * so that "all records of a workload" and "measured configs of a task" are
  * prefix scans; best queries use a partial index over error-free trials
  * ordered by median. The timing columns after `timestamp` came with
@@ -99,9 +99,12 @@ const char ob_db_schema_sql[] =
     "CREATE INDEX measurements_history_key ON measurements_history"
     " (workload_key, template, host, target, resources, config_index);";
 
+/* version 2's six, then version 3's three (ob_db_schema_v3) */
 const char *const ob_db_schema_tables[] = {"meta",         "hosts",
                                            "workloads",    "configs",
-                                           "measurements", "measurements_history"};
+                                           "measurements", "measurements_history",
+                                           "profiles",     "host_limits",
+                                           "tuning_runs"};
 const int ob_db_schema_ntables = sizeof ob_db_schema_tables / sizeof ob_db_schema_tables[0];
 
 ob_status ob_db_schema_meta(ob_db *db) {
@@ -125,6 +128,13 @@ ob_status ob_db_schema_meta(ob_db *db) {
   ob_db_finalize(st);
   return rc == OB_DB_DONE ? OB_OK : ob_db_sqlfail(db, rc, "creating the schema");
 }
+
+/* Version 2 -> 3 (SQLite only, as 1 -> 2): the profiler's tables
+ * (ob_db_schema_v3, profiles.c), empty, then this. */
+const char ob_db_migrate_v3_sql[] =
+    "UPDATE meta SET value = '3' WHERE key = 'schema_version';"
+    "INSERT INTO meta(key, value) VALUES ('upgraded_to_3_at', strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
+    " ON CONFLICT(key) DO UPDATE SET value = excluded.value;";
 
 #define OB_MEAS_COLS                                                                   \
   "host, workload_key, target, resources, template, config_index, error_no, error_msg, " \

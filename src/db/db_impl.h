@@ -123,13 +123,18 @@ struct ob_db {
                                transaction the caller opened */
 };
 
-/* The schema every back end creates (SQLite's dialect; see above), the
- * version-1 -> 2 upgrade (SQLite only: no version-1 store exists elsewhere),
- * and the tables an opbench store must have (confirmed is made on demand). */
+/* The schema every back end creates (SQLite's dialect; see above): a new
+ * store gets ob_db_schema_sql, then ob_db_schema_v3 (profiles.c), then
+ * ob_db_schema_meta. The version-1 -> 2 and 2 -> 3 upgrades (SQLite only:
+ * no older store exists elsewhere; 2 -> 3 runs ob_db_schema_v3 first), and
+ * the tables an opbench store must have (confirmed is made on demand): the
+ * first OB_DB_SCHEMA_V2_TABLES of them are a version-2 store's. */
 extern const char ob_db_schema_sql[];
 extern const char ob_db_migrate_v2_sql[];
+extern const char ob_db_migrate_v3_sql[];
 extern const char *const ob_db_schema_tables[];
 extern const int ob_db_schema_ntables;
+enum { OB_DB_SCHEMA_V2_TABLES = 6 };
 /* The rows of meta a new store gets (created_at: now, UTC, ISO 8601). */
 ob_status ob_db_schema_meta(ob_db *db);
 
@@ -161,6 +166,8 @@ static inline void ob_db_bind_int(ob_dbstmt *st, int i, int64_t v) { st->db->be-
 static inline void ob_db_bind_null(ob_dbstmt *st, int i) { st->db->be->bind_null(st, i); }
 static inline bool ob_db_col_null(ob_dbstmt *st, int i) { return st->db->be->col_null(st, i); }
 static inline int64_t ob_db_col_int(ob_dbstmt *st, int i) { return st->db->be->col_int64(st, i); }
+static inline void ob_db_bind_double(ob_dbstmt *st, int i, double v) { st->db->be->bind_double(st, i, v); }
+static inline double ob_db_col_double(ob_dbstmt *st, int i) { return st->db->be->col_double(st, i); }
 /* Binds text; NULL binds SQL NULL. */
 void ob_db_bind_text(ob_dbstmt *st, int i, const char *s);
 /* Binds a double; NAN (or infinity) binds NULL. */
@@ -202,6 +209,13 @@ typedef struct ob_db_out {
 } ob_db_out;
 OB_NODISCARD ob_status ob_db_out_open(ob_db *db, const char *path, ob_db_out *o);
 OB_NODISCARD ob_status ob_db_out_close(ob_db *db, ob_db_out *o, bool ok);
+
+/* The tables schema version 3 added (profiles.c): created with a new store
+ * (either back end) and by the upgrade from version 2. SQLite's dialect as
+ * above, so PostgreSQL takes it through ob_db_pg_translate. */
+extern const char ob_db_schema_v3[];
+/* Whether the store has table `name` (false on any error). */
+bool ob_db_has_table(ob_db *db, const char *name);
 
 /* Normalises a config entity (a JSON list, or an object with "entity") to
  * the compact list text; malloc'd into *out. OB_ERR_PARSE otherwise. */

@@ -311,15 +311,24 @@ static void union_dim(lctx *lc, region_dim *r, const region_dim *r2) {
   dense_dim(r, ob_e_int(lc->a, lo), hi - lo);
 }
 
+/* The accesses of a producer in its consumer's body. A body with more
+ * (a Winograd output transform reads alpha^2 x m^2 of them before its
+ * coefficient chains fold) marks the list full: the region is then the
+ * whole tensor, never too small. */
+#define OB_ACC_MAX 4096
 typedef struct acc_list {
-  ob_expr **idx[64];
+  ob_expr **idx[OB_ACC_MAX];
   int n;
+  bool full;
 } acc_list;
 
 static void collect_loads(const ob_expr *e, const ob_tensor *t, acc_list *out) {
   if (!e) return;
   if (e->kind == OB_E_LOAD) {
-    if (e->tensor == t && out->n < 64) out->idx[out->n++] = e->idx;
+    if (e->tensor == t) {
+      if (out->n < OB_ACC_MAX) out->idx[out->n++] = e->idx;
+      else out->full = true;
+    }
     for (int i = 0; i < e->n; i++) collect_loads(e->idx[i], t, out);
   }
   collect_loads(e->a, t, out);
@@ -367,6 +376,9 @@ static ob_expr *ivm_val(ivmap *m, const ob_ivar *iv) {
 typedef struct guard {
   ob_expr *cond;
   bool reduce; /* depends on a reduce axis: not for the init nest */
+  int depth;   /* > 0: a window guard (skip_padding), placed around the
+                  loop at this leaf position (the leaves before it define
+                  every variable it reads); 0: at the store */
 } guard;
 
 /* Root values from leaf values (the relations, walked backwards). */
@@ -383,6 +395,7 @@ static void derive_values(lctx *lc, ob_stage *st, ivmap *m, guard *g, int *ng) {
       if (ivm_ext(m, rel->outer) * ie != pe && g) {
         g[*ng].cond = ob_e_bin(a, OB_LT, v, ob_e_int(a, pe));
         g[*ng].reduce = rel->parent->kind == OB_IV_REDUCE;
+        g[*ng].depth = 0;
         (*ng)++;
       }
     } else {
@@ -414,7 +427,7 @@ static ob_stmt *for_of(lctx *lc, ob_ivar *v, ob_stmt *body) {
 static ob_stmt *guarded(lctx *lc, ob_stmt *body, guard *g, int ng, bool with_reduce) {
   ob_expr *cond = NULL;
   for (int i = 0; i < ng; i++) {
-    if (g[i].reduce && !with_reduce) continue;
+    if ((g[i].reduce && !with_reduce) || g[i].depth) continue;
     ob_expr *c = ob_simplify(lc->a, g[i].cond);
     int64_t v;
     if (ob_is_const(c, &v) && v) continue;
@@ -431,6 +444,7 @@ static ob_stmt *guarded(lctx *lc, ob_stmt *body, guard *g, int ng, bool with_red
 typedef struct emit_state {
   ob_stage *st;
   tinfo *ti;
+  ob_expr *body;    /* ti->body, with skip_padding's selects taken out */
   ivmap m;          /* main nest */
   ob_ivar *lv[64];  /* loop var per leaf */
   guard g[32];
@@ -454,7 +468,7 @@ static ob_expr *store_value(lctx *lc, emit_state *es, ob_expr *const *coords, ob
     from[st->ndim + r] = st->raxes[r];
     to[st->ndim + r] = ivm_val(&es->m, st->raxes[r]);
   }
-  ob_expr *v = to_bloads(lc, ob_expr_subst(lc->a, es->ti->body, n, from, to));
+  ob_expr *v = to_bloads(lc, ob_expr_subst(lc->a, es->body, n, from, to));
   if (!st->is_reduce || !v) return v;
   ob_expr *cur = ob_buffer_load(lc->a, es->ti->buf, v->dtype, idx);
   return ob_e_bin(lc->a, st->rop == OB_REDUCE_SUM ? OB_ADD : OB_MAX, cur, v);
@@ -484,7 +498,7 @@ static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
     m.val[ivm_find(&m, leaf)] = ob_e_var(lc->a, v);
     loops[nl++] = v;
   }
-  guard g[32];
+  guard g[32] = {{0}};
   int ng = 0;
   derive_values(lc, st, &m, g, &ng);
   ob_expr *coords[8];
@@ -529,9 +543,12 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
       }
     }
     tinfo *pti = info(lc, pr->tensor);
-    acc_list acc = {.n = 0};
-    collect_loads(es->ti->body, pr->tensor, &acc);
-    OB_ASSERT(acc.n > 0); /* checked before emission */
+    acc_list *accp = malloc(sizeof *accp); /* 4096 accesses: too big for the stack */
+    if (!accp) return lower_oom(lc);
+    accp->n = 0;
+    accp->full = false;
+    collect_loads(es->ti->body, pr->tensor, accp);
+    OB_ASSERT(accp->n > 0); /* checked before emission */
     ob_ivar *relaxed[128];
     int nrel = 0;
     for (int q = p + 1; q < cons->nleaves; q++)
@@ -558,13 +575,14 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
     int64_t numel = 1;
     for (int d = 0; d < pr->tensor->ndim; d++) {
       region_dim rd = {0}, r2;
-      for (int k = 0; k < acc.n; k++) {
-        ob_expr *e = ob_simplify(lc->a, ob_expr_subst(lc->a, acc.idx[k][d], nsub, from, to));
+      for (int k = 0; k < accp->n; k++) {
+        ob_expr *e = ob_simplify(lc->a, ob_expr_subst(lc->a, accp->idx[k][d], nsub, from, to));
         infer_dim(lc, e, relaxed, nrel, k ? &r2 : &rd);
         if (k) union_dim(lc, &rd, &r2);
       }
       int64_t shape = pr->tensor->shape[d], lo, hi;
-      if (dim_span(&rd) >= shape && rd.nsub <= 1 && rd.coef[0] == 1) dense_dim(&rd, ob_e_int(lc->a, 0), shape);
+      if (accp->full || (dim_span(&rd) >= shape && rd.nsub <= 1 && rd.coef[0] == 1))
+        dense_dim(&rd, ob_e_int(lc->a, 0), shape);
       pti->base[d] = rd.base;
       pti->ext[d] = rd.ext;
       pti->nsub[d] = rd.nsub;
@@ -575,6 +593,7 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
       pti->guard[d] = !(ob_range(rd.base, &lo, &hi) && lo >= 0 && hi + dim_span(&rd) <= shape);
       numel *= rd.ext;
     }
+    free(accp);
     pti->local = true;
     pti->buf = new_buffer(lc, pr->tensor->name, pr->tensor->dtype, numel, OB_BUF_LOCAL);
     ob_stmt *al = ob_stmt_new(lc->a, OB_S_ALLOC);
@@ -602,12 +621,27 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
   return OB_OK;
 }
 
+/* body inside the window guards placed at leaf position pos. */
+static ob_stmt *window_guarded(lctx *lc, emit_state *es, int pos, ob_stmt *body) {
+  ob_expr *cond = NULL;
+  for (int i = 0; i < es->ng; i++)
+    if (es->g[i].depth > 0 && es->g[i].depth == pos) cond = cond ? ob_e_bin(lc->a, OB_AND, cond, es->g[i].cond) : es->g[i].cond;
+  if (!cond) return body;
+  ob_stmt *s = ob_stmt_new(lc->a, OB_S_IF);
+  if (!s) return NULL;
+  s->cond = ob_simplify(lc->a, cond);
+  s->body = body;
+  s->window = true;
+  return s;
+}
+
 static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
   ob_stage *st = es->st;
   if (pos == st->nleaves) {
     ob_expr *idx = flat_index(lc, es->ti, es->gcoord);
     *out = guarded(lc, make_store(lc, es->ti, idx, store_value(lc, es, es->gcoord, idx)), es->g,
                    es->ng, true);
+    *out = window_guarded(lc, es, pos, *out);
     return ob_arena_failed(lc->a) ? lower_oom(lc) : OB_OK;
   }
   ob_stmt *items[64], *inner[64];
@@ -619,9 +653,81 @@ static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
   if (r) return r;
   ni++;
   ob_stmt *body = ni == 1 ? inner[0] : seq_of(lc, inner, ni);
-  items[n++] = es->lv[pos] ? for_of(lc, es->lv[pos], body) : body;
+  items[n++] = window_guarded(lc, es, pos, es->lv[pos] ? for_of(lc, es->lv[pos], body) : body);
   *out = n == 1 ? items[0] : seq_of(lc, items, n);
   return ob_arena_failed(lc->a) ? lower_oom(lc) : OB_OK;
+}
+
+/* ---- skip_padding ------------------------------------------------------------
+ * A factor select(c, x, 0) of the reduction body (an inlined zero padding)
+ * is replaced by x, and c becomes a guard of the update. Only factors of
+ * the top-level product: a select under a sum cannot be skipped whole. */
+static bool te_has_load(const ob_expr *e) {
+  if (!e) return false;
+  if (e->kind == OB_E_LOAD || e->kind == OB_E_BLOAD) return true;
+  return te_has_load(e->a) || te_has_load(e->b) || te_has_load(e->c);
+}
+
+static ob_expr *strip_zero_selects(lctx *lc, ob_expr *e, ob_expr **cond) {
+  if (!e) return NULL;
+  if (e->kind == OB_E_SELECT && e->b->kind == OB_E_FLOAT && e->b->fval == 0.0 && !te_has_load(e->c)) {
+    *cond = *cond ? ob_e_bin(lc->a, OB_AND, *cond, e->c) : e->c;
+    return strip_zero_selects(lc, e->a, cond);
+  }
+  if (e->kind == OB_E_BIN && e->op == OB_MUL) {
+    ob_expr *x = strip_zero_selects(lc, e->a, cond), *y = strip_zero_selects(lc, e->b, cond);
+    if (x == e->a && y == e->b) return e;
+    ob_expr *c = ob_e_copy(lc->a, e);
+    if (!c) return NULL;
+    c->a = x;
+    c->b = y;
+    return c;
+  }
+  return e;
+}
+
+/* Splits a condition into its conjuncts. */
+static int conjuncts(ob_expr *c, ob_expr **out, int cap) {
+  if (c && c->kind == OB_E_BIN && c->op == OB_AND) {
+    int n = conjuncts(c->a, out, cap);
+    return n + conjuncts(c->b, out + n, cap - n);
+  }
+  if (!c || cap < 1) return 0;
+  out[0] = c;
+  return 1;
+}
+
+/* The guards of skip_padding, each conjunct placed at the loop after the
+ * last leaf whose variable it reads, never above the reduction's init. */
+static void window_guards(lctx *lc, emit_state *es) {
+  ob_stage *st = es->st;
+  ob_expr *cond = NULL;
+  es->body = strip_zero_selects(lc, es->ti->body, &cond);
+  if (!cond) return;
+  int n = st->ndim + st->nred;
+  ob_ivar *from[16];
+  ob_expr *to[16];
+  for (int d = 0; d < st->ndim; d++) {
+    from[d] = st->axes[d];
+    to[d] = es->gcoord[d];
+  }
+  for (int r = 0; r < st->nred; r++) {
+    from[st->ndim + r] = st->raxes[r];
+    to[st->ndim + r] = ivm_val(&es->m, st->raxes[r]);
+  }
+  ob_expr *parts[16];
+  /* to_bloads copies the te's constants: the te may be freed before the IR */
+  int np = conjuncts(to_bloads(lc, ob_expr_subst(lc->a, cond, n, from, to)), parts, 16);
+  for (int i = 0; i < np && es->ng < 32; i++) {
+    int64_t v;
+    if (ob_is_const(parts[i], &v) && v) continue; /* always inside */
+    int depth = es->first_red > 0 ? es->first_red : 0;
+    for (int p = 0; p < st->nleaves; p++)
+      if (es->lv[p] && ob_expr_uses_var(parts[i], es->lv[p]) && p + 1 > depth) depth = p + 1;
+    es->g[es->ng].cond = parts[i];
+    es->g[es->ng].reduce = true;
+    es->g[es->ng++].depth = depth > 0 ? depth : st->nleaves; /* 0 means "at the store" */
+  }
 }
 
 static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
@@ -670,6 +776,8 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
       es->g[es->ng++].reduce = false;
     }
   }
+  es->body = es->ti->body;
+  if (st->skip_padding && st->is_reduce) window_guards(lc, es);
   ob_status r;
   if (ob_arena_failed(lc->a)) {
     r = lower_oom(lc);
@@ -686,20 +794,43 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
 }
 
 /* ---- loop partitioning ------------------------------------------------------
- * A guard c*o + rest < b (c > 0) holds for every o below some o_safe. Such a
- * loop is split into [0, o_safe), where re-simplifying with the narrower
- * range proves the guard and drops it, and the tail. Hot loops then run
- * without tail checks and keep their accumulators in registers. */
+ * A guard c*o + rest < 0 (rest ranging over [lo, hi] with the other
+ * variables) holds for every value of rest on one side of a point in o and
+ * fails for every value beyond another. A loop is split at those points:
+ * re-simplifying each part with its narrower range proves the guards that
+ * always hold there (and drops them) and empties the parts where one never
+ * holds. Hot loops then run without tail checks and keep their accumulators
+ * in registers; a convolution's interior runs without its window guards.
+ * Reduce, parallel and vectorized loops split only where the guards of a
+ * non-dividing split begin to fail (one point, as tails need); data loops
+ * split at every point of every guard, window guards included. */
 static int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
+static int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 
-static void safe_bound(lctx *lc, const ob_expr *c, ob_ivar *o, int64_t *safe) {
+typedef struct points {
+  int64_t p[16]; /* window guards: every point */
+  int n;
+  int64_t safe;  /* the other guards: where the first begins to fail */
+  int64_t ext;
+  bool window;   /* a data loop: split on window guards too */
+  bool nested_window; /* a serial reduce loop: on window guards below an inner loop */
+} points;
+
+static void add_point(points *pt, int64_t v) {
+  if (v <= 0 || v >= pt->ext) return;
+  for (int i = 0; i < pt->n; i++)
+    if (pt->p[i] == v) return;
+  if (pt->n < 16) pt->p[pt->n++] = v;
+}
+
+static void cond_points(lctx *lc, const ob_expr *c, ob_ivar *o, points *pt, bool all) {
   if (!c || c->kind != OB_E_BIN) return;
   if (c->op == OB_AND) {
-    safe_bound(lc, c->a, o, safe);
-    safe_bound(lc, c->b, o, safe);
+    cond_points(lc, c->a, o, pt, all);
+    cond_points(lc, c->b, o, pt, all);
     return;
   }
   ob_expr *d; /* the guard is d < 0 */
@@ -727,21 +858,35 @@ static void safe_bound(lctx *lc, const ob_expr *c, ob_ivar *o, int64_t *safe) {
     }
   }
   int64_t lo, hi;
-  if (coef <= 0 || !ob_range(ob_lin_to_expr(a, &rest), &lo, &hi)) return;
-  int64_t s = floor_div(-1 - hi, coef) + 1; /* coef*o + hi <= -1 */
-  if (s < *safe) *safe = s;
+  if (coef == 0 || !ob_range(ob_lin_to_expr(a, &rest), &lo, &hi)) return;
+  if (!all) {
+    int64_t safe = coef > 0 ? floor_div(-1 - hi, coef) + 1 : pt->ext; /* holds below */
+    if (safe < pt->safe) pt->safe = safe;
+  } else if (coef > 0) {
+    add_point(pt, floor_div(-1 - hi, coef) + 1); /* holds below */
+    add_point(pt, ceil_div(-lo, coef));          /* fails from here */
+  } else {
+    add_point(pt, ceil_div(hi + 1, -coef));      /* holds from here */
+    add_point(pt, floor_div(lo, -coef) + 1);     /* fails below */
+  }
 }
 
-static void collect_safe(lctx *lc, const ob_stmt *s, ob_ivar *o, int64_t *safe) {
+/* `nested`: a loop lies between o and s. A window guard directly in a
+ * reduce loop's body costs one test per iteration of that loop (a row of
+ * taps) and is left there; one below an inner loop (a column guard inside
+ * the loop over input channels) splits the reduce loop too, so that the
+ * inner loop runs without it. */
+static void collect_points(lctx *lc, const ob_stmt *s, ob_ivar *o, points *pt, bool nested) {
   if (!s) return; /* out of memory in the partitioning: reported by ob_lower */
   switch (s->kind) {
   case OB_S_SEQ:
-    for (int i = 0; i < s->nseq; i++) collect_safe(lc, s->seq[i], o, safe);
+    for (int i = 0; i < s->nseq; i++) collect_points(lc, s->seq[i], o, pt, nested);
     return;
-  case OB_S_FOR: collect_safe(lc, s->body, o, safe); return;
+  case OB_S_FOR: collect_points(lc, s->body, o, pt, true); return;
   case OB_S_IF:
-    if (ob_expr_uses_var(s->cond, o)) safe_bound(lc, s->cond, o, safe);
-    collect_safe(lc, s->body, o, safe);
+    if ((pt->window || (pt->nested_window && nested) || !s->window) && ob_expr_uses_var(s->cond, o))
+      cond_points(lc, s->cond, o, pt, s->window);
+    collect_points(lc, s->body, o, pt, nested);
     return;
   default: return;
   }
@@ -759,6 +904,11 @@ static bool stmt_empty(const ob_stmt *s) {
   case OB_S_IF: return stmt_empty(s->body);
   default: return false;
   }
+}
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
 }
 
 static ob_stmt *partition(lctx *lc, ob_stmt *s) {
@@ -780,25 +930,36 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
     return s;
   case OB_S_FOR: {
     ob_ivar *o = s->var;
-    int64_t ext = o->extent, safe = ext;
+    int64_t ext = o->extent;
     /* vector lanes and thread indices run as one: never cut */
-    if (s->ann != OB_IT_VECTORIZE && !ob_ann_is_bound(s->ann)) collect_safe(lc, s->body, o, &safe);
-    if (safe <= 0 || safe >= ext) {
+    bool uncut = s->ann == OB_IT_VECTORIZE || ob_ann_is_bound(s->ann);
+    bool plain = s->ann != OB_IT_PARALLEL && !uncut;
+    points pt = {.n = 0, .safe = ext, .ext = ext, .window = o->kind == OB_IV_DATA && plain,
+                 .nested_window = o->kind == OB_IV_REDUCE && plain};
+    if (!uncut) collect_points(lc, s->body, o, &pt, false);
+    add_point(&pt, pt.safe);
+    if (pt.n == 0) {
       s->body = partition(lc, s->body);
       return stmt_empty(s->body) ? seq_of(lc, NULL, 0) : s; /* no empty loops */
     }
-    ob_ivar *v1 = ob_iv_new(lc->a, o->name, safe, o->kind, lc->next_id++);
-    ob_ivar *v2 = ob_iv_new(lc->a, o->name, ext - safe, o->kind, lc->next_id++);
-    if (!v1 || !v2) return NULL;
-    v1->ann = v2->ann = o->ann;
-    ob_expr *e2 = ob_e_bin(lc->a, OB_ADD, ob_e_var(lc->a, v2), ob_e_int(lc->a, safe));
-    ob_stmt *parts[2];
-    parts[0] = partition(lc, for_of(lc, v1, ob_stmt_subst(lc->a, s->body, o, ob_e_var(lc->a, v1))));
-    ob_stmt *tail = ob_stmt_subst(lc->a, s->body, o, e2);
-    parts[1] = ext - safe == 1 ? ob_stmt_subst(lc->a, s->body, o, ob_e_int(lc->a, safe))
-                               : for_of(lc, v2, tail);
-    parts[1] = partition(lc, parts[1]);
-    return seq_of(lc, parts, 2);
+    qsort(pt.p, (size_t)pt.n, sizeof pt.p[0], cmp_i64);
+    ob_stmt *parts[17];
+    int np = 0;
+    for (int i = 0; i <= pt.n; i++) {
+      int64_t b = i ? pt.p[i - 1] : 0, e = i < pt.n ? pt.p[i] : ext;
+      ob_stmt *part;
+      if (e - b == 1) {
+        part = ob_stmt_subst(lc->a, s->body, o, ob_e_int(lc->a, b));
+      } else {
+        ob_ivar *v = ob_iv_new(lc->a, o->name, e - b, o->kind, lc->next_id++);
+        if (!v) return NULL;
+        v->ann = o->ann;
+        ob_expr *at = b ? ob_e_bin(lc->a, OB_ADD, ob_e_var(lc->a, v), ob_e_int(lc->a, b)) : ob_e_var(lc->a, v);
+        part = for_of(lc, v, ob_stmt_subst(lc->a, s->body, o, at));
+      }
+      parts[np++] = partition(lc, part);
+    }
+    return seq_of(lc, parts, np);
   }
   default: return s;
   }

@@ -23,7 +23,8 @@
 
 #include "opbench/measure.h"
 
-/* The request's buffers, laid out in the runner's memfd. */
+/* The request's buffers, laid out in the runner's memfd: the kernel's, then
+ * (with req->corun) the co-runner's. */
 typedef struct ob_run_bufs {
   int memfd;              /* shared with the process that runs the kernel */
   size_t map_bytes;       /* bytes of the memfd in use */
@@ -31,7 +32,26 @@ typedef struct ob_run_bufs {
   const uint64_t *off;    /* each buffer's offset in the memfd */
   const uint64_t *bytes;  /* each buffer's size (at least 1) */
   void *const *ptr;       /* each buffer in the caller's mapping */
+  int co_nbufs;           /* the co-runner's, or 0 */
+  const uint64_t *co_off, *co_bytes;
+  void *const *co_ptr;
 } ob_run_bufs;
+
+/* ---- counters (counters.c) -------------------------------------------------
+ * A set of perf_event_open counters on the calling thread, opened disabled
+ * (enable and read them from any thread). Events that cannot be opened are
+ * skipped and named in note. */
+typedef struct ob_counter_set {
+  int fd[OB_COUNTER_COUNT]; /* -1: not open */
+  unsigned asked, open;
+  char note[192];
+} ob_counter_set;
+void ob_counter_set_open(ob_counter_set *s, unsigned asked);
+void ob_counter_set_enable(ob_counter_set *s, bool on);
+void ob_counter_set_reset(ob_counter_set *s);
+/* Adds each open counter's value to sum[] (raw counts). */
+void ob_counter_set_add(ob_counter_set *s, double sum[OB_COUNTER_COUNT]);
+void ob_counter_set_close(ob_counter_set *s);
 
 struct ob_runner_i {
   const char *name; /* "native", "emulator" */

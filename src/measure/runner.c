@@ -17,15 +17,24 @@
  * native implementation owns the worker and the socket.
  *
  * Protocol, per request:
- *   parent -> RUN (layout, path, symbol, cores, timing) + memfd
- *   worker -> RAN (kernel's return value; the discarded warm-up) | ERR
+ *   parent -> RUN (layout, path, symbol, cores, timing; the co-runner's
+ *             layout, path, symbol and cores; pressure; counters) + memfd
+ *   worker -> RAN (kernel's return value, and the co-runner's, from the
+ *             discarded warm-ups) | ERR
  *   parent -> TIME | SKIP     (only after RAN with 0; SKIP on a wrong answer)
- *   worker -> COSTS | ERR     (only after TIME) */
+ *   worker -> COSTS | ERR     (only after TIME)
+ * While timing, the worker runs what the request puts beside the kernel on
+ * threads of its own: a co-runner kernel over and over on its own pool, or
+ * the cache-pressure sweep on its core; both start before the timing (the
+ * timing waits until they run) and stop after the counters' pass. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +66,9 @@
 enum { W_RUN = 0x6f620001, W_TIME, W_SKIP, W_RAN, W_COSTS, W_ERR };
 
 /* RUN: this header, then uint64 off[nbufs], uint64 bytes[nbufs],
- * int32 cores[nthreads], uint8 is_input[nbufs], path, NUL, symbol, NUL. */
+ * int32 cores[nthreads], uint8 is_input[nbufs], path, NUL, symbol, NUL;
+ * then the co-runner's uint64 off[co_nbufs], uint64 bytes[co_nbufs],
+ * int32 cores[co_nthreads], path, NUL, symbol, NUL (when co_nbufs >= 0). */
 typedef struct wire_req {
   uint32_t kind;
   int32_t nbufs, nthreads;
@@ -65,6 +76,12 @@ typedef struct wire_req {
   double deadline;       /* CLOCK_MONOTONIC seconds */
   uint64_t map_bytes;
   uint32_t path_len, sym_len; /* without the NUL */
+  uint32_t counters;          /* ob_counter bitmask */
+  int32_t pressure_core;
+  uint64_t pressure_bytes;    /* 0: none */
+  int32_t co_nbufs;           /* -1: no co-runner */
+  int32_t co_nthreads;
+  uint32_t co_path_len, co_sym_len;
 } wire_req;
 
 typedef struct wire_cmd {
@@ -75,7 +92,12 @@ typedef struct wire_rep {
   uint32_t kind;
   int32_t code;     /* RAN: the kernel's return value; COSTS: 0, or
                        OB_TIME_DEADLINE when timing ran out of time */
+  int32_t co_code;  /* RAN: the co-runner's warm-up return value; COSTS: a
+                       non-zero value it returned while co-running */
   ob_timing timing; /* COSTS */
+  ob_counters counters;
+  int64_t corun_calls;
+  double corun_s, pressure_gbps;
   char msg[400];    /* ERR */
 } wire_rep;
 
@@ -92,6 +114,7 @@ typedef struct worker {
   struct { char *path, *sym; ob_kernel *k; } kernels[OB_RUN_MAX_HANDLES];
   int next_evict;
   double timer_overhead_s; /* measured once, when the worker starts */
+  ob_ctx *bg_ctx;          /* the background thread's (co-runner pool errors) */
 } worker;
 
 static void worker_send(worker *w, const wire_rep *rep) {
@@ -139,10 +162,12 @@ static bool worker_pool(worker *w, const int32_t *cores, int n) {
 /* The loaded kernel for (path, sym), from the worker's cache or loaded now
  * (evicting the oldest; no kernel is running). NULL with the message in
  * w->ctx when it cannot be loaded. */
-static ob_kernel *worker_kernel(worker *w, const char *path, const char *sym) {
+static ob_kernel *worker_kernel(worker *w, const char *path, const char *sym, const ob_kernel *keep) {
   for (int i = 0; i < OB_RUN_MAX_HANDLES; i++)
     if (w->kernels[i].k && !strcmp(w->kernels[i].path, path) && !strcmp(w->kernels[i].sym, sym))
       return w->kernels[i].k;
+  if (keep && w->kernels[w->next_evict].k == keep) /* the other kernel of this request */
+    w->next_evict = (w->next_evict + 1) % OB_RUN_MAX_HANDLES;
   ob_kernel *k = NULL;
   if (ob_kernel_load_path(w->ctx, path, sym, &k) != OB_OK) return NULL;
   char *p = strdup(path), *y = strdup(sym);
@@ -184,6 +209,183 @@ static void timed_flush(void *user) {
     if (c->is_input[b]) ob_cache_flush(c->bufs[b], c->bytes[b]);
 }
 
+/* ---- what runs beside the timed kernel ----------------------------------------
+ * One background thread: a co-runner kernel called over and over on a pool
+ * of its own (made in the thread, so its calling thread is pinned to the
+ * co-runner's first core), or the cache-pressure sweep pinned to its core.
+ * `progress` counts completed co-runner calls, or bytes swept. */
+enum { BG_STARTING = 0, BG_RUNNING, BG_FAILED };
+
+typedef struct bg_job {
+  pthread_t th;
+  bool started;
+  /* co-runner */
+  ob_kernel *k;
+  void *const *bufs;
+  const int32_t *cores;
+  int ncores;
+  ob_ctx *ctx;
+  /* pressure */
+  size_t bytes;
+  int core;
+  unsigned char *buf;
+  _Atomic int state;
+  atomic_bool stop;
+  _Atomic int64_t progress;
+  _Atomic int rc; /* a co-runner call's non-zero return */
+  char why[200];  /* BG_FAILED: what went wrong */
+} bg_job;
+
+static void *bg_corun(void *arg) {
+  bg_job *b = arg;
+  int *cores = malloc((size_t)b->ncores * sizeof *cores);
+  ob_pool *pool = NULL;
+  if (cores)
+    for (int i = 0; i < b->ncores; i++) cores[i] = b->cores[i];
+  if (!cores || ob_pool_new(b->ctx, cores, b->ncores, &pool) != OB_OK) {
+    snprintf(b->why, sizeof b->why, "co-runner: cannot create its thread pool: %s",
+             cores ? ob_ctx_errmsg(b->ctx) : "out of memory");
+    free(cores);
+    atomic_store(&b->state, BG_FAILED);
+    return NULL;
+  }
+  atomic_store(&b->state, BG_RUNNING);
+  while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+    int rc = ob_kernel_run(b->k, b->bufs, pool);
+    if (rc) {
+      atomic_store(&b->rc, rc);
+      break;
+    }
+    atomic_fetch_add_explicit(&b->progress, 1, memory_order_relaxed);
+  }
+  ob_pool_free(pool);
+  free(cores);
+  return NULL;
+}
+
+static void *bg_pressure(void *arg) {
+  bg_job *b = arg;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (b->core >= 0 && b->core < CPU_SETSIZE) CPU_SET(b->core, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+    snprintf(b->why, sizeof b->why, "cache pressure: cannot pin to core %d", b->core);
+    atomic_store(&b->state, BG_FAILED);
+    return NULL;
+  }
+  /* allocated by the thread on its core, so its pages are local to it */
+  if (posix_memalign((void **)&b->buf, 64, b->bytes) != 0) {
+    b->buf = NULL;
+    snprintf(b->why, sizeof b->why, "cache pressure: cannot allocate %zu bytes", b->bytes);
+    atomic_store(&b->state, BG_FAILED);
+    return NULL;
+  }
+  memset(b->buf, 1, b->bytes);
+  atomic_store(&b->state, BG_RUNNING);
+  volatile unsigned char *p = b->buf;
+  while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+    /* a read and a write per line: the lines stay in the cache, dirty */
+    for (size_t i = 0; i < b->bytes; i += 64) p[i] = (unsigned char)(p[i] + 1);
+    atomic_fetch_add_explicit(&b->progress, (int64_t)b->bytes, memory_order_relaxed);
+  }
+  return NULL;
+}
+
+/* Starts b's thread and waits until it runs (or failed: false, why set). */
+static bool bg_start(bg_job *b, void *(*fn)(void *)) {
+  atomic_store(&b->state, BG_STARTING);
+  atomic_store(&b->stop, false);
+  atomic_store(&b->progress, 0);
+  atomic_store(&b->rc, 0);
+  if (pthread_create(&b->th, NULL, fn, b) != 0) {
+    snprintf(b->why, sizeof b->why, "cannot start a background thread");
+    return false;
+  }
+  b->started = true;
+  while (atomic_load(&b->state) == BG_STARTING) {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+  }
+  return atomic_load(&b->state) == BG_RUNNING;
+}
+
+static void bg_stop(bg_job *b) {
+  if (!b->started) return;
+  atomic_store(&b->stop, true);
+  pthread_join(b->th, NULL);
+  b->started = false;
+  free(b->buf);
+  b->buf = NULL;
+}
+
+/* ---- the counters' pass ------------------------------------------------------- */
+
+typedef struct count_open {
+  ob_counter_set *sets;
+  unsigned asked;
+} count_open;
+
+/* Each pool thread runs one index: it opens the counters of its own thread. */
+static void count_open_cb(void *closure, int64_t begin, int64_t end) {
+  count_open *c = closure;
+  for (int64_t i = begin; i < end; i++) ob_counter_set_open(&c->sets[i], c->asked);
+}
+
+/* Counts `asked` over calls of the kernel after its timing, on every thread
+ * of its pool: number x 3 calls (the inputs flushed before each, with the
+ * counters off, when the timing flushed), per call into *out. */
+static void count_pass(worker *w, timed_call *tc, const ob_timing_opts *t, int number,
+                       unsigned asked, ob_counters *out) {
+  memset(out, 0, sizeof *out);
+  out->asked = asked;
+  for (int c = 0; c < OB_COUNTER_COUNT; c++) out->per_call[c] = NAN;
+  int n = ob_pool_size(w->pool);
+  ob_counter_set *sets = calloc((size_t)n, sizeof *sets);
+  if (!sets) {
+    snprintf(out->note, sizeof out->note, "not counted: the worker ran out of memory");
+    return;
+  }
+  for (int i = 0; i < n; i++)
+    for (int c = 0; c < OB_COUNTER_COUNT; c++) sets[i].fd[c] = -1;
+  count_open co = {sets, asked};
+  ob_pool_parallel_for(w->pool, n, count_open_cb, &co);
+  int64_t calls = (int64_t)(number > 0 ? number : 1) * 3;
+  for (int i = 0; i < n; i++) ob_counter_set_enable(&sets[i], false);
+  for (int i = 0; i < n; i++) ob_counter_set_reset(&sets[i]);
+  int rc = 0;
+  /* warm: one span of calls; cold: the flushes left out of the counts */
+  if (!t->flush)
+    for (int i = 0; i < n; i++) ob_counter_set_enable(&sets[i], true);
+  for (int64_t c = 0; c < calls && !rc; c++) {
+    if (t->flush) {
+      timed_flush(tc);
+      for (int i = 0; i < n; i++) ob_counter_set_enable(&sets[i], true);
+    }
+    rc = timed_run(tc);
+    if (t->flush)
+      for (int i = 0; i < n; i++) ob_counter_set_enable(&sets[i], false);
+  }
+  if (!t->flush)
+    for (int i = 0; i < n; i++) ob_counter_set_enable(&sets[i], false);
+  double sum[OB_COUNTER_COUNT] = {0};
+  unsigned open = asked;
+  for (int i = 0; i < n; i++) {
+    ob_counter_set_add(&sets[i], sum);
+    open &= sets[i].open; /* counted on every thread */
+  }
+  snprintf(out->note, sizeof out->note, "%s", sets[0].note);
+  for (int i = 0; i < n; i++) ob_counter_set_close(&sets[i]);
+  free(sets);
+  if (rc) {
+    snprintf(out->note, sizeof out->note, "not counted: the kernel returned %d", rc);
+    return;
+  }
+  out->calls = calls;
+  out->counted = open;
+  for (int c = 0; c < OB_COUNTER_COUNT; c++)
+    if (open & (1u << c)) out->per_call[c] = sum[c] / (double)calls;
+}
+
 /* Serves one RUN message (msg/len, memfd fd). */
 static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd) {
   wire_req q;
@@ -193,18 +395,24 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   }
   memcpy(&q, msg, sizeof q);
   size_t nb = (size_t)q.nbufs, nt = (size_t)q.nthreads;
+  bool co = q.co_nbufs >= 0;
+  size_t cnb = co ? (size_t)q.co_nbufs : 0, cnt = co ? (size_t)q.co_nthreads : 0;
   size_t need = sizeof q + nb * 16 + nt * 4 + nb + (size_t)q.path_len + 1 + q.sym_len + 1;
+  if (co) need += cnb * 16 + cnt * 4 + (size_t)q.co_path_len + 1 + q.co_sym_len + 1;
   if (q.kind != W_RUN || q.nbufs < 0 || q.nthreads < 1 || q.timing.repeat < 1 ||
       q.timing.repeat > OB_TIMING_MAX_COSTS || q.timing.number < 0 || q.timing.clock ||
-      len != need || fd < 0) {
+      (co && q.co_nthreads < 1) || len != need || fd < 0) {
     worker_err(w, "malformed request");
     return;
   }
   const unsigned char *p = msg + sizeof q;
-  uint64_t *off = malloc((nb + 1) * sizeof *off), *bytes = malloc((nb + 1) * sizeof *bytes);
-  int32_t *cores = malloc(nt * sizeof *cores);
-  void **bufs = malloc((nb + 1) * sizeof *bufs);
+  uint64_t *off = malloc((nb + cnb + 1) * sizeof *off), *bytes = malloc((nb + cnb + 1) * sizeof *bytes);
+  int32_t *cores = malloc((nt + cnt) * sizeof *cores);
+  void **bufs = malloc((nb + cnb + 1) * sizeof *bufs);
   void *map = MAP_FAILED;
+  bg_job bg;
+  memset(&bg, 0, sizeof bg);
+  double tp0 = 0; /* when the co-runner or the cache-pressure sweep started */
   if (!off || !bytes || !cores || !bufs) {
     worker_err(w, "worker out of memory");
     goto out;
@@ -219,16 +427,34 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
     worker_err(w, "malformed request");
     goto out;
   }
+  p = (const unsigned char *)sym + q.sym_len + 1;
+  const char *co_path = NULL, *co_sym = NULL;
+  if (co) {
+    memcpy(off + nb, p, cnb * 8), p += cnb * 8;
+    memcpy(bytes + nb, p, cnb * 8), p += cnb * 8;
+    memcpy(cores + nt, p, cnt * 4), p += cnt * 4;
+    co_path = (const char *)p;
+    co_sym = co_path + q.co_path_len + 1;
+    if (co_path[q.co_path_len] || co_sym[q.co_sym_len]) {
+      worker_err(w, "malformed request");
+      goto out;
+    }
+  }
   map = mmap(NULL, q.map_bytes ? q.map_bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) {
     worker_err(w, "worker cannot map buffers: %s", strerror(errno));
     goto out;
   }
-  for (size_t i = 0; i < nb; i++) bufs[i] = (char *)map + off[i];
+  for (size_t i = 0; i < nb + cnb; i++) bufs[i] = (char *)map + off[i];
 
-  ob_kernel *kern = worker_kernel(w, path, sym);
+  ob_kernel *kern = worker_kernel(w, path, sym, NULL);
   if (!kern) {
     worker_err(w, "%s", ob_ctx_errmsg(w->ctx));
+    goto out;
+  }
+  ob_kernel *co_kern = NULL;
+  if (co && !(co_kern = worker_kernel(w, co_path, co_sym, kern))) {
+    worker_err(w, "co-runner: %s", ob_ctx_errmsg(w->ctx));
     goto out;
   }
   if (!worker_pool(w, cores, q.nthreads)) {
@@ -241,8 +467,11 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   memset(&rep, 0, sizeof rep);
   rep.kind = W_RAN;
   rep.code = ob_kernel_run(kern, bufs, w->pool); /* also the discarded warm-up */
+  /* the co-runner's warm-up and check run serially here: its own pool
+   * exists only while it co-runs */
+  if (!rep.code && co) rep.co_code = ob_kernel_run(co_kern, bufs + nb, NULL);
   worker_send(w, &rep);
-  if (rep.code != 0) goto out;
+  if (rep.code != 0 || rep.co_code != 0) goto out;
 
   wire_cmd cmd;
   ssize_t k;
@@ -252,11 +481,58 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   if (k != (ssize_t)sizeof cmd) _exit(0); /* the parent is gone */
   if (cmd.kind != W_TIME) goto out;
 
+  if (co) {
+    bg.k = co_kern;
+    bg.bufs = bufs + nb;
+    bg.cores = cores + nt;
+    bg.ncores = q.co_nthreads;
+    bg.ctx = w->bg_ctx;
+    if (!bg_start(&bg, bg_corun)) {
+      worker_err(w, "%s", bg.why);
+      goto out;
+    }
+    /* the timing starts once the co-runner has finished a call: on shared
+     * cores (full) it could otherwise get no slice during a short timing */
+    tp0 = ob_now_s();
+    while (atomic_load(&bg.progress) == 0 && !atomic_load(&bg.rc) && ob_now_s() - tp0 < 5) {
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  } else if (q.pressure_bytes) {
+    bg.bytes = (size_t)q.pressure_bytes;
+    bg.core = q.pressure_core;
+    if (!bg_start(&bg, bg_pressure)) {
+      worker_err(w, "%s", bg.why);
+      goto out;
+    }
+    /* the timing starts once the buffer has been swept (it is then in the
+     * cache, which is what the pressure means), not while the thread may
+     * still wait for its core on a loaded machine */
+    tp0 = ob_now_s();
+    while (atomic_load(&bg.progress) == 0 && ob_now_s() - tp0 < 5) {
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  }
+
   memset(&rep, 0, sizeof rep);
   rep.kind = W_COSTS;
   q.timing.timer_overhead_s = w->timer_overhead_s;
   timed_call tc = {kern, bufs, w->pool, bytes, is_input, q.nbufs};
   int rc = ob_time_loop(&q.timing, q.deadline, timed_run, timed_flush, &tc, &rep.timing);
+  double t1 = ob_now_s();
+  int64_t prog1 = atomic_load(&bg.progress);
+  if (co) { /* its calls from its start to the timing's end: at least one */
+    rep.corun_calls = prog1;
+    rep.corun_s = t1 - tp0;
+  } else if (q.pressure_bytes && t1 > tp0) {
+    /* over the sweep's whole life up to the timing's end: at least one sweep */
+    rep.pressure_gbps = (double)prog1 / (t1 - tp0) * 2 / 1e9; /* read + write */
+  }
+  if (rc == 0 && q.counters)
+    count_pass(w, &tc, &q.timing, rep.timing.number, q.counters, &rep.counters);
+  bg_stop(&bg);
+  if (co && atomic_load(&bg.rc)) rep.co_code = atomic_load(&bg.rc);
   if (rc == OB_TIME_DEADLINE) {
     rep.code = rc;
   } else if (rc) {
@@ -266,6 +542,7 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   }
   worker_send(w, &rep);
 out:
+  bg_stop(&bg);
   if (map != MAP_FAILED) munmap(map, q.map_bytes ? q.map_bytes : 1);
   free(off);
   free(bytes);
@@ -298,7 +575,7 @@ static _Noreturn void worker_main(int sock, pid_t parent) {
   memset(&w, 0, sizeof w);
   w.sock = sock;
   w.timer_overhead_s = ob_timer_overhead();
-  if (ob_ctx_new(&w.ctx) != OB_OK) _exit(3);
+  if (ob_ctx_new(&w.ctx) != OB_OK || ob_ctx_new(&w.bg_ctx) != OB_OK) _exit(3);
   unsigned char *msg = malloc(OB_RUN_REQ_MAX);
   if (!msg) _exit(3);
   for (;;) {
@@ -504,6 +781,13 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
   const char *so_path = abs ? abs : req->so_path;
   size_t path_len = strlen(so_path), sym_len = strlen(req->symbol);
   size_t len = sizeof(wire_req) + nb * 16 + (size_t)nthreads * 4 + nb + path_len + 1 + sym_len + 1;
+  const ob_run_request *co = req->corun;
+  char *co_abs = co && strchr(co->so_path, '/') ? realpath(co->so_path, NULL) : NULL;
+  const char *co_path = co ? (co_abs ? co_abs : co->so_path) : NULL;
+  size_t cnb = co ? (size_t)b->co_nbufs : 0;
+  int co_threads = co ? (co->nthreads > 0 ? co->nthreads : 1) : 0;
+  size_t co_path_len = co ? strlen(co_path) : 0, co_sym_len = co ? strlen(co->symbol) : 0;
+  if (co) len += cnb * 16 + (size_t)co_threads * 4 + co_path_len + 1 + co_sym_len + 1;
   unsigned char *msg = NULL;
   if (len > OB_RUN_REQ_MAX) {
     st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
@@ -526,6 +810,13 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
   q.map_bytes = b->map_bytes;
   q.path_len = (uint32_t)path_len;
   q.sym_len = (uint32_t)sym_len;
+  q.counters = req->counters;
+  q.pressure_bytes = req->pressure_bytes;
+  q.pressure_core = req->pressure_core;
+  q.co_nbufs = co ? (int32_t)cnb : -1;
+  q.co_nthreads = co_threads;
+  q.co_path_len = (uint32_t)co_path_len;
+  q.co_sym_len = (uint32_t)co_sym_len;
   unsigned char *p = msg;
   memcpy(p, &q, sizeof q), p += sizeof q;
   memcpy(p, b->off, nb * 8), p += nb * 8;
@@ -539,9 +830,23 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
   }
   for (size_t i = 0; i < nb; i++) *p++ = req->buf_is_input ? req->buf_is_input[i] : 1;
   memcpy(p, so_path, path_len + 1), p += path_len + 1;
-  memcpy(p, req->symbol, sym_len + 1);
+  memcpy(p, req->symbol, sym_len + 1), p += sym_len + 1;
+  if (co) {
+    memcpy(p, b->co_off, cnb * 8), p += cnb * 8;
+    for (size_t i = 0; i < cnb; i++) {
+      uint64_t bytes = co->buf_bytes[i];
+      memcpy(p, &bytes, 8), p += 8;
+    }
+    for (int i = 0; i < co_threads; i++) {
+      int32_t c = co->cores ? co->cores[i] : i;
+      memcpy(p, &c, 4), p += 4;
+    }
+    memcpy(p, co_path, co_path_len + 1), p += co_path_len + 1;
+    memcpy(p, co->symbol, co_sym_len + 1);
+  }
 
   req->fill(req->user, b->ptr);
+  if (co) co->fill(co->user, b->co_ptr);
 
   /* Send; a worker that died between requests is restarted once. A
    * SIGKILL from outside (no kernel crash raises it: the OOM killer, a user)
@@ -566,6 +871,7 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
     res->error_no = OB_MERR_NONE;
     res->message[0] = '\0';
     req->fill(req->user, b->ptr); /* as the first time */
+    if (co) co->fill(co->user, b->co_ptr);
   }
   if (how != WAIT_OK) {
     reply_failed(r, how, timeout, res);
@@ -585,7 +891,28 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
     snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
     goto out;
   }
+  if (rep.co_code != 0) {
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "co-runner %s returned %d", co->symbol, rep.co_code);
+    goto out;
+  }
 
+  if (co && co->check) { /* the co-runner computes right too, or its time means nothing */
+    char cmsg[sizeof res->message - 32];
+    cmsg[0] = '\0';
+    ob_status cst = co->check(co->user, b->co_ptr, cmsg, sizeof cmsg);
+    if (cst != OB_OK) {
+      res->error_no = OB_MERR_WRONG_ANSWER;
+      cmsg[sizeof cmsg - 1] = '\0';
+      snprintf(res->message, sizeof res->message, "co-runner %s: %s", co->symbol,
+               cmsg[0] ? cmsg : ob_status_str(cst));
+      if (send_cmd(r, W_SKIP) != 0) {
+        int status;
+        stop_worker(r, &status);
+      }
+      goto out;
+    }
+  }
   if (req->check) {
     char cmsg[sizeof res->message];
     cmsg[0] = '\0';
@@ -611,6 +938,11 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
     reply_failed(r, how, timeout, res);
     goto out;
   }
+  if (rep.kind == W_ERR) { /* what runs beside the kernel could not start */
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "%s", rep.msg);
+    goto out;
+  }
   if (rep.kind == W_RAN) { /* a timed call returned non-zero */
     res->error_no = OB_MERR_RUNTIME;
     snprintf(res->message, sizeof res->message, "kernel returned %d", rep.code);
@@ -626,10 +958,22 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
     worker_died(r, res);
     goto out;
   }
+  if (rep.co_code != 0) { /* the co-runner failed while co-running */
+    res->error_no = OB_MERR_RUNTIME;
+    snprintf(res->message, sizeof res->message, "co-runner %s returned %d while co-running",
+             co ? co->symbol : "?", rep.co_code);
+    goto out;
+  }
   res->error_no = OB_MERR_NONE;
   res->timing = rep.timing;
+  res->counters = rep.counters;
+  res->counters.note[sizeof res->counters.note - 1] = '\0';
+  res->corun_calls = rep.corun_calls;
+  res->corun_s = rep.corun_s;
+  res->pressure_gbps = rep.pressure_gbps;
 
 out:
+  free(co_abs);
   free(abs);
   free(msg);
   return st;
@@ -763,37 +1107,83 @@ ob_status ob_runner_run(ob_runner *r, const ob_run_request *req, ob_run_result *
   /* The kernel's process gives up at the deadline and says so; the parent
    * waits a little longer before it kills one stuck in a kernel. */
   const double kill_at = deadline + (timeout * 0.1 < OB_RUN_GRACE_S ? timeout * 0.1 : OB_RUN_GRACE_S);
-  uint64_t *off = calloc(nb + 1, sizeof *off), *bytes = calloc(nb + 1, sizeof *bytes);
-  void **bufs = calloc(nb + 1, sizeof *bufs);
+  const ob_run_request *co = req->corun;
+  size_t cnb = co ? (size_t)co->nbufs : 0, all = nb + cnb;
+  uint64_t *off = calloc(all + 1, sizeof *off), *bytes = calloc(all + 1, sizeof *bytes);
+  void **bufs = calloc(all + 1, sizeof *bufs);
   int which = IMPL_NATIVE;
   if (!off || !bytes || !bufs) {
     st = ob_fail(r->ctx, OB_ERR_NOMEM, "runner: out of memory");
     goto out;
   }
   if ((st = pick_impl(r, req->target, &which))) goto out;
+  if ((co || req->pressure_bytes) && which != IMPL_NATIVE) {
+    st = ob_fail(r->ctx, OB_ERR_UNSUPPORTED,
+                 "runner: %s for target '%s': kernels beside a kernel need a target that runs "
+                 "natively here",
+                 co ? "a co-runner" : "cache pressure", ob_target_str(req->target));
+    goto out;
+  }
+  if (co) {
+    OB_ASSERT(co->so_path && co->symbol && co->fill && co->nbufs >= 0 && !co->corun);
+    OB_ASSERT(co->nbufs == 0 || co->buf_bytes);
+    int cw;
+    if ((st = pick_impl(r, co->target, &cw))) goto out;
+    if (cw != IMPL_NATIVE) {
+      st = ob_fail(r->ctx, OB_ERR_UNSUPPORTED,
+                   "runner: co-runner %s for target '%s': it needs a target that runs natively",
+                   co->symbol, ob_target_str(co->target));
+      goto out;
+    }
+  }
+  if (req->pressure_bytes) {
+    int nt = req->nthreads > 0 ? req->nthreads : 1;
+    for (int i = 0; i < nt; i++)
+      if ((req->cores ? req->cores[i] : i) == req->pressure_core) {
+        st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
+                     "runner: the cache-pressure core %d is one of the kernel's cores",
+                     req->pressure_core);
+        goto out;
+      }
+    if (req->pressure_core < 0 || req->pressure_core >= CPU_SETSIZE) {
+      st = ob_fail(r->ctx, OB_ERR_INVALID_ARG, "runner: cache-pressure core %d does not exist",
+                   req->pressure_core);
+      goto out;
+    }
+  }
 
-  /* Layout: every buffer 64-byte aligned, at least one line each. */
+  /* Layout: every buffer 64-byte aligned, at least one line each; the
+   * co-runner's after the kernel's. */
   size_t total = 0;
-  for (size_t i = 0; i < nb; i++) {
+  for (size_t i = 0; i < all; i++) {
     off[i] = total;
-    size_t b = req->buf_bytes[i] ? req->buf_bytes[i] : 1;
+    const ob_run_request *q = i < nb ? req : co;
+    size_t qi = i < nb ? i : i - nb;
+    size_t b = q->buf_bytes[qi] ? q->buf_bytes[qi] : 1;
     bytes[i] = b;
     if (b > (size_t)OB_MAX_BUFFER_BYTES || !ob_add_size(total, align_up(b, OB_RUN_ALIGN), &total)) {
       st = ob_fail(r->ctx, OB_ERR_INVALID_ARG,
                    "runner: buffer %zu of %s has %zu bytes, more than the limit of %lld bytes per "
                    "buffer",
-                   i, req->symbol, b, (long long)OB_MAX_BUFFER_BYTES);
+                   qi, q->symbol, b, (long long)OB_MAX_BUFFER_BYTES);
       goto out;
     }
   }
   if (total == 0) total = OB_RUN_ALIGN;
   if ((st = ob_runner_check_memory(r->ctx, req->symbol, total)) != OB_OK) goto out;
   if ((st = ensure_map(r, total)) != OB_OK) goto out;
-  for (size_t i = 0; i < nb; i++) bufs[i] = r->map + off[i];
+  for (size_t i = 0; i < all; i++) bufs[i] = r->map + off[i];
 
   ob_run_bufs b = {.memfd = r->memfd, .map_bytes = total, .nbufs = (int)nb, .off = off,
-                   .bytes = bytes, .ptr = bufs};
+                   .bytes = bytes, .ptr = bufs, .co_nbufs = (int)cnb, .co_off = off + nb,
+                   .co_bytes = bytes + nb, .co_ptr = bufs + nb};
   st = r->impl[which].vt->run(r->impl[which].self, req, &t, deadline, kill_at, &b, res);
+  if (!st && which != IMPL_NATIVE && req->counters) {
+    res->counters.asked = req->counters;
+    for (int c = 0; c < OB_COUNTER_COUNT; c++) res->counters.per_call[c] = NAN;
+    snprintf(res->counters.note, sizeof res->counters.note,
+             "not counted: the kernel ran under an emulator");
+  }
 
 out:
   res->run_s = ob_now_s() - t_start;

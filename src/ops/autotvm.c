@@ -150,7 +150,7 @@ static bool task_is(const char *task, const char *const *bases) {
 
 /* ob_db_autotvm_i.from_task. */
 static bool from_task(void *ctx, const char *task, const char *args_json, ob_db_wl_desc *out) {
-  static const char *const k_conv[] = {"conv2d_NCHWc", "conv2d_nchw", NULL};
+  static const char *const k_conv[] = {"conv2d_NCHWc", "conv2d_nchw", "conv2d_winograd", NULL};
   static const char *const k_dense[] = {"dense_nopack", "dense_pack", "dense", NULL};
   (void)ctx;
   cJSON *args = cJSON_Parse(args_json);

@@ -19,7 +19,9 @@ static const int64_t k_defaults[] = {1, OB_ATTR_REQUIRED, OB_ATTR_REQUIRED, OB_A
 
 typedef ob_conv_geom conv_p;
 
-static conv_p params(const ob_workload *wl) {
+static conv_p params(const ob_workload *wl) { return ob_conv2d_geom(wl); }
+
+ob_conv_geom ob_conv2d_geom(const ob_workload *wl) {
   conv_p p;
   p.n = ob_workload_get(wl, "N");
   p.c = ob_workload_get(wl, "C");
@@ -174,7 +176,7 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "unroll_oc", (int64_t[]){0, 1}, 2);
   bool padded = p.pt || p.pl || p.pb || p.pr;
-  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, padded ? 3 : 1);
   if (st) return st;
   ob_space_set_filter(sp, regblock_ok, (void *)tg); /* read only */
   /* fallback: 8 output channels x one vector of columns (8 accumulators),
@@ -188,7 +190,7 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload
   ob_config_set_knob(&c, "reduce_order", 0);
   ob_config_set_knob(&c, "unroll_kw", 1);
   ob_config_set_knob(&c, "unroll_oc", 1);
-  ob_config_set_knob(&c, "pad_inline", 0);
+  ob_config_set_knob(&c, "pad_inline", 2);
   *dflt = c;
   return OB_OK;
 }
@@ -208,12 +210,13 @@ static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_config_split(cfg, "tile_ic", ic);
   int64_t order = ob_config_knob(cfg, "reduce_order");
   bool ukw = ob_config_knob(cfg, "unroll_kw"), uoc = ob_config_knob(cfg, "unroll_oc");
-  bool pad_inline = ob_config_knob(cfg, "pad_inline");
+  int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
 
   ob_stage *so = ob_sched_stage(s, c.out), *sacc = ob_sched_stage(s, c.conv);
   for (int i = 0; i < c.nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.mid[i]));
   if (!st && c.out == c.conv) st = ob_sched_cache_write(s, so, &sacc);
   if (!st && c.pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.pad));
+  if (!st && c.pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
 
   ob_ivar *ko, *ki, *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 1), oc[1], &ko, &ki);
@@ -273,7 +276,19 @@ static bool nchwc_ok(const ob_config *cfg, void *user) {
   ob_config_split(cfg, "tile_oc", oc);
   ob_config_split(cfg, "tile_oh", oh);
   ob_config_split(cfg, "tile_ow", ow);
+  /* a padding inlined as a select (pad_inline 1) costs a test per
+   * multiply-add that skipping it (2) does not: never the better one */
+  if (ob_config_knob(cfg, "pad_inline") == 1) return false;
   return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
+}
+
+/* The padded weights and output of blocks of b output channels stay within
+ * the tensor limits that validate checked for the unpadded ones. */
+static bool padded_fits(const conv_p *p, int64_t b) {
+  int64_t kp = (p->k + b - 1) / b * b, w, o;
+  return ob_mul_i64(kp, p->c / p->g, &w) && ob_mul_i64(w, p->r * p->s, &w) && w <= OB_MAX_TENSOR_ELEMS &&
+         ob_mul_i64(p->n, kp, &o) && ob_mul_i64(o, p->oh * p->ow, &o) && o <= OB_MAX_TENSOR_ELEMS &&
+         (uint64_t)o * 4 <= OB_MAX_BUFFER_BYTES && (uint64_t)w * 4 <= OB_MAX_BUFFER_BYTES;
 }
 
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
@@ -281,12 +296,15 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   conv_p p = params(wl);
   int64_t lanes = ob_tmpl_lanes(tg), budget = ob_tmpl_budget(tg);
   /* output-channel blocks of half a vector, one or two vectors; they never
-   * straddle groups */
+   * straddle groups. Without groups a block need not divide K: the last
+   * block is padded (zero weights, its extra outputs dropped by unpack), so
+   * odd channel counts keep whole vectors (K = 23: blocks of 8, 16 or 32;
+   * the FMAs of one 16-lane block do 23/32 useful work, scalar ones 1/16). */
   int64_t occ[4];
   int nocc = 0;
   for (int64_t b = lanes / 2; b <= 2 * lanes; b *= 2)
-    if (b > 1 && (p.k / p.g) % b == 0) occ[nocc++] = b;
-  if (!nocc) occ[nocc++] = 1; /* odd channel counts: still correct, one lane */
+    if (b > 1 && ((p.k / p.g) % b == 0 || (p.g == 1 && b < 2 * p.k && padded_fits(&p, b)))) occ[nocc++] = b;
+  if (!nocc) occ[nocc++] = 1; /* grouped odd channel counts: still correct, one lane */
   int64_t ocand[8];
   for (int i = 0; i < nocc; i++) {
     ocand[2 * i] = -1;
@@ -299,7 +317,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   if (!st) st = ob_space_define_knob(sp, "reduce_order", (int64_t[]){0, 1}, 2);
   bool padded = p.pt || p.pl || p.pb || p.pr;
-  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, padded ? 2 : 1);
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, padded ? 3 : 1);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback as AutoTVM's: a vector of output channels, a register block of
@@ -312,17 +330,31 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
       break;
     }
   if (owb < 4 && p.ow >= 8) owb = most < 8 ? most : 8; /* prime widths: a tail beats 1-wide blocks */
+  /* few columns (7x7 outputs): two vectors of output channels, so that
+   * the block still has enough independent accumulators to hide the
+   * multiply-add's latency */
+  int64_t ocb = lanes;
+  if (owb * 2 <= most && p.k % (2 * lanes) == 0 && ob_tmpl_block_fits(tg, owb, 2)) ocb = 2 * lanes;
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_ic", (int64_t[]){lanes}, 1);
-  ob_config_set_split(&c, "tile_oc", (int64_t[]){lanes}, 1);
+  ob_config_set_split(&c, "tile_oc", (int64_t[]){ocb}, 1);
   ob_config_set_split(&c, "tile_ow", (int64_t[]){owb}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
-  ob_config_set_knob(&c, "unroll_kw", 0);
-  ob_config_set_knob(&c, "reduce_order", 0);
-  ob_config_set_knob(&c, "pad_inline", 0);
+  /* few input channels (an image's 3): the window's loops inside the
+   * channel loop, unrolled, so the innermost loop is not 3 trips long */
+  int64_t icb[2];
+  ob_config_split(&c, "tile_ic", icb);
+  bool few = icb[1] < 8 && p.r * p.s > icb[1];
+  ob_config_set_knob(&c, "unroll_kw", few);
+  ob_config_set_knob(&c, "reduce_order", few);
+  ob_config_set_knob(&c, "pad_inline", 2);
   *dflt = c;
   return OB_OK;
 }
+
+/* Output-channel blocks of the blocked layout: K / ocb, or one more padded
+ * block when ocb does not divide K (no groups then). */
+static int64_t nchwc_occ(const conv_p *p, int64_t ocb) { return (p->k + ocb - 1) / ocb; }
 
 static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
   (void)tg;
@@ -334,9 +366,10 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   nchwc_blocks(cfg, &icb, &ocb);
   ob_config_split(cfg, "tile_ow", ow);
   ob_config_split(cfg, "tile_oh", oh);
-  bool ukw = ob_config_knob(cfg, "unroll_kw"), pad_inline = ob_config_knob(cfg, "pad_inline");
+  bool ukw = ob_config_knob(cfg, "unroll_kw");
+  int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
   int64_t order = ob_config_knob(cfg, "reduce_order");
-  int64_t icc = p.c / icb, occ = p.k / ocb;
+  int64_t icc = p.c / icb, occ = nchwc_occ(&p, ocb);
   int64_t cpgb = p.c / p.g / icb, kpgb = p.k / p.g / ocb; /* channel blocks per group */
 
   ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, icc, p.h, p.w, icb}, OB_F32);
@@ -363,10 +396,10 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
                                                (ob_ivar *[]){rco, rci, ry, rx}));
   if (!data || !wt || !conv) return OB_ERR_INVALID_ARG;
   ob_epi_inputs ein;
-  ob_epilogue_placeholders_n(te, &e, conv, p.k, &ein);
+  ob_epilogue_placeholders_n(te, &e, conv, occ * ocb, &ein); /* bias padded as the blocks */
   ob_tensor *mid[8];
   int nmid;
-  ob_tensor *o = ob_epilogue_apply_blocked(te, &e, conv, 1, 4, p.k, &ein, mid, &nmid);
+  ob_tensor *o = ob_epilogue_apply_blocked(te, &e, conv, 1, 4, occ * ocb, &ein, mid, &nmid);
 
   ob_sched *s = NULL;
   st = ob_sched_new(te, 1, &o, &s);
@@ -375,6 +408,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && o == conv) st = ob_sched_cache_write(s, so, &sacc);
   if (!st && pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, pad));
+  if (!st && pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
   ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
@@ -409,18 +443,25 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   return OB_OK;
 }
 
-/* Layout moves between NCHW / KCRS and the blocked forms. */
+/* Layout moves between NCHW / KCRS and the blocked forms; the padding of a
+ * last, partial output-channel block is zero (weights, bias, residual). */
 static void nchwc_move(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst,
                        bool to_blocked) {
   conv_p p = params(wl);
   int64_t icb, ocb;
   nchwc_blocks(cfg, &icb, &ocb);
+  int64_t kp = nchwc_occ(&p, ocb) * ocb;
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
   int bias_arg = ob_epilogue_has(&e, OB_EPI_BIAS) ? 2 : -1;
   if (arg == bias_arg) {
     memcpy(dst, src, sizeof(float) * (size_t)p.k);
+    if (to_blocked) memset(dst + p.k, 0, sizeof(float) * (size_t)(kp - p.k));
     return;
+  }
+  if (to_blocked && arg != 0 && kp != p.k) {
+    int64_t n = arg == 1 ? OB_NUMEL(kp, p.c / p.g, p.r, p.s) : OB_NUMEL(p.n, kp, p.oh, p.ow);
+    memset(dst, 0, sizeof(float) * (size_t)n);
   }
   if (arg == 0) { /* data: NCHW <-> N C/icb H W icb */
     for (int64_t n = 0; n < p.n; n++)
@@ -450,10 +491,23 @@ static void nchwc_move(const ob_workload *wl, const ob_config *cfg, int arg, con
     for (int64_t k = 0; k < p.k; k++)
       for (int64_t hw = 0; hw < p.oh * p.ow; hw++) {
         int64_t plain = (n * p.k + k) * p.oh * p.ow + hw;
-        int64_t blk = ((n * (p.k / ocb) + k / ocb) * p.oh * p.ow + hw) * ocb + k % ocb;
+        int64_t blk = ((n * (kp / ocb) + k / ocb) * p.oh * p.ow + hw) * ocb + k % ocb;
         if (to_blocked) dst[blk] = src[plain];
         else dst[plain] = src[blk];
       }
+}
+
+static int64_t nchwc_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg) {
+  conv_p p = params(wl);
+  int64_t icb, ocb;
+  nchwc_blocks(cfg, &icb, &ocb);
+  int64_t kp = nchwc_occ(&p, ocb) * ocb;
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  if (arg == 0) return ob_workload_arg_numel(wl, 0);
+  if (arg == 1) return OB_NUMEL(kp, p.c / p.g, p.r, p.s);
+  if (arg == 2 && ob_epilogue_has(&e, OB_EPI_BIAS)) return kp;
+  return OB_NUMEL(p.n, kp, p.oh, p.ow); /* residual, output */
 }
 
 static void pack_nchwc(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
@@ -492,8 +546,12 @@ static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *w
 }
 
 static const ob_tmpl_def k_tmpls[] = {
-    {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc},
+    {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc,
+     .arg_numel = nchwc_arg_numel},
     {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
+    {.name = "conv2d_winograd.x86", .define = ob_winograd_define, .build = ob_winograd_build,
+     .pack = ob_winograd_pack, .unpack = ob_winograd_unpack, .arg_numel = ob_winograd_arg_numel,
+     .tolerance = ob_winograd_config_tolerance},
     {.name = "conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };
 

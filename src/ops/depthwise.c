@@ -118,7 +118,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
   bool pd = p.pt || p.pl || p.pb || p.pr;
-  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1}, pd ? 2 : 1);
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, pd ? 3 : 1);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback from searches on MobileNetV2's layers: padding inlined (a
@@ -160,7 +160,8 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   ob_config_split(cfg, "tile_ow", ow);
   ob_config_split(cfg, "tile_oh", oh);
   int64_t cb = cbs[1], cc = p.c / cb;
-  bool ukw = ob_config_knob(cfg, "unroll_kw"), pad_inline = ob_config_knob(cfg, "pad_inline");
+  bool ukw = ob_config_knob(cfg, "unroll_kw");
+  int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
   ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, cc, p.h, p.w, cb}, OB_F32);
   ob_tensor *wt = ob_te_placeholder(te, "weight", 4, (int64_t[]){cc, p.r, p.s, cb}, OB_F32);
   ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
@@ -188,6 +189,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && o == conv) st = ob_sched_cache_write(s, so, &sacc);
   if (!st && src != data && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, src));
+  if (!st && src != data && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
   ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
@@ -250,11 +252,14 @@ static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload
   ob_status st = ob_space_define_split(sp, "tile_ow", p.ow, &(ob_split_opts){.policy = OB_SPLIT_POWER2, .num_outputs = 2, .max_factor = 4 * ob_tmpl_lanes(tg)});
   if (!st) st = ob_space_define_split(sp, "tile_oh", p.oh, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (!st) st = ob_space_define_knob(sp, "unroll_kw", (int64_t[]){0, 1}, 2);
+  bool pd = p.pt || p.pl || p.pb || p.pr;
+  if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, pd ? 3 : 1);
   if (st) return st;
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_ow", (int64_t[]){ob_tmpl_lanes(tg)}, 1);
   ob_config_set_split(&c, "tile_oh", (int64_t[]){2}, 1);
   ob_config_set_knob(&c, "unroll_kw", 1);
+  ob_config_set_knob(&c, "pad_inline", 0);
   *dflt = c;
   return OB_OK;
 }
@@ -269,6 +274,7 @@ static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_config_split(cfg, "tile_ow", ow);
   ob_config_split(cfg, "tile_oh", oh);
   bool ukw = ob_config_knob(cfg, "unroll_kw");
+  int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
   ob_tensor *data = ob_te_placeholder(te, "data", 4, (int64_t[]){p.n, p.c, p.h, p.w}, OB_F32);
   ob_tensor *wt = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.c, 1, p.r, p.s}, OB_F32);
   ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
@@ -295,6 +301,8 @@ static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_stage *so = ob_sched_stage(s, o), *sacc = ob_sched_stage(s, conv);
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && o == conv) st = ob_sched_cache_write(s, so, &sacc);
+  if (!st && src != data && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, src));
+  if (!st && src != data && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
   ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);

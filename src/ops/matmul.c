@@ -29,20 +29,42 @@ static bool pack_ok(const ob_config *cfg, void *user) {
   return (y[1] + 1) * ob_tmpl_vectors(tg, x[1]) <= ob_tmpl_budget(tg);
 }
 
+/* The padded B panels stay within the tensor limits validate checked. */
+static bool padded_fits(const mm_p *p, int64_t np) {
+  int64_t b = p->b ? p->b : 1, v;
+  return ob_mul_i64(b, np, &v) && ob_mul_i64(v, p->k, &v) && v <= OB_MAX_TENSOR_ELEMS &&
+         (uint64_t)v * 4 <= OB_MAX_BUFFER_BYTES;
+}
+
+/* Rows and columns the GEMM computes: M and N rounded up to the register
+ * block (tile_y rows) and the panel (tile_x columns). */
+static void padded_mn(const mm_p *p, const ob_config *cfg, int64_t *mp, int64_t *np) {
+  int64_t ty[2], tx[2];
+  ob_config_split(cfg, "tile_y", ty);
+  ob_config_split(cfg, "tile_x", tx);
+  *mp = (p->m + ty[1] - 1) / ty[1] * ty[1];
+  *np = (p->n + tx[1] - 1) / tx[1] * tx[1];
+}
+
 ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   mm_p p = params(wl);
   int64_t lanes = ob_tmpl_lanes(tg);
   int64_t cand[16];
   int nc = 0;
-  /* panels of half a vector and of one to four vectors */
+  /* panels of half a vector and of one to four vectors; one that does not
+   * divide N pads the last panel with zero columns (at most a quarter of
+   * the panels' work wasted: N = 1001 takes panels of 16 as 1008 columns),
+   * as oneDNN pads its blocks: odd N keeps whole vectors */
   const int64_t nbs[] = {lanes / 2, lanes, 2 * lanes, 3 * lanes, 4 * lanes};
-  for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++)
-    if (nbs[i] > 1 && p.n % nbs[i] == 0) {
+  for (size_t i = 0; i < sizeof nbs / sizeof nbs[0]; i++) {
+    int64_t np = (p.n + nbs[i] - 1) / nbs[i] * nbs[i];
+    if (nbs[i] > 1 && (p.n % nbs[i] == 0 || (4 * (np - p.n) <= np && padded_fits(&p, np)))) {
       cand[2 * nc] = -1;
       cand[2 * nc + 1] = nbs[i];
       nc++;
     }
+  }
   if (!nc) {
     cand[0] = -1;
     cand[1] = 1;
@@ -77,20 +99,24 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   ob_epilogue e;
   ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
   if (st) return st;
-  int64_t ty[2], tx[2], tk[2];
+  int64_t ty[2], tx[2], tk[2], mp, np;
   ob_config_split(cfg, "tile_y", ty);
   ob_config_split(cfg, "tile_x", tx);
   ob_config_split(cfg, "tile_k", tk);
+  padded_mn(&p, cfg, &mp, &np);
   int64_t nb = tx[1], bt = p.b ? p.b : 1;
   int nd = p.b ? 3 : 2; /* output rank */
   ob_tensor *A = p.b ? ob_te_placeholder(te, "A", 3, (int64_t[]){p.b, p.m, p.k}, OB_F32)
                      : ob_te_placeholder(te, "A", 2, (int64_t[]){p.m, p.k}, OB_F32);
-  ob_tensor *B = ob_te_placeholder(te, "B_packed", 4, (int64_t[]){bt, p.n / nb, p.k, nb}, OB_F32);
+  ob_tensor *B = ob_te_placeholder(te, "B_packed", 4, (int64_t[]){bt, np / nb, p.k, nb}, OB_F32);
+  /* the product over whole register blocks: rows past M repeat row M - 1
+   * (in bounds, never stored), columns past N meet the zero padding of B */
   ob_ivar *ab = p.b ? ob_te_axis(te, "b", p.b) : NULL;
-  ob_ivar *am = ob_te_axis(te, "m", p.m), *an = ob_te_axis(te, "n", p.n), *rk = ob_te_reduce_axis(te, "k", p.k);
+  ob_ivar *am = ob_te_axis(te, "m", mp), *an = ob_te_axis(te, "n", np), *rk = ob_te_reduce_axis(te, "k", p.k);
   ob_expr *vb = ab ? ob_te_var(te, ab) : ob_te_int(te, 0);
-  ob_expr *va = ab ? ob_te_load(te, A, 3, (ob_expr *[]){vb, ob_te_var(te, am), ob_te_var(te, rk)})
-                   : ob_te_load(te, A, 2, (ob_expr *[]){ob_te_var(te, am), ob_te_var(te, rk)});
+  ob_expr *row = mp == p.m ? ob_te_var(te, am) : ob_te_bin(te, OB_MIN, ob_te_var(te, am), ob_te_int(te, p.m - 1));
+  ob_expr *va = ab ? ob_te_load(te, A, 3, (ob_expr *[]){vb, row, ob_te_var(te, rk)})
+                   : ob_te_load(te, A, 2, (ob_expr *[]){row, ob_te_var(te, rk)});
   ob_expr *vn = ob_te_var(te, an);
   ob_expr *vw = ob_te_load(te, B, 4,
                            (ob_expr *[]){vb, ob_te_bin(te, OB_DIV, vn, ob_te_int(te, nb)), ob_te_var(te, rk),
@@ -102,18 +128,29 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   axes[na++] = an;
   ob_tensor *C = ob_te_compute(te, p.b ? "batch_matmul" : "dense", nd, axes,
                                ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, va, vw), 1, &rk));
-  if (!A || !B || !C) return OB_ERR_INVALID_ARG;
+  /* the output: the product's first M x N, then the epilogue */
+  ob_ivar *ob = p.b ? ob_te_axis(te, "b", p.b) : NULL;
+  ob_ivar *om = ob_te_axis(te, "m", p.m), *on = ob_te_axis(te, "n", p.n);
+  ob_ivar *oaxes[3];
+  ob_expr *oidx[3];
+  int no = 0;
+  if (ob) oaxes[no++] = ob;
+  oaxes[no++] = om;
+  oaxes[no++] = on;
+  for (int i = 0; i < no; i++) oidx[i] = ob_te_var(te, oaxes[i]);
+  ob_tensor *X = ob_te_compute(te, "out", nd, oaxes, ob_te_load(te, C, nd, oidx));
+  if (!A || !B || !C || !X) return OB_ERR_INVALID_ARG;
   ob_epi_inputs ein;
-  ob_epilogue_placeholders(te, &e, C, nd - 1, &ein);
+  ob_epilogue_placeholders(te, &e, X, nd - 1, &ein);
   ob_tensor *mid[8];
   int nmid;
-  ob_tensor *O = ob_epilogue_apply(te, &e, C, nd - 1, &ein, mid, &nmid);
+  ob_tensor *O = ob_epilogue_apply(te, &e, X, nd - 1, &ein, mid, &nmid);
   ob_sched *s = NULL;
   st = ob_sched_new(te, 1, &O, &s);
   if (st) return st;
   ob_stage *so = ob_sched_stage(s, O), *sc = ob_sched_stage(s, C);
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
-  if (!st && O == C) st = ob_sched_cache_write(s, so, &sc);
+  if (!st && O != X) st = ob_sched_compute_inline(s, ob_sched_stage(s, X));
   int off = p.b ? 1 : 0;
   ob_ivar *yo, *yi, *xo, *xi, *f;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off), ty[1], &yo, &yi);
@@ -130,13 +167,13 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   ob_ivar *cm = ob_stage_axis(sc, off), *cn = ob_stage_axis(sc, off + 1);
   if (!st) {
     ob_ivar *ord[5];
-    int no = 0;
-    if (p.b) ord[no++] = ob_stage_axis(sc, 0);
-    ord[no++] = ko;
-    ord[no++] = ki;
-    ord[no++] = cm;
-    ord[no++] = cn;
-    st = ob_sched_reorder(s, sc, no, ord);
+    int n = 0;
+    if (p.b) ord[n++] = ob_stage_axis(sc, 0);
+    ord[n++] = ko;
+    ord[n++] = ki;
+    ord[n++] = cm;
+    ord[n++] = cn;
+    st = ob_sched_reorder(s, sc, n, ord);
   }
   if (!st && nb > 1) st = ob_sched_vectorize(s, sc, cn);
   if (!st) st = ob_sched_unroll(s, sc, cm);
@@ -149,12 +186,15 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   return OB_OK;
 }
 
-/* B [b, N, K] <-> [b, N/nb, K, nb]; other arguments keep their layout. */
+/* B [b, N, K] <-> [b, Np/nb, K, nb] (columns past N zero); other
+ * arguments keep their layout. */
 static void move(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst, bool to_blk) {
   mm_p p = params(wl);
-  int64_t tx[2];
+  int64_t tx[2], mp, np;
   ob_config_split(cfg, "tile_x", tx);
+  padded_mn(&p, cfg, &mp, &np);
   int64_t nb = tx[1], bt = p.b ? p.b : 1;
+  if (arg == 1 && to_blk && np != p.n) memset(dst, 0, sizeof(float) * (size_t)OB_NUMEL(bt, np, p.k));
   if (arg != 1) {
     int64_t numel = arg == 0 ? OB_NUMEL(bt, p.m, p.k) : -1;
     if (numel < 0) { /* bias [N], residual/output [b, M, N] */
@@ -169,10 +209,18 @@ static void move(const ob_workload *wl, const ob_config *cfg, int arg, const flo
     for (int64_t n = 0; n < p.n; n++)
       for (int64_t k = 0; k < p.k; k++) {
         int64_t plain = (b * p.n + n) * p.k + k;
-        int64_t blk = ((b * (p.n / nb) + n / nb) * p.k + k) * nb + n % nb;
+        int64_t blk = ((b * (np / nb) + n / nb) * p.k + k) * nb + n % nb;
         if (to_blk) dst[blk] = src[plain];
         else dst[plain] = src[blk];
       }
+}
+
+int64_t ob_matmul_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg) {
+  mm_p p = params(wl);
+  int64_t mp, np;
+  padded_mn(&p, cfg, &mp, &np);
+  if (arg == 1) return OB_NUMEL(p.b ? p.b : 1, np, p.k);
+  return ob_workload_arg_numel(wl, arg);
 }
 
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
@@ -244,7 +292,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "batch_matmul_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
-     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack},
+     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .arg_numel = ob_matmul_arg_numel},
     {.name = "batch_matmul.cuda", .gpu = true, .define = ob_gpu_gemm_define, .build = ob_gpu_gemm_build},
 };
 

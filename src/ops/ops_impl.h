@@ -32,6 +32,12 @@ typedef struct ob_tmpl_def {
    * unpack the other way. NULL: the layouts are the same. */
   void (*pack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
   void (*unpack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+  /* Optional: elements of argument `arg` in the kernel's layout when it is
+   * larger than the operator's (padded blocks; pack fills the padding with
+   * zeros). NULL: the operator's count. */
+  int64_t (*arg_numel)(const ob_workload *wl, const ob_config *cfg, int arg);
+  /* Optional: the check's tolerance for cfg (NULL: ob_tolerance_default). */
+  ob_tolerance (*tolerance)(const ob_workload *wl, const ob_config *cfg);
 } ob_tmpl_def;
 
 typedef struct ob_arg_info {
@@ -119,11 +125,25 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
 ob_tensor *ob_pad_spatial(ob_te *te, ob_tensor *data, int hdim, int wdim, int64_t pt, int64_t pl,
                           int64_t pb, int64_t pr);
 
+/* The geometry of a conv2d workload (conv2d.c). */
+ob_conv_geom ob_conv2d_geom(const ob_workload *wl);
+
+/* ---- conv2d_winograd.x86 (winograd.c) ------------------------------------ */
+ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp,
+                             ob_config *dflt);
+ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                            ob_sched **out);
+void ob_winograd_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+void ob_winograd_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+int64_t ob_winograd_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
+ob_tolerance ob_winograd_config_tolerance(const ob_workload *wl, const ob_config *cfg);
+
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */
 ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt);
 ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+int64_t ob_matmul_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
 
 
 /* ---- GPU templates (gpu_tmpl.c) -------------------------------------------

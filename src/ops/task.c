@@ -240,7 +240,18 @@ static ob_status ensure_ref(ob_task *t, uint64_t seed) {
   return OB_OK;
 }
 
+ob_tolerance ob_tolerance_default(void) { return (ob_tolerance){1e-4, 1e-5}; }
+
+ob_tolerance ob_task_tolerance(const ob_task *t, const ob_config *cfg) {
+  return t->tmpl->tolerance ? t->tmpl->tolerance(&t->wl, cfg) : ob_tolerance_default();
+}
+
 ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg, size_t cap) {
+  return ob_task_check_tol(t, seed, bufs, ob_tolerance_default(), msg, cap);
+}
+
+ob_status ob_task_check_tol(ob_task *t, uint64_t seed, void *const *bufs, ob_tolerance tol, char *msg,
+                            size_t cap) {
   ob_status st = ensure_ref(t, seed);
   if (st) {
     snprintf(msg, cap, "%s", ob_ctx_errmsg(t->ctx));
@@ -253,17 +264,24 @@ ob_status ob_task_check(ob_task *t, uint64_t seed, void *const *bufs, char *msg,
     double amax = 0;
     for (int64_t k = 0; k < t->args[i].numel; k++)
       if (fabs(ref[k]) > amax) amax = fabs(ref[k]);
-    double atol = 1e-5 * sqrt(red) * (amax > 1 ? amax : 1) + 1e-6;
+    double atol = tol.atol * sqrt(red) * (amax > 1 ? amax : 1) + 1e-6;
     for (int64_t k = 0; k < t->args[i].numel; k++) {
       double d = fabs((double)got[k] - ref[k]);
-      if (!(d <= 1e-4 * fabs(ref[k]) + atol)) { /* NaN fails too */
+      if (!(d <= tol.rtol * fabs(ref[k]) + atol)) { /* NaN fails too */
         snprintf(msg, cap, "wrong answer: %s[%lld] = %.7g, reference %.7g (tolerance %.3g)",
-                 t->args[i].name, (long long)k, got[k], ref[k], 1e-4 * fabs(ref[k]) + atol);
+                 t->args[i].name, (long long)k, got[k], ref[k], tol.rtol * fabs(ref[k]) + atol);
         return OB_ERR_WRONG_ANSWER;
       }
     }
   }
   return OB_OK;
+}
+
+size_t ob_task_arg_bytes_for(const ob_task *t, const ob_config *cfg, int i) {
+  if (!t->tmpl->arg_numel) return ob_task_arg_bytes(t, i);
+  int64_t n = t->tmpl->arg_numel(&t->wl, cfg, i);
+  OB_ASSERT(n >= t->args[i].numel); /* the template's validate bounded it */
+  return (size_t)n * ob_dtype_size(t->wl.dtype);
 }
 
 bool ob_task_plain_layout(const ob_task *t, const ob_config *cfg) {
@@ -292,7 +310,8 @@ ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed, void
   for (int i = 0; i < t->nargs; i++) {
     float *p = bufs[i];
     if (!t->args[i].is_input) {
-      for (int64_t k = 0; k < t->args[i].numel; k++) p[k] = NAN;
+      int64_t n = (int64_t)(ob_task_arg_bytes_for(t, cfg, i) / sizeof(float));
+      for (int64_t k = 0; k < n; k++) p[k] = NAN;
       continue;
     }
     for (int64_t k = 0; k < t->args[i].numel; k++) t->scratch[k] = ob_rng_float(&r);
@@ -303,7 +322,8 @@ ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed, void
 
 ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed, void *const *bufs,
                             char *msg, size_t cap) {
-  if (!t->tmpl->unpack) return ob_task_check(t, seed, bufs, msg, cap);
+  ob_tolerance tol = ob_task_tolerance(t, cfg);
+  if (!t->tmpl->unpack) return ob_task_check_tol(t, seed, bufs, tol, msg, cap);
   ob_status st = need_scratch(t);
   if (st) {
     snprintf(msg, cap, "%s", ob_ctx_errmsg(t->ctx));
@@ -316,7 +336,7 @@ ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed, voi
     if (t->args[i].is_input) continue;
     t->tmpl->unpack(&t->wl, cfg, i, bufs[i], t->scratch);
     view[i] = t->scratch;
-    st = ob_task_check(t, seed, view, msg, cap);
+    st = ob_task_check_tol(t, seed, view, tol, msg, cap);
     view[i] = bufs[i];
     if (st) return st;
   }

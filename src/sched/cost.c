@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/sched_impl.h"
 
@@ -31,6 +32,55 @@ ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int thr
     double c = op->nodes[i].flops / (m->gflops_per_core * 1e9 * speed);
     double b = op->nodes[i].bytes / (m->gbps_per_core * 1e9 * speed);
     t += m->overhead_s + m->sync_s * (threads - 1) + (c > b ? c : b);
+  }
+  *seconds = t;
+  return OB_OK;
+}
+
+/* ---- per-unit latencies from a trained predictor ------------------------------------------------ */
+static bool node_predicted(ob_sched_predictor_model *m, const ob_sched_node_desc *n, int threads, double *out) {
+  if (!n->has_workload) return false;
+  bool known = false; /* asked only for kinds it has, so its ctx gets no message */
+  for (int i = 0; i < ob_predictor_kinds(m->predictor) && !known; i++)
+    known = !strcmp(ob_predictor_kind(m->predictor, i, NULL, NULL), n->wl.op);
+  if (!known) return false;
+  ob_task *task = NULL;
+  ob_ctx *ctx = NULL;
+  bool ok = false;
+  if (ob_ctx_new(&ctx) != OB_OK) return false;
+  if (ob_task_new(ctx, &n->wl, NULL, m->target, &task) == OB_OK) {
+    ob_config cfg = ob_task_default_config(task);
+    ob_predict_point pt = {.wl = &n->wl, .task = task, .cfg = &cfg, .threads = threads, .ncores = threads,
+                           .peak_gflops = NAN, .bandwidth_gbps = NAN};
+    float x[OB_PREDICT_NFEAT];
+    ob_prediction pr;
+    ok = ob_predict_features(ctx, &pt, x) == OB_OK &&
+         ob_predictor_predict(m->predictor, n->wl.op, x, ob_workload_flops(&n->wl), &pr) == OB_OK &&
+         isfinite(pr.seconds) && pr.seconds >= 0;
+    if (ok) *out = pr.seconds;
+  }
+  ob_task_free(task);
+  ob_ctx_free(ctx);
+  return ok;
+}
+
+ob_status ob_sched_predictor_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds) {
+  ob_sched_predictor_model *m = user;
+  if (threads < 1 || !m->predictor) return OB_ERR_INVALID_ARG;
+  double t = 0;
+  for (int i = 0; i < op->nnodes; i++) {
+    double v = 0;
+    if (node_predicted(m, &op->nodes[i], threads, &v)) {
+      m->predicted++;
+    } else {
+      ob_sched_op_desc one = *op;
+      one.nnodes = 1;
+      one.nodes = &op->nodes[i];
+      ob_status st = ob_sched_flops_latency(&m->fallback, &one, threads, &v);
+      if (st) return st;
+      m->fallbacks++;
+    }
+    t += v;
   }
   *seconds = t;
   return OB_OK;

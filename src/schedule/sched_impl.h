@@ -34,6 +34,7 @@ struct ob_stage {
   ob_ivar *attach_iv;
   bool is_output;
   bool touched; /* a loop primitive was applied */
+  bool skip_padding; /* ob_sched_skip_padding: zero terms of selects become guards */
   /* annotations live on the stage, not on the ivar, so that te axes shared
    * by several schedules of one compute do not leak annotations */
   ob_ivar *ann_iv[64];

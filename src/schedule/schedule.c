@@ -482,6 +482,17 @@ ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv) {
   return annotate(s, st, iv, OB_IT_PARALLEL, "parallel");
 }
 
+ob_status ob_sched_skip_padding(ob_sched *s, ob_stage *st) {
+  if (ob_arena_failed(s->arena)) return sched_oom(s, "skip_padding", st);
+  if (!st->is_reduce || st->rop != OB_REDUCE_SUM)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "skip_padding: stage '%s' is not a sum reduction",
+                   st->tensor->name);
+  if (st->attach == OB_ATTACH_INLINE)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "skip_padding on inlined stage '%s'", st->tensor->name);
+  st->skip_padding = true;
+  return OB_OK;
+}
+
 ob_status ob_sched_bind(ob_sched *s, ob_stage *st, ob_ivar *iv, ob_iter_ann tag) {
   if (!ob_ann_is_bound(tag))
     return ob_fail(s->ctx, OB_ERR_SCHEDULE, "bind on stage '%s': %s is not a block or thread index",

@@ -278,6 +278,7 @@ typedef struct loop {
   bool reported;       /* a progress line was printed */
   int reported_trials; /* its trial count */
   FILE *log_stream;    /* --log as a pipe or device, opened before the first trial */
+  int64_t run_id;      /* the db's tuning_runs row of this call (0: none) */
   bool gpu;            /* a GPU target: ob_measure_configs builds (NVRTC) and runs (the
                           GPU runner) each batch; the build pool is the C compiler's */
 } loop;
@@ -920,6 +921,8 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_me
   if (L.local && !L.gpu && (st = setup_pool(&L))) goto done;
   if (db && !opts->remeasure && (st = resume(&L))) goto done;
   if (stats->resumed) report(&L, false);
+  /* which tuner the trials from now on come from (the report's tuning curves) */
+  if (db && (st = ob_db_begin_tuning_run(db, &L.key, ob_tuner_name(tuner), &L.run_id))) goto done;
 
   batch *cur = &bufs[0], *next = &bufs[1];
   if ((st = propose(&L, cur, 0))) goto done;
@@ -954,6 +957,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_me
 
 done:
   stats->seconds = ob_now_s() - L.t0;
+  if (!st && L.run_id) st = ob_db_end_tuning_run(db, L.run_id, stats->measured);
   if (!st) report(&L, true);
   batch_free(&bufs[0]);
   batch_free(&bufs[1]);

@@ -69,7 +69,7 @@ static ob_status run_built(ob_runner *runner, ob_task *task, const ob_measure_op
   bool is_in[16];
   OB_ASSERT(nargs <= 16);
   for (int a = 0; a < nargs; a++) {
-    bytes[a] = ob_task_arg_bytes(task, a);
+    bytes[a] = ob_task_arg_bytes_for(task, cfg, a); /* the kernel's layout may pad */
     is_in[a] = ob_task_arg_is_input(task, a);
   }
   check_ctx cc = {task, cfg, mo->seed, OB_OK};

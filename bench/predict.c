@@ -1,0 +1,562 @@
+/* predict.c: the predictors of the predict module on data this benchmark
+ * measures itself, on this machine, in one run:
+ *   1. measures the operator tasks of resnet-18, mobilenet-v2 and
+ *      squeezenet-1.1 (training models) and resnet-50 (held out) at a small
+ *      input size: a few configs per task (the default and random ones) at
+ *      1 and 2 threads, into a fresh database;
+ *   2. trains the latency predictor on the training models' records and
+ *      evaluates it on resnet-50's (split by model) and by 5 workload folds;
+ *   3. measures co-run slowdowns of pairs of workloads (stream: one core
+ *      each; full: both on both cores) and evaluates the interference model
+ *      on held-out pairs;
+ *   4. plays the placement game on this machine for a few pairs: the
+ *      predicted equilibrium, then every profile MEASURED (each operator
+ *      timed while the other runs beside it; makespan = the slower), so the
+ *      equilibrium's measured makespan is compared with the measured optimum
+ *      and with "all threads to everyone"; and on SIMULATED 8/16/64-core
+ *      machines.
+ * Prints the table and, last, the figures. Timings are noisy on a shared
+ * machine: every figure is from this run only.
+ *   build/bench_predict [--tasks N] [--configs N] [--input-size N] [--db FILE] [--keep] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opbench/db.h"
+#include "opbench/graph.h"
+#include "opbench/measure.h"
+#include "opbench/predict.h"
+#include "opbench/tune.h"
+
+static ob_ctx *ctx;
+static ob_host host;
+static ob_target *target;
+
+#define MAX_WL 64
+
+typedef struct wl_entry {
+  ob_workload wl;
+  char key[256];
+  char model[32];
+  ob_task *task;
+  ob_config cfg0; /* the default config */
+  char *so, *sym; /* its kernel (co-run and game measurements) */
+} wl_entry;
+
+static wl_entry wls[MAX_WL];
+static int nwl;
+
+static int die(const char *what) {
+  fprintf(stderr, "bench_predict: %s: %s\n", what, ob_ctx_errmsg(ctx));
+  return 1;
+}
+
+/* The tasks of a model whose operators have templates, largest first. */
+static int add_model(const char *name, int64_t input_size, int ntasks) {
+  ob_model_opts mo = ob_model_opts_default();
+  mo.name = name;
+  mo.zero_weights = true;
+  mo.input_size = input_size;
+  ob_graph *g = NULL;
+  ob_graph_task *t = NULL;
+  int n = 0, added = 0;
+  if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, 0, NULL) || ob_graph_tasks(ctx, g, &t, &n)) {
+    ob_graph_free(g);
+    return -1;
+  }
+  for (int i = 0; i < n && added < ntasks && nwl < MAX_WL; i++) {
+    const char *names[8];
+    if (ob_op_templates(t[i].wl.op, names, 8) < 1) continue;
+    bool dup = false;
+    for (int j = 0; j < nwl; j++) dup |= !strcmp(wls[j].key, t[i].key);
+    if (dup) continue;
+    wl_entry *e = &wls[nwl];
+    memset(e, 0, sizeof *e);
+    e->wl = t[i].wl;
+    snprintf(e->key, sizeof e->key, "%s", t[i].key);
+    snprintf(e->model, sizeof e->model, "%s", name);
+    if (ob_task_new(ctx, &e->wl, NULL, target, &e->task)) {
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    e->cfg0 = ob_task_default_config(e->task);
+    nwl++;
+    added++;
+  }
+  free(t);
+  ob_graph_free(g);
+  return added;
+}
+
+static void store(ob_db *db, const wl_entry *e, const ob_config *c, const ob_measure_opts *mo,
+                  const ob_measure_result *r) {
+  char res[128], cores[32];
+  ob_tune_resources(mo, res, sizeof res);
+  snprintf(cores, sizeof cores, "%s", mo->nthreads == 1 ? "0" : "0,1");
+  ob_db_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.host = host.fingerprint;
+  rec.workload = e->key;
+  rec.target = ob_target_str(target);
+  rec.resources = res;
+  rec.tmpl = ob_task_template(e->task);
+  rec.config_index = c->index;
+  rec.nthreads = mo->nthreads;
+  rec.cores = cores;
+  ob_measure_result_to_record(r, &rec);
+  if (ob_db_put_measurement(db, &rec, 0, NULL)) ob_ctx_clear_error(ctx);
+}
+
+/* ---- co-run measurements ----------------------------------------------------------- */
+typedef struct fill_ctx {
+  ob_task *task;
+  const ob_config *cfg;
+} fill_ctx;
+
+static void fill_cb(void *u, void *const *bufs) {
+  fill_ctx *f = u;
+  if (ob_task_fill_for(f->task, f->cfg, 1, bufs)) { /* out of memory: the check fails it */
+  }
+}
+
+static ob_status check_cb(void *u, void *const *bufs, char *msg, size_t cap) {
+  fill_ctx *f = u;
+  return ob_task_check_for(f->task, f->cfg, 1, bufs, msg, cap);
+}
+
+typedef struct req_store {
+  size_t bytes[16];
+  bool in[16];
+  int cores[2];
+  fill_ctx fc;
+} req_store;
+
+static void make_req(wl_entry *e, int first_core, int k, req_store *s, ob_run_request *r) {
+  int n = ob_task_num_args(e->task);
+  for (int a = 0; a < n; a++) {
+    s->bytes[a] = ob_task_arg_bytes(e->task, a);
+    s->in[a] = ob_task_arg_is_input(e->task, a);
+  }
+  for (int c = 0; c < k; c++) s->cores[c] = (first_core + c) % 2;
+  s->fc = (fill_ctx){e->task, &e->cfg0};
+  ob_timing_opts t = ob_timing_default();
+  t.repeat = 5;
+  *r = (ob_run_request){.target = target, .so_path = e->so, .symbol = e->sym, .nbufs = n, .buf_bytes = s->bytes,
+                        .buf_is_input = s->in, .cores = s->cores, .nthreads = k, .timing = t,
+                        .fill = fill_cb, .check = check_cb, .user = &s->fc};
+}
+
+/* Median of A (k_a threads from core a0) while B (k_b from b0) runs beside
+ * it (b NULL: alone). NAN on failure. */
+static double time_beside(ob_runner *run, wl_entry *a, int a0, int ka, wl_entry *b, int b0, int kb) {
+  req_store sa, sb;
+  ob_run_request ra, rb;
+  make_req(a, a0, ka, &sa, &ra);
+  if (b) {
+    make_req(b, b0, kb, &sb, &rb);
+    rb.check = NULL;
+    ra.corun = &rb;
+  }
+  ob_run_result res;
+  if (ob_runner_run(run, &ra, &res) || res.error_no) {
+    ob_ctx_clear_error(ctx);
+    return NAN;
+  }
+  return res.timing.median_s;
+}
+
+static void put_corun(ob_db *db, wl_entry *a, wl_entry *b, int ka, int kb, bool full, double alone, double med) {
+  ob_db_profile p;
+  memset(&p, 0, sizeof p);
+  char res[64];
+  snprintf(res, sizeof res, "threads=%d;cores=%s", ka, ka == 1 ? "0" : "0,1");
+  p.key = (ob_db_profile_key){.host = host.fingerprint, .workload = a->key, .target = ob_target_str(target),
+                              .tmpl = ob_task_template(a->task), .config_index = a->cfg0.index,
+                              .resources = res, .corun_workload = b->key, .corun_mode = full ? "full" : "stream"};
+  p.nthreads = ka;
+  p.cores = ka == 1 ? "0" : "0,1";
+  p.corun_cores = full ? (kb == 1 ? "0" : "0,1") : "1";
+  p.sweep = "corun";
+  p.timing.ncosts = 1;
+  p.timing.costs[0] = p.timing.median_s = p.timing.mean_s = med;
+  p.timing.number = 1;
+  p.timing.repeat = 5;
+  p.timing.min_repeat_ms = 1;
+  p.alone_s = alone;
+  p.slowdown = med / alone;
+  p.flops = ob_workload_flops(&a->wl);
+  p.bytes = ob_predict_workload_bytes(&a->wl);
+  p.gflops = p.intensity = p.peak_gflops = p.peak_pct = p.bandwidth_gbps = NAN;
+  p.corun_partner_s = p.pressure_gbps = p.build_s = NAN;
+  for (int c = 0; c < OB_COUNTER_COUNT; c++) p.counters[c] = NAN;
+  if (ob_db_put_profile(db, &p, OB_DB_REPLACE, NULL)) ob_ctx_clear_error(ctx);
+}
+
+static double median(double *v, int n) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+      double t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
+}
+
+int main(int argc, char **argv) {
+  int ntasks = 8, nconfigs = 5;
+  int64_t input_size = 56;
+  const char *db_path = NULL;
+  bool keep = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--configs") && i + 1 < argc) nconfigs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--input-size") && i + 1 < argc) input_size = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
+    else if (!strcmp(argv[i], "--keep")) keep = true;
+    else {
+      fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--input-size N] [--db FILE] [--keep]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (ntasks < 1 || nconfigs < 0 || input_size < 8) {
+    fprintf(stderr, "bench_predict: --tasks >= 1, --configs >= 0, --input-size >= 8\n");
+    return 2;
+  }
+  if (ob_ctx_new(&ctx)) return 2;
+  if (ob_host_detect(ctx, &host) || ob_target_host(ctx, &target)) return die("host");
+  char tmpdb[64] = "/tmp/obbenchpredict-XXXXXX";
+  if (!db_path) {
+    if (!mkdtemp(tmpdb)) return 2;
+    strcat(tmpdb, "/p.db");
+    db_path = tmpdb;
+  }
+  ob_db *db = NULL;
+  if (ob_db_open(ctx, db_path, 0, &db)) return die(db_path);
+  ob_runner *run = NULL;
+  if (ob_runner_new(ctx, &run)) return die("runner");
+  const char *train_models[] = {"resnet-18", "mobilenet-v2", "squeezenet-1.1"}, *test_model = "resnet-50";
+  for (int m = 0; m < 3; m++)
+    if (add_model(train_models[m], input_size, ntasks) < 0) return die(train_models[m]);
+  int first_test = nwl;
+  if (add_model(test_model, input_size, ntasks) < 0) return die(test_model);
+  /* 1. measure */
+  double t0 = ob_now_s();
+  ob_rng rng = {0x9e3779b97f4a7c15ull};
+  int64_t measured = 0, failed = 0;
+  for (int w = 0; w < nwl; w++) {
+    wl_entry *e = &wls[w];
+    if (ob_workload_store(db, &e->wl)) ob_ctx_clear_error(ctx);
+    ob_config cfgs[16];
+    int nc = 0;
+    cfgs[nc++] = e->cfg0;
+    const ob_space *s = ob_task_space(e->task);
+    for (int tries = 0; nc < 1 + nconfigs && nc < 16 && tries < 200; tries++) {
+      uint64_t idx = ob_rng_next(&rng) % ob_space_len(s);
+      bool dup = false;
+      for (int j = 0; j < nc; j++) dup |= cfgs[j].index == idx;
+      if (dup || !ob_space_is_valid(s, idx) || ob_space_get(ctx, s, idx, &cfgs[nc])) {
+        ob_ctx_clear_error(ctx);
+        continue;
+      }
+      nc++;
+    }
+    for (int th = 1; th <= 2; th++) {
+      ob_measure_opts mo = ob_measure_opts_default();
+      mo.nthreads = th;
+      mo.timing.repeat = 5;
+      mo.build.jobs = 2;
+      ob_measure_result r[16];
+      if (ob_measure_configs(ctx, e->task, run, &mo, cfgs, nc, r)) return die("measuring");
+      for (int c = 0; c < nc; c++) {
+        store(db, e, &cfgs[c], &mo, &r[c]);
+        measured++;
+        failed += r[c].error_no != 0;
+      }
+    }
+  }
+  double t_measure = ob_now_s() - t0;
+  /* 2. train on the training models, evaluate on the held-out one and by workload folds */
+  ob_predict_dataset *d = NULL;
+  if (ob_predict_dataset_load(ctx, db, NULL, &d)) return die("dataset");
+  uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1);
+  double *pred = malloc(sizeof(double) * (size_t)d->n);
+  for (int64_t i = 0; i < d->n; i++) {
+    for (int w = first_test; w < nwl; w++) test[i] |= !strcmp(d->s[i].workload, wls[w].key);
+    bool in_train = false;
+    for (int w = 0; w < first_test; w++) in_train |= !strcmp(d->s[i].workload, wls[w].key);
+    if (test[i] && in_train) test[i] = 0; /* a shape both models have is not held out */
+    train[i] = !test[i];
+  }
+  ob_predict_train_opts to = ob_predict_train_opts_default();
+  ob_predictor *p = NULL;
+  double t1 = ob_now_s();
+  if (ob_predictor_train(ctx, d, train, &to, &p)) return die("training");
+  double t_train = ob_now_s() - t1;
+  if (ob_predictor_predict_dataset(p, d, test, true, pred)) return die("predicting");
+  ob_predict_metrics mm, mw;
+  for (int64_t i = 0; i < d->n; i++)
+    if (test[i] && isnan(pred[i])) test[i] = 0; /* a kind the training models lack */
+  ob_predict_metrics_compute(d, test, pred, &mm);
+  printf("dataset: %lld measurements (%lld failed configs) of %d workloads (%d held out: %s), input size %lld,\n"
+         "        1 and 2 threads, %d configs per workload; measured in %.0f s\n",
+         (long long)measured, (long long)failed, nwl, nwl - first_test, test_model, (long long)input_size,
+         1 + nconfigs, t_measure);
+  printf("\n%-34s %7s %8s %8s %8s %9s %8s %8s\n", "operator latency", "points", "RMSPE%", "MdAPE%", "+-10%",
+         "pairwise", "score@1", "score@5");
+  printf("%-34s %7lld %8.1f %8.1f %8.1f %9.3f %8.3f %8.3f\n", "held-out model (resnet-50)", (long long)mm.n,
+         100 * mm.rmspe, 100 * mm.mdape, 100 * mm.within10, mm.pairwise, mm.score1, mm.score5);
+  for (int th = 1; th <= 2; th++) {
+    uint8_t *tt = calloc((size_t)d->n, 1);
+    for (int64_t i = 0; i < d->n; i++) tt[i] = test[i] && d->s[i].threads == th;
+    ob_predict_metrics m1;
+    ob_predict_metrics_compute(d, tt, pred, &m1);
+    char label[64];
+    snprintf(label, sizeof label, "  at %d thread%s", th, th > 1 ? "s" : "");
+    printf("%-34s %7lld %8.1f %8.1f %8.1f %9.3f %8.3f %8.3f\n", label, (long long)m1.n, 100 * m1.rmspe,
+           100 * m1.mdape, 100 * m1.within10, m1.pairwise, m1.score1, m1.score5);
+    free(tt);
+  }
+  /* workload folds */
+  double *pw = malloc(sizeof(double) * (size_t)d->n);
+  uint8_t *all = calloc((size_t)d->n, 1);
+  for (int64_t i = 0; i < d->n; i++) pw[i] = NAN;
+  for (int f = 0; f < 5; f++) {
+    ob_predict_split_workload(d, f, 5, test);
+    for (int64_t i = 0; i < d->n; i++) train[i] = !test[i];
+    ob_predictor *q = NULL;
+    double *fp = malloc(sizeof(double) * (size_t)d->n);
+    if (ob_predictor_train(ctx, d, train, &to, &q) || ob_predictor_predict_dataset(q, d, test, true, fp))
+      return die("workload folds");
+    for (int64_t i = 0; i < d->n; i++)
+      if (test[i] && !isnan(fp[i])) {
+        pw[i] = fp[i];
+        all[i] = 1;
+      }
+    free(fp);
+    ob_predictor_free(q);
+  }
+  ob_predict_metrics_compute(d, all, pw, &mw);
+  printf("%-34s %7lld %8.1f %8.1f %8.1f %9.3f %8.3f %8.3f\n", "held-out workloads (5 folds)", (long long)mw.n,
+         100 * mw.rmspe, 100 * mw.mdape, 100 * mw.within10, mw.pairwise, mw.score1, mw.score5);
+  /* 3. co-run: pairs of the training workloads' default configs */
+  int npl = nwl < 6 ? nwl : 6;
+  wl_entry *pl[6];
+  for (int i = 0; i < npl; i++) pl[i] = &wls[i * (first_test > npl ? first_test / npl : 1) % nwl];
+  ob_build_input in[6];
+  ob_build_result br[6];
+  char *src[6] = {0};
+  memset(br, 0, sizeof br);
+  for (int i = 0; i < npl; i++) {
+    if (ob_task_source(pl[i]->task, &pl[i]->cfg0, &src[i], &pl[i]->sym)) return die("source");
+    in[i] = (ob_build_input){.source = src[i], .name = pl[i]->sym};
+  }
+  ob_build_opts bo = {.target = target, .jobs = 2};
+  if (ob_build_batch(ctx, &bo, in, npl, br)) return die("building");
+  for (int i = 0; i < npl; i++) {
+    if (br[i].error_no) {
+      fprintf(stderr, "bench_predict: %s does not build\n", pl[i]->key);
+      return 1;
+    }
+    pl[i]->so = br[i].so_path;
+  }
+  /* each co-run point is paired with an alone run right before it, so that
+   * the load others put on the machine at that moment cancels in the ratio */
+  int64_t ncorun = 0;
+  for (int i = 0; i < npl; i++)
+    for (int j = 0; j < npl; j++) {
+      if (i == j) continue;
+      double a1 = time_beside(run, pl[i], 0, 1, NULL, 0, 0);
+      double s = time_beside(run, pl[i], 0, 1, pl[j], 1, 1); /* stream: core 0 beside core 1 */
+      double a2 = time_beside(run, pl[i], 0, 2, NULL, 0, 0);
+      double f = time_beside(run, pl[i], 0, 2, pl[j], 0, 2); /* full: both on both cores */
+      if (isfinite(s) && isfinite(a1)) put_corun(db, pl[i], pl[j], 1, 1, false, a1, s), ncorun++;
+      if (isfinite(f) && isfinite(a2)) put_corun(db, pl[i], pl[j], 2, 2, true, a2, f), ncorun++;
+    }
+  ob_corun_dataset *cd = NULL;
+  if (ob_corun_dataset_load(ctx, db, host.fingerprint, &cd)) return die("co-run dataset");
+  uint8_t *ct = calloc((size_t)cd->n + 1, 1), *cr = calloc((size_t)cd->n + 1, 1);
+  double cse = 0, cape[512];
+  int64_t cn = 0, cwithin = 0;
+  for (int f = 0; f < 5; f++) {
+    ob_corun_split_pairs(cd, f, 5, ct);
+    int64_t nt = 0, nr = 0;
+    for (int64_t i = 0; i < cd->n; i++) {
+      cr[i] = !ct[i];
+      nt += ct[i];
+      nr += cr[i];
+    }
+    if (!nt || !nr) continue;
+    ob_predictor *q = ob_predictor_new(ctx);
+    if (!q || ob_predictor_train_interference(q, cd, cr, &to)) return die("interference");
+    for (int64_t i = 0; i < cd->n; i++) {
+      if (!ct[i]) continue;
+      ob_prediction pr;
+      if (ob_predictor_slowdown(q, cd->s[i].x, &pr)) return die("slowdown");
+      double e = (pr.seconds - cd->s[i].slowdown) / cd->s[i].slowdown;
+      cse += e * e;
+      cwithin += fabs(e) <= 0.1;
+      if (cn < 512) cape[cn] = fabs(e);
+      cn++;
+    }
+    ob_predictor_free(q);
+  }
+  double c_rmspe = cn ? sqrt(cse / (double)cn) : NAN, c_within = cn ? (double)cwithin / (double)cn : NAN;
+  double c_mdape = median(cape, cn < 512 ? (int)cn : 512);
+  printf("%-34s %7lld %8.1f %8.1f %8.1f\n", "co-run slowdown (held-out pairs)", (long long)cn, 100 * c_rmspe,
+         100 * c_mdape, 100 * c_within);
+  /* the full predictor: latency + interference, for the game */
+  if (cd->n && ob_predictor_train_interference(p, cd, NULL, &to)) return die("interference");
+  /* 4. the game on this machine, validated by measuring every profile */
+  printf("\nplacement game on this machine (2 cores): predicted equilibrium, then every profile measured (ms)\n");
+  printf("%-44s %-8s %-8s %10s %10s %10s %7s\n", "pair", "eq(pred)", "opt(meas)", "eq meas", "opt meas",
+         "all-2 meas", "eq/opt");
+  double ratios[16], vs_all[16];
+  int ngames = 0;
+  for (int gi = 0; gi + 1 < npl && ngames < 3; gi += 2, ngames++) {
+    wl_entry *A = pl[gi], *B = pl[gi + 1];
+    double al[4];
+    ob_nash_game g;
+    memset(&g, 0, sizeof g);
+    g.players = 2;
+    g.cores = 2;
+    g.alone = al;
+    wl_entry *pp[2] = {A, B};
+    double l[2][2];
+    for (int i = 0; i < 2; i++)
+      for (int k = 1; k <= 2; k++) {
+        float x[OB_PREDICT_NFEAT];
+        ob_predict_point pt = {.wl = &pp[i]->wl, .task = pp[i]->task, .cfg = &pp[i]->cfg0, .threads = k,
+                               .ncores = k, .peak_gflops = NAN, .bandwidth_gbps = NAN};
+        ob_prediction pr;
+        if (ob_predict_features(ctx, &pt, x) || ob_predictor_predict(p, pp[i]->wl.op, x, ob_workload_flops(&pp[i]->wl), &pr))
+          return die("predicting a player");
+        al[i * 2 + k - 1] = l[i][k - 1] = pr.seconds;
+      }
+    for (int i = 0; i < 2; i++) {
+      int j = 1 - i;
+      float x[OB_INTERF_NFEAT];
+      ob_prediction pr;
+      double fi = ob_workload_flops(&pp[i]->wl), bi = ob_predict_workload_bytes(&pp[i]->wl);
+      double fj = ob_workload_flops(&pp[j]->wl), bj = ob_predict_workload_bytes(&pp[j]->wl);
+      g.stream[i][j] = g.full[i][j] = 1;
+      ob_interf_features(fi, bi, 1, l[i][0], fj, bj, 1, l[j][0], false, 0, x);
+      if (ob_predictor_has_interference(p) && !ob_predictor_slowdown(p, x, &pr)) g.stream[i][j] = pr.seconds;
+      ob_interf_features(fi, bi, 2, l[i][1], fj, bj, 2, l[j][1], true, 2, x);
+      /* the measured "full" slowdown includes the time-slicing the game counts itself
+       * (two players on every core): the factor is what remains beyond it */
+      if (ob_predictor_has_interference(p) && !ob_predictor_slowdown(p, x, &pr)) g.full[i][j] = fmax(1, pr.seconds / 2);
+    }
+    int k[2] = {2, 2};
+    ob_nash_best_response(&g, k, 50, NULL);
+    /* measured makespans of the four profiles (A from core 0, B after it, wrapping) */
+    double meas[3][3];
+    for (int ka = 1; ka <= 2; ka++)
+      for (int kb = 1; kb <= 2; kb++) {
+        int b0 = ka % 2;
+        double ta = time_beside(run, A, 0, ka, B, b0, kb), tb = time_beside(run, B, b0, kb, A, 0, ka);
+        meas[ka][kb] = fmax(ta, tb);
+      }
+    int ok1 = 1, ok2 = 1;
+    for (int ka = 1; ka <= 2; ka++)
+      for (int kb = 1; kb <= 2; kb++)
+        if (meas[ka][kb] < meas[ok1][ok2]) ok1 = ka, ok2 = kb;
+    char pair[64];
+    snprintf(pair, sizeof pair, "%.20s + %.20s", A->key, B->key);
+    char eq[16], opt[16];
+    snprintf(eq, sizeof eq, "[%d,%d]", k[0], k[1]);
+    snprintf(opt, sizeof opt, "[%d,%d]", ok1, ok2);
+    ratios[ngames] = meas[k[0]][k[1]] / meas[ok1][ok2];
+    vs_all[ngames] = meas[k[0]][k[1]] / meas[2][2];
+    printf("%-44s %-8s %-8s %10.4f %10.4f %10.4f %7.3f\n", pair, eq, opt, meas[k[0]][k[1]] * 1e3,
+           meas[ok1][ok2] * 1e3, meas[2][2] * 1e3, ratios[ngames]);
+  }
+  /* simulated machines for the first pair(s): Amdahl from the predicted 1- and 2-thread latencies */
+  printf("\nSIMULATED machines (latencies extrapolated by Amdahl's law from predicted 1- and 2-thread ones; %d players)\n",
+         npl < 4 ? npl : 4);
+  printf("%-8s %10s %12s %14s %8s %8s\n", "cores", "profiles", "equilibria", "opt makespan", "PoA", "PoS");
+  int np = npl < 4 ? npl : 4;
+  for (int P = 8; P <= 64; P *= (P == 8 ? 2 : 4)) {
+    double *sim = calloc((size_t)np * (size_t)P, sizeof *sim);
+    ob_nash_game g;
+    memset(&g, 0, sizeof g);
+    g.players = np;
+    g.cores = P;
+    g.alone = sim;
+    for (int c = 1; c <= P; c *= 2) g.choices[g.nchoices++] = c;
+    for (int i = 0; i < np; i++) {
+      double L[2];
+      for (int kk = 1; kk <= 2; kk++) {
+        float x[OB_PREDICT_NFEAT];
+        ob_predict_point pt = {.wl = &pl[i]->wl, .task = pl[i]->task, .cfg = &pl[i]->cfg0, .threads = kk,
+                               .ncores = kk, .peak_gflops = NAN, .bandwidth_gbps = NAN};
+        ob_prediction pr;
+        if (ob_predict_features(ctx, &pt, x) || ob_predictor_predict(p, pl[i]->wl.op, x, ob_workload_flops(&pl[i]->wl), &pr))
+          return die("predicting a player");
+        L[kk - 1] = pr.seconds;
+      }
+      double par = fmin(1, fmax(0, 2 * (1 - L[1] / L[0])));
+      for (int kk = 1; kk <= P; kk++) sim[(size_t)i * (size_t)P + (size_t)(kk - 1)] = L[0] * ((1 - par) + par / kk);
+      for (int j = 0; j < np; j++) g.stream[i][j] = g.full[i][j] = 1;
+    }
+    ob_nash_summary s;
+    if (ob_nash_exhaustive(ctx, &g, 10000000, &s)) return die("game");
+    printf("%-8d %10lld %12lld %14.4f %8.3f %8.3f\n", P, (long long)s.profiles, (long long)s.equilibria,
+           s.opt_makespan * 1e3, s.price_of_anarchy, s.price_of_stability);
+    free(sim);
+  }
+  /* the model file */
+  char mpath[96];
+  snprintf(mpath, sizeof mpath, "%s.model", db_path);
+  if (ob_predictor_save(ctx, p, mpath)) return die("saving");
+  FILE *mf = fopen(mpath, "rb");
+  long msize = 0;
+  if (mf) {
+    fseek(mf, 0, SEEK_END);
+    msize = ftell(mf);
+    fclose(mf);
+  }
+  double med_ratio = median(ratios, ngames), med_all = median(vs_all, ngames);
+  printf("\nfigures (this run, noisy shared 2-core machine):\n");
+  printf("  dataset %lld measurements + %lld co-run points; training %.1f s on %lld points; model file %ld bytes\n",
+         (long long)measured, (long long)ncorun, t_train, (long long)d->n, msize);
+  printf("  held-out model resnet-50: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%%, pairwise %.3f, score@1 %.3f, "
+         "score@5 %.3f\n", 100 * mm.rmspe, 100 * mm.mdape, 100 * mm.within10, mm.pairwise, mm.score1, mm.score5);
+  printf("  held-out workloads: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%%, pairwise %.3f, score@5 %.3f\n",
+         100 * mw.rmspe, 100 * mw.mdape, 100 * mw.within10, mw.pairwise, mw.score5);
+  printf("  co-run slowdown on held-out pairs: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%% (%lld points)\n",
+         100 * c_rmspe, 100 * c_mdape, 100 * c_within, (long long)cn);
+  printf("  placement (median of %d pairs, measured): equilibrium/optimum makespan %.3f, equilibrium/all-threads %.3f\n",
+         ngames, med_ratio, med_all);
+  printf("equilibrium makespan over measured optimum (median): %.3f\n", med_ratio);
+  for (int i = 0; i < npl; i++) {
+    ob_build_result_clear(&br[i]);
+    free(src[i]);
+    free(pl[i]->sym);
+    pl[i]->so = pl[i]->sym = NULL;
+  }
+  for (int w = 0; w < nwl; w++) ob_task_free(wls[w].task);
+  free(test);
+  free(train);
+  free(pred);
+  free(pw);
+  free(all);
+  free(ct);
+  free(cr);
+  ob_corun_dataset_free(cd);
+  ob_predict_dataset_free(d);
+  ob_predictor_free(p);
+  ob_runner_free(run);
+  ob_db_close(db);
+  ob_target_free(target);
+  if (!keep && db_path == tmpdb) {
+    char cmd[160];
+    *strrchr(tmpdb, '/') = 0;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdb);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdb);
+  }
+  ob_ctx_free(ctx);
+  /* fails when the predictor could not be evaluated at all */
+  return mm.n > 0 && mw.n > 0 ? 0 : 1;
+}

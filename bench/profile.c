@@ -1,0 +1,329 @@
+/* profile.c (bench_profile): is the profiler's data worth collecting? A
+ * program, not a test: measurement fidelity and sweep time of the
+ * collector (issue 12), on the ResNet-18 conv2d suite
+ * (../shared/data/resnet18_conv.txt, or --suite FILE) at the default
+ * configs, through the product's path (ob_profile_plan_new/ob_profile_run
+ * into fresh databases, the runner's worker process measuring):
+ *   repeat     the median coefficient of variation over a point's repeats
+ *              (bar: at most 2 %);
+ *   new process  every workload measured again by a new runner (a new
+ *              worker process, a new database): the worst distance between
+ *              the two medians (bar: at most 3 %);
+ *   peak       the host's FMA peak (ob_limits_measure, 1 thread, the
+ *              target's ISA) against the best GFLOPS any kernel reached at 1
+ *              thread on a workload whose nominal FLOPs are all executed:
+ *              the suite's 1x1 convolutions and a dense layer, by opbench
+ *              (every config of the sweep below) and by oneDNN (bar: the
+ *              best within 5 % of the peak, and never above it: a kernel
+ *              beating the "peak" means the peak kernel is wrong);
+ *   sweep      the suite over 2 thread counts (1 and 2; 1 only on a 1-core
+ *              machine) and the base config with 10 knob neighbours per
+ *              workload, timed from plan to the last point stored (bar:
+ *              under 10 minutes).
+ * Prints a table per part, then the figures with their bars, the last
+ * line a ratio (best kernel / peak). Exit status 1 when a bar is missed, 2
+ * on a setup failure. The machine is shared: the load average before and
+ * after is printed; the figures are only as quiet as the machine.
+ *
+ * --quick: the first 4 workloads, 3 knob neighbours, short limit kernels. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opbench/baseline.h"
+#include "opbench/ops.h"
+#include "opbench/profile.h"
+
+#define MAX_WL 32
+#define BAR_CV 0.02
+#define BAR_DIFF 0.03
+#define BAR_PEAK 0.05
+#define BAR_SWEEP_S 600.0
+
+typedef struct entry {
+  char label[80];
+  ob_workload wl;
+  char key[256];
+  bool nominal; /* every nominal FLOP executed (1x1 convolution, dense) */
+  double med1, med2, cv1, gflops1;
+  double best_sweep_gflops; /* opbench, 1 thread, any config of the sweep */
+  double onednn_gflops;
+} entry;
+
+static entry es[MAX_WL];
+static int nes;
+
+static int read_suite(ob_ctx *ctx, const char *path, int limit) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fprintf(stderr, "bench_profile: cannot read %s\n", path);
+    return -1;
+  }
+  char line[512];
+  while (fgets(line, sizeof line, f) && nes < MAX_WL - 1 && (limit <= 0 || nes < limit)) {
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    char op[32], shape[256];
+    long stride = 1, pad = 0, count = 1;
+    int got = sscanf(line, "%31s %255s %ld %ld %ld", op, shape, &stride, &pad, &count);
+    if (got < 2) continue;
+    entry *e = &es[nes];
+    memset(e, 0, sizeof *e);
+    if (ob_workload_parse(ctx, op, shape, &e->wl) != OB_OK ||
+        (got >= 3 && ob_workload_set(ctx, &e->wl, "stride", stride) != OB_OK) ||
+        (got >= 4 && ob_workload_set(ctx, &e->wl, "pad", pad) != OB_OK)) {
+      fprintf(stderr, "bench_profile: %s: '%s %s': %s\n", path, op, shape, ob_ctx_errmsg(ctx));
+      fclose(f);
+      return -1;
+    }
+    int64_t c = ob_workload_get(&e->wl, "C"), k = ob_workload_get(&e->wl, "K"), h = ob_workload_get(&e->wl, "H"),
+            r = ob_workload_get(&e->wl, "R");
+    snprintf(e->label, sizeof e->label, "r18 %lldx%lld->%lld %lldx%lld/%ld", (long long)c, (long long)h,
+             (long long)k, (long long)r, (long long)r, stride);
+    e->nominal = r == 1 && ob_workload_get(&e->wl, "S") == 1 && pad == 0;
+    nes++;
+  }
+  fclose(f);
+  return nes;
+}
+
+static int find(const char *key) {
+  for (int i = 0; i < nes; i++)
+    if (!strcmp(es[i].key, key)) return i;
+  return -1;
+}
+
+typedef struct collect {
+  int pass; /* 1, 2: the fidelity runs; 3: the sweep */
+  int points, failed;
+} collect;
+
+static bool empty_corun(const ob_db_profile *r) {
+  return (!r->key.corun_mode || !*r->key.corun_mode) && r->key.pressure_mib == 0;
+}
+
+static void on_point(void *user, int index, const ob_db_profile *r) {
+  (void)index;
+  collect *c = user;
+  if (!r) return;
+  c->points++;
+  if (r->error_no) {
+    c->failed++;
+    fprintf(stderr, "bench_profile: point failed: %s: %s\n", r->key.workload, r->error_msg ? r->error_msg : "");
+    return;
+  }
+  int i = find(r->key.workload);
+  if (i < 0) return;
+  entry *e = &es[i];
+  if (c->pass == 1) {
+    e->med1 = r->timing.median_s;
+    e->cv1 = r->timing.cv;
+    e->gflops1 = r->gflops;
+  } else if (c->pass == 2) {
+    e->med2 = r->timing.median_s;
+  }
+  if (r->nthreads == 1 && empty_corun(r) && r->gflops > e->best_sweep_gflops) e->best_sweep_gflops = r->gflops;
+}
+
+/* Plans and runs one sweep into a fresh database at db_path. */
+static int run_sweep(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const ob_host *host,
+                     const ob_limits *lim, const char *db_path, const int *threads, int nthreads, int knobs,
+                     collect *c, double *seconds, int *npoints) {
+  ob_workload wls[MAX_WL];
+  for (int i = 0; i < nes; i++) wls[i] = es[i].wl;
+  unlink(db_path);
+  ob_db *db = NULL;
+  ob_profile_plan *plan = NULL;
+  int rc = 2;
+  double t0 = ob_now_s();
+  if (ob_db_open(ctx, db_path, 0, &db) != OB_OK) goto done;
+  ob_profile_sweep s;
+  memset(&s, 0, sizeof s);
+  s.nworkloads = nes;
+  s.workloads = wls;
+  s.nthreads = nthreads;
+  s.threads = threads;
+  s.knobs = knobs > 0 ? OB_KNOBS_NEIGHBOURS : OB_KNOBS_BASE;
+  s.knob_count = knobs;
+  s.db = db;
+  s.host = host->fingerprint;
+  if (ob_profile_plan_new(ctx, t, &s, &plan) != OB_OK) goto done;
+  *npoints = ob_profile_plan_count(plan);
+  /* the keys of the workloads, as the records carry them */
+  for (int i = 0; i < nes; i++)
+    ob_workload_key(&es[i].wl, es[i].key, sizeof es[i].key);
+  ob_profile_opts po = ob_profile_opts_default();
+  po.host = host;
+  po.limits = lim;
+  po.point_fn = on_point;
+  po.user = c;
+  po.progress = stderr;
+  ob_profile_stats st;
+  if (ob_profile_run(ctx, plan, runner, db, &po, &st) != OB_OK) goto done;
+  rc = 0;
+done:
+  *seconds = ob_now_s() - t0;
+  if (rc) fprintf(stderr, "bench_profile: %s\n", ob_ctx_errmsg(ctx));
+  ob_profile_plan_free(plan);
+  ob_db_close(db);
+  return rc;
+}
+
+static double loadavg(void) {
+  double l = NAN;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = NAN;
+    fclose(f);
+  }
+  return l;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  const char *suite = OB_SOURCE_DIR "/../shared/data/resnet18_conv.txt";
+  bool quick = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--suite") && i + 1 < argc) suite = argv[++i];
+    else {
+      fprintf(stderr, "usage: bench_profile [--quick] [--suite FILE]\n");
+      return 2;
+    }
+  }
+  ob_ctx *ctx = NULL;
+  if (ob_ctx_new(&ctx) != OB_OK) return 2;
+  if (read_suite(ctx, suite, quick ? 4 : 0) <= 0) return 2;
+  /* a dense layer: all nominal FLOPs executed, for the peak comparison */
+  entry *d = &es[nes];
+  memset(d, 0, sizeof *d);
+  if (ob_workload_parse(ctx, "dense", "M=64,N=1024,K=1024", &d->wl) != OB_OK) return 2;
+  snprintf(d->label, sizeof d->label, "dense 64x1024x1024");
+  d->nominal = true;
+  nes++;
+
+  char dir[] = "/tmp/bench_profile-XXXXXX";
+  if (!mkdtemp(dir)) return 2;
+  char db1[256], db2[256], db3[256];
+  snprintf(db1, sizeof db1, "%s/first.db", dir);
+  snprintf(db2, sizeof db2, "%s/second.db", dir);
+  snprintf(db3, sizeof db3, "%s/sweep.db", dir);
+
+  ob_target *t = NULL;
+  ob_host host;
+  ob_runner *runner = NULL;
+  if (ob_target_host(ctx, &t) != OB_OK || ob_host_detect(ctx, &host) != OB_OK || ob_runner_new(ctx, &runner) != OB_OK) {
+    fprintf(stderr, "bench_profile: %s\n", ob_ctx_errmsg(ctx));
+    return 2;
+  }
+  const char *isa = ob_isa_name(ob_target_get_facts(t)->isa);
+  double load0 = loadavg();
+  printf("bench_profile: %s, %d cores, target %s; load average %.2f\n", host.cpu_model, host.ncores,
+         ob_target_str(t), load0);
+
+  /* ---- the host's limits ---- */
+  ob_limits lim;
+  ob_limits_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.quick = quick;
+  double tl = ob_now_s();
+  if (ob_limits_measure(ctx, runner, &host, &lo, &lim) != OB_OK) {
+    fprintf(stderr, "bench_profile: limits: %s\n", ob_ctx_errmsg(ctx));
+    return 2;
+  }
+  printf("\nhost limits (%.0f s)\n", ob_now_s() - tl);
+  for (int i = 0; i < lim.n; i++)
+    printf("  %-10s %-7s %2d thr %9.1f %-7s %s%s\n", lim.l[i].name, lim.l[i].isa[0] ? lim.l[i].isa : "-",
+           lim.l[i].threads, lim.l[i].value, strcmp(lim.l[i].name, "fma_peak") ? "GB/s" : "GFLOP/s",
+           lim.l[i].verified ? "" : "UNVERIFIED: ", lim.l[i].note);
+  double peak = ob_limits_peak(&lim, isa, 1);
+
+  /* ---- fidelity: the suite at its default configs, twice, in two processes ---- */
+  int one[1] = {1};
+  collect c1 = {.pass = 1}, c2 = {.pass = 2}, c3 = {.pass = 3};
+  double s1, s2, s3;
+  int n1, n2, n3;
+  if (run_sweep(ctx, t, runner, &host, &lim, db1, one, 1, 0, &c1, &s1, &n1)) return 2;
+  ob_runner_free(runner); /* the worker process goes; a new one measures again */
+  runner = NULL;
+  if (ob_runner_new(ctx, &runner) != OB_OK) return 2;
+  if (run_sweep(ctx, t, runner, &host, &lim, db2, one, 1, 0, &c2, &s2, &n2)) return 2;
+
+  /* ---- the sweep: 2 thread counts x (base + 10 knob neighbours) ---- */
+  int thr[2] = {1, 2};
+  int nthr = host.ncores >= 2 ? 2 : 1;
+  if (run_sweep(ctx, t, runner, &host, &lim, db3, thr, nthr, quick ? 3 : 10, &c3, &s3, &n3)) return 2;
+
+  /* ---- oneDNN on the nominal workloads, 1 thread ---- */
+  ob_baseline *b = NULL;
+  int core0[1] = {0};
+  bool have_onednn = ob_baseline_onednn_new(ctx, core0, 1, NULL, &b) == OB_OK;
+  if (!have_onednn) printf("oneDNN: %s (left out)\n", ob_ctx_errmsg(ctx));
+  for (int i = 0; i < nes && have_onednn; i++) {
+    if (!es[i].nominal) continue;
+    ob_baseline_result r;
+    if (ob_baseline_measure(b, &es[i].wl, NULL, 1, &r) == OB_OK && !r.error_no) es[i].onednn_gflops = r.gflops;
+  }
+
+  printf("\n%-26s %9s %7s %12s %12s %7s %10s %10s\n", "workload", "GFLOPS", "CV%", "median 1", "median 2",
+         "diff%", "best swp", "oneDNN");
+  double cvs[MAX_WL];
+  int ncv = 0;
+  double worst = 0;
+  const char *worst_wl = "-";
+  double best = 0;
+  char best_what[160] = "-";
+  for (int i = 0; i < nes; i++) {
+    entry *e = &es[i];
+    double diff = e->med1 > 0 && e->med2 > 0 ? fabs(e->med2 - e->med1) / e->med1 : NAN;
+    if (e->med1 > 0) cvs[ncv++] = e->cv1;
+    if (isfinite(diff) && diff > worst) worst = diff, worst_wl = e->label;
+    if (e->nominal) {
+      if (e->best_sweep_gflops > best)
+        best = e->best_sweep_gflops, snprintf(best_what, sizeof best_what, "opbench on %.80s", e->label);
+      if (e->onednn_gflops > best)
+        best = e->onednn_gflops, snprintf(best_what, sizeof best_what, "oneDNN on %.80s", e->label);
+    }
+    char dnn[32] = "-";
+    if (e->onednn_gflops > 0) snprintf(dnn, sizeof dnn, "%.2f", e->onednn_gflops);
+    printf("%-26s %9.2f %7.2f %10.3f ms %10.3f ms %7.2f %10.2f %10s%s\n", e->label, e->gflops1, 100 * e->cv1,
+           1e3 * e->med1, 1e3 * e->med2, 100 * diff, e->best_sweep_gflops, dnn, e->nominal ? " (nominal)" : "");
+  }
+  qsort(cvs, (size_t)ncv, sizeof cvs[0], cmp_double);
+  double med_cv = ncv ? (ncv % 2 ? cvs[ncv / 2] : (cvs[ncv / 2 - 1] + cvs[ncv / 2]) / 2) : NAN;
+  double ratio = peak > 0 ? best / peak : NAN;
+  bool ok_cv = med_cv <= BAR_CV, ok_diff = worst <= BAR_DIFF, ok_sweep = s3 < BAR_SWEEP_S;
+  bool ok_peak = isfinite(ratio) && ratio <= 1.0 && ratio >= 1.0 - BAR_PEAK;
+  int failed = c1.failed + c2.failed + c3.failed;
+  printf("\nload average %.2f before, %.2f after; %d failed points\n", load0, loadavg(), failed);
+  printf("repeat        median CV over repeats %.2f %% (bar <= %.0f %%): %s\n", 100 * med_cv, 100 * BAR_CV,
+         ok_cv ? "met" : "MISSED");
+  printf("new process   worst distance between two processes' medians %.2f %% (%s) (bar <= %.0f %%): %s\n",
+         100 * worst, worst_wl, 100 * BAR_DIFF, ok_diff ? "met" : "MISSED");
+  printf("sweep         %d points (%d workloads x %d thread counts x base + %d knob neighbours) in %.0f s "
+         "(bar < %.0f s): %s\n",
+         n3, nes, nthr, quick ? 3 : 10, s3, BAR_SWEEP_S, ok_sweep ? "met" : "MISSED");
+  printf("peak          FMA peak %.1f GFLOP/s (%s, 1 thread); best kernel %.1f GFLOPS (%s)%s\n", peak, isa, best,
+         best_what, ratio > 1.0 ? ": a kernel beats the peak, the peak kernel is WRONG" : "");
+  printf("ratio best kernel / FMA peak: %.3f (bar %.2f..1.00): %s\n", ratio, 1.0 - BAR_PEAK,
+         ok_peak ? "met" : "MISSED");
+  ob_baseline_free(b);
+  ob_runner_free(runner);
+  ob_target_free(t);
+  const char *dbs[3] = {db1, db2, db3}, *sfx[3] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      char path[300];
+      snprintf(path, sizeof path, "%s%s", dbs[i], sfx[j]);
+      unlink(path);
+    }
+  rmdir(dir);
+  ob_ctx_free(ctx);
+  return ok_cv && ok_diff && ok_sweep && ok_peak && !failed ? 0 : 1;
+}

@@ -1,0 +1,290 @@
+/* predict: latency predictors learned from the database's records, in the
+ * manner of nn-Meter (per-kernel predictors) and TenSet (cost models that
+ * rank schedules), but aware of threads, core sets, cache pressure and
+ * co-runners, plus the game that places concurrent operators.
+ *
+ *  - features: one fixed-length vector per measured point (workload,
+ *    config through the tuner's loop-nest features, resources, the host's
+ *    measured limits); OB_PREDICT_SCHEMA versions its layout;
+ *  - datasets: the error-free, non-emulated measurements and solo profile
+ *    points of a database, each with its features and label;
+ *  - predictors: per operator kind, an ensemble of XGBoost regressors of
+ *    log(seconds / FLOP) trained on groups of workloads (each member leaves
+ *    a fold of workloads out, which also gives the out-of-fold error the
+ *    confidence interval uses); one model file holds the kinds, the co-run
+ *    interference model and the schema version;
+ *  - evaluation: held-out splits by workload or by model (never by random
+ *    rows), TenSet's and nn-Meter's metrics;
+ *  - analysis: Pearson / Spearman correlation of latency with features per
+ *    operator kind, the thread-count turnaround;
+ *  - interference: slowdown of A beside B ("stream": disjoint cores,
+ *    "full": the same cores) from co-run profile points;
+ *  - placement: k operators as players choosing core counts; pure Nash
+ *    equilibria by best-response dynamics and by exhaustive check, the
+ *    social optimum (least makespan) and the price of anarchy.
+ *
+ * Ownership: objects are freed by their _free (NULL accepted). */
+#ifndef OPBENCH_PREDICT_H
+#define OPBENCH_PREDICT_H
+
+#include "opbench/core.h"
+#include "opbench/db.h"
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- features (features.c) ---------------------------------------------------------
+ * Schema 1, in this order (log2 means log2(1 + x); NAN: unknown, which
+ * XGBoost treats as missing):
+ *   0..23   the workload's attributes in the operator's order, log2
+ *   24..26  log2 FLOPs, log2 bytes of the arguments, log2 arithmetic intensity
+ *   27      template index among the operator's templates
+ *   28..30  threads, cores in the core set, cache pressure (MiB)
+ *   31..32  log2 of the host's measured FMA peak (GFLOP/s) at the thread count
+ *           and of its memory bandwidth (GB/s), from the db's host limits
+ *   33..34  epilogue steps, the target's ISA (ob_isa)
+ *   35..    the tuner's itervar (loop-nest) features of the config, see tune.h */
+#define OB_PREDICT_SCHEMA 1
+#define OB_PREDICT_BASE_FEATURES 35
+#define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
+
+/* A point to describe. task and cfg give the loop-nest features (task NULL:
+ * those are NAN). */
+typedef struct ob_predict_point {
+  const ob_workload *wl;
+  struct ob_task *task; /* of wl; borrowed */
+  const ob_config *cfg;
+  int threads, ncores;
+  double pressure_mib;
+  double peak_gflops, bandwidth_gbps; /* NAN: unknown */
+} ob_predict_point;
+
+/* Features into out[OB_PREDICT_NFEAT]. A config that does not lower gets
+ * NAN loop-nest features (not an error). */
+OB_API ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out);
+/* "attr0".."attr23", "log2_flops", ..., "itervar0"...; i in [0, NFEAT). */
+OB_API const char *ob_predict_feature_name(int i, char *buf, size_t cap);
+/* Bytes of the workload's arguments (float32). */
+OB_API double ob_predict_workload_bytes(const ob_workload *wl);
+
+/* The host's limits from the database for the features: the FMA peak of
+ * `isa` at `threads` (the nearest thread count at or below, scaled
+ * linearly) and the memory bandwidth (mem_triad, nearest at or below); NAN
+ * where the db holds none. */
+OB_API void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const char *isa,
+                                   int threads, double *peak_gflops, double *bandwidth_gbps);
+
+/* ---- datasets (dataset.c) ---------------------------------------------------------- */
+typedef struct ob_predict_sample {
+  const char *op, *workload, *host, *target, *resources, *tmpl; /* in the dataset's arena */
+  uint64_t config_index;
+  int threads, ncores;
+  double pressure_mib;
+  double seconds; /* the measured median */
+  double flops;
+  bool from_profile;
+  const ob_workload *wl; /* in the arena, shared by the points of a task */
+  const float *x; /* OB_PREDICT_NFEAT features (into the dataset's x: valid
+                     once loading is done) */
+} ob_predict_sample;
+
+typedef struct ob_predict_dataset {
+  int64_t n;
+  ob_predict_sample *s;
+  int64_t skipped; /* records that could not be described (workload, target, config) */
+  ob_arena *arena;
+  float *x;        /* n rows */
+} ob_predict_dataset;
+
+typedef struct ob_predict_data_opts {
+  const char *op;       /* NULL: every operator */
+  const char *host;     /* NULL: every host */
+  bool no_profiles;     /* measurements only */
+  int64_t max_records;  /* <= 0: all; else an even sample of this many */
+} ob_predict_data_opts;
+
+/* The usable points of db: error-free, not emulated, with a positive
+ * median; profile points without a co-runner. Points whose workload,
+ * target or config cannot be rebuilt are counted in skipped. */
+OB_API ob_status ob_predict_dataset_load(ob_ctx *ctx, ob_db *db, const ob_predict_data_opts *o,
+                                         ob_predict_dataset **out);
+OB_API void ob_predict_dataset_free(ob_predict_dataset *d);
+
+/* Held-out splits, never by random row. test[i] set for the test points.
+ * By workload: fold `fold` of `nfolds` by a hash of the workload key. By
+ * model: the points whose workload is a task of one of the named zoo
+ * models (after the graph passes, batch 1, input_size 0: the model's own). */
+OB_API void ob_predict_split_workload(const ob_predict_dataset *d, int fold, int nfolds,
+                                      uint8_t *test);
+OB_API ob_status ob_predict_split_models(ob_ctx *ctx, const ob_predict_dataset *d,
+                                         const char *const *models, int nmodels,
+                                         int64_t input_size, uint8_t *test);
+
+/* ---- predictors (model.c) ------------------------------------------------------------- */
+typedef struct ob_predictor ob_predictor;
+
+typedef struct ob_predict_train_opts {
+  int members;   /* ensemble members (folds of workloads); <= 0: 5 */
+  int rounds;    /* boosting rounds; <= 0: 300 */
+  int max_depth; /* <= 0: 6 */
+  double eta;    /* <= 0: 0.1 */
+  int nthread;   /* <= 0: 1 */
+  uint64_t seed;
+} ob_predict_train_opts;
+OB_API ob_predict_train_opts ob_predict_train_opts_default(void);
+
+/* One ensemble per operator kind of the points with use[i] (NULL: all).
+ * OB_ERR_NOT_FOUND when no point is used. */
+OB_API ob_status ob_predictor_train(ob_ctx *ctx, const ob_predict_dataset *d, const uint8_t *use,
+                                    const ob_predict_train_opts *o, ob_predictor **out);
+OB_API void ob_predictor_free(ob_predictor *p);
+/* An empty predictor (no kinds), e.g. to hold only an interference model. */
+OB_API ob_predictor *ob_predictor_new(ob_ctx *ctx);
+
+typedef struct ob_prediction {
+  double seconds;    /* exp of the members' mean */
+  double lo, hi;     /* 90% interval: mean -+ 1.645 sqrt(members' variance +
+                        out-of-fold variance), in log space */
+} ob_prediction;
+
+/* Predicts one point of operator `op` (features x, flops of one call).
+ * OB_ERR_NOT_FOUND naming the operator and the trained kinds when the
+ * predictor has none for it. */
+OB_API ob_status ob_predictor_predict(ob_predictor *p, const char *op, const float *x, double flops,
+                                      ob_prediction *out);
+/* Operator kinds, records each was trained on, out-of-fold log RMS. */
+OB_API int ob_predictor_kinds(const ob_predictor *p);
+OB_API const char *ob_predictor_kind(const ob_predictor *p, int i, int64_t *records, double *sigma);
+
+/* Model file: a header line, a JSON line (format, schema, sections with
+ * their sizes, a checksum) and the boosters (XGBoost UBJSON). Loading
+ * refuses, before XGBoost sees a byte: a file that is not a predictor
+ * model (OB_ERR_PARSE), one of another feature schema (OB_ERR_UNSUPPORTED,
+ * naming both versions), a truncated or altered one (OB_ERR_PARSE:
+ * checksum). Saving never leaves half a file. */
+OB_API ob_status ob_predictor_save(ob_ctx *ctx, const ob_predictor *p, const char *path);
+OB_API ob_status ob_predictor_load(ob_ctx *ctx, const char *path, ob_predictor **out);
+
+/* ---- evaluation (eval.c) ---------------------------------------------------------------- */
+typedef struct ob_predict_metrics {
+  int64_t n;         /* points evaluated */
+  double rmspe;      /* sqrt(mean(((pred - true) / true)^2)) */
+  double within10;   /* share with |pred - true| <= 10% of true */
+  double mdape;      /* median of |pred - true| / true (robust to a few outliers) */
+  double pairwise;   /* share of config pairs of a task ordered rightly (NAN: none) */
+  double score1, score5; /* mean over tasks of best true throughput among the
+                            predicted top-k over the task's best (NAN: none) */
+  int64_t npairs, ntasks; /* tasks: (host, workload, target, resources) with >= 2 configs */
+} ob_predict_metrics;
+
+/* Metrics over the points with mask[i] (NULL: all), pred[i] their
+ * predicted seconds. */
+OB_API void ob_predict_metrics_compute(const ob_predict_dataset *d, const uint8_t *mask,
+                                       const double *pred, ob_predict_metrics *out);
+/* Predictions of every point (OB_ERR_NOT_FOUND when a point's kind is
+ * missing and skip_unknown is false; skipped points get NAN). */
+OB_API ob_status ob_predictor_predict_dataset(ob_predictor *p, const ob_predict_dataset *d,
+                                              const uint8_t *mask, bool skip_unknown, double *pred);
+
+/* ---- analysis (analysis.c) --------------------------------------------------------------- */
+/* Pearson and Spearman (average ranks for ties) correlation of x and y;
+ * NAN when fewer than 3 pairs or a constant series. NAN pairs are left out. */
+OB_API double ob_pearson(const double *x, const double *y, int64_t n);
+OB_API double ob_spearman(const double *x, const double *y, int64_t n);
+
+/* Thread-count turnaround: lat[i] the latency at threads[i] (ascending):
+ * the first thread count beyond which one more step improves latency by
+ * less than `gain` (0.05: 5%); the largest count when every step gains. */
+OB_API int ob_turnaround(const int *threads, const double *lat, int n, double gain);
+
+/* ---- co-run interference (interfere.c) ----------------------------------------------------- */
+/* Features of "A beside B": per side log2 FLOPs, log2 bytes, log2
+ * intensity, threads, log2 latency alone (NAN: unknown); then mode (0
+ * stream, 1 full) and cores shared. */
+#define OB_INTERF_NFEAT 13
+
+typedef struct ob_corun_sample {
+  const char *a, *b;   /* workload keys */
+  const char *mode;    /* "stream" or "full" */
+  float x[OB_INTERF_NFEAT];
+  double slowdown;     /* measured: median beside B / median alone */
+} ob_corun_sample;
+
+typedef struct ob_corun_dataset {
+  int64_t n;
+  ob_corun_sample *s;
+  int64_t skipped;     /* points whose co-runner's workload is unknown */
+  ob_arena *arena;
+} ob_corun_dataset;
+
+OB_API void ob_interf_features(double a_flops, double a_bytes, int a_threads, double a_alone_s,
+                               double b_flops, double b_bytes, int b_threads, double b_alone_s,
+                               bool full, int shared_cores, float *out);
+/* The co-run profile points of db (corun_mode set, slowdown known). */
+OB_API ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host,
+                                       ob_corun_dataset **out);
+OB_API void ob_corun_dataset_free(ob_corun_dataset *d);
+/* Trains the interference ensemble into p (replacing one it had) on the
+ * points with use[i] (NULL: all). OB_ERR_NOT_FOUND when none. */
+OB_API ob_status ob_predictor_train_interference(ob_predictor *p, const ob_corun_dataset *d,
+                                                 const uint8_t *use, const ob_predict_train_opts *o);
+OB_API bool ob_predictor_has_interference(const ob_predictor *p);
+/* Predicted slowdown (median beside B over median alone) with its 90%
+ * interval; OB_ERR_NOT_FOUND without an interference model. */
+OB_API ob_status ob_predictor_slowdown(ob_predictor *p, const float *x, ob_prediction *out);
+/* A held-out split of the pairs: fold of a hash of the unordered pair. */
+OB_API void ob_corun_split_pairs(const ob_corun_dataset *d, int fold, int nfolds, uint8_t *test);
+
+/* ---- placement as a game (nash.c) -------------------------------------------------------------
+ * k players (operators ready at once), each choosing how many cores it
+ * takes (1..cores, or a given list of counts). Players are placed in order on consecutive cores,
+ * wrapping around when the machine is full, so a core may hold several
+ * players (they share it, time-sliced). A player's latency is its alone
+ * latency at its core count, times the largest number of players on any
+ * of its cores, times the largest interference factor over the others
+ * (full[i][j] when j shares a core with it, stream[i][j] otherwise): a
+ * full factor is the slowdown beyond what time-slicing explains. */
+#define OB_NASH_MAX_PLAYERS 8
+#define OB_NASH_MAX_CORES 256
+
+typedef struct ob_nash_game {
+  int players, cores;
+  int nchoices;   /* the core counts a player may take: choices[0..nchoices); 0: 1..cores */
+  int choices[32];
+  double *alone;  /* players x cores: alone[i * cores + (k - 1)], seconds at k cores */
+  double stream[OB_NASH_MAX_PLAYERS][OB_NASH_MAX_PLAYERS]; /* < 1 counts as 1 */
+  double full[OB_NASH_MAX_PLAYERS][OB_NASH_MAX_PLAYERS];
+} ob_nash_game;
+
+/* Each player's latency for the profile k[players] (core counts). */
+OB_API void ob_nash_costs(const ob_nash_game *g, const int *k, double *cost);
+OB_API double ob_nash_makespan(const ob_nash_game *g, const int *k);
+/* Whether no player can lower its own latency by changing its choice alone. */
+OB_API bool ob_nash_is_equilibrium(const ob_nash_game *g, const int *k);
+/* Best-response dynamics from k (in place), players in turn, until no one
+ * moves or max_rounds rounds; returns whether it converged. */
+OB_API bool ob_nash_best_response(const ob_nash_game *g, int *k, int max_rounds, int *rounds);
+
+typedef struct ob_nash_summary {
+  int64_t profiles;          /* enumerated */
+  int64_t equilibria;        /* pure equilibria found */
+  int opt[OB_NASH_MAX_PLAYERS];
+  double opt_makespan;       /* the social optimum */
+  int worst_eq[OB_NASH_MAX_PLAYERS], best_eq[OB_NASH_MAX_PLAYERS];
+  double worst_eq_makespan, best_eq_makespan; /* NAN when there is none */
+  double price_of_anarchy;   /* worst equilibrium / optimum (NAN: none) */
+  double price_of_stability; /* best equilibrium / optimum */
+} ob_nash_summary;
+
+/* Enumerates every profile (choices^players of them; more than
+ * max_profiles is OB_ERR_INVALID_ARG). */
+OB_API ob_status ob_nash_exhaustive(ob_ctx *ctx, const ob_nash_game *g, int64_t max_profiles,
+                                    ob_nash_summary *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

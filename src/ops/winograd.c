@@ -1,0 +1,522 @@
+/* winograd.c: Winograd's minimal filtering for conv2d, template
+ * conv2d_winograd.x86 (3x3 windows, stride 1, no dilation, no groups).
+ *
+ * F(m x m, 3 x 3) computes an m x m tile of outputs from an alpha x alpha
+ * tile of inputs (alpha = m + 2) with alpha^2 multiplications per input
+ * and output channel instead of 9 m^2: Y = A^T [ (G g G^T) . (B^T d B) ] A.
+ * The matrices come from Cook-Toom interpolation on the points 0, 1, -1,
+ * 2, -2, 1/2, -1/2 (and infinity), built here in double.
+ *
+ * Layouts (the template's own, as conv2d_NCHWc.x86's): data NCHW[icb]c,
+ * output and residual NCHW[ocb]c, weights transformed once at pack time
+ * into U[alpha][alpha][K/ocb][C][ocb] = G g G^T (in double), bias [K].
+ *
+ * Stages, all tensor expressions scheduled with the ordinary primitives:
+ *   T[t][e][j][c]  = sum_i BT[e][i] d[t][i][j][c]   input transform, rows
+ *   V[t][e][n][c]  = sum_j BT[n][j] T[t][e][j][c]   input transform, columns
+ *   M[t][e][n][k]  = sum_c V[t][e][n][c] U[e][n][k][c]   the batched GEMM
+ *   out[y][x][k]   = sum_e AT[a][e] sum_n AT[b][n] M[t][e][n][k]
+ * where t = (image, tile row, tile column), d reads the data with zero
+ * padding (a select: tiles overhang the image), and the output transform
+ * is inlined into the output's loop nest (a, b = y % m, x % m unrolled, so
+ * the coefficient chains fold to constants and the compiler shares the
+ * inner sums). The GEMM's accumulators (tile_x tiles x tile_oc channels)
+ * stay in registers over its channel loop.
+ * Loop order (knob "order"): 0 = per block of tile_x tiles (parallel), the
+ * input transform of the block, then the GEMM over all output channels and
+ * the output transform per channel block: the transformed input stays in
+ * cache, the weights stream once per block; 1 = the input transform of all
+ * tiles first (parallel), then per (channel block, tile block) the GEMM and
+ * the output transform: a channel block's weights stay in cache across the
+ * tile blocks (deep layers, whose weights outweigh their tiles).
+ * Knobs: tile_m (m: 2, 4, 6), tile_x, tile_oc, tile_ic, order, unroll_c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops_impl.h"
+
+/* ---- the transforms --------------------------------------------------------- */
+#define WINO_MAX_ALPHA 8
+/* tiles per GEMM block the space offers at most; the target's accumulator
+ * budget limits them further (one accumulator per tile and vector) */
+#define WINO_MAX_TX 16
+
+typedef struct wino_mat {
+  int m, alpha;
+  double AT[WINO_MAX_ALPHA][WINO_MAX_ALPHA]; /* m x alpha */
+  double G[WINO_MAX_ALPHA][3];              /* alpha x 3 */
+  double BT[WINO_MAX_ALPHA][WINO_MAX_ALPHA]; /* alpha x alpha */
+} wino_mat;
+
+/* Cook-Toom for F(m, 3) on the first alpha - 1 points and infinity:
+ * AT[i][k] = p_k^i; G[k][j] = p_k^j / prod_{l != k} (p_k - p_l); BT's row k
+ * the coefficients of prod_{l != k} (x - p_l); the point at infinity adds
+ * AT[m-1][alpha-1] = 1, G[alpha-1][2] = 1 and BT's last row, the
+ * coefficients of prod_l (x - p_l). Then y_i = sum_j d_{i+j} g_j. */
+static void wino_matrices(int m, wino_mat *w) {
+  static const double pts[] = {0, 1, -1, 2, -2, 0.5, -0.5};
+  memset(w, 0, sizeof *w);
+  int a = m + 2, np = a - 1;
+  w->m = m;
+  w->alpha = a;
+  for (int i = 0; i < m; i++) {
+    for (int k = 0; k < np; k++) w->AT[i][k] = pow(pts[k], i);
+    w->AT[i][np] = i == m - 1 ? 1 : 0;
+  }
+  for (int k = 0; k < np; k++) {
+    double f = 1;
+    for (int l = 0; l < np; l++)
+      if (l != k) f *= pts[k] - pts[l];
+    for (int j = 0; j < 3; j++) w->G[k][j] = pow(pts[k], j) / f;
+  }
+  w->G[np][2] = 1;
+  for (int k = 0; k <= np; k++) {
+    double poly[WINO_MAX_ALPHA + 1] = {1}; /* coefficients, lowest degree first */
+    int deg = 0;
+    for (int l = 0; l < np; l++) {
+      if (l == k) continue;
+      for (int d = deg + 1; d >= 1; d--) poly[d] = poly[d - 1] - pts[l] * poly[d];
+      poly[0] = -pts[l] * poly[0];
+      deg++;
+    }
+    for (int i = 0; i <= deg; i++) w->BT[k][i] = poly[i];
+  }
+}
+
+/* The tolerance of each tile size, from measurements of these kernels on
+ * random inputs in [-1, 1] (the ResNet-18 layers and the test shapes): the
+ * largest error relative to max|ref| * sqrt(reduction) was 1.4e-8 for
+ * F(2x2,3x3) (its constants are 0, +-1 and 1/2), 3.3e-7 for F(4x4,3x3)
+ * (constants up to 5 and 1/24) and 4.3e-7 for F(6x6,3x3) (up to 21/4 and
+ * 32); relative to max|ref| alone 7e-7, 1.4e-5 and 2.3e-5, so F(6x6) stays
+ * well within the 1e-3 that makes it worth offering. The bounds below are
+ * those errors with a margin of 15 to 35: tighter than the direct sums'
+ * default for the small tiles (which are nearly exact), and growing with
+ * the tile as Winograd's error does. Any other m (oneDNN's Winograd, whose
+ * tile the check does not know): the largest tile's. */
+ob_tolerance ob_winograd_tolerance(int m) {
+  switch (m) {
+  case 2: return (ob_tolerance){1e-4, 5e-7};
+  case 4: return (ob_tolerance){1e-4, 5e-6};
+  default: return (ob_tolerance){1e-4, 1e-5};
+  }
+}
+
+/* ---- workload and config -------------------------------------------------- */
+typedef struct wino_cfg {
+  int64_t m, alpha, tp, ocb, icb, order, uc;
+  int64_t th, tw, twp; /* tile rows, tile columns, tile columns padded to tp */
+} wino_cfg;
+
+static wino_cfg wino_of(const ob_workload *wl, const ob_config *cfg) {
+  ob_conv_geom p = ob_conv2d_geom(wl);
+  wino_cfg w;
+  w.m = ob_config_knob(cfg, "tile_m");
+  w.alpha = w.m + 2;
+  w.tp = ob_config_knob(cfg, "tile_x");
+  w.ocb = ob_config_knob(cfg, "tile_oc");
+  w.icb = ob_config_knob(cfg, "tile_ic");
+  w.order = ob_config_knob(cfg, "order");
+  w.uc = ob_config_knob(cfg, "unroll_c");
+  w.th = (p.oh + w.m - 1) / w.m;
+  w.tw = (p.ow + w.m - 1) / w.m;
+  w.twp = (w.tw + w.tp - 1) / w.tp * w.tp;
+  return w;
+}
+
+static bool applies(const ob_conv_geom *p) {
+  return p->r == 3 && p->s == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 && p->g == 1;
+}
+
+/* The GEMM's register block (tile_x tiles x tile_oc channels) fits, and
+ * has at least 4 accumulators (fewer leave the multiply-adds waiting on
+ * each other's latency: never a good config, only noise for a search). */
+static bool wino_ok(const ob_config *cfg, void *user) {
+  const ob_target *tg = user;
+  int64_t tp = ob_config_knob(cfg, "tile_x"), vecs = ob_tmpl_vectors(tg, ob_config_knob(cfg, "tile_oc"));
+  return tp * vecs >= 4 && ob_tmpl_block_fits(tg, tp, vecs);
+}
+
+static int blocks_dividing(int64_t n, const int64_t *cand, int ncand, int64_t *out) {
+  int k = 0;
+  for (int i = 0; i < ncand; i++)
+    if (cand[i] > 0 && n % cand[i] == 0) out[k++] = cand[i];
+  if (!k) out[k++] = 1;
+  return k;
+}
+
+ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp,
+                             ob_config *dflt) {
+  ob_conv_geom p = ob_conv2d_geom(wl);
+  if (!applies(&p))
+    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "conv2d_winograd.x86 takes 3x3 windows at stride 1 without dilation or groups "
+                   "(got %lldx%lld, stride %lld,%lld, dilation %lld,%lld, groups %lld)",
+                   (long long)p.r, (long long)p.s, (long long)p.sh, (long long)p.sw, (long long)p.dh,
+                   (long long)p.dw, (long long)p.g);
+  int64_t lanes = ob_tmpl_lanes(tg), budget = ob_tmpl_budget(tg);
+  const int64_t blk[] = {lanes / 2, lanes, 2 * lanes, 4 * lanes};
+  int64_t ocs[4], ics[4], tps[WINO_MAX_TX];
+  int noc = blocks_dividing(p.k, blk, 4, ocs), nic = blocks_dividing(p.c, blk, 3, ics);
+  /* no more tiles in a block than a row of 2x2 tiles has, nor than the
+   * accumulators allow with one vector of channels */
+  int64_t tw2 = (p.ow + 1) / 2, ntp = 0;
+  for (int64_t t = 1; t <= WINO_MAX_TX; t++)
+    if ((t <= tw2 || t == 1) && t <= budget) tps[ntp++] = t;
+  int64_t ucs[3];
+  int nuc = blocks_dividing(p.c, (const int64_t[]){1, 2, 4}, 3, ucs);
+  ob_status st = ob_space_define_knob(sp, "tile_m", (int64_t[]){2, 4, 6}, 3);
+  if (!st) st = ob_space_define_knob(sp, "tile_x", tps, (int)ntp);
+  if (!st) st = ob_space_define_knob(sp, "tile_oc", ocs, noc);
+  if (!st) st = ob_space_define_knob(sp, "tile_ic", ics, nic);
+  if (!st) st = ob_space_define_knob(sp, "order", (int64_t[]){0, 1}, 2);
+  if (!st) st = ob_space_define_knob(sp, "unroll_c", ucs, nuc);
+  if (st) return st;
+  ob_space_set_filter(sp, wino_ok, (void *)tg); /* read only */
+  /* fallback: the tile size of least estimated cost, counted in multiply-
+   * add operations: the GEMM (tiles x alpha^2 x C x K), the transforms
+   * (about alpha x (C + K) per tile element, at a quarter of the GEMM's
+   * speed) and the transformed weights (alpha^2 x C x K floats, streamed
+   * from memory at about 8 operations' time per byte when they outgrow the
+   * L2 cache). Large images take F(4x4): 2.25x fewer multiplications than
+   * F(2x2) on tiles that amortise the transforms; deep layers with few
+   * tiles take F(2x2): their weights, 1.8x the direct kernel's in F(2x2)
+   * and 4x in F(4x4), cost more than the multiplications saved. */
+  const ob_target_facts *f = ob_target_get_facts(tg);
+  ob_config c = ob_space_first(sp);
+  int64_t m = 2;
+  double best = 0;
+  for (int64_t mm = 2; mm <= 6; mm += 2) {
+    double a2 = (double)((mm + 2) * (mm + 2)), tiles = (double)(((p.oh + mm - 1) / mm) * ((p.ow + mm - 1) / mm));
+    double gemm = 2 * tiles * a2 * (double)p.c * (double)p.k;
+    double tr = 4 * tiles * a2 * (double)(mm + 2) * 2 * (double)(p.c + p.k);
+    double ub = 4 * a2 * (double)p.c * (double)p.k;
+    double cost = gemm + tr + (ub > (double)f->l2_bytes ? 8 * ub : 0);
+    if (mm == 2 || cost < best) {
+      best = cost;
+      m = mm;
+    }
+  }
+  int64_t alpha = m + 2, tw = (p.ow + m - 1) / m;
+  /* two vectors of output channels where K allows, and the tiles per
+   * block that give the most useful accumulators, at most half the vector
+   * registers (16 of AVX-512's 32; fuller blocks spill around the
+   * broadcasts; a block past the row's end computes padding); four vectors
+   * when the row has few tiles */
+  int64_t most_acc = ob_tmpl_registers(tg) / 2;
+  int64_t ocb = ocs[0];
+  for (int i = 0; i < noc; i++)
+    if (ocs[i] <= 2 * lanes) ocb = ocs[i];
+  int64_t tp = 1;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t vecs = ob_tmpl_vectors(tg, ocb);
+    double score = 0;
+    tp = 1;
+    for (int64_t t = 1; t <= tw && t <= budget; t++) { /* useful accumulators per block */
+      double sc = (double)tw / (double)((tw + t - 1) / t * t) * (double)(t * vecs);
+      if (ob_tmpl_block_fits(tg, t, vecs) && t * vecs <= most_acc && sc > score) {
+        score = sc;
+        tp = t;
+      }
+    }
+    if (pass || tp * vecs >= budget / 2 || p.k % (4 * lanes) || !ob_tmpl_block_fits(tg, tp, 4)) break;
+    ocb = 4 * lanes;
+  }
+  double ubytes = 4.0 * (double)(alpha * alpha) * (double)p.c * (double)p.k;
+  int64_t icb = ics[0];
+  for (int i = 0; i < nic; i++)
+    if (ics[i] == lanes) icb = lanes;
+  ob_config_set_knob(&c, "tile_m", m);
+  ob_config_set_knob(&c, "tile_x", tp);
+  ob_config_set_knob(&c, "tile_oc", ocb);
+  ob_config_set_knob(&c, "tile_ic", icb);
+  /* the weights of a channel block in cache across the tiles (order 1)
+   * once they outgrow half of the L2 */
+  ob_config_set_knob(&c, "order", ubytes > (double)f->l2_bytes / 2 ? 1 : 0);
+  ob_config_set_knob(&c, "unroll_c", ucs[nuc - 1] >= 2 ? 2 : 1);
+  *dflt = c;
+  return OB_OK;
+}
+
+/* sum over k of coef[k] * x(k) as an expression, zero coefficients left out
+ * (+-1 without a multiplication); NULL when every coefficient is zero. */
+typedef ob_expr *(*term_fn)(ob_te *te, int k, void *user);
+
+static ob_expr *lin_comb(ob_te *te, const double *coef, int n, term_fn x, void *user) {
+  ob_expr *acc = NULL;
+  for (int k = 0; k < n; k++) {
+    double c = coef[k];
+    if (c == 0) continue;
+    ob_expr *t = x(te, k, user);
+    bool neg = c < 0;
+    double a = fabs(c);
+    if (a != 1) t = OB_TE_MUL(te, ob_te_float(te, OB_F32, a), t);
+    if (!acc) acc = neg ? OB_TE_SUB(te, ob_te_float(te, OB_F32, 0.0), t) : t;
+    else acc = neg ? OB_TE_SUB(te, acc, t) : OB_TE_ADD(te, acc, t);
+  }
+  return acc ? acc : ob_te_float(te, OB_F32, 0.0);
+}
+
+/* select(v < 1, rows[0], select(v < 2, rows[1], ...)): folds to one row
+ * once v is a constant (the loop over v unrolled). */
+static ob_expr *chain(ob_te *te, ob_expr *v, ob_expr *const *rows, int n) {
+  ob_expr *e = rows[n - 1];
+  for (int i = n - 2; i >= 0; i--) e = ob_te_select(te, ob_te_bin(te, OB_LT, v, ob_te_int(te, i + 1)), rows[i], e);
+  return e;
+}
+
+typedef struct t_ctx { /* T: d[i] at (nn, ty, tx, i, j, c) */
+  const ob_conv_geom *p;
+  const wino_cfg *w;
+  ob_tensor *data;
+  ob_ivar *nn, *ty, *tx, *j, *c;
+} t_ctx;
+
+static ob_expr *t_term(ob_te *te, int i, void *user) {
+  t_ctx *t = user;
+  ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, t->ty), ob_te_int(te, t->w->m)), ob_te_int(te, i - t->p->pt));
+  ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, t->tx), ob_te_int(te, t->w->m)),
+                          OB_TE_SUB(te, ob_te_var(te, t->j), ob_te_int(te, t->p->pl)));
+  ob_expr *cond = ob_te_bin(te, OB_AND,
+                            ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, iy, ob_te_int(te, 0)),
+                                      ob_te_bin(te, OB_LT, iy, ob_te_int(te, t->p->h))),
+                            ob_te_bin(te, OB_AND, ob_te_bin(te, OB_GE, ix, ob_te_int(te, 0)),
+                                      ob_te_bin(te, OB_LT, ix, ob_te_int(te, t->p->w))));
+  ob_expr *vc = ob_te_var(te, t->c), *icb = ob_te_int(te, t->w->icb);
+  ob_expr *ld = ob_te_load(te, t->data, 5,
+                           (ob_expr *[]){ob_te_var(te, t->nn), ob_te_bin(te, OB_DIV, vc, icb), iy, ix,
+                                         ob_te_bin(te, OB_MOD, vc, icb)});
+  return ob_te_select(te, cond, ld, ob_te_float(te, OB_F32, 0.0));
+}
+
+typedef struct v_ctx { /* V: T at (nn, ty, tx, e, j, c) */
+  ob_tensor *T;
+  ob_ivar *nn, *ty, *tx, *e, *c;
+} v_ctx;
+
+static ob_expr *v_term(ob_te *te, int j, void *user) {
+  v_ctx *v = user;
+  return ob_te_load(te, v->T, 6,
+                    (ob_expr *[]){ob_te_var(te, v->nn), ob_te_var(te, v->ty), ob_te_var(te, v->tx),
+                                  ob_te_var(te, v->e), ob_te_int(te, j), ob_te_var(te, v->c)});
+}
+
+typedef struct o_ctx { /* out: M at (nn, y/m, x/m, e, n, k) */
+  ob_tensor *M;
+  ob_expr *nn, *ty, *tx, *k;
+  int e;
+} o_ctx;
+
+static ob_expr *o_term_n(ob_te *te, int n, void *user) {
+  o_ctx *o = user;
+  return ob_te_load(te, o->M, 6, (ob_expr *[]){o->nn, o->ty, o->tx, ob_te_int(te, o->e), ob_te_int(te, n), o->k});
+}
+
+ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                            ob_sched **out) {
+  (void)tg;
+  ob_conv_geom p = ob_conv2d_geom(wl);
+  wino_cfg w = wino_of(wl, cfg);
+  wino_mat wm;
+  wino_matrices((int)w.m, &wm);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
+  if (st) return st;
+  int64_t a = w.alpha;
+  ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, p.c / w.icb, p.h, p.w, w.icb}, OB_F32);
+  ob_tensor *U = ob_te_placeholder(te, "weight", 5, (int64_t[]){a, a, p.k / w.ocb, p.c, w.ocb}, OB_F32);
+
+  /* T[nn, ty, tx, e, j, c] */
+  ob_ivar *tn = ob_te_axis(te, "nn", p.n), *tty = ob_te_axis(te, "ty", w.th), *ttx = ob_te_axis(te, "tx", w.twp);
+  ob_ivar *te_ = ob_te_axis(te, "e", a), *tj = ob_te_axis(te, "j", a), *tc = ob_te_axis(te, "c", p.c);
+  t_ctx tcx = {&p, &w, data, tn, tty, ttx, tj, tc};
+  ob_expr *trows[WINO_MAX_ALPHA];
+  for (int i = 0; i < a; i++) trows[i] = lin_comb(te, wm.BT[i], (int)a, t_term, &tcx);
+  ob_tensor *T = ob_te_compute(te, "wino_t", 6, (ob_ivar *[]){tn, tty, ttx, te_, tj, tc},
+                               chain(te, ob_te_var(te, te_), trows, (int)a));
+  /* V[nn, ty, tx, e, n, c] */
+  ob_ivar *vn = ob_te_axis(te, "nn", p.n), *vty = ob_te_axis(te, "ty", w.th), *vtx = ob_te_axis(te, "tx", w.twp);
+  ob_ivar *ve = ob_te_axis(te, "e", a), *vnu = ob_te_axis(te, "n", a), *vc = ob_te_axis(te, "c", p.c);
+  v_ctx vcx = {T, vn, vty, vtx, ve, vc};
+  ob_expr *vrows[WINO_MAX_ALPHA];
+  for (int n = 0; n < a; n++) vrows[n] = lin_comb(te, wm.BT[n], (int)a, v_term, &vcx);
+  ob_tensor *V = ob_te_compute(te, "wino_v", 6, (ob_ivar *[]){vn, vty, vtx, ve, vnu, vc},
+                               chain(te, ob_te_var(te, vnu), vrows, (int)a));
+  /* M[nn, ty, tx, e, n, k] = sum_c V * U */
+  ob_ivar *mn = ob_te_axis(te, "nn", p.n), *mty = ob_te_axis(te, "ty", w.th), *mtx = ob_te_axis(te, "tx", w.twp);
+  ob_ivar *me = ob_te_axis(te, "e", a), *mnu = ob_te_axis(te, "n", a), *mk = ob_te_axis(te, "k", p.k);
+  ob_ivar *rc = ob_te_reduce_axis(te, "rc", p.c);
+  ob_expr *ocb = ob_te_int(te, w.ocb);
+  ob_expr *mv = ob_te_load(te, V, 6,
+                           (ob_expr *[]){ob_te_var(te, mn), ob_te_var(te, mty), ob_te_var(te, mtx), ob_te_var(te, me),
+                                         ob_te_var(te, mnu), ob_te_var(te, rc)});
+  ob_expr *mu = ob_te_load(te, U, 5,
+                           (ob_expr *[]){ob_te_var(te, me), ob_te_var(te, mnu), ob_te_bin(te, OB_DIV, ob_te_var(te, mk), ocb),
+                                         ob_te_var(te, rc), ob_te_bin(te, OB_MOD, ob_te_var(te, mk), ocb)});
+  ob_tensor *M = ob_te_compute(te, "wino_m", 6, (ob_ivar *[]){mn, mty, mtx, me, mnu, mk},
+                               ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, mv, mu), 1, &rc));
+  /* out[nn, kc, y, x, kb]: the output transform, a = y % m, b = x % m */
+  ob_ivar *on = ob_te_axis(te, "n", p.n), *okc = ob_te_axis(te, "kc", p.k / w.ocb), *oy = ob_te_axis(te, "y", p.oh),
+          *ox = ob_te_axis(te, "x", p.ow), *okb = ob_te_axis(te, "kb", w.ocb);
+  ob_expr *mm = ob_te_int(te, w.m);
+  o_ctx ocx = {M, ob_te_var(te, on), ob_te_bin(te, OB_DIV, ob_te_var(te, oy), mm),
+               ob_te_bin(te, OB_DIV, ob_te_var(te, ox), mm),
+               OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, okc), ocb), ob_te_var(te, okb)), 0};
+  ob_expr *xb = ob_te_bin(te, OB_MOD, ob_te_var(te, ox), mm), *ya = ob_te_bin(te, OB_MOD, ob_te_var(te, oy), mm);
+  ob_expr *orows[WINO_MAX_ALPHA];
+  for (int ra = 0; ra < w.m; ra++) {
+    ob_expr *acc = NULL;
+    for (int ee = 0; ee < a; ee++) {
+      double c = wm.AT[ra][ee];
+      if (c == 0) continue;
+      ob_expr *brows[WINO_MAX_ALPHA];
+      ocx.e = ee;
+      for (int b = 0; b < w.m; b++) brows[b] = lin_comb(te, wm.AT[b], (int)a, o_term_n, &ocx);
+      ob_expr *t = chain(te, xb, brows, (int)w.m);
+      if (fabs(c) != 1) t = OB_TE_MUL(te, ob_te_float(te, OB_F32, fabs(c)), t);
+      if (!acc) acc = c < 0 ? OB_TE_SUB(te, ob_te_float(te, OB_F32, 0.0), t) : t;
+      else acc = c < 0 ? OB_TE_SUB(te, acc, t) : OB_TE_ADD(te, acc, t);
+    }
+    orows[ra] = acc ? acc : ob_te_float(te, OB_F32, 0.0);
+  }
+  ob_tensor *conv = ob_te_compute(te, "conv", 5, (ob_ivar *[]){on, okc, oy, ox, okb}, chain(te, ya, orows, (int)w.m));
+  if (!data || !U || !T || !V || !M || !conv) return OB_ERR_INVALID_ARG;
+  ob_epi_inputs ein;
+  ob_epilogue_placeholders_n(te, &e, conv, p.k, &ein);
+  ob_tensor *mid[8];
+  int nmid;
+  ob_tensor *o = ob_epilogue_apply_blocked(te, &e, conv, 1, 4, p.k, &ein, mid, &nmid);
+
+  ob_sched *s = NULL;
+  st = ob_sched_new(te, 1, &o, &s);
+  if (st) return st;
+  ob_stage *so = ob_sched_stage(s, o), *sT = ob_sched_stage(s, T), *sV = ob_sched_stage(s, V),
+           *sM = ob_sched_stage(s, M);
+  for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
+  if (o != conv && !st) st = ob_sched_compute_inline(s, ob_sched_stage(s, conv));
+  /* the output: tiles of m x m, tile_x tiles per block */
+  ob_ivar *ty, *yi, *tx, *xi, *txo, *txi, *f = NULL, *f1;
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), w.m, &ty, &yi);
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), w.m, &tx, &xi);
+  if (!st) st = ob_sched_split(s, so, tx, w.tp, &txo, &txi);
+  ob_ivar *onn = ob_stage_axis(so, 0), *okcv = ob_stage_axis(so, 1), *okbv = ob_stage_axis(so, 4);
+  if (!st && w.order == 0) {
+    st = ob_sched_reorder(s, so, 8, (ob_ivar *[]){onn, ty, txo, okcv, txi, yi, xi, okbv});
+    if (!st) st = ob_sched_fuse(s, so, onn, ty, &f1);
+    if (!st) st = ob_sched_fuse(s, so, f1, txo, &f);
+  } else if (!st) {
+    st = ob_sched_reorder(s, so, 8, (ob_ivar *[]){okcv, onn, ty, txo, txi, yi, xi, okbv});
+    if (!st) st = ob_sched_fuse(s, so, okcv, onn, &f1);
+    if (!st) st = ob_sched_fuse(s, so, f1, ty, &f1);
+    if (!st) st = ob_sched_fuse(s, so, f1, txo, &f);
+  }
+  if (!st) st = ob_sched_parallel(s, so, f);
+  if (!st && w.ocb > 1) st = ob_sched_vectorize(s, so, okbv);
+  if (!st) st = ob_sched_unroll(s, so, yi);
+  if (!st) st = ob_sched_unroll(s, so, xi);
+  /* the GEMM of a block: its region is the block's tiles and every
+   * channel (order 0) or one channel block (order 1) */
+  if (!st) st = ob_sched_compute_at(s, sM, so, f);
+  ob_ivar *kco, *kci, *rco, *rci;
+  if (!st) st = ob_sched_split(s, sM, ob_stage_axis(sM, 5), w.ocb, &kco, &kci);
+  if (!st) st = ob_sched_split(s, sM, ob_stage_reduce_axis(sM, 0), w.uc, &rco, &rci);
+  ob_ivar *mnn = ob_stage_axis(sM, 0), *mtyv = ob_stage_axis(sM, 1), *mtxv = ob_stage_axis(sM, 2),
+          *mev = ob_stage_axis(sM, 3), *mnv = ob_stage_axis(sM, 4);
+  if (!st) st = ob_sched_reorder(s, sM, 9, (ob_ivar *[]){mnn, mtyv, mev, mnv, kco, rco, rci, mtxv, kci});
+  if (!st && w.ocb > 1) st = ob_sched_vectorize(s, sM, kci);
+  if (!st) st = ob_sched_unroll(s, sM, mtxv); /* the block of accumulators */
+  if (!st && w.uc > 1) st = ob_sched_unroll(s, sM, rci);
+  /* the input transform: per block, in the GEMM's first (one-trip) loop,
+   * or for all tiles at the root */
+  ob_ivar *vco, *vci, *vf;
+  if (!st && w.order == 0) st = ob_sched_compute_at(s, sV, sM, mnn);
+  if (!st) st = ob_sched_split(s, sV, ob_stage_axis(sV, 5), w.icb, &vco, &vci);
+  ob_ivar *vnn = ob_stage_axis(sV, 0), *vtyv = ob_stage_axis(sV, 1), *vtxv = ob_stage_axis(sV, 2),
+          *vev = ob_stage_axis(sV, 3), *vnv = ob_stage_axis(sV, 4);
+  if (!st) st = ob_sched_reorder(s, sV, 7, (ob_ivar *[]){vnn, vtyv, vtxv, vco, vev, vnv, vci});
+  if (!st && w.order == 1) {
+    st = ob_sched_fuse(s, sV, vnn, vtyv, &vf);
+    if (!st) st = ob_sched_fuse(s, sV, vf, vtxv, &vf);
+    if (!st) st = ob_sched_parallel(s, sV, vf);
+  }
+  if (!st && w.icb > 1) st = ob_sched_vectorize(s, sV, vci);
+  if (!st) st = ob_sched_unroll(s, sV, vnv);
+  if (!st) st = ob_sched_compute_at(s, sT, sV, vco);
+  ob_ivar *tco, *tci;
+  if (!st) st = ob_sched_split(s, sT, ob_stage_axis(sT, 5), w.icb, &tco, &tci);
+  if (!st)
+    st = ob_sched_reorder(s, sT, 7, (ob_ivar *[]){ob_stage_axis(sT, 0), ob_stage_axis(sT, 1), ob_stage_axis(sT, 2), tco,
+                                               ob_stage_axis(sT, 3), ob_stage_axis(sT, 4), tci});
+  if (!st && w.icb > 1) st = ob_sched_vectorize(s, sT, tci);
+  if (!st) st = ob_sched_unroll(s, sT, ob_stage_axis(sT, 3));
+  if (st) {
+    ob_sched_free(s);
+    return st;
+  }
+  *out = s;
+  return OB_OK;
+}
+
+/* ---- layouts ----------------------------------------------------------------- */
+int64_t ob_winograd_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg) {
+  ob_conv_geom p = ob_conv2d_geom(wl);
+  wino_cfg w = wino_of(wl, cfg);
+  if (arg == 1) return OB_NUMEL(w.alpha, w.alpha, p.k, p.c); /* U */
+  return ob_workload_arg_numel(wl, arg);
+}
+
+static void wino_move(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst,
+                      bool to_kernel) {
+  ob_conv_geom p = ob_conv2d_geom(wl);
+  wino_cfg w = wino_of(wl, cfg);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int bias_arg = ob_epilogue_has(&e, OB_EPI_BIAS) ? 2 : -1;
+  if (arg == bias_arg) {
+    memcpy(dst, src, sizeof(float) * (size_t)p.k);
+    return;
+  }
+  if (arg == 1) { /* weight [K, C, 3, 3] -> U [alpha][alpha][K/ocb][C][ocb] = G g G^T */
+    OB_ASSERT(to_kernel);
+    wino_mat wm;
+    wino_matrices((int)w.m, &wm);
+    int64_t a = w.alpha;
+    for (int64_t k = 0; k < p.k; k++)
+      for (int64_t c = 0; c < p.c; c++) {
+        const float *g = src + (k * p.c + c) * 9;
+        double gg[WINO_MAX_ALPHA][3]; /* G g */
+        for (int64_t i = 0; i < a; i++)
+          for (int s = 0; s < 3; s++)
+            gg[i][s] = wm.G[i][0] * g[0 * 3 + s] + wm.G[i][1] * g[1 * 3 + s] + wm.G[i][2] * g[2 * 3 + s];
+        for (int64_t i = 0; i < a; i++)
+          for (int64_t j = 0; j < a; j++) {
+            double u = wm.G[j][0] * gg[i][0] + wm.G[j][1] * gg[i][1] + wm.G[j][2] * gg[i][2];
+            dst[(((i * a + j) * (p.k / w.ocb) + k / w.ocb) * p.c + c) * w.ocb + k % w.ocb] = (float)u;
+          }
+      }
+    return;
+  }
+  /* data NCHW <-> N C/icb H W icb; residual and output NKHW <-> N K/ocb OH OW ocb */
+  int64_t ch = arg == 0 ? p.c : p.k, blk = arg == 0 ? w.icb : w.ocb, hw = arg == 0 ? p.h * p.w : p.oh * p.ow;
+  for (int64_t n = 0; n < p.n; n++)
+    for (int64_t c = 0; c < ch; c++)
+      for (int64_t i = 0; i < hw; i++) {
+        int64_t plain = (n * ch + c) * hw + i;
+        int64_t b = ((n * (ch / blk) + c / blk) * hw + i) * blk + c % blk;
+        if (to_kernel) dst[b] = src[plain];
+        else dst[plain] = src[b];
+      }
+}
+
+void ob_winograd_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
+  wino_move(wl, cfg, arg, src, dst, true);
+}
+void ob_winograd_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
+  wino_move(wl, cfg, arg, src, dst, false);
+}
+ob_tolerance ob_winograd_config_tolerance(const ob_workload *wl, const ob_config *cfg) {
+  (void)wl;
+  return ob_winograd_tolerance((int)ob_config_knob(cfg, "tile_m"));
+}

@@ -1,0 +1,238 @@
+/* test_ops_edges.c: the kernels that go past what the vendor library does,
+ * checked against the naive reference (ob_measure_configs: the runner's
+ * check, at each config's stated tolerance):
+ *  - border-aware convolution (pad_inline = 2, ob_sched_skip_padding): in
+ *    conv2d_NCHWc.x86, conv2d_nchw.x86, depthwise_NCHWc.x86 and
+ *    depthwise_nchw.x86, every padding up to the window size, asymmetric
+ *    padding, stride 2, dilation 2, and no padded copy in the loop nest;
+ *  - odd sizes at vector speed: conv2d_NCHWc.x86 with an output-channel
+ *    block that does not divide K, dense_pack / batch_matmul_pack with
+ *    panels that do not divide N and register blocks that do not divide M;
+ *  - conv2d_winograd.x86 for every tile size (F(2x2), F(4x4), F(6x6)) and
+ *    both loop orders on spatial sizes whose tiles overhang the output,
+ *    with epilogues and a batch of two, at the Winograd tolerances.
+ * Shapes are small so the whole file builds about a hundred kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "opbench/ops.h"
+#include "opbench/tune.h"
+
+static ob_ctx *ctx;
+static ob_runner *runner;
+
+/* Measures cfgs[0..n) of t and expects every one correct. */
+static void expect_correct(ob_task *t, const ob_config *cfgs, int n, const char *what) {
+  ob_measure_opts o = ob_measure_opts_default();
+  o.timing.repeat = 1;
+  o.timing.timeout_s = o.build.timeout_s = OB_TEST_TIMEOUT_S;
+  o.nthreads = 2;
+  ob_measure_result res[16];
+  OB_ASSERT(n <= 16);
+  ob_status st = ob_measure_configs(ctx, t, runner, &o, cfgs, n, res);
+  CHECK_MSG(st == OB_OK, "%s: %s", what, ob_ctx_errmsg(ctx));
+  char key[256];
+  ob_workload_key(ob_task_workload(t), key, sizeof key);
+  for (int i = 0; st == OB_OK && i < n; i++) {
+    char *cs = ob_config_str(&cfgs[i]);
+    CHECK_MSG(res[i].error_no == 0 && res[i].gflops > 0, "%s: %s %s [%s]: error %d: %s", what, key,
+              ob_task_template(t), cs, res[i].error_no, res[i].message);
+    free(cs);
+  }
+}
+
+static ob_task *task_of(const char *op, const char *shape, const char *stride, const char *pad,
+                        const char *dil, const char *epi, const char *tmpl) {
+  ob_workload wl;
+  ob_status st = ob_workload_parse(ctx, op, shape, &wl);
+  int64_t v[4];
+  int nv;
+  const char *names4[] = {"pad_t", "pad_l", "pad_b", "pad_r"};
+  if (!st && stride) st = ob_workload_set(ctx, &wl, "stride", atoi(stride));
+  if (!st && dil) st = ob_workload_set(ctx, &wl, "dilation", atoi(dil));
+  if (!st && pad) {
+    nv = sscanf(pad, "%lld,%lld,%lld,%lld", (long long *)&v[0], (long long *)&v[1], (long long *)&v[2],
+                (long long *)&v[3]);
+    if (nv == 1) st = ob_workload_set(ctx, &wl, "pad", v[0]);
+    for (int i = 0; nv == 4 && i < 4 && !st; i++) st = ob_workload_set(ctx, &wl, names4[i], v[i]);
+  }
+  if (!st && epi) st = ob_workload_set_epilogue(ctx, &wl, epi);
+  ob_task *t = NULL;
+  if (!st) st = ob_task_new(ctx, &wl, tmpl, NULL, &t);
+  CHECK_MSG(st == OB_OK, "%s %s stride %s pad %s dilation %s %s: %s", op, shape, stride ? stride : "1",
+            pad ? pad : "0", dil ? dil : "1", tmpl, ob_ctx_errmsg(ctx));
+  return st ? NULL : t;
+}
+
+/* The default config with knob `name` = v, and `extra` random valid configs
+ * with it too (seeded), skipping configs the filter rejects. */
+static int configs_with(ob_task *t, const char *name, int64_t v, int extra, uint64_t seed, ob_config *out) {
+  const ob_space *sp = ob_task_space(t);
+  int n = 0;
+  ob_config c = ob_task_default_config(t);
+  if (name) ob_config_set_knob(&c, name, v);
+  if (ob_space_is_valid(sp, c.index)) out[n++] = c;
+  ob_rng rng = {seed};
+  for (int tries = 0; n < 1 + extra && tries < 2000; tries++) {
+    if (ob_space_get(ctx, sp, ob_rng_next(&rng) % ob_space_len(sp), &c) != OB_OK) continue;
+    if (name) ob_config_set_knob(&c, name, v);
+    if (ob_space_is_valid(sp, c.index)) out[n++] = c;
+  }
+  ob_ctx_clear_error(ctx);
+  return n;
+}
+
+/* ---- border-aware convolution ---------------------------------------------- */
+static void check_border(const char *op, const char *tmpl, const char *shape, const char *stride,
+                         const char *pad, const char *dil, const char *epi, int extra) {
+  ob_task *t = task_of(op, shape, stride, pad, dil, epi, tmpl);
+  if (!t) return;
+  char what[256];
+  snprintf(what, sizeof what, "border %s %s stride %s pad %s dilation %s", tmpl, shape, stride ? stride : "1",
+           pad, dil ? dil : "1");
+  ob_config cfgs[8];
+  int n = configs_with(t, "pad_inline", 2, extra, 11 + strlen(what), cfgs);
+  CHECK_MSG(n >= 1, "%s: no valid config with pad_inline = 2", what);
+  /* the padding is skipped, never copied: no padded buffer in the nest */
+  ob_lowered *f = NULL;
+  CHECK_MSG(ob_task_lower(t, &cfgs[0], &f) == OB_OK, "%s: %s", what, ob_ctx_errmsg(ctx));
+  char *nest = f ? ob_lowered_str(f) : NULL;
+  CHECK_MSG(nest && !strstr(nest, "data_pad"), "%s: a padded copy in:\n%s", what, nest ? nest : "(null)");
+  free(nest);
+  ob_lowered_free(f);
+  expect_correct(t, cfgs, n, what);
+  ob_task_free(t);
+}
+
+static void test_border(void) {
+  static const char *const conv_tmpls[] = {"conv2d_NCHWc.x86", "conv2d_nchw.x86"};
+  static const char *const dw_tmpls[] = {"depthwise_NCHWc.x86", "depthwise_nchw.x86"};
+  /* every padding up to the window (3 rows, 3 columns; 5 rows, 3 columns) */
+  static const char *const pads3[] = {"1", "2", "3"};
+  for (int tm = 0; tm < 2; tm++) {
+    for (int i = 0; i < 3; i++) {
+      check_border("conv2d", conv_tmpls[tm], "C=8,H=9,W=10,K=16,R=3,S=3", NULL, pads3[i], NULL, NULL, 1);
+      check_border("depthwise_conv2d", dw_tmpls[tm], "C=16,H=9,W=10,R=3,S=3", NULL, pads3[i], NULL, NULL, 1);
+    }
+    /* a 5x3 window: rows padded by up to 5, asymmetric */
+    check_border("conv2d", conv_tmpls[tm], "C=8,H=11,W=9,K=16,R=5,S=3", NULL, "4,1,5,3", NULL, "bias,relu", 1);
+    check_border("conv2d", conv_tmpls[tm], "C=8,H=11,W=9,K=16,R=5,S=3", NULL, "0,2,3,0", NULL, NULL, 1);
+    check_border("depthwise_conv2d", dw_tmpls[tm], "C=16,H=11,W=9,R=5,S=3", NULL, "5,0,2,3", NULL, NULL, 1);
+    /* stride 2, dilation 2 and both */
+    check_border("conv2d", conv_tmpls[tm], "C=8,H=13,W=12,K=16,R=3,S=3", "2", "1", NULL, NULL, 1);
+    check_border("conv2d", conv_tmpls[tm], "C=8,H=13,W=12,K=16,R=3,S=3", "2", "3,0,2,1", NULL, "bias,add", 1);
+    check_border("conv2d", conv_tmpls[tm], "C=8,H=13,W=12,K=16,R=3,S=3", NULL, "2", "2", NULL, 1);
+    check_border("conv2d", conv_tmpls[tm], "C=8,H=15,W=13,K=16,R=3,S=3", "2", "1,4,3,0", "2", NULL, 1);
+    check_border("depthwise_conv2d", dw_tmpls[tm], "C=16,H=13,W=12,R=3,S=3", "2", "1", "2", NULL, 1);
+  }
+  /* a 7x7 window at stride 2 (ResNet's first layer), smaller */
+  check_border("conv2d", "conv2d_NCHWc.x86", "C=3,H=20,W=18,K=16,R=7,S=7", "2", "3", NULL, NULL, 2);
+}
+
+/* ---- odd sizes ---------------------------------------------------------------- */
+static void test_odd_sizes(void) {
+  /* K = 23 in blocks of 8, 16 and 32 (padded), C = 17 */
+  ob_task *t = task_of("conv2d", "C=17,H=12,W=11,K=23,R=5,S=3", NULL, "1", NULL, "bias,add", "conv2d_NCHWc.x86");
+  if (t) {
+    ob_config cfgs[3];
+    int n = 0;
+    for (int64_t ocb = 8; ocb <= 32; ocb *= 2) {
+      ob_config c = ob_task_default_config(t);
+      ob_config_set_split(&c, "tile_oc", (int64_t[]){ocb}, 1);
+      int64_t oc[2];
+      ob_config_split(&c, "tile_oc", oc);
+      CHECK_MSG(oc[1] == ocb, "conv2d K=23: no output-channel block of %lld (got %lld)", (long long)ocb,
+                (long long)oc[1]);
+      if (ob_space_is_valid(ob_task_space(t), c.index)) cfgs[n++] = c;
+    }
+    CHECK(n >= 2);
+    expect_correct(t, cfgs, n, "odd channels");
+    /* the default keeps whole vectors */
+    ob_config d = ob_task_default_config(t);
+    int64_t oc[2];
+    ob_config_split(&d, "tile_oc", oc);
+    CHECK_MSG(oc[1] > 1, "conv2d K=23: default output-channel block %lld", (long long)oc[1]);
+    ob_task_free(t);
+  }
+  /* GEMM panels past N, register blocks past M */
+  static const struct {
+    const char *op, *shape, *epi;
+  } g[] = {
+      {"dense", "M=1,N=37,K=24", NULL},
+      {"dense", "M=7,N=45,K=33", "bias,relu"},
+      {"dense", "M=37,N=101,K=16", "add"},
+      {"batch_matmul", "B=2,M=5,N=19,K=16", "bias"},
+  };
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+    const char *tmpl = strcmp(g[i].op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86";
+    t = task_of(g[i].op, g[i].shape, NULL, NULL, NULL, g[i].epi, tmpl);
+    if (!t) continue;
+    ob_config d = ob_task_default_config(t);
+    int64_t x[2];
+    ob_config_split(&d, "tile_x", x);
+    CHECK_MSG(x[1] > 1, "%s %s: the default panel is %lld column(s) wide", g[i].op, g[i].shape, (long long)x[1]);
+    ob_config cfgs[6];
+    int n = configs_with(t, NULL, 0, 5, 31 + i, cfgs);
+    expect_correct(t, cfgs, n, "odd GEMM");
+    ob_task_free(t);
+  }
+}
+
+/* ---- Winograd ------------------------------------------------------------------- */
+static void check_winograd(const char *shape, const char *pad, const char *epi, int64_t m, int64_t order,
+                           int extra) {
+  ob_task *t = task_of("conv2d", shape, NULL, pad, NULL, epi, "conv2d_winograd.x86");
+  if (!t) return;
+  char what[256];
+  snprintf(what, sizeof what, "winograd F(%lldx%lld,3x3) order %lld %s pad %s", (long long)m, (long long)m,
+           (long long)order, shape, pad);
+  ob_config cfgs[8];
+  int n = configs_with(t, "tile_m", m, extra, 101 + strlen(what) + (uint64_t)order, cfgs);
+  for (int i = 0; i < n; i++) ob_config_set_knob(&cfgs[i], "order", order);
+  CHECK_MSG(n >= 1, "%s: no config", what);
+  ob_tolerance tol = ob_task_tolerance(t, &cfgs[0]), want = ob_winograd_tolerance((int)m);
+  CHECK_MSG(tol.rtol == want.rtol && tol.atol == want.atol, "%s: checked at %g/%g, stated %g/%g", what, tol.rtol,
+            tol.atol, want.rtol, want.atol);
+  expect_correct(t, cfgs, n, what);
+  ob_task_free(t);
+}
+
+static void test_winograd(void) {
+  /* tiles that overhang: 7 = 2*4 - 1 = 4*2 - 1 = 6*2 - 5; 11 x 9; 5 x 13 */
+  for (int64_t m = 2; m <= 6; m += 2)
+    for (int64_t order = 0; order <= 1; order++) {
+      check_winograd("C=16,H=7,W=7,K=32,R=3,S=3", "1", NULL, m, order, m == 6 ? 0 : 1);
+      if (m < 6) check_winograd("N=2,C=8,H=11,W=9,K=16,R=3,S=3", "1", "bias,relu", m, order, 1);
+    }
+  check_winograd("C=16,H=5,W=13,K=16,R=3,S=3", "0,2,1,1", "add", 2, 1, 1);
+  check_winograd("C=16,H=5,W=13,K=16,R=3,S=3", "2,0,2,3", NULL, 4, 0, 1);
+  check_winograd("C=24,H=10,W=10,K=24,R=3,S=3", "0", "bias", 6, 0, 0);
+  /* no Winograd for what it does not compute */
+  ob_workload wl;
+  ob_task *t = NULL;
+  CHECK(ob_workload_parse(ctx, "conv2d", "C=16,H=9,W=9,K=16,R=3,S=3", &wl) == OB_OK);
+  CHECK(ob_workload_set(ctx, &wl, "stride", 2) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, "conv2d_winograd.x86", NULL, &t) == OB_ERR_UNSUPPORTED);
+  CHECK(t == NULL && strstr(ob_ctx_errmsg(ctx), "3x3 windows at stride 1"));
+  ob_ctx_clear_error(ctx);
+  /* the tolerance grows with the tile; F(6x6)'s keeps the error within 1e-3
+   * of the largest output for reductions up to 10^4 (sqrt 100 x 1e-5) */
+  CHECK(ob_winograd_tolerance(2).atol < ob_winograd_tolerance(4).atol);
+  CHECK(ob_winograd_tolerance(4).atol < ob_winograd_tolerance(6).atol);
+  CHECK(ob_winograd_tolerance(6).atol * 100 <= 1e-3);
+}
+
+int main(void) {
+  CHECK(ob_ctx_new(&ctx) == OB_OK);
+  CHECK(ob_runner_new(ctx, &runner) == OB_OK);
+  if (runner) {
+    test_border();
+    test_odd_sizes();
+    test_winograd();
+  }
+  ob_runner_free(runner);
+  ob_ctx_free(ctx);
+  return CHECK_DONE();
+}

@@ -1,0 +1,374 @@
+/* test_predict: the predict module on a synthetic database (no kernel is
+ * built or timed): the dataset from records and profile points, held-out
+ * splits, training and predicting, the model file (round trip, corrupt,
+ * foreign schema, not a model), an operator kind without records, the
+ * metrics on hand-made predictions, correlations, the turnaround, the
+ * interference model and the placement game on a game solved by hand. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "opbench/predict.h"
+#include "check.h"
+
+static char dir[64];
+static ob_ctx *ctx;
+static const char *TARGET = "c -isa=avx2";
+
+static const char *path_in(const char *name) {
+  static char buf[4][160];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
+/* synthetic latency: FLOPs at 4 GFLOP/s per thread^0.8, plus 2 us */
+static double synth(double flops, int threads) { return flops / (4e9 * pow(threads, 0.8)) + 2e-6; }
+
+static int nworkloads;
+static char wkeys[32][256];
+static double wflops[32], wbytes[32];
+
+static void make_db(const char *path) {
+  ob_db *db = NULL;
+  ob_target *t = NULL;
+  CHECK(ob_db_open(ctx, path, 0, &db) == OB_OK);
+  CHECK(ob_target_parse(ctx, TARGET, &t) == OB_OK);
+  if (!db || !t) return;
+  const int sizes[] = {32, 64, 128, 256};
+  for (int a = 0; a < 4; a++)
+    for (int b = 0; b < 4; b++) {
+      ob_workload wl;
+      char shape[64];
+      snprintf(shape, sizeof shape, "M=8,N=%d,K=%d", sizes[a], sizes[b]);
+      CHECK(ob_workload_parse(ctx, "dense", shape, &wl) == OB_OK);
+      CHECK(ob_workload_store(db, &wl) == OB_OK);
+      ob_task *task = NULL;
+      CHECK(ob_task_new(ctx, &wl, NULL, t, &task) == OB_OK);
+      if (!task) continue;
+      int w = nworkloads++;
+      ob_workload_key(&wl, wkeys[w], sizeof wkeys[w]);
+      wflops[w] = ob_workload_flops(&wl);
+      wbytes[w] = ob_predict_workload_bytes(&wl);
+      const ob_space *s = ob_task_space(task);
+      int got = 0;
+      for (uint64_t idx = 0; idx < ob_space_len(s) && got < 4; idx++) {
+        if (!ob_space_is_valid(s, idx)) continue;
+        got++;
+        for (int th = 1; th <= 2; th++) {
+          char res[64];
+          snprintf(res, sizeof res, "threads=%d;cores=%s", th, th == 1 ? "0" : "0,1");
+          ob_db_record r;
+          memset(&r, 0, sizeof r);
+          r.host = "h1";
+          r.workload = wkeys[w];
+          r.target = ob_target_str(t);
+          r.resources = res;
+          r.tmpl = ob_task_template(task);
+          r.config_index = idx;
+          r.nthreads = th;
+          r.cores = th == 1 ? "0" : "0,1";
+          double sec = synth(wflops[w], th) * (1 + 0.02 * (double)got);
+          r.timing.ncosts = 1;
+          r.timing.costs[0] = sec;
+          r.timing.median_s = r.timing.mean_s = sec;
+          r.timing.number = 1;
+          r.timing.repeat = 1;
+          r.timing.min_repeat_ms = 1;
+          r.build_s = r.run_s = 0.1;
+          CHECK(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK);
+        }
+      }
+      ob_task_free(task);
+    }
+  /* co-run points: A beside B, stream (disjoint cores) and full (shared) */
+  for (int a = 0; a < nworkloads; a += 3)
+    for (int b = 1; b < nworkloads; b += 4) {
+      if (a == b) continue;
+      for (int full = 0; full <= 1; full++) {
+        ob_db_profile p;
+        memset(&p, 0, sizeof p);
+        double alone = synth(wflops[a], 1);
+        double slow = full ? 1.9 + 0.1 * (wbytes[b] > 40000) : 1.05 + 0.05 * (wbytes[b] > 40000);
+        p.key = (ob_db_profile_key){.host = "h1", .workload = wkeys[a], .target = ob_target_str(t),
+                                    .tmpl = "dense_pack.x86", .config_index = 0,
+                                    .resources = "threads=1;cores=0", .corun_workload = wkeys[b],
+                                    .corun_mode = full ? "full" : "stream"};
+        p.nthreads = 1;
+        p.cores = "0";
+        p.corun_cores = full ? "0" : "1";
+        p.sweep = "corun";
+        p.timing.ncosts = 1;
+        p.timing.costs[0] = p.timing.median_s = p.timing.mean_s = alone * slow;
+        p.timing.number = 1;
+        p.timing.repeat = 1;
+        p.timing.min_repeat_ms = 1;
+        p.alone_s = alone;
+        p.slowdown = slow;
+        p.flops = wflops[a];
+        p.bytes = wbytes[a];
+        p.gflops = p.intensity = p.peak_gflops = p.peak_pct = p.bandwidth_gbps = NAN;
+        p.corun_partner_s = p.pressure_gbps = p.build_s = NAN;
+        for (int c = 0; c < OB_COUNTER_COUNT; c++) p.counters[c] = NAN;
+        CHECK_MSG(ob_db_put_profile(db, &p, 0, NULL) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+      }
+    }
+  ob_target_free(t);
+  ob_db_close(db);
+}
+
+static void test_train_and_file(void) {
+  ob_db *db = NULL;
+  CHECK(ob_db_open(ctx, path_in("p.db"), OB_DB_READONLY, &db) == OB_OK);
+  ob_predict_dataset *d = NULL;
+  CHECK_MSG(ob_predict_dataset_load(ctx, db, NULL, &d) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (!d) return;
+  CHECK_MSG(d->n == (int64_t)nworkloads * 4 * 2, "%lld points", (long long)d->n);
+  CHECK(d->skipped == 0);
+  for (int64_t i = 0; i < d->n; i++) {
+    CHECK(d->s[i].x[28] == (float)d->s[i].threads && d->s[i].wl && !strcmp(d->s[i].op, "dense"));
+    CHECK(isfinite(d->s[i].x[24]) && isfinite(d->s[i].x[OB_PREDICT_BASE_FEATURES]));
+  }
+  /* held out by workload: no workload on both sides */
+  uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1);
+  ob_predict_split_workload(d, 0, 4, test);
+  int64_t nt = 0;
+  for (int64_t i = 0; i < d->n; i++) {
+    train[i] = !test[i];
+    nt += test[i];
+    for (int64_t j = 0; j < d->n; j++)
+      if (test[i] && !test[j]) CHECK(strcmp(d->s[i].workload, d->s[j].workload) != 0);
+  }
+  CHECK(nt > 0 && nt < d->n);
+  ob_predict_train_opts o = ob_predict_train_opts_default();
+  o.rounds = 80;
+  o.members = 3;
+  ob_predictor *p = NULL;
+  CHECK_MSG(ob_predictor_train(ctx, d, train, &o, &p) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (!p) goto out;
+  double *pred = malloc(sizeof(double) * (size_t)d->n), *pred2 = malloc(sizeof(double) * (size_t)d->n);
+  CHECK(ob_predictor_predict_dataset(p, d, test, false, pred) == OB_OK);
+  ob_predict_metrics m;
+  ob_predict_metrics_compute(d, test, pred, &m);
+  /* the synthetic latency is smooth in the FLOPs: held-out workloads are predicted */
+  CHECK_MSG(m.n == nt && m.rmspe < 0.5, "held-out RMSPE %.3f over %lld", m.rmspe, (long long)m.n);
+  ob_prediction pr;
+  CHECK(ob_predictor_predict(p, "dense", d->s[0].x, d->s[0].flops, &pr) == OB_OK);
+  CHECK(pr.lo <= pr.seconds && pr.seconds <= pr.hi && pr.lo > 0);
+  /* an operator kind it has no records of */
+  CHECK(ob_predictor_predict(p, "conv2d", d->s[0].x, 1e6, &pr) == OB_ERR_NOT_FOUND);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "conv2d") && strstr(ob_ctx_errmsg(ctx), "dense"));
+  ob_ctx_clear_error(ctx);
+  /* the interference model goes into the same file */
+  ob_corun_dataset *cd = NULL;
+  CHECK(ob_corun_dataset_load(ctx, db, NULL, &cd) == OB_OK);
+  CHECK(cd && cd->n > 8 && cd->skipped == 0);
+  if (cd) CHECK_MSG(ob_predictor_train_interference(p, cd, NULL, &o) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  CHECK(ob_predictor_has_interference(p));
+  /* round trip */
+  CHECK_MSG(ob_predictor_save(ctx, p, path_in("m.model")) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  ob_predictor *q = NULL;
+  CHECK_MSG(ob_predictor_load(ctx, path_in("m.model"), &q) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (q) {
+    CHECK(ob_predictor_predict_dataset(q, d, test, false, pred2) == OB_OK);
+    for (int64_t i = 0; i < d->n; i++)
+      if (test[i]) CHECK(fabs(pred[i] - pred2[i]) <= 1e-9 * pred[i]);
+    CHECK(ob_predictor_kinds(q) == 1 && ob_predictor_has_interference(q));
+    ob_prediction a, b;
+    CHECK(ob_predictor_slowdown(p, cd->s[0].x, &a) == OB_OK && ob_predictor_slowdown(q, cd->s[0].x, &b) == OB_OK);
+    CHECK(a.seconds == b.seconds);
+    ob_predictor_free(q);
+  }
+  /* a corrupt file: one byte of a booster changed; truncated; another schema; not a model */
+  FILE *f = fopen(path_in("m.model"), "rb");
+  char *buf = malloc(1 << 24);
+  size_t n = f ? fread(buf, 1, 1 << 24, f) : 0;
+  if (f) fclose(f);
+  CHECK(n > 200);
+  struct {
+    const char *name;
+    ob_status want;
+  } bad[4] = {{"flip.model", OB_ERR_PARSE}, {"trunc.model", OB_ERR_PARSE}, {"schema.model", OB_ERR_UNSUPPORTED},
+              {"text.model", OB_ERR_PARSE}};
+  for (int k = 0; k < 4; k++) {
+    f = fopen(path_in(bad[k].name), "wb");
+    if (!f) continue;
+    if (k == 0) {
+      buf[n - 10] ^= 0x5a;
+      fwrite(buf, 1, n, f);
+      buf[n - 10] ^= 0x5a;
+    } else if (k == 1) {
+      fwrite(buf, 1, n - 50, f);
+    } else if (k == 2) {
+      char *s = strstr(buf, "\"schema\":1");
+      if (s) s[9] = '7';
+      fwrite(buf, 1, n, f);
+    } else {
+      fputs("opbench db export\nN,C,H\n", f);
+    }
+    fclose(f);
+    CHECK_MSG(ob_predictor_load(ctx, path_in(bad[k].name), &q) == bad[k].want && !q, "%s: %s", bad[k].name,
+              ob_ctx_errmsg(ctx));
+    ob_ctx_clear_error(ctx);
+  }
+  CHECK(ob_predictor_load(ctx, path_in("missing.model"), &q) == OB_ERR_NOT_FOUND);
+  ob_ctx_clear_error(ctx);
+  /* held-out co-run pairs: stream and full are told apart */
+  if (cd) {
+    uint8_t *ct = calloc((size_t)cd->n, 1), *cr = calloc((size_t)cd->n, 1);
+    ob_corun_split_pairs(cd, 0, 3, ct);
+    int64_t ntest = 0;
+    for (int64_t i = 0; i < cd->n; i++) {
+      cr[i] = !ct[i];
+      ntest += ct[i];
+    }
+    ob_predictor *ip = ob_predictor_new(ctx);
+    CHECK(ip && ob_predictor_train_interference(ip, cd, cr, &o) == OB_OK);
+    CHECK(ob_predictor_kinds(ip) == 0);
+    int64_t ok = 0;
+    for (int64_t i = 0; i < cd->n && ip; i++) {
+      if (!ct[i]) continue;
+      ob_prediction s;
+      CHECK(ob_predictor_slowdown(ip, cd->s[i].x, &s) == OB_OK);
+      ok += fabs(s.seconds - cd->s[i].slowdown) <= 0.1 * cd->s[i].slowdown;
+    }
+    CHECK_MSG(ntest > 0 && ok == ntest, "%lld of %lld held-out slowdowns within 10%%", (long long)ok,
+              (long long)ntest);
+    ob_predictor_free(ip);
+    free(ct);
+    free(cr);
+  }
+  ob_corun_dataset_free(cd);
+  free(buf);
+  free(pred);
+  free(pred2);
+  ob_predictor_free(p);
+out:
+  free(test);
+  free(train);
+  ob_predict_dataset_free(d);
+  ob_db_close(db);
+}
+
+/* An empty database: nothing to train on. */
+static void test_no_records(void) {
+  ob_db *db = NULL;
+  CHECK(ob_db_open(ctx, path_in("empty.db"), 0, &db) == OB_OK);
+  ob_predict_dataset *d = NULL;
+  CHECK(ob_predict_dataset_load(ctx, db, NULL, &d) == OB_OK && d && d->n == 0);
+  ob_predictor *p = NULL;
+  if (d) CHECK(ob_predictor_train(ctx, d, NULL, NULL, &p) == OB_ERR_NOT_FOUND && !p);
+  ob_ctx_clear_error(ctx);
+  ob_predict_dataset_free(d);
+  ob_db_close(db);
+}
+
+static void test_metrics(void) {
+  /* two tasks of 3 configs each, predictions made by hand */
+  ob_predict_sample s[6];
+  memset(s, 0, sizeof s);
+  double truth[6] = {1, 2, 4, 10, 20, 30};
+  double pred[6] = {1.05, 1.5, 5, 20, 10, 30}; /* task 2: the two fastest swapped */
+  for (int i = 0; i < 6; i++) {
+    s[i].host = "h";
+    s[i].workload = i < 3 ? "w1" : "w2";
+    s[i].target = "t";
+    s[i].resources = "r";
+    s[i].op = "dense";
+    s[i].seconds = truth[i];
+  }
+  ob_predict_dataset d = {.n = 6, .s = s};
+  ob_predict_metrics m;
+  ob_predict_metrics_compute(&d, NULL, pred, &m);
+  double se = 0.05 * 0.05 + 0.25 * 0.25 + 0.25 * 0.25 + 1 + 0.25 + 0;
+  CHECK(m.n == 6 && fabs(m.rmspe - sqrt(se / 6)) < 1e-12);
+  CHECK(fabs(m.within10 - 2.0 / 6) < 1e-12);
+  CHECK(fabs(m.mdape - 0.25) < 1e-12); /* 0 .05 .25 .25 .5 1 */
+  CHECK(m.npairs == 6 && fabs(m.pairwise - 5.0 / 6) < 1e-12);
+  /* score@1: task 1 picks the best (1), task 2 picks 20 where 10 is best: (1 + 0.5) / 2 */
+  CHECK(m.ntasks == 2 && fabs(m.score1 - 0.75) < 1e-12 && fabs(m.score5 - 1) < 1e-12);
+  uint8_t mask[6] = {1, 1, 1, 0, 0, 0};
+  ob_predict_metrics_compute(&d, mask, pred, &m);
+  CHECK(m.n == 3 && m.npairs == 3 && m.pairwise == 1 && m.score1 == 1);
+}
+
+static void test_correlation(void) {
+  double x[6] = {1, 2, 3, 4, 5, NAN}, y[6] = {2, 4, 6, 8, 10, 1}, c[6] = {1, 8, 27, 64, 125, 0};
+  CHECK(fabs(ob_pearson(x, y, 6) - 1) < 1e-12);
+  CHECK(fabs(ob_spearman(x, c, 6) - 1) < 1e-12);
+  double pc = ob_pearson(x, c, 6);
+  CHECK(pc > 0.9 && pc < 1);
+  double neg[6] = {5, 4, 3, 2, 1, 0};
+  CHECK(fabs(ob_spearman(x, neg, 6) + 1) < 1e-12);
+  double flat[6] = {1, 1, 1, 1, 1, 1};
+  CHECK(isnan(ob_pearson(x, flat, 6)));
+  /* ties take their average rank: x ranks 1.5 1.5 3, y 1 2 3 */
+  double tx[3] = {1, 1, 2}, ty[3] = {1, 2, 3};
+  CHECK(fabs(ob_spearman(tx, ty, 3) - ob_pearson((double[]){1.5, 1.5, 3}, (double[]){1, 2, 3}, 3)) < 1e-12);
+  int th[4] = {1, 2, 4, 8};
+  CHECK(ob_turnaround(th, (double[]){10, 6, 5.9, 5.8}, 4, 0.05) == 2);
+  CHECK(ob_turnaround(th, (double[]){10, 6, 3, 1.5}, 4, 0.05) == 8);
+  CHECK(ob_turnaround(th, (double[]){10, 11, 5, 1}, 4, 0.05) == 1);
+}
+
+static void test_nash(void) {
+  /* two players on two cores, each 10 alone on one core and 6 on two */
+  double alone[4] = {10, 6, 10, 6};
+  ob_nash_game g;
+  memset(&g, 0, sizeof g);
+  g.players = 2;
+  g.cores = 2;
+  g.alone = alone;
+  double c[2];
+  ob_nash_costs(&g, (int[]){1, 1}, c);
+  CHECK(c[0] == 10 && c[1] == 10);
+  ob_nash_costs(&g, (int[]){2, 2}, c); /* both on both cores: time-sliced */
+  CHECK(c[0] == 12 && c[1] == 12);
+  ob_nash_costs(&g, (int[]){1, 2}, c);
+  CHECK(c[0] == 20 && c[1] == 12);
+  CHECK(ob_nash_is_equilibrium(&g, (int[]){1, 1}) && ob_nash_is_equilibrium(&g, (int[]){2, 2}));
+  CHECK(!ob_nash_is_equilibrium(&g, (int[]){1, 2}));
+  ob_nash_summary s;
+  CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_OK);
+  CHECK(s.profiles == 4 && s.equilibria == 2 && s.opt[0] == 1 && s.opt[1] == 1 && s.opt_makespan == 10);
+  CHECK(fabs(s.price_of_anarchy - 1.2) < 1e-12 && s.price_of_stability == 1);
+  int k[2] = {1, 2}, rounds = 0;
+  CHECK(ob_nash_best_response(&g, k, 10, &rounds) && ob_nash_is_equilibrium(&g, k));
+  /* interference on disjoint cores: 1.5x beside the other makes sharing pay */
+  g.stream[0][1] = g.stream[1][0] = 1.5;
+  CHECK(!ob_nash_is_equilibrium(&g, (int[]){1, 1}));
+  CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_OK);
+  CHECK(s.opt[0] == 2 && s.opt[1] == 2 && s.opt_makespan == 12 && s.equilibria == 1);
+  /* too many profiles is refused, not enumerated */
+  g.cores = 64;
+  double big[128];
+  for (int i = 0; i < 128; i++) big[i] = 1;
+  g.alone = big;
+  CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_ERR_INVALID_ARG);
+  ob_ctx_clear_error(ctx);
+  g.nchoices = 3;
+  g.choices[0] = 1;
+  g.choices[1] = 8;
+  g.choices[2] = 64;
+  CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_OK && s.profiles == 9);
+}
+
+int main(void) {
+  if (ob_ctx_new(&ctx) != OB_OK) return 1;
+  snprintf(dir, sizeof dir, "/tmp/obpredict-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  make_db(path_in("p.db"));
+  test_train_and_file();
+  test_no_records();
+  test_metrics();
+  test_correlation();
+  test_nash();
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  ob_ctx_free(ctx);
+  return CHECK_DONE();
+}
