@@ -1180,6 +1180,94 @@ static void test_migrate_v1(void) {
   sqlite3_close(raw);
 }
 
+/* Schema version 3's tables (profiles.c) through the store's back end:
+ * a point stored, kept, replaced (the upsert) and queried with its
+ * workload's operator; a host limit replaced in place; tuning runs filed
+ * and closed (their ids from RETURNING); and the dataset export. On
+ * PostgreSQL this is what proves the version-3 DDL and SQL portable. */
+static void test_profile_tables(void) {
+  ob_db *db = open_db("profiles.db");
+  if (!db) return;
+  const char *wl = "dense/f32/M4N32K16";
+  CHECK(ob_db_put_workload(db, wl, "dense", "{\"dtype\":\"float32\",\"M\":4,\"N\":32,\"K\":16}", 4096) ==
+        OB_OK);
+  ob_db_profile p;
+  memset(&p, 0, sizeof p);
+  p.key = (ob_db_profile_key){.host = HOST, .workload = wl, .target = TARGET, .tmpl = "dense_pack.x86",
+                              .config_index = 7, .resources = RES, .corun_workload = "",
+                              .corun_mode = "", .pressure_mib = 0};
+  p.nthreads = 1;
+  p.cores = "0";
+  p.sweep = "threads";
+  p.timing.ncosts = 2;
+  p.timing.costs[0] = 1e-4;
+  p.timing.costs[1] = 1.2e-4;
+  p.timing.median_s = 1e-4;
+  p.timing.mean_s = 1.1e-4;
+  p.timing.number = 10;
+  p.timing.repeat = 2;
+  p.flops = 4096;
+  p.bytes = NAN, p.gflops = NAN, p.intensity = NAN, p.peak_gflops = NAN, p.peak_pct = NAN;
+  p.bandwidth_gbps = NAN, p.alone_s = NAN, p.slowdown = NAN, p.corun_partner_s = NAN;
+  p.pressure_gbps = NAN, p.build_s = NAN, p.run_s = 0.25;
+  for (int c = 0; c < OB_COUNTER_COUNT; c++) p.counters[c] = NAN;
+  bool stored = false, found = false;
+  double med = 0;
+  CHECK(ob_db_put_profile(db, &p, 0, &stored) == OB_OK && stored);
+  ob_db_profile p2 = p;
+  p2.timing.median_s = 3e-4;
+  p2.sweep = "again";
+  CHECK(ob_db_put_profile(db, &p2, 0, &stored) == OB_OK && !stored); /* kept */
+  CHECK(ob_db_get_profile(db, &p.key, &found, &med) == OB_OK && found && med == 1e-4);
+  CHECK(ob_db_put_profile(db, &p2, OB_DB_REPLACE, &stored) == OB_OK && stored);
+  CHECK(ob_db_get_profile(db, &p.key, &found, &med) == OB_OK && found && med == 3e-4);
+  ob_db_profile p3 = p;
+  p3.key.corun_workload = wl;
+  p3.key.corun_mode = "stream";
+  p3.key.pressure_mib = 2.5;
+  CHECK(ob_db_put_profile(db, &p3, 0, &stored) == OB_OK && stored);
+  ob_db_profiles *ps = NULL;
+  CHECK(ob_db_query_profiles(db, &(ob_db_profile_filter){.op = "dense"}, &ps) == OB_OK && ps);
+  CHECK_MSG(ps && ps->n == 2, "%lld profile points", ps ? (long long)ps->n : -1LL);
+  if (ps && ps->n == 2) {
+    CHECK(!strcmp(ps->p[0].sweep, "again") && ps->p[0].timing.median_s == 3e-4);
+    CHECK(ps->p[0].timing.ncosts == 2 && ps->p[0].timing.costs[1] == 1.2e-4 && isnan(ps->p[0].bytes));
+    CHECK(!strcmp(ps->p[0].op, "dense") && ps->p[0].key.config_index == 7 && ps->p[0].nthreads == 1);
+    CHECK(!strcmp(ps->p[1].key.corun_mode, "stream") && ps->p[1].key.pressure_mib == 2.5);
+  }
+  ob_db_profiles_free(ps);
+  ps = NULL;
+  CHECK(ob_db_query_profiles(db, &(ob_db_profile_filter){.sweep = "none"}, &ps) == OB_OK && ps && ps->n == 0);
+  ob_db_profiles_free(ps);
+  int64_t nrows = 0;
+  CHECK(ob_db_export_profiles(db, NULL, "csv", path_in("profiles.csv"), &nrows) == OB_OK && nrows == 2);
+
+  ob_db_host_limit l = {.host = HOST, .name = "fma_peak", .isa = "avx2", .threads = 1,
+                        .value = 50, .unit = "GFLOP/s", .verified = true, .note = "first"};
+  CHECK(ob_db_put_host_limit(db, &l) == OB_OK);
+  l.value = 60;
+  l.note = "again";
+  CHECK(ob_db_put_host_limit(db, &l) == OB_OK);
+  ob_db_host_limits *ls = NULL;
+  CHECK(ob_db_get_host_limits(db, HOST, &ls) == OB_OK && ls && ls->n == 1);
+  if (ls && ls->n == 1) CHECK(ls->l[0].value == 60 && !strcmp(ls->l[0].note, "again") && ls->l[0].verified);
+  ob_db_host_limits_free(ls);
+
+  ob_db_key k = {.host = HOST, .workload = wl, .target = TARGET, .resources = RES, .tmpl = "dense_pack.x86"};
+  int64_t id1 = 0, id2 = 0;
+  CHECK(ob_db_begin_tuning_run(db, &k, "xgb", &id1) == OB_OK && id1 > 0);
+  CHECK(ob_db_end_tuning_run(db, id1, 16) == OB_OK);
+  CHECK(ob_db_begin_tuning_run(db, &k, "random", &id2) == OB_OK && id2 > id1);
+  ob_db_tuning_runs *rs = NULL;
+  CHECK(ob_db_get_tuning_runs(db, HOST, &rs) == OB_OK && rs && rs->n == 2);
+  if (rs && rs->n == 2) {
+    CHECK(!strcmp(rs->r[0].tuner, "xgb") && rs->r[0].trials == 16 && !isnan(rs->r[0].ended));
+    CHECK(!strcmp(rs->r[1].tuner, "random") && isnan(rs->r[1].ended));
+  }
+  ob_db_tuning_runs_free(rs);
+  ob_db_close(db);
+}
+
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
   (void)sb;
   (void)flag;
@@ -1384,6 +1472,7 @@ int main(int argc, char **argv) {
     test_autotvm_map();
     test_workload_attrs();
     test_timing_record();
+    test_profile_tables();
     if (!pg) test_migrate_v1(); /* version-1 stores are SQLite files */
   }
   if (pg) pg_teardown(NULL);
