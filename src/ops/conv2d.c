@@ -463,8 +463,23 @@ static void unpack_nchwc(const ob_workload *wl, const ob_config *cfg, int arg, c
   nchwc_move(wl, cfg, arg, src, dst, false);
 }
 
+/* data NCHW[icb]c, weights packed, bias plain, residual and output
+ * NCHW[ocb]c: what a graph runtime keeps between convolutions. */
+static ob_arg_layout layout_nchwc(const ob_workload *wl, const ob_config *cfg, int arg) {
+  int64_t icb, ocb;
+  nchwc_blocks(cfg, &icb, &ocb);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int bias_arg = ob_epilogue_has(&e, OB_EPI_BIAS) ? 2 : -1;
+  if (arg == 0) return (ob_arg_layout){OB_ARGL_NCHWC, icb};
+  if (arg == 1) return (ob_arg_layout){OB_ARGL_OPAQUE, 0};
+  if (arg == bias_arg) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  return (ob_arg_layout){OB_ARGL_NCHWC, ocb};
+}
+
 static const ob_tmpl_def k_tmpls[] = {
-    {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc},
+    {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc,
+     .layout = layout_nchwc},
     {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
 };
 

@@ -181,6 +181,14 @@ void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const 
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
   move(wl, cfg, arg, src, dst, false);
 }
+/* B in panels of tile_x columns; everything else plain. */
+ob_arg_layout ob_matmul_layout(const ob_workload *wl, const ob_config *cfg, int arg) {
+  (void)wl;
+  if (arg != 1) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  int64_t tx[2];
+  ob_config_split(cfg, "tile_x", tx);
+  return (ob_arg_layout){OB_ARGL_PANELS, tx[1]};
+}
 
 /* ---- batch_matmul ------------------------------------------------------------ */
 static const char *const k_attrs[] = {"B", "M", "N", "K"};
@@ -244,7 +252,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "batch_matmul_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
-     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack},
+     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .layout = ob_matmul_layout},
 };
 
 const ob_op_def ob_op_batch_matmul = {

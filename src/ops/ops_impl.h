@@ -31,6 +31,9 @@ typedef struct ob_tmpl_def {
    * unpack the other way. NULL: the layouts are the same. */
   void (*pack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
   void (*unpack)(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+  /* Optional, with pack: the layout of argument `arg` (ob_task_arg_layout);
+   * NULL with pack hooks: every argument is OPAQUE. */
+  ob_arg_layout (*layout)(const ob_workload *wl, const ob_config *cfg, int arg);
 } ob_tmpl_def;
 
 typedef struct ob_arg_info {
@@ -123,6 +126,7 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
 ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out);
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
+ob_arg_layout ob_matmul_layout(const ob_workload *wl, const ob_config *cfg, int arg);
 
 
 /* ---- epilogues (epilogue.c; the parsed form is public in ops.h) ---------- */
