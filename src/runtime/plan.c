@@ -722,10 +722,15 @@ ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt *
     rt->v[v].def = -1;
     rt->in_val[i] = v;
   }
-  for (int n = 0; n < ob_graph_node_count(g); n++) {
-    if (ob_graph_node_dead(g, n)) continue;
-    if ((st = plan_node(rt, n))) goto fail;
-  }
+  /* oneDNN sizes a primitive's work split by the thread count in force when
+   * it is made: made outside the handle's span, an OpenMP build would split
+   * for every core of the process and run a team that fights the pinned
+   * threads at every call */
+  if (rt->bl) ob_baseline_enter(rt->bl);
+  for (int n = 0; n < ob_graph_node_count(g) && !st; n++)
+    if (!ob_graph_node_dead(g, n)) st = plan_node(rt, n);
+  if (rt->bl) ob_baseline_leave(rt->bl);
+  if (st) goto fail;
   for (int i = 0; i < ob_graph_output_count(g); i++) {
     int v = rt_value_for(rt, ob_graph_output(g, i), rl_plain());
     if (v < 0) {
