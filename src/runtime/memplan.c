@@ -53,7 +53,7 @@ ob_status rt_memplan(ob_rt *rt) {
     int first = v->def == INT_MAX ? 0 : v->def;
     int last = v->last == INT_MAX ? ns : v->last < first ? first : v->last; /* written, never read */
     sp[n++] = (span){i, 0, round_up(v->bytes ? v->bytes : 1), first, last};
-    sum += v->bytes;
+    sum += round_up(v->bytes ? v->bytes : 1); /* as placed: aligned */
   }
   qsort(sp, (size_t)n, sizeof *sp, by_size);
   size_t peak = 0;

@@ -661,7 +661,6 @@ static ob_status setup(ob_rt *rt) {
   rt->lanes = f->lanes_f32;
   for (int i = 0; i < o->nthreads; i++) rt->cores[i] = o->cores ? o->cores[i] : i;
   rt->o.cores = rt->cores;
-  if ((st = ob_pool_new(ctx, rt->cores, o->nthreads, &rt->pool))) return st;
   if (o->host) {
     snprintf(rt->host, sizeof rt->host, "%s", o->host);
   } else {
@@ -678,7 +677,9 @@ static ob_status setup(ob_rt *rt) {
     st = ob_baseline_onednn_new(ctx, rt->cores, o->nthreads, o->target ? rt->target : NULL, &rt->bl);
     if (st) return st;
   }
-  return OB_OK;
+  /* the pool pins the calling thread: after oneDNN has read the process's
+   * cores */
+  return ob_pool_new(ctx, rt->cores, o->nthreads, &rt->pool);
 }
 
 ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt **out) {
@@ -744,6 +745,9 @@ ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt *
     v->last = INT_MAX; /* read after the run */
     if (v->alias >= 0) rt->v[v->alias].last = INT_MAX;
   }
+  /* inputs stay as set for every later run (timing loops run the graph
+   * again without setting them): their bytes are never reused */
+  for (int i = 0; i < ob_graph_input_count(g); i++) rt->v[rt->in_val[i]].last = INT_MAX;
   if ((st = build_kernels(rt))) goto fail;
   if ((st = rt_memplan(rt))) goto fail;
   if (ob_arena_failed(rt->arena)) {

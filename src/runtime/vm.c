@@ -35,7 +35,9 @@ ob_status ob_rt_vm_new(ob_ctx *ctx, const ob_model_opts *mo, const ob_rt_opts *o
 
 void ob_rt_vm_free(ob_rt_vm *vm) {
   if (!vm) return;
-  for (int i = 0; i < vm->n; i++) {
+  /* newest first: each runtime's pool restores the calling thread's mask
+   * it found, which the runtimes made before it had set */
+  for (int i = vm->n - 1; i >= 0; i--) {
     ob_rt_free(vm->e[i].rt);
     ob_graph_free(vm->e[i].g);
   }
