@@ -67,9 +67,11 @@ typedef struct cv_p {
   float *dst;
 } cv_p;
 
-/* units: NCHWC kinds: n * c / max block ... see cv_units */
+/* units: NCHWC kinds: (n, a tile of CV_TILE pixels); the others: panels
+ * or 32-row strips */
+enum { CV_TILE = 64 };
 static int64_t cv_units(const cv_p *p) {
-  if (p->from == RL_NCHWC || p->to == RL_NCHWC) return p->n * p->hw;
+  if (p->from == RL_NCHWC || p->to == RL_NCHWC) return p->n * ((p->hw + CV_TILE - 1) / CV_TILE);
   if (p->to == RL_KN_T) return p->batch * ((p->rows + 31) / 32);
   return p->batch * (p->to == RL_PANELS ? p->rows / p->pb : p->cols / p->pb);
 }
@@ -79,16 +81,41 @@ static void cv_range(void *closure, int64_t begin, int64_t end) {
   const float *s = p->src;
   float *d = p->dst;
   if (p->from == RL_NCHWC || p->to == RL_NCHWC) {
-    /* unit = (n, spatial position): all channels of one pixel */
+    /* unit = (n, a tile of pixels): all channels of those pixels. Between
+     * two blocks of which one divides the other, runs of the smaller block
+     * are contiguous on both sides (memcpy); from or to plain, the plain
+     * side is read or written along the tile's pixels */
     int64_t bf = p->from == RL_NCHWC ? p->bf : 0, bt = p->to == RL_NCHWC ? p->bt : 0;
+    int64_t ntile = (p->hw + CV_TILE - 1) / CV_TILE, hw = p->hw, C = p->c;
     for (int64_t u = begin; u < end; u++) {
-      int64_t n = u / p->hw, i = u % p->hw;
-      const float *sb = s + n * p->c * p->hw;
-      float *db = d + n * p->c * p->hw;
-      for (int64_t c = 0; c < p->c; c++) {
-        int64_t so = bf ? ((c / bf) * p->hw + i) * bf + c % bf : c * p->hw + i;
-        int64_t dof = bt ? ((c / bt) * p->hw + i) * bt + c % bt : c * p->hw + i;
-        db[dof] = sb[so];
+      int64_t n = u / ntile, i0 = (u % ntile) * CV_TILE, i1 = i0 + CV_TILE < hw ? i0 + CV_TILE : hw;
+      const float *sb = s + n * C * hw;
+      float *db = d + n * C * hw;
+      if (bf && bt && (bf % bt == 0 || bt % bf == 0)) {
+        int64_t m = bf < bt ? bf : bt;
+        for (int64_t c = 0; c < C; c += m)
+          for (int64_t i = i0; i < i1; i++)
+            memcpy(db + ((c / bt) * hw + i) * bt + c % bt, sb + ((c / bf) * hw + i) * bf + c % bf,
+                   sizeof(float) * (size_t)m);
+      } else if (!bf && bt) {
+        for (int64_t c = 0; c < C; c++) {
+          const float *sr = sb + c * hw;
+          float *dr = db + (c / bt) * hw * bt + c % bt;
+          for (int64_t i = i0; i < i1; i++) dr[i * bt] = sr[i];
+        }
+      } else if (bf && !bt) {
+        for (int64_t c = 0; c < C; c++) {
+          const float *sr = sb + (c / bf) * hw * bf + c % bf;
+          float *dr = db + c * hw;
+          for (int64_t i = i0; i < i1; i++) dr[i] = sr[i * bf];
+        }
+      } else {
+        for (int64_t c = 0; c < C; c++)
+          for (int64_t i = i0; i < i1; i++) {
+            int64_t so = bf ? ((c / bf) * hw + i) * bf + c % bf : c * hw + i;
+            int64_t dof = bt ? ((c / bt) * hw + i) * bt + c % bt : c * hw + i;
+            db[dof] = sb[so];
+          }
       }
     }
     return;
@@ -162,7 +189,7 @@ static int run_convert(ob_rt *rt, rt_step *s) {
   p->src = s->pin[0];
   p->dst = s->pout[0];
   int64_t u = cv_units(p);
-  rt_parallel(rt, u, p->c ? p->c : 1024, cv_range, p);
+  rt_parallel(rt, u, p->c ? p->c * CV_TILE : 1024, cv_range, p); /* elements per unit */
   return 0;
 }
 
