@@ -401,6 +401,88 @@ done:
 
 /* ---- opbench tune --modelname: the collector ------------------------------------------------------ */
 
+/* Per task (workload) of the comparison: the profiled seconds of its steps
+ * under each kernel source, summed over its occurrences. */
+typedef struct task_row {
+  char *key;
+  int count;
+  double s[3];
+} task_row;
+
+typedef struct task_table {
+  task_row *r;
+  int n, cap;
+} task_table;
+
+static void task_table_free(task_table *t) {
+  for (int i = 0; i < t->n; i++) free(t->r[i].key);
+  free(t->r);
+  memset(t, 0, sizeof *t);
+}
+
+/* Profiles rt (5 runs) and adds its kernel and oneDNN steps to column col. */
+static bool task_table_add(ob_ctx *ctx, task_table *t, ob_rt *rt, int col) {
+  int ns = ob_rt_step_count(rt);
+  double *st = calloc((size_t)ns + 1, sizeof(double));
+  if (!st) {
+    cli_error("out of memory");
+    return false;
+  }
+  if (ob_rt_profile(rt, 5, st, NULL) != OB_OK) {
+    free(st);
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  for (int i = 0; i < ns; i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    if (!si.workload || !si.workload[0]) continue;
+    int k = 0;
+    while (k < t->n && strcmp(t->r[k].key, si.workload)) k++;
+    if (k == t->n) {
+      if (t->n == t->cap) {
+        int nc = t->cap ? 2 * t->cap : 32;
+        task_row *nr = realloc(t->r, sizeof *nr * (size_t)nc);
+        if (!nr) {
+          free(st);
+          cli_error("out of memory");
+          return false;
+        }
+        t->r = nr;
+        t->cap = nc;
+      }
+      t->r[k] = (task_row){.key = strdup(si.workload)};
+      if (!t->r[k].key) {
+        free(st);
+        cli_error("out of memory");
+        return false;
+      }
+      t->n++;
+    }
+    if (col == 0) t->r[k].count++;
+    t->r[k].s[col] += st[i];
+  }
+  free(st);
+  return true;
+}
+
+static void task_table_print(const task_table *t, const char *const *label) {
+  printf("per task   profiled time of each task's steps (median of 5 runs, summed over its occurrences):\n");
+  printf("  %3s %5s %10s %10s %10s %8s %8s  %s\n", "#", "count", label[0], label[1], label[2], "tuned/", "onednn/",
+         "workload");
+  printf("  %3s %5s %10s %10s %10s %8s %8s\n", "", "", "ms", "ms", "ms", "untuned", "tuned");
+  for (int i = 0; i < t->n; i++) {
+    const task_row *r = &t->r[i];
+    char sp1[16] = "-", sp2[16] = "-";
+    if (r->s[1] > 0 && r->s[0] > 0) snprintf(sp1, sizeof sp1, "%.2fx", r->s[0] / r->s[1]);
+    if (r->s[1] > 0 && r->s[2] > 0) snprintf(sp2, sizeof sp2, "%.2fx", r->s[2] / r->s[1]);
+    printf("  %3d %5d %10.4f %10.4f %10.4f %8s %8s  %s\n", i + 1, r->count, r->s[0] * 1e3, r->s[1] * 1e3, r->s[2] * 1e3,
+           sp1, sp2, r->key);
+  }
+  printf("           (speedups: untuned time / tuned time and oneDNN time / tuned time, as the summary's; a task\n"
+         "           with 0 under onednn ran inside a oneDNN step of another workload key, or none)\n");
+}
+
 int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   ob_target *target = NULL;
@@ -409,6 +491,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   ob_graph_task *tasks = NULL;
   cli_model m = {0};
   ob_rt *rts[OB_RT_KERNELS_COUNT] = {0};
+  task_table tt = {0};
   if (!cli_target(ctx, a, true, &target)) return rc;
   ob_graph *g = cli_model_load(ctx, a, false);
   if (!g) goto done;
@@ -518,6 +601,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
     print_timing("", &tm[i]);
     if (i == 1) print_db_sum(rts[i], &tm[i]);
     if (i == 1 && a->profile && !print_profile(ctx, rts[i], &tm[i])) goto done;
+    if (!task_table_add(ctx, &tt, rts[i], i)) goto done;
     /* one runtime (and thread pool) at a time */
     ob_rt_free(rts[i]);
     rts[i] = NULL;
@@ -528,6 +612,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   printf("  %-8s %12s %12s %8s\n", "kernels", "mean ms", "median ms", "CV %");
   for (int i = 0; i < 3; i++)
     printf("  %-8s %12.3f %12.3f %8.2f\n", label[i], tm[i].mean_s * 1e3, tm[i].median_s * 1e3, tm[i].cv * 100);
+  task_table_print(&tt, label);
   printf("speedup    tuned over untuned: %.3fx (median), %.3fx (mean)\n", tm[0].median_s / tm[1].median_s,
          tm[0].mean_s / tm[1].mean_s);
   printf("speedup    tuned over oneDNN kernels: %.3fx (median), %.3fx (mean)\n", tm[2].median_s / tm[1].median_s,
@@ -535,6 +620,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   rc = 0;
 done:
   for (int i = 0; i < OB_RT_KERNELS_COUNT; i++) ob_rt_free(rts[i]);
+  task_table_free(&tt);
   model_free(&m);
   free(tasks);
   ob_runner_free(runner);
