@@ -128,8 +128,8 @@ static const flag_def flags[F_COUNT] = {
     [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
     [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_TUNE},
     [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF | M_RUN | M_TUNE},
-    [F_INPUT] = {"--input", true, M_RUNREF | M_RUN},
-    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF | M_RUN},
+    [F_INPUT] = {"--input", true, M_RUNREF | M_RUN | M_TUNE},
+    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF | M_RUN | M_TUNE},
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
     [F_TARGET] = {"--target", true, M_TIMING | M_SPACE | M_DB | M_MODELS},
     [F_R] = {"--r", true, M_SCHED},
@@ -362,7 +362,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "reference, and prints mean and median latency of each and the speedups.\n"
             "  --key-ops P          tune only the tasks that make up P%% of the estimated time\n"
             "  --iftune B, --ifcompare B   true or false\n"
-            "  --profile            also the tuned run's per-node breakdown\n\n%s%s\n%s",
+            "  --profile            also the tuned run's per-node breakdown\n"
+            "  --input FILE         the first input (.npy or raw float32) instead of random data\n"
+            "  --save-output FILE   the tuned run's first output as .npy\n\n%s%s\n%s",
             workload_help, measure_help, model_help);
     break;
   case CLI_CMD_RUN:
@@ -898,6 +900,7 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   a->model_tune = cmd == CLI_CMD_TUNE && has_model;
   if (cmd == CLI_CMD_TUNE && !a->model_tune) {
     static const int model_only[] = {F_KEY_OPS, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_PROFILE, F_LANES, F_CHECK_TOL,
+                                     F_INPUT, F_SAVE_OUTPUT,
                                      F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN, F_NO_PASSES};
     for (size_t i = 0; i < sizeof model_only / sizeof model_only[0]; i++)
       for (int k = 2; k < argc; k++)

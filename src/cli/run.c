@@ -602,6 +602,15 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
     if (i == 1) print_db_sum(rts[i], &tm[i]);
     if (i == 1 && a->profile && !print_profile(ctx, rts[i], &tm[i])) goto done;
     if (!task_table_add(ctx, &tt, rts[i], i)) goto done;
+    if (i == 1 && a->save_output) {
+      int t = ob_graph_output(m.g, 0);
+      if (!cli_npy_write(a->save_output, ob_graph_tensor_dtype(m.g, t), ob_graph_tensor_ndim(m.g, t),
+                         ob_graph_tensor_dims(m.g, t), ob_rt_output(rts[i], 0), ob_rt_output_bytes(rts[i], 0))) {
+        cli_error("--save-output: cannot write '%s': %s", a->save_output, strerror(errno));
+        goto done;
+      }
+      printf("saved      %s (the tuned run's output '%s')\n", a->save_output, ob_graph_tensor_name(m.g, t));
+    }
     /* one runtime (and thread pool) at a time */
     ob_rt_free(rts[i]);
     rts[i] = NULL;
