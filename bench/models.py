@@ -190,7 +190,9 @@ def main():
                 ort_ms, ort_out = ort_time(onnx, x, t, a.repeat)
                 diff = rel_diff(ort_out, np.load(yout))
                 rows.append(dict(name=name, t=t, **med, ort=ort_ms, diff=diff, db=db, ntuned=f"{tuned[0]}/{tuned[1]}"))
-                print(f"  done {name} at {t} thread(s) in {time.time() - t0:.0f} s", flush=True)
+                print(f"  {name} at {t} thread(s) ({time.time() - t0:.0f} s): untuned {med['untuned']:.3f}, tuned "
+                      f"{med['tuned']:.3f}, onednn {med['onednn']:.3f}, ort {ort_ms:.3f} ms; tasks tuned "
+                      f"{tuned[0]}/{tuned[1]}; ort diff {diff:.2e}", flush=True)
 
     print()
     hdr = (f"{'model':<15} {'thr':>3} {'untuned':>9} {'tuned':>9} {'onednn':>9} {'ort':>9} "
