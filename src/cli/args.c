@@ -597,6 +597,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_FLUSH: a->mo.timing.flush = true; break;
   case F_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.timing.timeout_s)) return false;
+    a->timeout_set = true;
     break;
   case F_BUILD_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.build.timeout_s)) return false;

@@ -83,6 +83,7 @@ typedef struct cli_args {
   double key_ops;          /* --key-ops P (0: all tasks) */
   int lanes;               /* --lanes N for layout planning (0: from the host) */
   bool seed_set;
+  bool timeout_set;        /* --timeout given */
   const char *input_file;  /* --input FILE.npy */
   const char *save_output; /* --save-output FILE.npy */
   const char *save_io;     /* --save-io DIR */

@@ -111,6 +111,15 @@ static bool db_read(ob_ctx *ctx, const char *path, ob_db **db) {
   return true;
 }
 
+/* The timing options of a whole model: the kernels' 10 s limit is for one
+ * kernel; a model's repeats on a loaded machine take longer, so without
+ * --timeout the limit is 10 minutes. */
+static ob_timing_opts model_timing(const cli_args *a) {
+  ob_timing_opts t = a->mo.timing;
+  if (!a->timeout_set) t.timeout_s = 600;
+  return t;
+}
+
 static void cores_text(const cli_args *a, char *buf, size_t cap) {
   size_t n = 0;
   buf[0] = 0;
@@ -274,7 +283,8 @@ static int run_graph(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob
     printf("saved      %s (output '%s')\n", a->save_output, ob_graph_tensor_name(gg, t));
   }
   ob_timing tm;
-  if (ob_rt_time(rt, &a->mo.timing, &tm) != OB_OK) {
+  ob_timing_opts mt = model_timing(a);
+  if (ob_rt_time(rt, &mt, &tm) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -351,7 +361,8 @@ static int run_vm(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob_db
       ok = ok && no <= 16 && ob_graph_run_reference(ctx, g, (const void *const *)ins, ref) == OB_OK;
       if (ok) ob_rt_check(rt, (const void *const *)ref, a->check_tol, &c);
       ob_timing tm = {0};
-      if (ok && c.ok) ok = ob_rt_time(rt, &a->mo.timing, &tm) == OB_OK;
+      ob_timing_opts mt = model_timing(a);
+      if (ok && c.ok) ok = ob_rt_time(rt, &mt, &tm) == OB_OK;
       for (int i = 0; i < 16; i++) {
         free(ins[i]);
         free(ref[i]);
@@ -582,6 +593,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   static const ob_rt_kernels order[3] = {OB_RT_DEFAULT, OB_RT_TUNED, OB_RT_ONEDNN};
   static const char *const label[3] = {"untuned", "tuned", "onednn"};
   ob_timing tm[3];
+  ob_timing_opts mt = model_timing(a);
   for (int i = 0; i < 3; i++) {
     ob_rt_opts o = rt_opts(a, target, db, order[i]);
     printf("-- %s: %s\n", label[i],
@@ -594,7 +606,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
     }
     print_compiled(rts[i]);
     if (!run_check(ctx, a, rts[i], &m, "")) goto done;
-    if (ob_rt_time(rts[i], &a->mo.timing, &tm[i]) != OB_OK) {
+    if (ob_rt_time(rts[i], &mt, &tm[i]) != OB_OK) {
       cli_error("%s run: %s", label[i], ob_ctx_errmsg(ctx));
       goto done;
     }
