@@ -632,19 +632,53 @@ static ob_status dn_prim_new(void *self, const ob_workload *wl, const ob_bl_prob
   dnnl_memory_desc_t mds[OB_BL_MAX_ARGS];
   dnnl_primitive_desc_t pd = NULL;
   dnnl_status_t s = dnnl_unimplemented;
-  /* blocked, then plain activations; the residual as a binary post-op, then
-   * as the sum post-op (the output preloaded with it) */
-  const int tries[4][3] = {{dblk, oblk, 1}, {dblk, oblk, 0}, {0, 0, 1}, {0, 0, 0}};
+  /* the blocks asked for, then one block both sides share (16, 8), then
+   * plain activations; for each, the residual as a binary post-op, then as
+   * the sum post-op (the output preloaded with it). oneDNN's reference
+   * implementations ("ref:") are 10-100x slower than its JIT kernels: one is
+   * kept only when no later layout gets a JIT kernel */
+  int tries[8][3], nt = 0;
+  int pairs[4][2] = {{dblk, oblk}, {0, 0}, {0, 0}, {0, 0}}, np = 1;
+  if (p->kind != OB_BL_MATMUL)
+    for (int b = 16; b >= 8; b /= 2)
+      if (want_block >= b && p->c % b == 0 && p->k % b == 0 && !(dblk == b && oblk == b)) {
+        pairs[np][0] = pairs[np][1] = b;
+        np++;
+      }
+  if (dblk || oblk) np++; /* plain, left {0, 0} */
+  for (int i = 0; i < np; i++)
+    for (int bin = 1; bin >= 0; bin--)
+      if (bin || ri >= 0) {
+        tries[nt][0] = pairs[i][0];
+        tries[nt][1] = pairs[i][1];
+        tries[nt++][2] = bin;
+      }
   int used = -1;
-  for (int t = 0; t < 4 && s != dnnl_success; t++) {
-    if (t >= 2 && !dblk && !oblk) break;
-    if (!tries[t][2] && ri < 0) continue;
-    memset(mds, 0, sizeof mds);
-    s = prim_pd(d, p, tries[t][0], tries[t][1], b_kn, wconst, tries[t][2], mds, &pd);
-    if (s == dnnl_success) used = t;
+  for (int t = 0; t < nt; t++) {
+    dnnl_primitive_desc_t cand = NULL;
+    dnnl_memory_desc_t cmds[OB_BL_MAX_ARGS];
+    memset(cmds, 0, sizeof cmds);
+    dnnl_status_t cs = prim_pd(d, p, tries[t][0], tries[t][1], b_kn, wconst, tries[t][2], cmds, &cand);
+    if (cs != dnnl_success) {
+      if (used < 0) s = cs;
+      continue;
+    }
+    const char *ci = NULL;
+    bool ref = dnnl_primitive_desc_query(cand, dnnl_query_impl_info_str, 0, &ci) == dnnl_success && ci &&
+               !strncmp(ci, "ref", 3);
+    if (used < 0 || !ref) {
+      dnnl_primitive_desc_destroy(pd);
+      pd = cand;
+      memcpy(mds, cmds, sizeof mds);
+      used = t;
+      s = dnnl_success;
+      if (!ref) break;
+    } else {
+      dnnl_primitive_desc_destroy(cand);
+    }
   }
   ob_status st = OB_OK;
-  if (s != dnnl_success) {
+  if (used < 0) {
     st = ob_fail(d->ctx, OB_ERR_UNSUPPORTED, "onednn: %s: no primitive (%s)", wl->op, dnnl_status2str(s));
     goto fail;
   }
