@@ -7,10 +7,15 @@
 # fuzz, and the short pass in make test). The aarch64 cross compiler, its C
 # library and qemu-user build and run the kernels of the target
 # `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
-# schedule timelines (opbench schedule --timeline).
+# schedule timelines (opbench schedule --timeline). The OpenCL ICD loader
+# (ocl-icd-opencl-dev), its headers (opencl-c-headers) and PoCL
+# (pocl-opencl-icd: OpenCL on the CPU) run the `opencl` target's kernels;
+# clinfo lists the platforms. The CUDA toolkit (NVRTC, cuDNN, cuBLAS) is not
+# a Debian package here: opbench loads it with dlopen from
+# $OPBENCH_CUDA_HOME or /usr/local/cuda where present.
 set -euo pipefail
 
-PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox"
+PACKAGES="build-essential cmake pkg-config libcjson-dev libhwloc-dev libsqlite3-dev libdnnl-dev libxgboost-dev libprotobuf-c-dev protobuf-c-compiler libonnx-dev libcurl4-openssl-dev libssl-dev python3 sqlite3 clang libclang-rt-14-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gnuplot-nox ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo"
 
 missing=()
 for p in $PACKAGES; do

@@ -242,8 +242,8 @@ bad "unknown ISA" "--target: target 'c -isa=sse9': unknown ISA 'sse9'" op dense 
 bad "unknown triple" "unknown triple 'riscv64-linux-gnu'" op dense $DENSE --target "c -isa=neon -triple=riscv64-linux-gnu"
 bad "unknown target kind" "unknown target kind 'tvm'" bench --suite "$tmp/suite.txt" --target tvm
 bad "unknown target option" "unknown option '-mattr'" tune --op dense $DENSE --target "llvm -mattr=+avx2"
-bad "cuda is reserved" "target 'cuda': cuda is reserved for the GPU back ends" op dense $DENSE --target cuda
-bad "opencl is reserved" "opencl is reserved" space dense $DENSE --target opencl
+bad "malformed cuda arch" "target 'cuda -arch=80': malformed -arch=80" op dense $DENSE --target "cuda -arch=80"
+bad "unknown opencl option" "unknown option '-arch' for opencl" space dense $DENSE --target "opencl -arch=sm_80"
 bad "empty --target" "--target: empty target" op dense $DENSE --target ""
 bad "neon without a triple" "-triple=aarch64-linux-gnu" op dense $DENSE --target "c -isa=neon"
 with OPBENCH_TARGET="c -isa=nope" -- \

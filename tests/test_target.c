@@ -5,8 +5,10 @@
  * and generated code: AVX2 spaces keep register blocks within 14 ymm
  * accumulators, AVX2 code has no 512-bit vectors and every operator's
  * default (and a sample of configs) builds, runs and verifies with it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "opbench/codegen.h"
@@ -184,9 +186,6 @@ static void test_mcpu(void) {
 static void test_bad_input(void) {
   refused("", OB_ERR_INVALID_ARG, "empty target");
   refused("   ", OB_ERR_INVALID_ARG, "empty target");
-  refused("cuda", OB_ERR_UNSUPPORTED, "reserved");
-  refused("cuda -arch=sm_90", OB_ERR_UNSUPPORTED, "GPU");
-  refused("opencl", OB_ERR_UNSUPPORTED, "reserved");
   refused("tvm", OB_ERR_INVALID_ARG, "unknown target kind 'tvm'");
   refused("c -isa=sse9", OB_ERR_INVALID_ARG, "unknown ISA 'sse9'");
   refused("c -isa=avx2 -triple=riscv64-linux-gnu", OB_ERR_INVALID_ARG, "unknown triple 'riscv64-linux-gnu'");
@@ -473,12 +472,141 @@ static void test_run(const char *target_text, int samples) {
   ob_target_free(t);
 }
 
+/* The GPU target strings: canonical forms, facts (read from the device
+ * where one exists, else the architecture table), bad options, and the
+ * build and run checks. This machine may have a GPU or not: the parts
+ * that need one (or its absence) say so and are counted as skips. */
+static void test_gpu_targets(void) {
+  ob_target *a = NULL;
+  ob_status st = ob_target_parse(ctx, "cuda -arch=sm_80", &a);
+  CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (a) {
+    const ob_target_facts *f = ob_target_get_facts(a);
+    CHECK(f->kind == OB_TARGET_CUDA && ob_target_is_gpu(a));
+    CHECK(!strcmp(ob_target_str(a), "cuda -arch=sm_80"));
+    CHECK(f->gpu.sm == 80);
+    CHECK(f->gpu.max_threads_per_block >= 512 && f->gpu.max_block_dim[0] >= 512);
+    CHECK(f->gpu.max_shared_per_block >= 16384 && f->gpu.warp_size == 32);
+    CHECK(f->gpu.compute_units > 0 && f->gpu.max_grid_dim[0] > 0);
+    CHECK(!f->emulated);
+    ob_ctx_clear_error(ctx);
+    st = ob_target_check_runnable(ctx, a);
+    if (f->gpu.present) {
+      CHECK_MSG(st == OB_OK || strstr(ob_ctx_errmsg(ctx), "older than"), "%s", ob_ctx_errmsg(ctx));
+    } else {
+      /* no device: built only, and the message says so */
+      CHECK(!f->native);
+      CHECK(st == OB_ERR_UNSUPPORTED && strstr(ob_ctx_errmsg(ctx), "no GPU") &&
+            strstr(ob_ctx_errmsg(ctx), "--build-only") && strstr(ob_ctx_errmsg(ctx), "cuda -arch=sm_80"));
+      /* without a device the facts are the table's for sm_80 (A100) */
+      CHECK(f->gpu.compute_units == 108 && f->gpu.max_threads_per_block == 1024 &&
+            f->gpu.max_shared_per_block == 48 << 10);
+    }
+    ob_ctx_clear_error(ctx);
+    st = ob_target_check_buildable(ctx, a);
+    if (st) CHECK_SKIP("NVRTC is not installed: %s", ob_ctx_errmsg(ctx));
+  }
+  ob_target_free(a);
+  /* the canonical form names the architecture; -device only when not 0 */
+  ob_target *b = NULL;
+  if (ob_target_parse(ctx, "cuda", &b) == OB_OK) {
+    const ob_target_facts *f = ob_target_get_facts(b);
+    char want[64];
+    snprintf(want, sizeof want, "cuda -arch=sm_%d", f->gpu.sm);
+    CHECK_MSG(!strcmp(ob_target_str(b), want), "cuda -> %s", ob_target_str(b));
+    if (!f->gpu.present) CHECK(f->gpu.sm == 80);
+  } else {
+    CHECK_MSG(false, "cuda: %s", ob_ctx_errmsg(ctx));
+  }
+  ob_target_free(b);
+  b = parse_as("cuda -device=0 -arch=sm_90", "cuda -arch=sm_90");
+  if (b) CHECK(ob_target_get_facts(b)->gpu.sm == 90 && ob_target_get_facts(b)->gpu.max_block_dim[2] >= 64);
+  ob_target_free(b);
+  b = parse_as("cuda -arch=sm_75 -device=3", "cuda -arch=sm_75 -device=3");
+  if (b) {
+    CHECK(ob_target_get_facts(b)->gpu.device == 3);
+    ob_ctx_clear_error(ctx);
+    if (!ob_target_get_facts(b)->gpu.present)
+      CHECK(ob_target_check_runnable(ctx, b) == OB_ERR_UNSUPPORTED);
+  }
+  ob_target_free(b);
+
+  /* OpenCL: PoCL here (its facts from the device), or no platform */
+  ob_target *o = NULL;
+  st = ob_target_parse(ctx, "opencl", &o);
+  CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (o) {
+    const ob_target_facts *f = ob_target_get_facts(o);
+    CHECK(f->kind == OB_TARGET_OPENCL && !strcmp(ob_target_str(o), "opencl"));
+    if (f->gpu.present) {
+      CHECK(f->gpu.max_threads_per_block >= 1 && f->gpu.max_shared_per_block > 0);
+      CHECK(f->gpu.compute_units >= 1 && f->gpu.device_name[0] && f->gpu.platform_name[0]);
+      CHECK(f->native);
+      ob_ctx_clear_error(ctx);
+      CHECK(ob_target_check_runnable(ctx, o) == OB_OK && ob_target_check_buildable(ctx, o) == OB_OK);
+      if (strstr(f->gpu.platform_name, "Portable Computing Language")) CHECK(f->gpu.cpu_device);
+    } else {
+      CHECK_SKIP("no OpenCL platform here");
+    }
+  }
+  ob_target_free(o);
+  o = parse_as("opencl -device=0", "opencl");
+  ob_target_free(o);
+  o = parse_as("opencl -device=7", "opencl -device=7");
+  if (o) {
+    /* a device that is not there: parsed, neither built nor run, and named */
+    ob_ctx_clear_error(ctx);
+    CHECK(!ob_target_get_facts(o)->gpu.present);
+    CHECK(ob_target_check_runnable(ctx, o) == OB_ERR_UNSUPPORTED && strstr(ob_ctx_errmsg(ctx), "device 7"));
+    ob_ctx_clear_error(ctx);
+    CHECK(ob_target_check_buildable(ctx, o) == OB_ERR_UNSUPPORTED);
+  }
+  ob_target_free(o);
+  o = parse_as("opencl -platform=0 -device=1", "opencl -device=1");
+  ob_target_free(o);
+
+  refused("cuda -arch=80", OB_ERR_INVALID_ARG, "malformed -arch=80");
+  refused("cuda -arch=sm_", OB_ERR_INVALID_ARG, "malformed -arch=sm_");
+  refused("cuda -arch=sm_8x", OB_ERR_INVALID_ARG, "expected sm_XY");
+  refused("cuda -arch=sm_80 -arch=sm_90", OB_ERR_INVALID_ARG, "given twice");
+  refused("cuda -isa=avx2", OB_ERR_INVALID_ARG, "unknown option '-isa' for cuda");
+  refused("cuda -platform=0", OB_ERR_INVALID_ARG, "unknown option '-platform' for cuda");
+  refused("opencl -arch=sm_80", OB_ERR_INVALID_ARG, "unknown option '-arch' for opencl");
+  refused("opencl -device=x", OB_ERR_INVALID_ARG, "-device=x is not a device number");
+  refused("opencl -device=-1", OB_ERR_INVALID_ARG, "not a device number");
+  refused("opencl -device", OB_ERR_INVALID_ARG, "malformed option");
+  refused("cuda -device=1 -device=2", OB_ERR_INVALID_ARG, "given twice");
+  if (ob_target_parse(ctx, "cuda -arch=sm_80", &a) == OB_OK && ob_target_check_buildable(ctx, a) == OB_OK)
+    refused("cuda -arch=sm_12", OB_ERR_INVALID_ARG, "NVRTC does not compile for -arch=sm_12");
+  ob_target_free(a);
+
+  /* a missing OpenCL platform (an empty vendors folder): the target parses
+   * with no device and both checks name what is missing. The ICD loader
+   * reads $OCL_ICD_VENDORS in the probing child, so this process can. */
+  char dir[] = "/tmp/opbench-novendors-XXXXXX";
+  if (mkdtemp(dir)) {
+    setenv("OCL_ICD_VENDORS", dir, 1);
+    o = parse_as("opencl", "opencl");
+    if (o) {
+      ob_ctx_clear_error(ctx);
+      CHECK(!ob_target_get_facts(o)->gpu.present && !ob_target_get_facts(o)->native);
+      CHECK(ob_target_check_runnable(ctx, o) == OB_ERR_UNSUPPORTED);
+      CHECK_MSG(strstr(ob_ctx_errmsg(ctx), "no OpenCL platform") && strstr(ob_ctx_errmsg(ctx), dir),
+                "%s", ob_ctx_errmsg(ctx));
+    }
+    ob_target_free(o);
+    unsetenv("OCL_ICD_VENDORS");
+    rmdir(dir);
+  }
+}
+
 int main(void) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   CHECK(ob_host_detect(ctx, &host) == OB_OK);
   test_canonical();
   test_mcpu();
   test_bad_input();
+  test_gpu_targets();
   test_host_default();
   test_checks();
   test_spaces();

@@ -1,8 +1,8 @@
 /* baseline: vendor libraries executing the same workloads as opbench, in the
- * same process, timed by the runner's timing loop (kernel.h) and checked
- * against the operators' naive reference, so every comparison is measured
- * side by side. The
- * one baseline today is oneDNN (libdnnl, C API, v2.x).
+ * same process (cuDNN and cuBLAS: in a child process on the GPU), timed by
+ * the runner's timing loop (kernel.h) and checked against the operators'
+ * naive reference, so every comparison is measured side by side: oneDNN
+ * (libdnnl, C API, v2.x) on the CPU, cuDNN and cuBLAS on a CUDA GPU.
  *
  * Operators (opbench's, workloads from ob_workload_parse) and the layouts
  * the caller's data is in (what ob_task_fill produces; the library's own
@@ -71,6 +71,17 @@ typedef struct ob_baseline_result {
  * *out is then NULL. The caller frees the handle with ob_baseline_free. */
 OB_API ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads,
                                         const ob_target *target, ob_baseline **out);
+/* The NVIDIA libraries on the GPU of cuda target `target`: cuDNN for
+ * conv2d and depthwise_conv2d, cuBLAS for dense and batch_matmul, FP32 FMA
+ * math (no TF32), timed on the device's clock (CUDA events) with the same
+ * protocol and checked against the same reference. Each measurement runs
+ * in a child process (this process never starts CUDA: its GPU workers are
+ * forked from it). OB_ERR_UNSUPPORTED naming what is missing: a target that
+ * is not cuda, no GPU (the target's run check), neither library installed
+ * (both are loaded with dlopen from $OPBENCH_CUDA_HOME or /usr/local/cuda
+ * or the loader's path). Asymmetric padding and matmul epilogues are
+ * instantiation errors (class 1) of the workload. Name: "cudnn". */
+OB_API ob_status ob_baseline_cudnn_new(ob_ctx *ctx, const ob_target *target, ob_baseline **out);
 OB_API void ob_baseline_free(ob_baseline *b); /* accepts NULL */
 OB_API const char *ob_baseline_name(const ob_baseline *b); /* "onednn" */
 /* Library version, threading runtime and core set, e.g. "oneDNN 2.6.3

@@ -41,7 +41,8 @@ typedef enum ob_status {
   OB_ERR_WRONG_ANSWER = -12,/* a kernel's output differs from the reference */
   OB_ERR_SYSTEM = -13,      /* fork/mmap/pthread or another OS call failed */
   OB_ERR_BUSY = -14,        /* a resource (database) is locked */
-  OB_STATUS_COUNT = 15      /* number of codes, OB_OK included */
+  OB_ERR_LAUNCH = -15,      /* a GPU kernel's launch is over the device's limits */
+  OB_STATUS_COUNT = 16      /* number of codes, OB_OK included */
 } ob_status;
 
 OB_API const char *ob_status_str(ob_status st);

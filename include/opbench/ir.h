@@ -8,6 +8,7 @@
 #ifndef OPBENCH_IR_H
 #define OPBENCH_IR_H
 
+#include "opbench/target.h" /* ob_launch */
 #include "opbench/te.h"
 
 #ifdef __cplusplus
@@ -27,6 +28,7 @@ struct ob_buffer {
   ob_dtype dtype;
   int64_t numel;
   ob_buf_kind kind;
+  ob_mem_scope scope; /* OB_BUF_LOCAL: per thread (registers) or shared by a block */
   int arg_index;
   bool is_output;
   int id;
@@ -38,6 +40,8 @@ typedef enum ob_stmt_kind {
   OB_S_STORE,
   OB_S_IF,
   OB_S_ALLOC, /* declares buf in the enclosing block */
+  OB_S_BARRIER, /* GPU: every thread of the block waits here (shared memory is
+                   written before and read after, or the other way round) */
   OB_S_KIND_COUNT
 } ob_stmt_kind;
 
@@ -54,6 +58,8 @@ struct ob_stmt {
   ob_expr *cond; /* IF */
 };
 
+/* ob_launch (target.h): what a GPU kernel is launched with. */
+
 /* A lowered function (ob_lower makes it, ob_lowered_free frees it). */
 typedef struct ob_lowered ob_lowered;
 struct ob_lowered {
@@ -64,6 +70,7 @@ struct ob_lowered {
   int nargs;
   struct ob_buffer **temps; /* OB_BUF_GLOBAL */
   int ntemps;
+  ob_launch launch;
 };
 
 /* ---- statements (stmt.c) ------------------------------------------------- */

@@ -118,6 +118,8 @@ typedef struct ob_kernel_artifact {
   bool arg_is_input[OB_KERNEL_MAX_ARGS];
   double build_s;        /* wall seconds compiling (0 when cached) */
   bool cached;           /* the shared object came from the build cache */
+  ob_launch launch;      /* GPU targets: grid, block, shared memory (so_path is then
+                            the PTX or OpenCL C file the GPU runner loads) */
 } ob_kernel_artifact;
 OB_API void ob_kernel_artifact_clear(ob_kernel_artifact *a); /* accepts NULL */
 
@@ -129,7 +131,13 @@ OB_API void ob_kernel_artifact_clear(ob_kernel_artifact *a); /* accepts NULL */
  * when nothing could be attempted (no compiler: OB_ERR_COMPILE; a cross
  * target's C library missing: OB_ERR_UNSUPPORTED). out[] is cleared first
  * and must be cleared by the caller with ob_kernel_artifact_clear, also on
- * failure. */
+ * failure.
+ * GPU targets (cuda, opencl): each launch is checked against t's limits
+ * (over them: class 1, the limit named), CUDA C is compiled by NVRTC into
+ * PTX (a rejected source: class 2 with NVRTC's log) and OpenCL C stored for
+ * the device's driver, one at a time, cached by content (gpu.h); so_path
+ * names that file and launch the grid and block. Such artifacts run in the
+ * GPU runner (ob_runner_run with the launch), not through ob_kernel_load. */
 OB_API ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *o,
                                  const struct ob_lowered *const *fns, const char *const *names,
                                  int n, ob_kernel_artifact *out);
@@ -137,7 +145,8 @@ OB_API ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build
 /* A kernel loaded in this process: the shared object's handle and the
  * symbol. ob_kernel_load fails with OB_ERR_RUNTIME naming the file and the
  * loader's message when the object cannot be loaded or lacks the symbol,
- * OB_ERR_INVALID_ARG for an artifact that failed to build. Only the
+ * OB_ERR_INVALID_ARG for an artifact that failed to build or is a GPU
+ * kernel. Only the
  * artifact's so_path and symbol are read; the artifact may be cleared
  * afterwards. The caller owns *out (ob_kernel_free). */
 typedef struct ob_kernel ob_kernel;

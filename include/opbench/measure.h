@@ -1,11 +1,13 @@
 /* measure: the runner (an isolated worker process that loads variants,
  * checks them and times them; it is killed and restarted when a kernel
- * crashes or hangs). The builder and the error classes live in kernel.h,
+ * crashes or hangs). GPU targets' kernels run in a GPU worker that opens
+ * the device itself and times on the device's clock (gpu_runner.c). The builder and the error classes live in kernel.h,
  * included here so callers of either keep compiling. */
 #ifndef OPBENCH_MEASURE_H
 #define OPBENCH_MEASURE_H
 
 #include "opbench/core.h"
+#include "opbench/ir.h" /* ob_launch */
 #include "opbench/kernel.h" /* error classes and the builder moved there */
 #include "opbench/target.h"
 
@@ -23,8 +25,11 @@ typedef ob_status (*ob_check_fn)(void *user, void *const *bufs, char *msg, size_
 
 typedef struct ob_run_request {
   const ob_target *target;   /* what the kernel was built for (borrowed); NULL: the
-                                host. Gives the timing floor. */
-  const char *so_path;
+                                host. Gives the timing floor, and the implementation
+                                that runs it: native, emulator, GPU */
+  const char *so_path;       /* the artifact: a shared object; for a GPU target the
+                                compiled kernel (PTX, OpenCL C: ob_gpu_compile's) */
+  const ob_launch *launch;   /* GPU targets: grid and block (lower's f->launch) */
   const char *symbol;        /* kernel function name */
   int nbufs;
   const size_t *buf_bytes;   /* size of each buffer, in kernel-argument order */

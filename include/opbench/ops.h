@@ -1,7 +1,7 @@
 /* ops: the operator library. A workload names an operator and its integer
  * attributes (shape, stride, padding, epilogue); the registry knows, per
- * operator, its compute declaration, naive reference and CPU schedule
- * templates. A task binds one workload to one template for one target (its
+ * operator, its compute declaration, naive reference and schedule templates
+ * (for CPU targets, and AutoTVM's CUDA ones for GPU targets). A task binds one workload to one template for one target (its
  * lanes and registers shape the config space): it owns the config space and
  * the reference output, and turns any config into C source. */
 #ifndef OPBENCH_OPS_H
@@ -98,8 +98,14 @@ OB_API void ob_workload_reference(const ob_workload *wl, void *const *bufs);
 OB_API int ob_op_count(void);
 OB_API const char *ob_op_name(int i);
 OB_API bool ob_op_exists(const char *name);
-/* Template names of an operator, the first being the default. */
+/* Template names of an operator for CPU targets, the first being the
+ * default. */
 OB_API int ob_op_templates(const char *op, const char **names, int cap);
+/* Template names of an operator for target t's kind (t NULL: CPU; a cuda or
+ * opencl target: the GPU templates), the first being the default. */
+OB_API int ob_op_templates_for(const char *op, const ob_target *t, const char **names, int cap);
+/* True for a template of GPU targets (false for unknown names). */
+OB_API bool ob_op_template_is_gpu(const char *op, const char *tmpl);
 
 typedef struct ob_task ob_task;
 /* tmpl NULL picks the operator's default template. target is borrowed and
@@ -119,8 +125,17 @@ OB_API double ob_task_flops(const ob_task *t);
 /* Lowers one config (OB_ERR_OUT_OF_SPACE if the config is not in the space,
  * OB_ERR_SCHEDULE if the template cannot apply it). */
 OB_API ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out);
-/* C source of one config; *name receives the kernel name (both malloc'd). */
+/* Source of one config (C; CUDA C or OpenCL C for a GPU target); *name
+ * receives the kernel name (both malloc'd). A GPU kernel over the target's
+ * launch limits is OB_ERR_LAUNCH naming the limit. */
 OB_API ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **name);
+/* The kernel name ob_task_source gives config cfg (a C identifier: template,
+ * dtype, config index), into buf. */
+OB_API void ob_task_kernel_name(const ob_task *t, const ob_config *cfg, char *buf, size_t cap);
+/* The same, with the GPU launch (grid, block, shared memory) when launch is
+ * not NULL. */
+OB_API ob_status ob_task_source_launch(ob_task *t, const ob_config *cfg, char **src, char **name,
+                                       ob_launch *launch);
 
 /* Kernel arguments: inputs in order, then outputs. */
 OB_API int ob_task_num_args(const ob_task *t);

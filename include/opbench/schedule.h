@@ -1,6 +1,7 @@
 /* schedule: stages of a compute graph and the primitives that transform
  * their loop nests (split, tile, reorder, fuse, compute_at, compute_inline,
- * cache_write, unroll, vectorize, parallel). Primitives only record the
+ * cache_write, unroll, vectorize, parallel; for GPUs bind, cache_read,
+ * memory scopes and the unrolling pragma). Primitives only record the
  * transformation; lowering (lower.h) turns it into loops. */
 #ifndef OPBENCH_SCHEDULE_H
 #define OPBENCH_SCHEDULE_H
@@ -51,6 +52,36 @@ OB_API ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **loca
 OB_API ob_status ob_sched_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv);
 OB_API ob_status ob_sched_vectorize(ob_sched *s, ob_stage *st, ob_ivar *iv);
 OB_API ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv);
+
+/* ---- GPU primitives ------------------------------------------------------
+ * bind: the leaf becomes a block index (OB_IT_BLOCK_X/Y/Z) or a thread
+ * index within a block (OB_IT_THREAD_X/Y/Z). A reduce axis cannot be bound
+ * (no cross-thread reduction: reduce in shared memory through a stage of
+ * its own). Lowering takes the launch's extents from the bound loops.
+ *
+ * cache_read: a new stage copies tensor t into a buffer of `scope` and the
+ * given readers (stages that read t) read the copy instead; returns the
+ * copy's stage, which is then attached (compute_at) inside the readers'
+ * loops. A shared copy's region covers every thread of the block (the
+ * thread-bound loops around its attach point are relaxed like the inner
+ * loops), and lowering puts a barrier before it is written and after, so
+ * its own loops are bound to the block's threads for a cooperative fetch.
+ * set_scope: the memory of an attached stage (cache_write's local copy
+ * stays in registers: OB_SCOPE_LOCAL, the default).
+ *
+ * A region whose loops step over it with gaps (a thread's outputs spaced a
+ * block of threads apart: the stride-friendly split that TVM's virtual
+ * threads make, whose consecutive threads touch consecutive words and so
+ * neither conflict in shared-memory banks nor scatter global accesses) is
+ * stored compactly: lowering finds the strides and drops the gaps.
+ *
+ * unroll_pragma: AutoTVM's auto_unroll_max_step and unroll_explicit for the
+ * whole kernel (max_step 0 switches automatic unrolling off). */
+OB_API ob_status ob_sched_bind(ob_sched *s, ob_stage *st, ob_ivar *iv, ob_iter_ann tag);
+OB_API ob_status ob_sched_cache_read(ob_sched *s, const ob_tensor *t, ob_mem_scope scope,
+                                     int nreaders, ob_stage *const *readers, ob_stage **out);
+OB_API ob_status ob_sched_set_scope(ob_sched *s, ob_stage *st, ob_mem_scope scope);
+OB_API ob_status ob_sched_unroll_pragma(ob_sched *s, int64_t max_step, bool explicit_unroll);
 
 /* Current leaf order of a stage (n leaves into out[cap]). */
 OB_API int ob_stage_leaves(const ob_stage *st, ob_ivar **out, int cap);

@@ -45,8 +45,32 @@ typedef enum ob_iter_ann {
   OB_IT_UNROLL,
   OB_IT_VECTORIZE,
   OB_IT_PARALLEL,
+  /* GPU bindings (ob_sched_bind): the loop is the block index (CUDA's
+   * blockIdx, OpenCL's group id) or the thread index within a block
+   * (threadIdx, local id) along x, y or z */
+  OB_IT_BLOCK_X,
+  OB_IT_BLOCK_Y,
+  OB_IT_BLOCK_Z,
+  OB_IT_THREAD_X,
+  OB_IT_THREAD_Y,
+  OB_IT_THREAD_Z,
   OB_IT_ANN_COUNT
 } ob_iter_ann;
+static inline bool ob_ann_is_block(ob_iter_ann a) { return a >= OB_IT_BLOCK_X && a <= OB_IT_BLOCK_Z; }
+static inline bool ob_ann_is_thread(ob_iter_ann a) { return a >= OB_IT_THREAD_X && a <= OB_IT_THREAD_Z; }
+static inline bool ob_ann_is_bound(ob_iter_ann a) { return ob_ann_is_block(a) || ob_ann_is_thread(a); }
+OB_API const char *ob_iter_ann_name(ob_iter_ann a); /* "serial", ..., "blockIdx.x", "threadIdx.z" */
+
+/* Where a buffer lives: global (device) memory, shared by the threads of a
+ * block (CUDA __shared__, OpenCL __local), or local to each thread
+ * (registers; on a CPU the attached stage's stack tile, as before). */
+typedef enum ob_mem_scope {
+  OB_SCOPE_GLOBAL = 0,
+  OB_SCOPE_SHARED,
+  OB_SCOPE_LOCAL,
+  OB_SCOPE_COUNT
+} ob_mem_scope;
+OB_API const char *ob_mem_scope_name(ob_mem_scope s); /* "global", "shared", "local" */
 
 typedef struct ob_te ob_te;
 typedef struct ob_expr ob_expr;

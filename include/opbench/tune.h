@@ -48,6 +48,23 @@ OB_API ob_status ob_measure_configs(ob_ctx *ctx, struct ob_task *task, ob_runner
                                     ob_measure_result *out);
 
 
+/* Builds n configs without running them (what --build-only reports):
+ * instantiation (class 1: a config the template cannot apply, a GPU launch
+ * over the target's limits, named), compilation (class 2: the compiler's or
+ * NVRTC's message) and, on success, the artifact (shared object, PTX, or
+ * OpenCL C) and the GPU launch. Needs only what builds for the target:
+ * NVRTC for cuda, no GPU. Fails as a call only when nothing can be built. */
+typedef struct ob_build_report {
+  int error_no;       /* OB_MERR_NONE, _INSTANTIATION, _COMPILE_HOST, _BUILD_TIMEOUT */
+  char message[1024];
+  double build_s;
+  bool cached;
+  ob_launch launch;   /* GPU targets: grid, block, shared memory */
+  char path[512];     /* the artifact */
+} ob_build_report;
+OB_API ob_status ob_build_configs(ob_ctx *ctx, struct ob_task *task, const ob_measure_opts *opts,
+                                  const ob_config *cfgs, int n, ob_build_report *out);
+
 /* ---- searching a task's space (search.c) --------------------------------- */
 typedef struct ob_search_opts {
   int budget;        /* configs to measure; the space is enumerated if it fits */

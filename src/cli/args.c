@@ -60,8 +60,8 @@ typedef enum flag_id {
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
-  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_KERNELS, F_PROFILE,
-  F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_COUNT
+  F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_KERNELS,
+  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -146,6 +146,7 @@ static const flag_def flags[F_COUNT] = {
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
+    [F_BUILD_ONLY] = {"--build-only", false, M_OP | M_BENCH},
     [F_KERNELS] = {"--kernels", true, M_RUN},
     [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
     [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
@@ -178,7 +179,11 @@ static const char measure_help[] =
     "  --seed N             seed of the random inputs\n"
     "  --target TEXT        what kernels are built for: llvm (the host's best ISA,\n"
     "                       default; $OPBENCH_TARGET overrides), llvm -mcpu=CPU,\n"
-    "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu\n"
+    "                       c -isa=avx512|avx2|scalar, c -isa=neon -triple=aarch64-linux-gnu,\n"
+    "                       cuda [-arch=sm_XY] [-device=N] (NVRTC; runs where a GPU is),\n"
+    "                       opencl [-platform=P] [-device=N] (PoCL runs it on the CPU)\n"
+    "  --build-only         (op, bench) build the kernels and check their launch limits\n"
+    "                       without running them: a cuda target needs no GPU for it\n"
     "  --json               print one JSON object instead of text\n";
 
 static const char model_help[] =
@@ -228,16 +233,19 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     break;
   case CLI_CMD_BENCH:
     fprintf(f,
-            "usage: opbench bench --suite FILE|resnet18 [--vs onednn] [--search exhaustive|random:N]\n"
+            "usage: opbench bench --suite FILE|resnet18 [--vs onednn|cudnn] [--search exhaustive|random:N]\n"
             "                     [--dry-run] [measurement flags]\n"
             "Measures the default config of every workload of a suite and prints a table,\n"
             "the geometric mean of GFLOPS and the total latency weighted by count.\n"
             "--search finds each workload's best config over every template of its operator:\n"
             "  all configs (exhaustive, or random:N when the space has at most N), else N\n"
             "  random ones per template; the best few are re-measured in full.\n"
+            "--vs cudnn (with --target cuda) measures cuDNN (convolutions) and cuBLAS (matrix\n"
+            "  products) on the same GPU, FP32, beside opbench's kernels.\n"
             "--vs onednn measures oneDNN on the same workloads in the same process and ends\n"
             "  with 'geomean speed ratio opbench/onednn: X (default: Y)' (oneDNN time /\n"
-            "  opbench time: above 1 opbench is faster).\n"
+            "  opbench time: above 1 opbench is faster). With an opencl target whose device\n"
+            "  is the CPU (PoCL), oneDNN runs on the same cores, one thread per compute unit.\n"
             "Suite lines: 'op shape [stride pad] count'; '#' starts a comment. The name\n"
             "resnet18 is the built-in suite of ResNet-18's 11 distinct conv2d workloads\n"
             "(write ./resnet18 for a file of that name). --dry-run only parses and lists.\n\n%s",
@@ -514,6 +522,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->target = v;
     break;
   case F_DRY_RUN: a->dry_run = true; break;
+  case F_BUILD_ONLY: a->build_only = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
   case F_WORKLOAD: a->workload = v; break;
@@ -537,8 +546,10 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!int_flag(name, v, 1, 1000000, &a->top)) return false;
     break;
   case F_VS:
-    if (strcmp(v, "onednn") != 0) {
-      cli_error("--vs: unknown baseline '%s' (known: onednn)", v);
+    if (strcmp(v, "onednn") != 0 && strcmp(v, "cudnn") != 0 && strcmp(v, "cublas") != 0) {
+      cli_error("--vs: unknown baseline '%s' (known: onednn; cudnn or cublas for a cuda target: cuDNN's "
+                "convolutions and cuBLAS's matrix products)",
+                v);
       return false;
     }
     a->vs = v;
@@ -988,7 +999,7 @@ bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out) {
   if (!measure) return true;
   /* with --cc the builder reports a missing compiler itself */
   st = a->mo.build.cc ? OB_OK : ob_target_check_buildable(ctx, *out);
-  if (!st) st = ob_target_check_runnable(ctx, *out);
+  if (!st && !a->build_only) st = ob_target_check_runnable(ctx, *out);
   if (st) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     ob_target_free(*out);

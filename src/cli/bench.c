@@ -5,8 +5,9 @@
  * suite's entries and their tasks belong to this file and are freed on
  * every path.
  * --search finds each workload's best config over all templates of its
- * operator (ob_search_best); --vs onednn measures oneDNN on the same
- * workloads in the same process and prints speed ratios (oneDNN time /
+ * operator (ob_search_best); --vs onednn measures oneDNN (--vs cudnn:
+ * cuDNN and cuBLAS on a CUDA GPU) on the same workloads in the same run
+ * and prints speed ratios (the library's time /
  * opbench time). */
 #include "cli.h"
 
@@ -14,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <sched.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ typedef struct bench_entry {
   int measured;
   bool have_base;
   ob_baseline_result base;
+  char base_name[16];             /* "onednn", "cudnn" */
 } bench_entry;
 
 static void print_header(void) {
@@ -43,9 +46,9 @@ static void print_header(void) {
          "error");
 }
 
-static void print_vs_header(bool vs) {
+static void print_vs_header(const char *vs) {
   printf("%3s %-16s %-34s %4s %3s %5s %9s %9s %9s %8s %8s %8s  %s\n", "#", "workload", "shape", "str", "pad",
-         "count", "best", "default", vs ? "onednn" : "-", vs ? "best/dnn" : "-", vs ? "dflt/dnn" : "-",
+         "count", "best", "default", vs ? vs : "-", vs ? "best/lib" : "-", vs ? "dflt/lib" : "-",
          "search s", "best template / config");
 }
 
@@ -68,7 +71,7 @@ static void print_vs_row(int i, const bench_entry *e) {
     printf(" %9s %8s %8s", "-", "-", "-");
   printf(" %8.1f  %s %s\n", e->search_s, e->best_tmpl, e->best_cfg);
   if (e->have_base && e->base.error_no)
-    printf("    onednn: error %d %s: %.200s\n", e->base.error_no, ob_merr_str(e->base.error_no), e->base.message);
+    printf("    %s: error %d %s: %.200s\n", e->base_name, e->base.error_no, ob_merr_str(e->base.error_no), e->base.message);
 }
 
 static void print_row(int i, const bench_entry *e, bool measured) {
@@ -87,6 +90,113 @@ static void print_row(int i, const bench_entry *e, bool measured) {
     printf(" %10s %11s %7s %9s %7s %-9s  %d %s: %.160s\n", "-", "-", "-", "-", "-", "",
            e->res.error_no, ob_merr_str(e->res.error_no), e->res.message);
   }
+}
+
+/* bench --build-only: every workload's default config built (NVRTC for
+ * cuda), its launch checked against the target's limits, nothing run. */
+static int bench_build_only(ob_ctx *ctx, const cli_args *a, const char *file, const ob_target *target,
+                            bench_entry *es, int n) {
+  bool gpu = ob_target_is_gpu(target);
+  int nfail = 0;
+  cJSON *root = a->json ? cJSON_CreateObject() : NULL, *arr = NULL;
+  if (root) {
+    cJSON_AddStringToObject(root, "suite", file);
+    cJSON_AddStringToObject(root, "target", ob_target_str(target));
+    cJSON_AddBoolToObject(root, "build_only", true);
+    arr = cJSON_AddArrayToObject(root, "workloads");
+  } else {
+    printf("suite %s: %d workloads, default configs built for %s, not run (--build-only)\n",
+           strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target));
+    printf("%3s %-16s %-34s %4s %3s %5s %-22s %-16s %8s  %s\n", "#", "workload", "shape", "str", "pad",
+           "count", "template", gpu ? "grid x block" : "", "build s", "error");
+  }
+  for (int i = 0; i < n; i++) {
+    bench_entry *e = &es[i];
+    ob_config cfg = ob_task_default_config(e->task);
+    ob_build_report br;
+    if (ob_build_configs(ctx, e->task, &a->mo, &cfg, 1, &br) != OB_OK) {
+      cJSON_Delete(root);
+      return cli_error("%s:%d: %s", file, e->line, ob_ctx_errmsg(ctx));
+    }
+    if (br.error_no) nfail++;
+    const ob_launch *l = &br.launch;
+    char dims[64] = "";
+    if (gpu && !br.error_no)
+      snprintf(dims, sizeof dims, "%lldx%lldx%lld x %lld", (long long)l->grid[0], (long long)l->grid[1],
+               (long long)l->grid[2], (long long)(l->block[0] * l->block[1] * l->block[2]));
+    if (root) {
+      cJSON *o = cJSON_CreateObject();
+      cJSON_AddNumberToObject(o, "line", e->line);
+      cJSON_AddStringToObject(o, "op", e->op);
+      cJSON_AddStringToObject(o, "shape", e->shape);
+      cJSON_AddStringToObject(o, "template", ob_task_template(e->task));
+      cJSON_AddNumberToObject(o, "config_index", (double)cfg.index);
+      cJSON_AddNumberToObject(o, "error_no", br.error_no);
+      cJSON_AddStringToObject(o, "message", br.message);
+      cJSON_AddNumberToObject(o, "build_s", br.build_s);
+      if (gpu && !br.error_no) {
+        cJSON_AddNumberToObject(o, "threads_per_block", (double)(l->block[0] * l->block[1] * l->block[2]));
+        cJSON_AddNumberToObject(o, "shared_bytes", (double)l->shared_bytes);
+      }
+      cJSON_AddItemToArray(arr, o);
+    } else {
+      printf("%3d %-16s %-34s %4s %3s %5lld %-22s %-16s %8.3f  %d%s%.160s\n", i + 1, e->op, e->shape,
+             e->stride[0] ? e->stride : "-", e->pad[0] ? e->pad : "-", (long long)e->count,
+             ob_task_template(e->task), dims, br.build_s, br.error_no, br.error_no ? " " : "",
+             br.error_no ? br.message : "");
+    }
+  }
+  if (root) {
+    cJSON_AddNumberToObject(root, "failed", nfail);
+    char *text = cJSON_Print(root);
+    if (text) printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+  } else {
+    printf("%d of %d built\n", n - nfail, n);
+  }
+  fflush(stdout);
+  if (nfail) return cli_error("%d of %d workloads failed to build", nfail, n);
+  return 0;
+}
+
+/* --vs onednn with an OpenCL target whose device is the CPU (PoCL): oneDNN
+ * runs on the same cores the OpenCL kernels run on, so the ratio compares two
+ * codes on one piece of hardware in one run. oneDNN gets as many threads as
+ * the device has compute units (PoCL runs a work-group per core on all of
+ * them, whatever --threads says), at the host's own ISA. A real GPU is
+ * refused: oneDNN's CPU times beside GPU times would be no comparison. */
+static bool onednn_beside_opencl_cpu(ob_ctx *ctx, const cli_args *a, const ob_target *target,
+                                     ob_baseline **base) {
+  const ob_gpu_facts *g = &ob_target_get_facts(target)->gpu;
+  if (!g->cpu_device) {
+    cli_error("--vs onednn: target '%s' runs on a GPU (%s), oneDNN on the CPU; compare a GPU with "
+              "--vs cudnn and a cuda target",
+              ob_target_str(target), g->device_name[0] ? g->device_name : "no name");
+    return false;
+  }
+  if (a->mo.cores) {
+    cli_error("--vs onednn with target '%s': --cores cannot pin the OpenCL device's threads, so "
+              "oneDNN takes the device's compute units instead; leave --cores out",
+              ob_target_str(target));
+    return false;
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  int nthreads = g->compute_units > 0 ? g->compute_units : 1;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) < nthreads)
+    nthreads = CPU_COUNT(&allowed);
+  if (nthreads < 1) nthreads = 1;
+  int cores[CPU_SETSIZE];
+  int nc = 0;
+  for (int c = 0; c < CPU_SETSIZE && nc < nthreads; c++)
+    if (CPU_ISSET(c, &allowed)) cores[nc++] = c;
+  if (nc < nthreads) nthreads = nc > 0 ? nc : 1;
+  if (ob_baseline_onednn_new(ctx, nc ? cores : NULL, nthreads, NULL, base) != OB_OK) {
+    cli_error("--vs onednn: %s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  return true;
 }
 
 int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
@@ -132,15 +242,29 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
   }
+  if (a->build_only) {
+    rc = bench_build_only(ctx, a, file, target, es, n);
+    goto done;
+  }
+  char note[512];
+  const char *tnote = cli_timing_note(target, note, sizeof note);
   if (ob_runner_new(ctx, &runner) != OB_OK) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
 
-  if (a->vs && ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, target, &base) != OB_OK) {
-    cli_error("--vs onednn: %s", ob_ctx_errmsg(ctx));
+  /* --vs onednn on the CPU; --vs cudnn (alias cublas) on a CUDA GPU:
+   * cuDNN's convolutions and cuBLAS's matrix products */
+  bool gpu_vs = a->vs && strcmp(a->vs, "onednn") != 0;
+  if (a->vs && !gpu_vs && ob_target_is_gpu(target)) {
+    if (!onednn_beside_opencl_cpu(ctx, a, target, &base)) goto done;
+  } else if (a->vs && (gpu_vs ? ob_baseline_cudnn_new(ctx, target, &base)
+                              : ob_baseline_onednn_new(ctx, a->mo.cores, a->mo.nthreads, target, &base)) != OB_OK) {
+    cli_error("--vs %s: %s", a->vs, ob_ctx_errmsg(ctx));
     goto done;
   }
+  const char *bname = base ? ob_baseline_name(base) : "-";
+  for (int i = 0; i < n; i++) snprintf(es[i].base_name, sizeof es[i].base_name, "%s", bname);
   bool wide = a->vs || a->search_budget;
   int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0;
   const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
@@ -162,7 +286,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     free(cs);
     if (a->search_budget) {
       const char *names[8];
-      int nt = ob_op_templates(e->op, names, 8);
+      int nt = ob_op_templates_for(e->op, target, names, 8);
       for (int t = 0; t < nt && t < 8; t++) {
         ob_task *tk = NULL;
         ob_search_result sr;
@@ -193,7 +317,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     }
     if (base) {
       if (ob_baseline_measure(base, &e->wl, &a->mo.timing, a->mo.seed, &e->base) != OB_OK) {
-        cli_error("%s:%d: onednn: %s", file, e->line, ob_ctx_errmsg(ctx));
+        cli_error("%s:%d: %s: %s", file, e->line, bname, ob_ctx_errmsg(ctx));
         goto done;
       }
       e->have_base = true;
@@ -212,8 +336,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
                a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
                a->search_budget ? "on" : "off",
                base ? ob_baseline_describe(base) : "none", a->search_budget ? "" : "",
-               "; GFLOPS columns, ratios = oneDNN time / opbench time");
-        print_vs_header(base != NULL);
+               gpu_vs ? "; GFLOPS columns, ratios = cuDNN/cuBLAS time / opbench time"
+                      : "; GFLOPS columns, ratios = oneDNN time / opbench time");
+        if (tnote) printf("device: %s\n", tnote);
+        print_vs_header(base ? bname : NULL);
       }
       print_vs_row(i, e);
       fflush(stdout);
@@ -237,6 +363,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
                a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
                asked.max_cv * 100);
+        if (tnote) printf("device: %s\n", tnote);
         print_header();
       }
       print_row(i, e, true);
@@ -249,6 +376,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "suite", file);
     cJSON_AddStringToObject(root, "target", ob_target_str(target));
+    if (tnote) {
+      cJSON_AddStringToObject(root, "timing_note", tnote);
+      cJSON_AddBoolToObject(root, "cpu_timings", ob_target_get_facts(target)->gpu.cpu_device);
+    }
     cJSON_AddNumberToObject(root, "threads", a->mo.nthreads);
     cJSON_AddNumberToObject(root, "number", asked.number); /* 0: adaptive; each workload says what it used */
     cJSON_AddNumberToObject(root, "repeat", asked.repeat);
@@ -297,14 +428,20 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         cJSON_AddNumberToObject(o, "configs_measured", e->measured);
       }
       if (e->have_base) {
-        cJSON_AddNumberToObject(o, "onednn_error_no", e->base.error_no);
-        cJSON_AddNumberToObject(o, "onednn_gflops", e->base.gflops);
-        cJSON_AddNumberToObject(o, "onednn_median_ms", e->base.timing.median_s * 1e3);
+        char k1[64], k2[64], k3[64], k4[64], k5[64];
+        snprintf(k1, sizeof k1, "%s_error_no", bname);
+        snprintf(k2, sizeof k2, "%s_gflops", bname);
+        snprintf(k3, sizeof k3, "%s_median_ms", bname);
+        snprintf(k4, sizeof k4, "%s_impl", bname);
+        snprintf(k5, sizeof k5, "%s_timing", bname);
+        cJSON_AddNumberToObject(o, k1, e->base.error_no);
+        cJSON_AddNumberToObject(o, k2, e->base.gflops);
+        cJSON_AddNumberToObject(o, k3, e->base.timing.median_s * 1e3);
         if (e->base.error_no == OB_MERR_NONE) {
-          cJSON *bt = cJSON_AddObjectToObject(o, "onednn_timing");
+          cJSON *bt = cJSON_AddObjectToObject(o, k5);
           cli_timing_json(bt, &e->base.timing);
         }
-        cJSON_AddStringToObject(o, "onednn_impl", e->base.impl);
+        cJSON_AddStringToObject(o, k4, e->base.impl);
         cJSON_AddNumberToObject(o, "ratio_best", ratio(&e->best, &e->base));
         cJSON_AddNumberToObject(o, "ratio_default", ratio(&e->res, &e->base));
       }
@@ -342,7 +479,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
              nemu);
     printf("geomean GFLOPS (default configs): %.2f\n", geomean);
     if (base)
-      printf("geomean speed ratio opbench/onednn: %.3f (default: %.3f)%s\n",
+      printf("geomean speed ratio opbench/%s: %.3f (default: %.3f)%s\n", bname,
              nratio ? exp(log_best / nratio) : 0, nratio ? exp(log_dflt / nratio) : 0,
              nratio < n ? " (workloads where either side failed excluded)" : "");
   }

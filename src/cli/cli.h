@@ -50,6 +50,7 @@ typedef struct cli_args {
   bool threads_set;
   ob_measure_opts mo;      /* ob_measure_opts_default() plus the flags */
   bool print_source, print_ir, json, dry_run, help;
+  bool build_only;   /* op, bench: build and check launch limits, do not run */
   const char *vs;    /* bench: baseline to measure beside opbench ("onednn") */
   int search_budget; /* bench: configs per template to search; 0: defaults only */
   int verbose;
@@ -131,6 +132,10 @@ ob_status cli_workload(ob_ctx *ctx, const char *op, const char *shape, const cha
  * sysroot, emulator, CPU features) is an error now, before anything is
  * measured. Prints the error and returns false on failure. */
 bool cli_target(ob_ctx *ctx, const cli_args *a, bool measure, ob_target **out);
+/* For a GPU target: the device its timings come from, and for an OpenCL
+ * CPU device (PoCL) that they are CPU timings (into buf); NULL for CPU
+ * targets. */
+const char *cli_timing_note(const ob_target *t, char *buf, size_t cap);
 
 /* The task of the workload flags (--op/--shape/... and --template) for
  * `target` (borrowed); prints the error and returns NULL on failure. */

@@ -29,17 +29,23 @@ static void usage(FILE *f) {
 }
 
 int cli_cmd_ops(ob_ctx *ctx, const cli_args *a) {
-  (void)ctx;
   (void)a;
-  printf("%-12s %s\n", "operator", "templates (the first is the default)");
+  printf("%-16s %s\n", "operator", "templates (the first is the default; GPU: for cuda and opencl targets)");
+  /* the GPU templates, as listed for any GPU target (parsing one needs no
+   * device) */
+  ob_target *gpu = NULL;
+  if (ob_target_parse(ctx, "cuda -arch=sm_80", &gpu) != OB_OK) gpu = NULL;
   for (int i = 0; i < ob_op_count(); i++) {
     const char *names[32];
     const char *op = ob_op_name(i);
     int n = ob_op_templates(op, names, 32);
-    printf("%-12s", op);
+    printf("%-16s", op);
     for (int k = 0; k < n && k < 32; k++) printf("%s%s", k ? ", " : " ", names[k]);
+    n = gpu ? ob_op_templates_for(op, gpu, names, 32) : 0;
+    for (int k = 0; k < n && k < 32; k++) printf("%s%s", k ? ", " : "; GPU: ", names[k]);
     printf("\n");
   }
+  ob_target_free(gpu);
   return 0;
 }
 

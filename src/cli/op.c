@@ -25,6 +25,84 @@ static ob_status pick_config(ob_ctx *ctx, const ob_task *task, const cli_args *a
   return st;
 }
 
+/* What a GPU target's timings are: the device, and for an OpenCL CPU
+ * device (PoCL) that they are CPU timings. NULL for CPU targets. */
+const char *cli_timing_note(const ob_target *t, char *buf, size_t cap) {
+  const ob_target_facts *f = ob_target_get_facts(t);
+  if (f->kind == OB_TARGET_CPU) return NULL;
+  if (f->gpu.cpu_device)
+    snprintf(buf, cap, "%s on %s, a CPU device: these are CPU timings through %s, not GPU timings",
+             f->gpu.device_name, f->gpu.platform_name[0] ? f->gpu.platform_name : "OpenCL",
+             strstr(f->gpu.platform_name, "Portable") ? "PoCL" : "OpenCL");
+  else
+    snprintf(buf, cap, "%s%s%s (device timings: %s)", f->gpu.device_name, f->gpu.platform_name[0] ? " on " : "",
+             f->gpu.platform_name, f->kind == OB_TARGET_CUDA ? "CUDA events" : "OpenCL profiling info");
+  return buf;
+}
+
+static void print_launch(const ob_launch *l) {
+  printf("launch     grid %lldx%lldx%lld, block %lldx%lldx%lld (%lld threads), %lld bytes of shared memory\n",
+         (long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2], (long long)l->block[0],
+         (long long)l->block[1], (long long)l->block[2], (long long)(l->block[0] * l->block[1] * l->block[2]),
+         (long long)l->shared_bytes);
+}
+
+static void json_launch(cJSON *root, const ob_launch *l) {
+  cJSON *o = cJSON_AddObjectToObject(root, "launch");
+  cJSON *g = cJSON_AddArrayToObject(o, "grid"), *b = cJSON_AddArrayToObject(o, "block");
+  for (int k = 0; k < 3; k++) {
+    cJSON_AddItemToArray(g, cJSON_CreateNumber((double)l->grid[k]));
+    cJSON_AddItemToArray(b, cJSON_CreateNumber((double)l->block[k]));
+  }
+  cJSON_AddNumberToObject(o, "shared_bytes", (double)l->shared_bytes);
+}
+
+/* opbench op --build-only: instantiate, compile, check the launch; no run. */
+static int op_build_only(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob_task *task,
+                         const ob_config *cfg, const char *cfg_str) {
+  ob_build_report br;
+  if (ob_build_configs(ctx, task, &a->mo, cfg, 1, &br) != OB_OK) return cli_error("%s", ob_ctx_errmsg(ctx));
+  char key[256];
+  ob_workload_key(ob_task_workload(task), key, sizeof key);
+  bool gpu = ob_target_is_gpu(target);
+  if (a->json) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "op", a->op);
+    cJSON_AddStringToObject(root, "workload", key);
+    cJSON_AddStringToObject(root, "template", ob_task_template(task));
+    cJSON_AddStringToObject(root, "target", ob_target_str(target));
+    cJSON_AddStringToObject(root, "config_str", cfg_str);
+    cJSON_AddNumberToObject(root, "config_index", (double)cfg->index);
+    cJSON_AddBoolToObject(root, "build_only", true);
+    cJSON_AddNumberToObject(root, "error_no", br.error_no);
+    cJSON_AddStringToObject(root, "error", ob_merr_str(br.error_no));
+    cJSON_AddStringToObject(root, "message", br.message);
+    cJSON_AddNumberToObject(root, "build_s", br.build_s);
+    cJSON_AddStringToObject(root, "artifact", br.path);
+    if (gpu && !br.error_no) json_launch(root, &br.launch);
+    char *text = cJSON_Print(root);
+    if (text) printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(root);
+  } else {
+    printf("workload   %s\n", key);
+    printf("template   %s\n", ob_task_template(task));
+    printf("target     %s\n", ob_target_str(target));
+    printf("config     #%llu %s\n", (unsigned long long)cfg->index, cfg_str);
+    printf("error      %d (%s)\n", br.error_no, ob_merr_str(br.error_no));
+    if (!br.error_no) {
+      if (gpu) print_launch(&br.launch);
+      printf("artifact   %s%s\n", br.path, br.cached ? " (cached)" : "");
+    }
+    printf("build      %.3f s, not run (--build-only)\n", br.build_s);
+  }
+  fflush(stdout);
+  if (br.error_no)
+    return cli_error("config #%llu of %s failed to build: error %d (%s): %s", (unsigned long long)cfg->index, key,
+                     br.error_no, ob_merr_str(br.error_no), br.message[0] ? br.message : "(no message)");
+  return 0;
+}
+
 static void print_ms_list(const ob_measure_result *r) {
   for (int i = 0; i < r->timing.ncosts; i++)
     printf("%s%.4g", i ? " " : "", r->timing.costs[i] * 1e3);
@@ -77,6 +155,21 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     fflush(stdout);
   }
 
+  if (a->build_only) {
+    rc = op_build_only(ctx, a, target, task, &cfg, cfg_str);
+    goto done;
+  }
+  ob_launch launch;
+  memset(&launch, 0, sizeof launch);
+  bool gpu = ob_target_is_gpu(target);
+  if (gpu) { /* the launch, for the report (a config that cannot launch fails below) */
+    char *s2 = NULL, *n2 = NULL;
+    if (ob_task_source_launch(task, &cfg, &s2, &n2, &launch) != OB_OK) ob_ctx_clear_error(ctx);
+    free(s2);
+    free(n2);
+  }
+  char note[512];
+  const char *tnote = cli_timing_note(target, note, sizeof note);
   if (ob_runner_new(ctx, &runner) != OB_OK) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
@@ -97,6 +190,12 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddStringToObject(root, "workload", key);
     cJSON_AddStringToObject(root, "template", ob_task_template(task));
     cJSON_AddStringToObject(root, "target", ob_target_str(target));
+    if (tnote) {
+      cJSON_AddStringToObject(root, "device", ob_target_get_facts(target)->gpu.device_name);
+      cJSON_AddStringToObject(root, "timing_note", tnote);
+      cJSON_AddBoolToObject(root, "cpu_timings", ob_target_get_facts(target)->gpu.cpu_device);
+      json_launch(root, &launch);
+    }
     cJSON *cj = cJSON_Parse(cfg_json);
     if (cj) cJSON_AddItemToObject(root, "config", cj);
     else cJSON_AddNullToObject(root, "config");
@@ -138,8 +237,10 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
     printf("workload   %s\n", key);
     printf("template   %s\n", ob_task_template(task));
     printf("target     %s\n", ob_target_str(target));
+    if (tnote) printf("device     %s\n", tnote);
     printf("config     #%llu %s\n", (unsigned long long)cfg.index, cfg_str);
     printf("config json %s\n", cfg_json);
+    if (gpu && launch.gpu) print_launch(&launch);
     printf("error      %d (%s)\n", res.error_no, ob_merr_str(res.error_no));
     if (res.error_no == OB_MERR_NONE) {
       printf("median     %.4g ms\n", tm->median_s * 1e3);

@@ -97,6 +97,11 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddStringToObject(root, "workload", key);
     cJSON_AddStringToObject(root, "template", ob_task_template(task));
     cJSON_AddStringToObject(root, "target", ob_target_str(target));
+    char note[512];
+    if (cli_timing_note(target, note, sizeof note)) {
+      cJSON_AddStringToObject(root, "timing_note", note);
+      cJSON_AddBoolToObject(root, "cpu_timings", ob_target_get_facts(target)->gpu.cpu_device);
+    }
     cJSON_AddStringToObject(root, "tuner", ob_tuner_name(tuner));
     cJSON_AddNumberToObject(root, "seed", (double)a->mo.seed);
     cJSON_AddNumberToObject(root, "trials", s.trials);
@@ -129,6 +134,8 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     printf("workload   %s\n", key);
     printf("template   %s\n", ob_task_template(task));
     printf("target     %s\n", ob_target_str(target));
+    char note[512];
+    if (cli_timing_note(target, note, sizeof note)) printf("device     %s\n", note);
     printf("tuner      %s, seed %llu\n", ob_tuner_name(tuner), (unsigned long long)a->mo.seed);
     printf("trials     %d of %d (resumed %d, measured %d, failed %d)%s%s\n", s.trials, a->trials,
            s.resumed, s.measured, s.failed, why ? ", " : "", why ? why : "");

@@ -20,6 +20,10 @@
 #include "opbench/ir.h"
 #include "opbench/target.h"
 #include "te/te_impl.h"
+#include "codegen/codegen_impl.h"
+
+#define var_name ob_cg_var_name
+#define buf_name ob_cg_buf_name
 
 typedef struct cg {
   ob_ctx *ctx;
@@ -43,12 +47,12 @@ typedef struct cg {
 
 static void ind(cg *g, int d) { ob_str_appendf(g->out, "%*s", 2 * d, ""); }
 
-static void var_name(ob_str *o, const ob_ivar *v) {
+void ob_cg_var_name(ob_str *o, const ob_ivar *v) {
   for (const char *p = v->name; *p; p++) ob_str_appendf(o, "%c", (*p == '.' ? '_' : *p));
   ob_str_appendf(o, "_%d", v->id);
 }
 
-static void buf_name(ob_str *o, const ob_buffer *b) {
+void ob_cg_buf_name(ob_str *o, const ob_buffer *b) {
   for (const char *p = b->name; *p; p++)
     ob_str_appendf(o, "%c", (*p == '.' || *p == '-') ? '_' : *p);
   ob_str_appendf(o, "_%d", b->id);
@@ -843,6 +847,11 @@ ob_status ob_codegen_c(ob_ctx *ctx, const ob_target *target, const ob_lowered *f
   for (const char *p = name; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
       return ob_fail(ctx, OB_ERR_INVALID_ARG, "kernel name '%s' is not a C identifier", name);
+  if (f->launch.gpu)
+    return ob_fail(ctx, OB_ERR_SCHEDULE,
+                   "kernel %s binds loops to GPU block or thread indices; C code cannot run them "
+                   "(a GPU target: cuda, opencl)",
+                   name);
   ob_target *own = NULL;
   if (!target) {
     ob_status st = ob_target_host(ctx, &own);

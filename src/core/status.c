@@ -23,6 +23,7 @@ static const char *const ob_status_names[] = {
     "wrong answer",
     "system error",
     "busy",
+    "over the launch limits",
 };
 _Static_assert(sizeof ob_status_names / sizeof ob_status_names[0] == OB_STATUS_COUNT,
                "ob_status_names out of step with ob_status");

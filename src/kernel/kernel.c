@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "opbench/codegen.h"
+#include "opbench/gpu.h"
 #include "opbench/kernel.h"
 #include "opbench/lower.h"
 #include "kernel/kernel_impl.h"
@@ -59,6 +60,49 @@ void ob_kernel_artifact_clear(ob_kernel_artifact *a) {
   memset(a, 0, sizeof *a);
 }
 
+/* GPU targets: launch check, CUDA C / OpenCL C, NVRTC (gpu.h), one at a
+ * time (NVRTC compiles in this process; the cache makes repeats free). */
+static ob_status build_gpu(ob_ctx *ctx, const ob_target *t, const ob_build_opts *o,
+                           const struct ob_lowered *const *fns, const char *const *names, int n,
+                           ob_kernel_artifact *out) {
+  ob_status st = ob_target_check_buildable(ctx, t);
+  if (st) return st;
+  for (int i = 0; i < n; i++) {
+    ob_kernel_artifact *a = &out[i];
+    snprintf(a->target, sizeof a->target, "%s", ob_target_str(t));
+    a->symbol = strdup(names[i]);
+    if (!a->symbol) return ob_fail(ctx, OB_ERR_NOMEM, "ob_kernel_build: out of memory");
+    int nargs = ob_lowered_num_args(fns[i]);
+    a->nargs = nargs < OB_KERNEL_MAX_ARGS ? nargs : OB_KERNEL_MAX_ARGS;
+    for (int k = 0; k < a->nargs; k++) {
+      a->arg_bytes[k] = (size_t)ob_lowered_arg_numel(fns[i], k) * ob_dtype_size(ob_lowered_arg_dtype(fns[i], k));
+      a->arg_is_input[k] = !ob_lowered_arg_is_output(fns[i], k);
+    }
+    a->launch = fns[i]->launch;
+    st = nargs > OB_KERNEL_MAX_ARGS
+             ? ob_fail(ctx, OB_ERR_SCHEDULE, "kernel %s takes %d arguments; at most %d are supported", names[i],
+                       nargs, OB_KERNEL_MAX_ARGS)
+             : ob_lower_check_launch(ctx, fns[i], t);
+    if (!st) st = ob_codegen_gpu(ctx, t, fns[i], names[i], &a->source);
+    if (st == OB_ERR_NOMEM) return st;
+    if (st) { /* the config cannot be a kernel for t: class 1, named */
+      a->error_no = OB_MERR_INSTANTIATION;
+      a->message = strdup(ob_ctx_errmsg(ctx));
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    ob_gpu_build gb;
+    st = ob_gpu_compile(ctx, t, o ? o->cache_dir : NULL, a->source, names[i], &gb);
+    if (st) return st; /* no NVRTC, an unwritable cache: nothing can be built */
+    a->error_no = gb.error_no;
+    a->so_path = gb.path;
+    a->message = gb.message;
+    a->build_s = gb.build_s;
+    a->cached = gb.cached;
+  }
+  return OB_OK;
+}
+
 ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *o,
                           const struct ob_lowered *const *fns, const char *const *names, int n,
                           ob_kernel_artifact *out) {
@@ -70,6 +114,11 @@ ob_status ob_kernel_build(ob_ctx *ctx, const ob_target *t, const ob_build_opts *
   if (!t) {
     if ((st = ob_target_host(ctx, &own))) return st;
     t = own;
+  }
+  if (ob_target_is_gpu(t)) {
+    st = build_gpu(ctx, t, o, fns, names, n, out);
+    ob_target_free(own);
+    return st;
   }
   /* the kernels' target decides the compiler and flags too (o's cc and
    * flags still override them) */
@@ -173,6 +222,11 @@ ob_status ob_kernel_load(ob_ctx *ctx, const ob_kernel_artifact *a, ob_kernel **o
   if (a->error_no != OB_MERR_NONE || !a->so_path || !a->symbol)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "kernel %s was not built (%s)",
                    a->symbol ? a->symbol : "(unnamed)", ob_merr_str(a->error_no));
+  if (a->launch.gpu)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG,
+                   "kernel %s is a GPU kernel for '%s': it runs in the GPU runner (ob_runner_run with "
+                   "its launch), not in this process",
+                   a->symbol, a->target);
   return ob_kernel_load_path(ctx, a->so_path, a->symbol, out);
 }
 

@@ -16,7 +16,12 @@
 
 #include "opbench/ir.h"
 #include "opbench/lower.h"
+#include "opbench/target.h"
 #include "schedule/sched_impl.h"
+
+#define OB_REGION_SUBS 4 /* strides one region dimension may have */
+
+typedef struct emit_state emit_state;
 
 typedef struct tinfo {
   const ob_tensor *t;
@@ -26,6 +31,12 @@ typedef struct tinfo {
   ob_expr *base[8];
   int64_t ext[8];
   bool guard[8];     /* region may overhang the tensor in this dim */
+  /* a compact region (lowering's stride-friendly storage): coordinate
+   * base[d] + sum_k sub_coef[d][k] * j_k with j_k over [0, sub_ext[d][k]),
+   * outermost first, stored densely over the j's; nsub[d] <= 1 is the
+   * plain interval [base, base + ext) */
+  int nsub[8];
+  int64_t sub_coef[8][OB_REGION_SUBS], sub_ext[8][OB_REGION_SUBS];
   ob_expr *body;     /* stage body with inlined producers expanded */
 } tinfo;
 
@@ -38,6 +49,9 @@ typedef struct lctx {
   int nti;
   int next_id;
   int next_buf;
+  emit_state *open[16]; /* stages being emitted, outermost first (their loops
+                           enclose what is emitted now) */
+  int nopen;
 } lctx;
 
 static tinfo *info(lctx *lc, const ob_tensor *t) {
@@ -89,13 +103,46 @@ static bool reads(const ob_expr *e, const ob_tensor *t) {
   return reads(e->a, t) || reads(e->b, t) || reads(e->c, t);
 }
 
+/* ---- regions ---------------------------------------------------------------- */
+/* The tensor coordinate of region position v along dim d of a local region. */
+static ob_expr *region_coord(lctx *lc, const tinfo *ti, int d, ob_expr *v) {
+  ob_arena *a = lc->a;
+  if (ti->nsub[d] <= 1 && ti->sub_coef[d][0] == 1) return ob_simplify(a, ob_e_bin(a, OB_ADD, ti->base[d], v));
+  ob_expr *acc = ti->base[d];
+  int64_t inner = 1;
+  for (int k = ti->nsub[d] - 1; k >= 0; k--) {
+    ob_expr *j = ob_e_bin(a, OB_DIV, v, ob_e_int(a, inner));
+    if (k > 0) j = ob_e_bin(a, OB_MOD, j, ob_e_int(a, ti->sub_ext[d][k]));
+    acc = ob_e_bin(a, OB_ADD, acc, ob_e_bin(a, OB_MUL, j, ob_e_int(a, ti->sub_coef[d][k])));
+    inner *= ti->sub_ext[d][k];
+  }
+  return ob_simplify(a, acc);
+}
+
+/* The region position of tensor coordinate i along dim d (its inverse on
+ * the region's points). */
+static ob_expr *region_index(lctx *lc, const tinfo *ti, int d, ob_expr *i) {
+  ob_arena *a = lc->a;
+  ob_expr *off = ob_e_bin(a, OB_SUB, i, ti->base[d]);
+  if (ti->nsub[d] <= 1 && ti->sub_coef[d][0] == 1) return off;
+  ob_expr *acc = ob_e_int(a, 0);
+  int64_t inner = 1;
+  for (int k = ti->nsub[d] - 1; k >= 0; k--) {
+    ob_expr *j = ob_e_bin(a, OB_DIV, off, ob_e_int(a, ti->sub_coef[d][k]));
+    if (k > 0) j = ob_e_bin(a, OB_MOD, j, ob_e_int(a, ti->sub_ext[d][k]));
+    acc = ob_e_bin(a, OB_ADD, acc, ob_e_bin(a, OB_MUL, j, ob_e_int(a, inner)));
+    inner *= ti->sub_ext[d][k];
+  }
+  return acc;
+}
+
 /* ---- flattening ------------------------------------------------------------ */
 static ob_expr *flat_index(lctx *lc, tinfo *ti, ob_expr *const *idx) {
   ob_arena *a = lc->a;
   ob_expr *acc = ob_e_int(a, 0);
   for (int d = 0; d < ti->t->ndim; d++) {
     ob_expr *i = idx[d];
-    if (ti->local) i = ob_e_bin(a, OB_SUB, i, ti->base[d]);
+    if (ti->local) i = region_index(lc, ti, d, i);
     acc = ob_e_bin(a, OB_ADD, ob_e_bin(a, OB_MUL, acc, ob_e_int(a, ti->ext[d])), i);
   }
   return ob_simplify(a, acc);
@@ -135,62 +182,133 @@ static bool uses_any(const ob_expr *e, ob_ivar *const *set, int n) {
   return false;
 }
 
-/* Region of index e when the vars in relaxed[] sweep their ranges. */
-static void infer_dim(lctx *lc, ob_expr *e, ob_ivar *const *relaxed, int nrel, ob_expr **base,
-                      int64_t *ext) {
+/* No variable but those in set[] (and no load) in e. */
+static bool only_relaxed(const ob_expr *e, ob_ivar *const *set, int n) {
+  if (!e) return true;
+  if (e->kind == OB_E_VAR) return in_set(set, n, e->var);
+  if (e->kind == OB_E_LOAD || e->kind == OB_E_BLOAD) return false;
+  return only_relaxed(e->a, set, n) && only_relaxed(e->b, set, n) && only_relaxed(e->c, set, n);
+}
+
+/* The region of one dimension: base + sum_k coef[k] * j_k, j_k < sext[k]
+ * (nsub terms, outermost first; nsub 1 with coef 1 is an interval). */
+typedef struct region_dim {
+  ob_expr *base;
+  int64_t ext; /* positions: the product of sext */
+  int nsub;
+  int64_t coef[OB_REGION_SUBS], sext[OB_REGION_SUBS];
+} region_dim;
+
+static void dense_dim(region_dim *r, ob_expr *base, int64_t ext) {
+  r->base = base;
+  r->ext = ext;
+  r->nsub = 1;
+  r->coef[0] = 1;
+  r->sext[0] = ext;
+}
+
+/* The interval a region dimension spans (its first to last point + 1). */
+static int64_t dim_span(const region_dim *r) {
+  int64_t span = 1;
+  for (int k = 0; k < r->nsub; k++) span += r->coef[k] * (r->sext[k] - 1);
+  return span;
+}
+
+static int cmp_term_desc(const void *x, const void *y) {
+  const int64_t *a = x, *b = y; /* {coef, extent} */
+  return (a[0] < b[0]) - (a[0] > b[0]);
+}
+
+/* Region of index e when the vars in relaxed[] sweep their ranges. Terms
+ * of relaxed variables whose steps leave gaps (a coefficient larger than
+ * the span of the terms below it) make a compact region: the points only. */
+static void infer_dim(lctx *lc, ob_expr *e, ob_ivar *const *relaxed, int nrel, region_dim *out) {
   ob_lin l, b;
   if (ob_lin_of(e, &l)) {
     memset(&b, 0, sizeof b);
     b.c0 = l.c0;
-    int64_t extent = 1;
-    bool ok = true;
+    int64_t extent = 1, terms[OB_LIN_MAX][2];
+    int nterms = 0;
+    bool ok = true, pos = true;
     for (int i = 0; i < l.n && ok; i++) {
       ob_expr *at = l.atom[i];
+      int64_t c = l.coef[i], lo = 0, hi = 0;
       if (at->kind == OB_E_VAR && in_set(relaxed, nrel, at->var)) {
-        int64_t r = at->var->extent - 1, c = l.coef[i];
-        if (c < 0) b.c0 += c * r;
-        extent += (c < 0 ? -c : c) * r;
+        hi = at->var->extent - 1;
       } else if (uses_any(at, relaxed, nrel)) {
-        ok = false;
+        /* a non-linear term of relaxed variables only (a div or mod of a
+         * fused loop): its range, if it has one and no other variable */
+        bool only = only_relaxed(at, relaxed, nrel) && ob_range(at, &lo, &hi);
+        if (!only) {
+          ok = false;
+          break;
+        }
       } else {
         b.atom[b.n] = at;
-        b.coef[b.n++] = l.coef[i];
+        b.coef[b.n++] = c;
+        continue;
+      }
+      b.c0 += c < 0 ? c * hi : c * lo;
+      extent += (c < 0 ? -c : c) * (hi - lo);
+      if (c < 0) pos = false;
+      if (hi > lo) {
+        terms[nterms][0] = c < 0 ? -c : c;
+        terms[nterms++][1] = hi - lo + 1;
       }
     }
     if (ok) {
-      *base = ob_simplify(lc->a, ob_lin_to_expr(lc->a, &b));
-      *ext = extent;
+      ob_expr *base = ob_simplify(lc->a, ob_lin_to_expr(lc->a, &b));
+      dense_dim(out, base, extent);
+      /* compact when every term is a positive step over a relaxed range,
+       * each step exceeds the span of the smaller ones, and gaps remain */
+      if (pos && nterms >= 1 && nterms <= OB_REGION_SUBS) {
+        qsort(terms, (size_t)nterms, sizeof terms[0], cmp_term_desc);
+        bool disjoint = true;
+        int64_t below = 0, points = 1;
+        for (int k = nterms - 1; k >= 0; k--) {
+          disjoint &= terms[k][0] > below;
+          below += terms[k][0] * (terms[k][1] - 1);
+          points *= terms[k][1];
+        }
+        if (disjoint && points < extent) {
+          out->nsub = nterms;
+          out->ext = points;
+          for (int k = 0; k < nterms; k++) {
+            out->coef[k] = terms[k][0];
+            out->sext[k] = terms[k][1];
+          }
+        }
+      }
       return;
     }
   }
   int64_t lo = 0, hi = 0;
   if (!ob_range(e, &lo, &hi)) { /* affine-with-div/mod indices always have one */
     OB_ASSERT(ob_arena_failed(lc->a));
-    *base = NULL;
-    *ext = 1;
+    dense_dim(out, NULL, 1);
     return;
   }
-  *base = ob_e_int(lc->a, lo);
-  *ext = hi - lo + 1;
+  dense_dim(out, ob_e_int(lc->a, lo), hi - lo + 1);
 }
 
-static void union_dim(lctx *lc, ob_expr **base, int64_t *ext, ob_expr *b2, int64_t e2) {
-  int64_t k;
-  ob_expr *d = ob_simplify(lc->a, ob_e_bin(lc->a, OB_SUB, b2, *base));
+/* r |= the region r2 (as intervals: a union of compact regions is kept as
+ * the interval that holds both). */
+static void union_dim(lctx *lc, region_dim *r, const region_dim *r2) {
+  int64_t ext = dim_span(r), e2 = dim_span(r2), k;
+  ob_expr *b2 = r2->base;
+  ob_expr *d = ob_simplify(lc->a, ob_e_bin(lc->a, OB_SUB, b2, r->base));
   if (ob_is_const(d, &k)) {
-    int64_t lo = k < 0 ? k : 0, hi = *ext > k + e2 ? *ext : k + e2;
-    *base = ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, *base, ob_e_int(lc->a, lo)));
-    *ext = hi - lo;
+    int64_t lo = k < 0 ? k : 0, hi = ext > k + e2 ? ext : k + e2;
+    dense_dim(r, ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, r->base, ob_e_int(lc->a, lo))), hi - lo);
     return;
   }
   int64_t l1, h1, l2, h2;
-  if (!ob_range(*base, &l1, &h1) || !ob_range(b2, &l2, &h2)) {
+  if (!ob_range(r->base, &l1, &h1) || !ob_range(b2, &l2, &h2)) {
     OB_ASSERT(ob_arena_failed(lc->a));
     return;
   }
-  int64_t lo = l1 < l2 ? l1 : l2, hi = h1 + *ext > h2 + e2 ? h1 + *ext : h2 + e2;
-  *base = ob_e_int(lc->a, lo);
-  *ext = hi - lo;
+  int64_t lo = l1 < l2 ? l1 : l2, hi = h1 + ext > h2 + e2 ? h1 + ext : h2 + e2;
+  dense_dim(r, ob_e_int(lc->a, lo), hi - lo);
 }
 
 typedef struct acc_list {
@@ -372,7 +490,7 @@ static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
   ob_expr *coords[8];
   for (int d = 0; d < st->ndim; d++) {
     ob_expr *v = ivm_val(&m, st->axes[d]);
-    coords[d] = es->ti->local ? ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, es->ti->base[d], v)) : v;
+    coords[d] = es->ti->local ? region_coord(lc, es->ti, d, v) : v;
     if (es->ti->local && es->ti->guard[d]) {
       g[ng].cond = ob_e_bin(lc->a, OB_AND, ob_e_bin(lc->a, OB_GE, coords[d], ob_e_int(lc->a, 0)),
                             ob_e_bin(lc->a, OB_LT, coords[d], ob_e_int(lc->a, st->tensor->shape[d])));
@@ -389,21 +507,43 @@ static ob_stmt *init_nest(lctx *lc, emit_state *es, int pos) {
   return body;
 }
 
-/* Region, buffer and nest of each stage attached at (consumer, leaf p). */
+/* Region, buffer and nest of each stage attached at (consumer, leaf p).
+ * Shared fills at one point share their barriers: one before the first
+ * fill, one after the last (or before a fill that reads an earlier one). */
 static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items, int *n) {
   ob_stage *cons = es->st;
   ob_ivar *leaf = cons->leaves[p];
+  bool pending = false; /* a shared fill awaits its closing barrier */
+  const ob_tensor *filled[16];
+  int nfilled = 0;
   for (int i = 0; i < lc->s->nstages; i++) {
     ob_stage *pr = lc->s->stages[i];
     if (pr->attach != OB_ATTACH_AT || pr->attach_stage != cons || pr->attach_iv != leaf) continue;
+    if (pending) {
+      bool reads_fill = false;
+      for (int k = 0; k < nfilled; k++) reads_fill |= reads(info(lc, pr->tensor)->body, filled[k]);
+      if (reads_fill) {
+        if (!(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER))) return lower_oom(lc);
+        pending = false;
+        nfilled = 0;
+      }
+    }
     tinfo *pti = info(lc, pr->tensor);
     acc_list acc = {.n = 0};
     collect_loads(es->ti->body, pr->tensor, &acc);
     OB_ASSERT(acc.n > 0); /* checked before emission */
-    ob_ivar *relaxed[64];
+    ob_ivar *relaxed[128];
     int nrel = 0;
     for (int q = p + 1; q < cons->nleaves; q++)
       if (es->lv[q]) relaxed[nrel++] = es->lv[q];
+    /* a shared region serves every thread of the block: the loops bound to
+     * thread indices around the attach point sweep their ranges too */
+    if (pr->scope == OB_SCOPE_SHARED)
+      for (int k = 0; k < lc->nopen; k++)
+        for (int q = 0; q < lc->open[k]->st->nleaves && nrel < 128; q++) {
+          ob_ivar *v = lc->open[k]->lv[q];
+          if (v && ob_ann_is_thread(v->ann) && !in_set(relaxed, nrel, v)) relaxed[nrel++] = v;
+        }
     int nsub = cons->ndim + cons->nred;
     ob_ivar *from[16];
     ob_expr *to[16];
@@ -417,41 +557,48 @@ static ob_status emit_attached(lctx *lc, emit_state *es, int p, ob_stmt **items,
     }
     int64_t numel = 1;
     for (int d = 0; d < pr->tensor->ndim; d++) {
-      ob_expr *base = NULL;
-      int64_t ext = 0;
+      region_dim rd = {0}, r2;
       for (int k = 0; k < acc.n; k++) {
         ob_expr *e = ob_simplify(lc->a, ob_expr_subst(lc->a, acc.idx[k][d], nsub, from, to));
-        ob_expr *b;
-        int64_t x;
-        infer_dim(lc, e, relaxed, nrel, &b, &x);
-        if (!base) {
-          base = b;
-          ext = x;
-        } else {
-          union_dim(lc, &base, &ext, b, x);
-        }
+        infer_dim(lc, e, relaxed, nrel, k ? &r2 : &rd);
+        if (k) union_dim(lc, &rd, &r2);
       }
       int64_t shape = pr->tensor->shape[d], lo, hi;
-      if (ext >= shape) {
-        base = ob_e_int(lc->a, 0);
-        ext = shape;
+      if (dim_span(&rd) >= shape && rd.nsub <= 1 && rd.coef[0] == 1) dense_dim(&rd, ob_e_int(lc->a, 0), shape);
+      pti->base[d] = rd.base;
+      pti->ext[d] = rd.ext;
+      pti->nsub[d] = rd.nsub;
+      for (int k = 0; k < rd.nsub; k++) {
+        pti->sub_coef[d][k] = rd.coef[k];
+        pti->sub_ext[d][k] = rd.sext[k];
       }
-      pti->base[d] = base;
-      pti->ext[d] = ext;
-      pti->guard[d] = !(ob_range(base, &lo, &hi) && lo >= 0 && hi + ext <= shape);
-      numel *= ext;
+      pti->guard[d] = !(ob_range(rd.base, &lo, &hi) && lo >= 0 && hi + dim_span(&rd) <= shape);
+      numel *= rd.ext;
     }
     pti->local = true;
     pti->buf = new_buffer(lc, pr->tensor->name, pr->tensor->dtype, numel, OB_BUF_LOCAL);
     ob_stmt *al = ob_stmt_new(lc->a, OB_S_ALLOC);
     if (!pti->buf || !al) return lower_oom(lc);
+    pti->buf->scope = pr->scope;
     al->buf = pti->buf;
+    /* shared memory is filled by the whole block: every thread waits
+     * before (the previous iteration's readers are done) and after (the
+     * copy is complete) */
+    bool shared = pr->scope == OB_SCOPE_SHARED;
+    if (shared && !pending && !(*n && items[*n - 1]->kind == OB_S_BARRIER) &&
+        !(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER)))
+      return lower_oom(lc);
     items[(*n)++] = al;
     ob_stmt *nest;
     ob_status r = emit_stage(lc, pr, &nest);
     if (r) return r;
     items[(*n)++] = nest;
+    if (shared) {
+      pending = true;
+      if (nfilled < 16) filled[nfilled++] = pr->tensor;
+    }
   }
+  if (pending && !(items[(*n)++] = ob_stmt_new(lc->a, OB_S_BARRIER))) return lower_oom(lc);
   return OB_OK;
 }
 
@@ -515,7 +662,7 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
   derive_values(lc, st, &es->m, es->g, &es->ng);
   for (int d = 0; d < st->ndim; d++) {
     ob_expr *v = ivm_val(&es->m, st->axes[d]);
-    es->gcoord[d] = es->ti->local ? ob_simplify(lc->a, ob_e_bin(lc->a, OB_ADD, es->ti->base[d], v)) : v;
+    es->gcoord[d] = es->ti->local ? region_coord(lc, es->ti, d, v) : v;
     if (es->ti->local && es->ti->guard[d]) {
       es->g[es->ng].cond =
           ob_e_bin(lc->a, OB_AND, ob_e_bin(lc->a, OB_GE, es->gcoord[d], ob_e_int(lc->a, 0)),
@@ -523,7 +670,17 @@ static ob_status emit_stage(lctx *lc, ob_stage *st, ob_stmt **out) {
       es->g[es->ng++].reduce = false;
     }
   }
-  ob_status r = ob_arena_failed(lc->a) ? lower_oom(lc) : build(lc, es, 0, out);
+  ob_status r;
+  if (ob_arena_failed(lc->a)) {
+    r = lower_oom(lc);
+  } else if (lc->nopen == (int)(sizeof lc->open / sizeof lc->open[0])) {
+    r = ob_fail(lc->ctx, OB_ERR_SCHEDULE, "stage '%s': stages attached more than %d deep",
+                st->tensor->name, lc->nopen);
+  } else {
+    lc->open[lc->nopen++] = es;
+    r = build(lc, es, 0, out);
+    lc->nopen--;
+  }
   free(es);
   return r;
 }
@@ -624,7 +781,8 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
   case OB_S_FOR: {
     ob_ivar *o = s->var;
     int64_t ext = o->extent, safe = ext;
-    if (s->ann != OB_IT_VECTORIZE) collect_safe(lc, s->body, o, &safe);
+    /* vector lanes and thread indices run as one: never cut */
+    if (s->ann != OB_IT_VECTORIZE && !ob_ann_is_bound(s->ann)) collect_safe(lc, s->body, o, &safe);
     if (safe <= 0 || safe >= ext) {
       s->body = partition(lc, s->body);
       return stmt_empty(s->body) ? seq_of(lc, NULL, 0) : s; /* no empty loops */
@@ -644,6 +802,174 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
   }
   default: return s;
   }
+}
+
+/* ---- GPU launches -------------------------------------------------------------
+ * The launch's extents are the largest loop bound to each index; a smaller
+ * loop bound to the same index runs under a guard (codegen), so a barrier
+ * inside it would be reached by some threads only: refused. So is a
+ * reduction into global or shared memory that several threads (or blocks)
+ * would update at once. */
+typedef struct gwalk {
+  lctx *lc;
+  ob_launch *l;
+  int64_t bound[6];   /* per index: extent of the innermost enclosing loop bound to it */
+  const char *err;    /* first problem found */
+  const ob_stmt *at;
+} gwalk;
+
+static int tag_slot(ob_iter_ann a) { return ob_ann_is_block(a) ? a - OB_IT_BLOCK_X : 3 + (a - OB_IT_THREAD_X); }
+
+static void launch_dims(ob_launch *l, const ob_stmt *s) {
+  if (!s) return;
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++) launch_dims(l, s->seq[i]);
+    return;
+  case OB_S_FOR:
+    if (ob_ann_is_bound(s->ann)) {
+      int k = tag_slot(s->ann);
+      int64_t *dim = k < 3 ? &l->grid[k] : &l->block[k - 3];
+      if (s->var->extent > *dim) *dim = s->var->extent;
+      l->gpu = true;
+    }
+    launch_dims(l, s->body);
+    return;
+  case OB_S_IF: launch_dims(l, s->body); return;
+  case OB_S_ALLOC: {
+    int64_t bytes = s->buf->numel * (int64_t)ob_dtype_size(s->buf->dtype);
+    if (s->buf->scope == OB_SCOPE_SHARED) l->shared_bytes += bytes;
+    else l->local_bytes += bytes;
+    return;
+  }
+  case OB_S_BARRIER: l->gpu = true; return;
+  default: return;
+  }
+}
+
+static bool reads_buf(const ob_expr *e, const ob_buffer *b) {
+  if (!e) return false;
+  if (e->kind == OB_E_BLOAD && e->buf == b) return true;
+  if (e->kind == OB_E_BLOAD && reads_buf(e->idx[0], b)) return true;
+  return reads_buf(e->a, b) || reads_buf(e->b, b) || reads_buf(e->c, b);
+}
+
+static void gpu_check(gwalk *w, const ob_stmt *s, bool divergent) {
+  if (!s || w->err) return;
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++) gpu_check(w, s->seq[i], divergent);
+    return;
+  case OB_S_FOR: {
+    if (!ob_ann_is_bound(s->ann)) {
+      gpu_check(w, s->body, divergent);
+      return;
+    }
+    int k = tag_slot(s->ann);
+    int64_t full = k < 3 ? w->l->grid[k] : w->l->block[k - 3], saved = w->bound[k];
+    w->bound[k] = s->var->extent;
+    gpu_check(w, s->body, divergent || s->var->extent < full);
+    w->bound[k] = saved;
+    return;
+  }
+  case OB_S_IF: gpu_check(w, s->body, true); return; /* not every thread may pass */
+  case OB_S_BARRIER:
+    if (divergent) {
+      w->err = "a barrier under a guard or in a loop bound to fewer threads than the block has";
+      w->at = s;
+    }
+    return;
+  case OB_S_STORE:
+    if (s->buf->scope == OB_SCOPE_LOCAL && s->buf->kind == OB_BUF_LOCAL) return;
+    if (!reads_buf(s->value, s->buf)) return;
+    for (int k = 0; k < 6; k++) {
+      int64_t full = k < 3 ? w->l->grid[k] : w->l->block[k - 3];
+      if (k < 3 && s->buf->scope == OB_SCOPE_SHARED) continue; /* per block anyway */
+      if (full > 1 && w->bound[k] == 0) {
+        w->err = "a reduction that several threads would update at once (bind it to every block and "
+                 "thread index of the launch, or accumulate in a local stage)";
+        w->at = s;
+        return;
+      }
+    }
+    return;
+  default: return;
+  }
+}
+
+static ob_status launch_info(lctx *lc) {
+  ob_lowered *f = lc->f;
+  ob_launch *l = &f->launch;
+  memset(l, 0, sizeof *l);
+  for (int k = 0; k < 3; k++) l->grid[k] = l->block[k] = 0;
+  launch_dims(l, f->body);
+  for (int k = 0; k < 3; k++) {
+    if (!l->grid[k]) l->grid[k] = 1;
+    if (!l->block[k]) l->block[k] = 1;
+  }
+  l->unroll_max_step = lc->s->unroll_max_step;
+  l->unroll_explicit = lc->s->unroll_explicit;
+  if (!l->gpu) return OB_OK;
+  gwalk w = {.lc = lc, .l = l};
+  gpu_check(&w, f->body, false);
+  if (w.err) {
+    const char *name = w.at && w.at->kind == OB_S_STORE ? w.at->buf->name : "";
+    return ob_fail(lc->ctx, OB_ERR_SCHEDULE, "GPU kernel: %s%s%s", w.err, *name ? ": buffer " : "", name);
+  }
+  if (f->ntemps)
+    return ob_fail(lc->ctx, OB_ERR_SCHEDULE,
+                   "GPU kernel: stage '%s' is a whole-tensor temporary at the root; a GPU kernel "
+                   "cannot allocate one (inline it or attach it inside the output's loops)",
+                   f->temps[0]->name);
+  return OB_OK;
+}
+
+ob_status ob_lower_check_launch(ob_ctx *ctx, const ob_lowered *f, const ob_target *t) {
+  const ob_target_facts *tf = ob_target_get_facts(t);
+  const ob_launch *l = &f->launch;
+  if (tf->kind == OB_TARGET_CPU) {
+    if (l->gpu)
+      return ob_fail(ctx, OB_ERR_SCHEDULE,
+                     "target '%s': the kernel binds loops to GPU block or thread indices; it needs "
+                     "a GPU target (cuda, opencl)",
+                     ob_target_str(t));
+    return OB_OK;
+  }
+  const ob_gpu_facts *g = &tf->gpu;
+  static const char xyz[] = "xyz";
+  int64_t threads = l->block[0] * l->block[1] * l->block[2];
+  if (threads > g->max_threads_per_block)
+    return ob_fail(ctx, OB_ERR_LAUNCH,
+                   "launch over the device's limits: %lld threads per block (%lld x %lld x %lld) > "
+                   "%d, the most %s allows",
+                   (long long)threads, (long long)l->block[0], (long long)l->block[1],
+                   (long long)l->block[2], g->max_threads_per_block, ob_target_str(t));
+  for (int k = 0; k < 3; k++) {
+    if (l->block[k] > g->max_block_dim[k])
+      return ob_fail(ctx, OB_ERR_LAUNCH,
+                     "launch over the device's limits: block dimension %c of %lld threads > %d, "
+                     "the most %s allows",
+                     xyz[k], (long long)l->block[k], g->max_block_dim[k], ob_target_str(t));
+    if (l->grid[k] > g->max_grid_dim[k])
+      return ob_fail(ctx, OB_ERR_LAUNCH,
+                     "launch over the device's limits: grid dimension %c of %lld blocks > %lld, "
+                     "the most %s allows",
+                     xyz[k], (long long)l->grid[k], (long long)g->max_grid_dim[k], ob_target_str(t));
+  }
+  if (l->shared_bytes > g->max_shared_per_block)
+    return ob_fail(ctx, OB_ERR_LAUNCH,
+                   "launch over the device's limits: %lld bytes of shared memory per block > "
+                   "%lld, the most %s allows",
+                   (long long)l->shared_bytes, (long long)g->max_shared_per_block, ob_target_str(t));
+  /* registers: a thread's local tile beyond what the register file gives a
+   * full block spills to slow local memory; far beyond, it cannot compile
+   * (a 4-byte register per float: 255 registers a thread at most) */
+  if (l->local_bytes > 255 * 4 * 4)
+    return ob_fail(ctx, OB_ERR_LAUNCH,
+                   "launch over the device's limits: %lld bytes of registers per thread (local "
+                   "tiles), more than 4x the 255 registers a thread can have",
+                   (long long)l->local_bytes);
+  return OB_OK;
 }
 
 /* ---- entry ------------------------------------------------------------------ */
@@ -763,6 +1089,8 @@ ob_status ob_lower(ob_sched *s, ob_lowered **out) {
     r = lower_oom(&lc);
     goto fail;
   }
+  r = launch_info(&lc);
+  if (r) goto fail;
   *out = f;
   return OB_OK;
 fail:
@@ -783,7 +1111,9 @@ ob_dtype ob_lowered_arg_dtype(const ob_lowered *f, int i) { return f->args[i]->d
 bool ob_lowered_arg_is_output(const ob_lowered *f, int i) { return f->args[i]->is_output; }
 
 /* ---- printing --------------------------------------------------------------- */
-static const char *const k_ann_word[OB_IT_ANN_COUNT] = {"for", "unrolled", "vectorized", "parallel"};
+static const char *const k_ann_word[OB_IT_ANN_COUNT] = {
+    "for", "unrolled", "vectorized", "parallel", "blockIdx.x", "blockIdx.y", "blockIdx.z",
+    "threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
 static void print_stmt(ob_str *o, const ob_stmt *s, int ind) {
   switch (s->kind) {
@@ -811,9 +1141,11 @@ static void print_stmt(ob_str *o, const ob_stmt *s, int ind) {
     ob_str_append(o, "\n");
     break;
   case OB_S_ALLOC:
-    ob_str_appendf(o, "%*salloc %s: %s[%lld]\n", ind, "", s->buf->name, ob_dtype_name(s->buf->dtype),
-                   (long long)s->buf->numel);
+    ob_str_appendf(o, "%*salloc %s: %s[%lld]%s%s\n", ind, "", s->buf->name, ob_dtype_name(s->buf->dtype),
+                   (long long)s->buf->numel, s->buf->scope == OB_SCOPE_SHARED ? " shared" : "",
+                   s->buf->scope == OB_SCOPE_LOCAL && s->buf->kind == OB_BUF_LOCAL ? " local" : "");
     break;
+  case OB_S_BARRIER: ob_str_appendf(o, "%*sbarrier\n", ind, ""); break;
   default: break;
   }
 }

@@ -14,7 +14,10 @@
  *   - emulator (emulator.c): a harness program built for the target
  *     (harness/harness.c, embedded) run under the target's emulator, one
  *     process per request, timing with the same ob_time_loop compiled for
- *     the target; its timings are marked emulated. */
+ *     the target; its timings are marked emulated;
+ *   - gpu (gpu_runner.c): for cuda and opencl targets, a persistent forked
+ *     worker that opens the device itself, copies the buffers to it and
+ *     back, and times with ob_time_loop on the device's clock. */
 #ifndef OPBENCH_MEASURE_IMPL_H
 #define OPBENCH_MEASURE_IMPL_H
 
@@ -47,6 +50,8 @@ ob_status ob_runner_native_new(ob_ctx *ctx, void **self);
 extern const struct ob_runner_i ob_runner_native_i;
 ob_status ob_runner_emulator_new(ob_ctx *ctx, void **self);
 extern const struct ob_runner_i ob_runner_emulator_i;
+ob_status ob_runner_gpu_new(ob_ctx *ctx, void **self);
+extern const struct ob_runner_i ob_runner_gpu_i;
 
 /* The harness's source, one translation unit (gen/harness_src.c). */
 extern const char ob_harness_source[];

@@ -639,7 +639,7 @@ const struct ob_runner_i ob_runner_native_i = {"native", native_run, native_free
 
 /* ---- ob_runner ----------------------------------------------------------------- */
 
-enum { IMPL_NATIVE = 0, IMPL_EMULATOR, IMPL_COUNT };
+enum { IMPL_NATIVE = 0, IMPL_EMULATOR, IMPL_GPU, IMPL_COUNT };
 
 struct ob_runner {
   ob_ctx *ctx;
@@ -661,6 +661,7 @@ ob_status ob_runner_new(ob_ctx *ctx, ob_runner **out) {
   r->memfd = -1;
   r->impl[IMPL_NATIVE].vt = &ob_runner_native_i;
   r->impl[IMPL_EMULATOR].vt = &ob_runner_emulator_i;
+  r->impl[IMPL_GPU].vt = &ob_runner_gpu_i;
   /* the native worker starts now: forking early keeps it small */
   ob_status st = ob_runner_native_new(ctx, &r->impl[IMPL_NATIVE].self);
   if (st) {
@@ -723,12 +724,19 @@ static ob_status ensure_map(ob_runner *r, size_t bytes) {
 }
 
 /* The implementation for target t (NULL: the host's, native), made now if
- * needed. A target that runs neither here nor under an emulator is
- * refused, naming what is missing. */
+ * needed: GPU targets the GPU worker's. A target that runs neither here nor
+ * under an emulator is refused, naming what is missing. */
 static ob_status pick_impl(ob_runner *r, const ob_target *t, int *which) {
   *which = IMPL_NATIVE;
   if (!t) return OB_OK;
   const ob_target_facts *f = ob_target_get_facts(t);
+  if (f->kind != OB_TARGET_CPU) { /* a GPU target: its device must be here */
+    ob_status st = ob_target_check_runnable(r->ctx, t);
+    if (st) return st;
+    *which = IMPL_GPU;
+    if (!r->impl[IMPL_GPU].self) return ob_runner_gpu_new(r->ctx, &r->impl[IMPL_GPU].self);
+    return OB_OK;
+  }
   if (f->native) return OB_OK;
   ob_status st = ob_target_check_runnable(r->ctx, t);
   if (st) return st;

@@ -477,10 +477,39 @@ static ob_arg_layout layout_nchwc(const ob_workload *wl, const ob_config *cfg, i
   return (ob_arg_layout){OB_ARGL_NCHWC, ocb};
 }
 
+/* ---- template conv2d_nchw.cuda (GPU targets) ----------------------------------
+ * AutoTVM's conv2d_nchw.cuda (TVM's schedule_direct_cuda): gpu_tmpl.c. */
+static ob_status define_cuda(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+  (void)ctx;
+  conv_p p = params(wl);
+  return ob_gpu_conv_define(tg, sp, dflt, p.k, p.oh, p.ow, p.c / p.g, p.r, p.s);
+}
+
+static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
+  conv_t c;
+  ob_status st = declare(te, wl, &c);
+  if (st) return st;
+  ob_sched *s = NULL;
+  st = ob_sched_new(te, 1, &c.out, &s);
+  if (st) return st;
+  for (int i = 0; i < c.nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, c.mid[i]));
+  if (!st)
+    st = ob_gpu_conv_schedule(s, ob_sched_stage(s, c.out), ob_sched_stage(s, c.conv), c.pad ? c.pad : c.data,
+                              c.pad, c.weight, cfg, true);
+  if (st) {
+    ob_sched_free(s);
+    return st;
+  }
+  *out = s;
+  return OB_OK;
+}
+
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc,
      .layout = layout_nchwc},
     {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
+    {.name = "conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };
 
 const ob_op_def ob_op_conv2d = {
@@ -496,5 +525,5 @@ const ob_op_def ob_op_conv2d = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 2,
+    .ntmpls = (int)(sizeof k_tmpls / sizeof k_tmpls[0]),
 };

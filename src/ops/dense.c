@@ -184,6 +184,9 @@ static const ob_tmpl_def k_tmpls[] = {
     {.name = "dense_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
      .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .layout = ob_matmul_layout},
     {.name = "dense.x86", .define = define_dense, .build = build_dense},
+    /* AutoTVM's CUDA dense templates (gpu_tmpl.c) */
+    {.name = "dense_small_batch.gpu", .gpu = true, .define = ob_gpu_dense_small_define, .build = ob_gpu_dense_small_build},
+    {.name = "dense_large_batch.gpu", .gpu = true, .define = ob_gpu_gemm_define, .build = ob_gpu_gemm_build},
 };
 
 const ob_op_def ob_op_dense = {
@@ -199,5 +202,5 @@ const ob_op_def ob_op_dense = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 2,
+    .ntmpls = (int)(sizeof k_tmpls / sizeof k_tmpls[0]),
 };

@@ -325,9 +325,57 @@ static ob_status build_nchw(ob_te *te, const ob_target *tg, const ob_workload *w
   return finish(s, st, out);
 }
 
+/* ---- template depthwise_conv2d_nchw.cuda (GPU targets) -----------------------
+ * AutoTVM's depthwise_conv2d_nchw.cuda: the direct convolution of
+ * gpu_tmpl.c without input channels to reduce over (tile_f, tile_y, tile_x,
+ * auto_unroll_max_step, unroll_explicit), the block's input and weight
+ * tiles fetched into shared memory once. */
+static ob_status define_cuda(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
+  (void)ctx;
+  dw_p p = params(wl);
+  return ob_gpu_conv_define(tg, sp, dflt, p.c, p.oh, p.ow, 0, p.r, p.s);
+}
+
+static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
+  (void)tg;
+  dw_p p = params(wl);
+  ob_epilogue e;
+  ob_status st = ob_epilogue_parse(ob_te_ctx(te), wl->epilogue, &e);
+  if (st) return st;
+  ob_tensor *data = ob_te_placeholder(te, "data", 4, (int64_t[]){p.n, p.c, p.h, p.w}, OB_F32);
+  ob_tensor *wt = ob_te_placeholder(te, "weight", 4, (int64_t[]){p.c, 1, p.r, p.s}, OB_F32);
+  ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
+  ob_ivar *n = ob_te_axis(te, "n", p.n), *c = ob_te_axis(te, "c", p.c), *y = ob_te_axis(te, "y", p.oh),
+          *x = ob_te_axis(te, "x", p.ow);
+  ob_ivar *ry = ob_te_reduce_axis(te, "ry", p.r), *rx = ob_te_reduce_axis(te, "rx", p.s);
+  ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, y), ob_te_int(te, p.sh)),
+                          OB_TE_MUL(te, ob_te_var(te, ry), ob_te_int(te, p.dh)));
+  ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, x), ob_te_int(te, p.sw)),
+                          OB_TE_MUL(te, ob_te_var(te, rx), ob_te_int(te, p.dw)));
+  ob_expr *va = ob_te_load(te, src, 4, (ob_expr *[]){ob_te_var(te, n), ob_te_var(te, c), iy, ix});
+  ob_expr *vb = ob_te_load(te, wt, 4, (ob_expr *[]){ob_te_var(te, c), ob_te_int(te, 0), ob_te_var(te, ry), ob_te_var(te, rx)});
+  ob_tensor *conv = ob_te_compute(te, "dwconv", 4, (ob_ivar *[]){n, c, y, x},
+                                  ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, va, vb), 2, (ob_ivar *[]){ry, rx}));
+  if (!data || !wt || !src || !conv) return OB_ERR_INVALID_ARG;
+  ob_epi_inputs ein;
+  ob_epilogue_placeholders(te, &e, conv, 1, &ein);
+  ob_tensor *mid[8];
+  int nmid;
+  ob_tensor *o = ob_epilogue_apply(te, &e, conv, 1, &ein, mid, &nmid);
+  ob_sched *s = NULL;
+  st = ob_sched_new(te, 1, &o, &s);
+  if (st) return st;
+  for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
+  if (!st)
+    st = ob_gpu_conv_schedule(s, ob_sched_stage(s, o), ob_sched_stage(s, conv), src, src != data ? src : NULL,
+                              wt, cfg, false);
+  return finish(s, st, out);
+}
+
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "depthwise_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack, .unpack = unpack, .layout = layout},
     {.name = "depthwise_nchw.x86", .define = define_nchw, .build = build_nchw},
+    {.name = "depthwise_conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };
 
 const ob_op_def ob_op_depthwise_conv2d = {
@@ -343,5 +391,5 @@ const ob_op_def ob_op_depthwise_conv2d = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 2,
+    .ntmpls = (int)(sizeof k_tmpls / sizeof k_tmpls[0]),
 };

@@ -253,6 +253,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "batch_matmul_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
      .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .layout = ob_matmul_layout},
+    {.name = "batch_matmul.cuda", .gpu = true, .define = ob_gpu_gemm_define, .build = ob_gpu_gemm_build},
 };
 
 const ob_op_def ob_op_batch_matmul = {
@@ -268,5 +269,5 @@ const ob_op_def ob_op_batch_matmul = {
     .args = args,
     .reference = reference,
     .tmpls = k_tmpls,
-    .ntmpls = 1,
+    .ntmpls = (int)(sizeof k_tmpls / sizeof k_tmpls[0]),
 };

@@ -18,6 +18,7 @@
  * from the target table (src/target/). The target outlives the task. */
 typedef struct ob_tmpl_def {
   const char *name;
+  bool gpu; /* for GPU targets (cuda, opencl) only; the others for CPU targets only */
   /* Declares the knobs into `space` and sets *dflt to the fallback config.
    * A filter may keep `tg` as its user pointer. */
   ob_status (*define)(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *space,
@@ -128,6 +129,27 @@ void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const 
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 ob_arg_layout ob_matmul_layout(const ob_workload *wl, const ob_config *cfg, int arg);
 
+
+/* ---- GPU templates (gpu_tmpl.c) -------------------------------------------
+ * Direct convolution: knobs tile_f, tile_y, tile_x (4-way), tile_rc, tile_ry,
+ * tile_rx (2-way, when rc > 0), auto_unroll_max_step, unroll_explicit over
+ * output channels f, rows y, columns x and the reduction (rc, ry, rx). The
+ * schedule takes the output stage, the accumulating stage (the same when
+ * there is no epilogue), the tensor the accumulation reads data from (the
+ * padded one, inlined, or the data) and the weights. */
+ob_status ob_gpu_conv_define(const ob_target *tg, ob_space *sp, ob_config *dflt, int64_t f, int64_t y, int64_t x,
+                             int64_t rc, int64_t ry, int64_t rx);
+ob_status ob_gpu_conv_schedule(ob_sched *s, ob_stage *so, ob_stage *sacc, const ob_tensor *src,
+                               const ob_tensor *pad, const ob_tensor *weight, const ob_config *cfg, bool has_rc);
+/* dense_large_batch.gpu and batch_matmul.cuda (plain layouts) */
+ob_status ob_gpu_gemm_define(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt);
+ob_status ob_gpu_gemm_build(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                            ob_sched **out);
+/* dense_small_batch.gpu */
+ob_status ob_gpu_dense_small_define(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp,
+                                    ob_config *dflt);
+ob_status ob_gpu_dense_small_build(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
+                                   ob_sched **out);
 
 /* ---- epilogues (epilogue.c; the parsed form is public in ops.h) ---------- */
 /* Placeholders the epilogue reads (bias [channels], residual [shape of x]),

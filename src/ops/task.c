@@ -65,26 +65,11 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, cons
   ob_status st = ob_workload_validate(ctx, wl);
   if (st) return st;
   const ob_op_def *op = ob_op_def_find(wl->op);
-  const ob_tmpl_def *td = &op->tmpls[0];
-  if (tmpl && *tmpl) {
-    td = NULL;
-    for (int i = 0; i < op->ntmpls; i++)
-      if (!strcmp(op->tmpls[i].name, tmpl)) td = &op->tmpls[i];
-    if (!td) {
-      ob_str known = {0};
-      for (int i = 0; i < op->ntmpls; i++) ob_str_appendf(&known, "%s%s", i ? ", " : "", op->tmpls[i].name);
-      st = ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates: %s)", wl->op, tmpl,
-                   known.data ? known.data : "?");
-      ob_str_free(&known);
-      return st;
-    }
-  }
   ob_task *t = calloc(1, sizeof *t);
   if (!t) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
   t->ctx = ctx;
   t->wl = *wl;
   t->op = op;
-  t->tmpl = td;
   t->nargs = op->args(wl, t->args);
   t->target = target;
   if (!target) {
@@ -95,6 +80,32 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, cons
     }
     t->target = t->own_target;
   }
+  /* templates are for CPU targets or for GPU targets; the default is the
+   * first one of the target's kind */
+  bool gpu = ob_target_is_gpu(t->target);
+  const ob_tmpl_def *td = NULL;
+  for (int i = 0; i < op->ntmpls && !td; i++)
+    if (tmpl && *tmpl ? !strcmp(op->tmpls[i].name, tmpl) : op->tmpls[i].gpu == gpu) td = &op->tmpls[i];
+  if (!td || td->gpu != gpu) {
+    ob_str known = {0};
+    for (int i = 0; i < op->ntmpls; i++)
+      if (op->tmpls[i].gpu == gpu) ob_str_appendf(&known, "%s%s", known.len ? ", " : "", op->tmpls[i].name);
+    if (td)
+      st = ob_fail(ctx, OB_ERR_UNSUPPORTED,
+                   "template '%s' of operator '%s' is for %s targets, not for target '%s' (its templates: %s)",
+                   td->name, wl->op, td->gpu ? "GPU" : "CPU", ob_target_str(t->target),
+                   known.data ? known.data : "none");
+    else if (tmpl && *tmpl)
+      st = ob_fail(ctx, OB_ERR_NOT_FOUND, "operator '%s' has no template '%s' (templates for target '%s': %s)",
+                   wl->op, tmpl, ob_target_str(t->target), known.data ? known.data : "none");
+    else
+      st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "operator '%s' has no template for %s target '%s'", wl->op,
+                   gpu ? "GPU" : "CPU", ob_target_str(t->target));
+    ob_str_free(&known);
+    ob_task_free(t);
+    return st;
+  }
+  t->tmpl = td;
   st = ob_space_new(ctx, &t->space);
   if (!st) st = td->define(ctx, t->target, wl, t->space, &t->dflt);
   if (!st) st = valid_default(t);
@@ -147,6 +158,12 @@ ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
    * status (a NULL tensor is "invalid" to it): say what happened */
   if (st && te && ob_te_failed(te)) st = ob_fail(t->ctx, OB_ERR_NOMEM, "compute declaration: out of memory");
   if (!st) st = ob_lower(s, out);
+  /* a GPU kernel over the device's launch limits fails here, named:
+   * AutoTVM's instantiation error */
+  if (!st && (st = ob_lower_check_launch(t->ctx, *out, t->target)) != OB_OK) {
+    ob_lowered_free(*out);
+    *out = NULL;
+  }
   if (!st && ob_lowered_num_args(*out) != t->nargs) {
     int got = ob_lowered_num_args(*out);
     ob_lowered_free(*out);
@@ -160,17 +177,25 @@ ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
   return st;
 }
 
+void ob_task_kernel_name(const ob_task *t, const ob_config *cfg, char *buf, size_t cap) {
+  /* kernel names say what they are: template, dtype, config index */
+  snprintf(buf, cap, "%s_%s__i%llu", t->tmpl->name, ob_dtype_name(t->wl.dtype), (unsigned long long)cfg->index);
+  for (char *p = buf; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+}
+
 ob_status ob_task_source(ob_task *t, const ob_config *cfg, char **src, char **name) {
+  return ob_task_source_launch(t, cfg, src, name, NULL);
+}
+
+ob_status ob_task_source_launch(ob_task *t, const ob_config *cfg, char **src, char **name, ob_launch *launch) {
   ob_lowered *f = NULL;
   ob_status st = ob_task_lower(t, cfg, &f);
   if (st) return st;
-  /* kernel names say what they are: template, dtype, config index */
+  if (launch) *launch = f->launch;
   char buf[160];
-  snprintf(buf, sizeof buf, "%s_%s__i%llu", t->tmpl->name, ob_dtype_name(t->wl.dtype),
-           (unsigned long long)cfg->index);
-  for (char *p = buf; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
-  st = ob_codegen_c(t->ctx, t->target, f, buf, src);
+  ob_task_kernel_name(t, cfg, buf, sizeof buf);
+  st = ob_codegen(t->ctx, t->target, f, buf, src);
   ob_lowered_free(f);
   if (st) return st;
   *name = strdup(buf);

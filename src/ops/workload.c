@@ -29,11 +29,28 @@ const ob_op_def *ob_op_def_find(const char *name) {
 
 bool ob_op_exists(const char *name) { return ob_op_def_find(name) != NULL; }
 
-int ob_op_templates(const char *op, const char **names, int cap) {
+int ob_op_templates_for(const char *op, const ob_target *t, const char **names, int cap) {
   const ob_op_def *d = ob_op_def_find(op);
   if (!d) return 0;
-  for (int i = 0; i < d->ntmpls && i < cap; i++) names[i] = d->tmpls[i].name;
-  return d->ntmpls;
+  bool gpu = t && ob_target_is_gpu(t);
+  int n = 0;
+  for (int i = 0; i < d->ntmpls; i++)
+    if (d->tmpls[i].gpu == gpu) {
+      if (n < cap) names[n] = d->tmpls[i].name;
+      n++;
+    }
+  return n;
+}
+
+int ob_op_templates(const char *op, const char **names, int cap) {
+  return ob_op_templates_for(op, NULL, names, cap);
+}
+
+bool ob_op_template_is_gpu(const char *op, const char *tmpl) {
+  const ob_op_def *d = ob_op_def_find(op);
+  for (int i = 0; d && tmpl && i < d->ntmpls; i++)
+    if (!strcmp(d->tmpls[i].name, tmpl)) return d->tmpls[i].gpu;
+  return false;
 }
 
 static int attr_index(const ob_workload *wl, const char *name) {

@@ -39,6 +39,9 @@ struct ob_stage {
   ob_ivar *ann_iv[64];
   ob_iter_ann ann_kind[64];
   int nann;
+  ob_mem_scope scope;      /* where an attached stage's region lives (LOCAL by
+                              default; root stages write global memory) */
+  bool cache_read;         /* a copy made by cache_read */
 };
 
 ob_iter_ann ob_stage_ann(const ob_stage *st, const ob_ivar *iv);
@@ -54,6 +57,8 @@ struct ob_sched {
   const ob_tensor **inputs; /* placeholders in declaration order */
   int ninputs;
   int next_id;
+  int64_t unroll_max_step; /* ob_sched_unroll_pragma */
+  bool unroll_explicit;
 };
 
 #endif

@@ -81,6 +81,7 @@ static ob_stage *stage_from_tensor(ob_sched *s, const ob_tensor *t) {
   }
   for (int i = 0; i < st->ndim; i++) push_leaf(s, st, st->axes[i]);
   for (int i = 0; i < st->nred; i++) push_leaf(s, st, st->raxes[i]);
+  st->scope = OB_SCOPE_LOCAL;
   return st;
 }
 
@@ -415,6 +416,7 @@ ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **local) {
     to[st->ndim + i] = ob_e_var(a, l->raxes[i]);
   }
   l->body = ob_expr_subst(a, st->body, n, from, to);
+  l->scope = OB_SCOPE_LOCAL;
   l->is_reduce = st->is_reduce;
   l->rop = st->rop;
   t->axes = l->axes;
@@ -445,9 +447,14 @@ ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **local) {
 static ob_status annotate(ob_sched *s, ob_stage *st, ob_ivar *iv, ob_iter_ann ann, const char *prim) {
   ob_status r = need_leaf(s, st, iv, prim);
   if (r) return r;
-  if (ann == OB_IT_PARALLEL && iv->kind == OB_IV_REDUCE)
-    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "parallel on stage '%s': '%s' is a reduce axis",
+  if ((ann == OB_IT_PARALLEL || ob_ann_is_bound(ann)) && iv->kind == OB_IV_REDUCE)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "%s on stage '%s': '%s' is a reduce axis", prim,
                    st->tensor->name, iv->name);
+  if (ob_ann_is_bound(ann))
+    for (int i = 0; i < st->nann; i++)
+      if (st->ann_kind[i] == ann && st->ann_iv[i] != iv && leaf_pos(st, st->ann_iv[i]) >= 0)
+        return ob_fail(s->ctx, OB_ERR_SCHEDULE, "bind on stage '%s': '%s' and '%s' both bound to %s",
+                       st->tensor->name, st->ann_iv[i]->name, iv->name, ob_iter_ann_name(ann));
   for (int i = 0; i < st->nann; i++)
     if (st->ann_iv[i] == iv) {
       st->ann_kind[i] = ann;
@@ -473,4 +480,129 @@ ob_status ob_sched_vectorize(ob_sched *s, ob_stage *st, ob_ivar *iv) {
 }
 ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv) {
   return annotate(s, st, iv, OB_IT_PARALLEL, "parallel");
+}
+
+ob_status ob_sched_bind(ob_sched *s, ob_stage *st, ob_ivar *iv, ob_iter_ann tag) {
+  if (!ob_ann_is_bound(tag))
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "bind on stage '%s': %s is not a block or thread index",
+                   st->tensor->name, ob_iter_ann_name(tag));
+  return annotate(s, st, iv, tag, "bind");
+}
+
+ob_status ob_sched_set_scope(ob_sched *s, ob_stage *st, ob_mem_scope scope) {
+  if (ob_arena_failed(s->arena)) return sched_oom(s, "set_scope", st);
+  if ((unsigned)scope >= OB_SCOPE_COUNT || scope == OB_SCOPE_GLOBAL)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE,
+                   "set_scope on stage '%s': only an attached stage's scope (shared or local) can be set",
+                   st->tensor->name);
+  if (st->is_output)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "set_scope: stage '%s' is an output (global memory)",
+                   st->tensor->name);
+  st->scope = scope;
+  return OB_OK;
+}
+
+ob_status ob_sched_unroll_pragma(ob_sched *s, int64_t max_step, bool explicit_unroll) {
+  if (ob_arena_failed(s->arena)) return ob_fail(s->ctx, OB_ERR_NOMEM, "unroll_pragma: out of memory");
+  if (max_step < 0)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "unroll_pragma: max_step %lld < 0", (long long)max_step);
+  s->unroll_max_step = max_step;
+  s->unroll_explicit = explicit_unroll;
+  return OB_OK;
+}
+
+/* e with every load of `from` reading `to` instead (same indices); NULL
+ * when the arena failed. */
+static ob_expr *retarget(ob_arena *a, ob_expr *e, const ob_tensor *from, const ob_tensor *to) {
+  if (!e) return NULL;
+  if (e->kind == OB_E_INT || e->kind == OB_E_FLOAT || e->kind == OB_E_VAR) return e;
+  ob_expr *c = ob_e_copy(a, e);
+  if (!c) return NULL;
+  c->a = retarget(a, e->a, from, to);
+  c->b = retarget(a, e->b, from, to);
+  c->c = retarget(a, e->c, from, to);
+  if (e->kind == OB_E_LOAD) {
+    c->idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)(e->n ? e->n : 1));
+    if (!c->idx) return NULL;
+    for (int i = 0; i < e->n; i++) c->idx[i] = retarget(a, e->idx[i], from, to);
+    if (e->tensor == from) c->tensor = to;
+  }
+  return c;
+}
+
+static bool reads_tensor(const ob_expr *e, const ob_tensor *t) {
+  if (!e) return false;
+  if (e->kind == OB_E_LOAD) {
+    if (e->tensor == t) return true;
+    for (int i = 0; i < e->n; i++)
+      if (reads_tensor(e->idx[i], t)) return true;
+  }
+  return reads_tensor(e->a, t) || reads_tensor(e->b, t) || reads_tensor(e->c, t);
+}
+
+ob_status ob_sched_cache_read(ob_sched *s, const ob_tensor *t, ob_mem_scope scope, int nreaders,
+                              ob_stage *const *readers, ob_stage **out) {
+  ob_ctx *ctx = s->ctx;
+  if (ob_arena_failed(s->arena)) return ob_fail(ctx, OB_ERR_NOMEM, "cache_read: out of memory");
+  if (!t) return ob_fail(ctx, OB_ERR_SCHEDULE, "cache_read: tensor is NULL");
+  if (scope != OB_SCOPE_SHARED && scope != OB_SCOPE_LOCAL)
+    return ob_fail(ctx, OB_ERR_SCHEDULE, "cache_read of '%s': scope must be shared or local, not %s",
+                   t->name, ob_mem_scope_name(scope));
+  if (nreaders < 1 || nreaders > 16)
+    return ob_fail(ctx, OB_ERR_SCHEDULE, "cache_read of '%s': 1 to 16 readers, not %d", t->name, nreaders);
+  int first = s->nstages;
+  for (int i = 0; i < nreaders; i++) {
+    ob_stage *r = readers[i];
+    int pos = 0;
+    while (pos < s->nstages && s->stages[pos] != r) pos++;
+    if (!r || pos == s->nstages)
+      return ob_fail(ctx, OB_ERR_SCHEDULE, "cache_read of '%s': reader %d is not a stage of this schedule",
+                     t->name, i);
+    if (!reads_tensor(r->body, t))
+      return ob_fail(ctx, OB_ERR_SCHEDULE, "cache_read of '%s': stage '%s' does not read it", t->name,
+                     r->tensor->name);
+    if (pos < first) first = pos;
+  }
+  /* Everything is built before any reader changes, so that out of memory
+   * leaves the schedule as it was. */
+  ob_arena *a = s->arena;
+  ob_tensor *c = ob_arena_alloc(a, sizeof *c);
+  ob_stage *l = ob_arena_alloc(a, sizeof *l);
+  ob_expr **idx = ob_arena_alloc(a, sizeof(ob_expr *) * (size_t)(t->ndim ? t->ndim : 1));
+  ob_ivar **axes = ob_arena_alloc(a, sizeof(ob_ivar *) * (size_t)(t->ndim ? t->ndim : 1));
+  ob_expr *ld = ob_arena_alloc(a, sizeof *ld);
+  ob_expr *bodies[16];
+  if (!c || !l || !idx || !axes || !ld) return ob_fail(ctx, OB_ERR_NOMEM, "cache_read: out of memory");
+  *c = *t;
+  c->name = ob_arena_sprintf(a, "%s.%s", t->name, ob_mem_scope_name(scope));
+  c->placeholder = false;
+  c->id = -1;
+  for (int d = 0; d < t->ndim; d++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "ax%d", d);
+    axes[d] = ob_iv_new(a, nm, t->shape[d], OB_IV_DATA, s->next_id++);
+    idx[d] = ob_e_var(a, axes[d]);
+  }
+  ld->kind = OB_E_LOAD;
+  ld->dtype = t->dtype;
+  ld->tensor = t;
+  ld->n = t->ndim;
+  ld->idx = idx;
+  c->axes = axes;
+  c->body = ld;
+  for (int i = 0; i < nreaders; i++) bodies[i] = retarget(a, readers[i]->body, t, c);
+  l->s = s;
+  l->tensor = c;
+  l->ndim = t->ndim;
+  l->axes = axes;
+  l->body = ld;
+  l->scope = scope;
+  l->cache_read = true;
+  if (ob_arena_failed(a) || !reserve_stage(s) || !reserve_leaves(s, l, t->ndim))
+    return ob_fail(ctx, OB_ERR_NOMEM, "cache_read: out of memory");
+  for (int d = 0; d < t->ndim; d++) push_leaf(s, l, axes[d]);
+  for (int i = 0; i < nreaders; i++) readers[i]->body = bodies[i];
+  add_stage(s, l, first);
+  *out = l;
+  return OB_OK;
 }

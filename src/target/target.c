@@ -305,19 +305,24 @@ ob_status ob_target_parse(ob_ctx *ctx, const char *text, ob_target **out) {
   if (!nt)
     return ob_fail(ctx, OB_ERR_INVALID_ARG,
                    "empty target (expected llvm, llvm -mcpu=CPU, c -isa=avx512|avx2|scalar|neon "
-                   "[-triple=aarch64-linux-gnu])");
+                   "[-triple=aarch64-linux-gnu], cuda [-arch=sm_XY], opencl)");
   const char *kind = tok[0];
-  if (!strcmp(kind, "cuda") || !strcmp(kind, "opencl"))
-    return ob_fail(ctx, OB_ERR_UNSUPPORTED,
-                   "target '%s': %s is reserved for the GPU back ends, which are not built yet "
-                   "(CPU targets: llvm, c -isa=avx512|avx2|scalar|neon)",
-                   text, kind);
+  if (!strcmp(kind, "cuda") || !strcmp(kind, "opencl")) {
+    ob_target *t = calloc(1, sizeof *t);
+    if (!t) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    ob_status st = ob_target_parse_gpu(ctx, text, kind[0] == 'c' ? OB_TARGET_CUDA : OB_TARGET_OPENCL,
+                                       tok + 1, nt - 1, t);
+    if (st) {
+      free(t);
+      return st;
+    }
+    *out = t;
+    return OB_OK;
+  }
   bool llvm = !strcmp(kind, "llvm");
   if (!llvm && strcmp(kind, "c"))
     return ob_fail(ctx, OB_ERR_INVALID_ARG,
-                   "target '%s': unknown target kind '%s' (known: llvm, c; cuda and opencl are "
-                   "reserved for the GPU back ends)",
-                   text, kind);
+                   "target '%s': unknown target kind '%s' (known: llvm, c, cuda, opencl)", text, kind);
   static const char *const llvm_opts[] = {"mcpu", "mtriple"};
   static const char *const c_opts[] = {"isa", "triple"};
   const char *const *known = llvm ? llvm_opts : c_opts;
@@ -455,6 +460,11 @@ ob_status ob_target_host(ob_ctx *ctx, ob_target **out) {
     return st;
   }
   const ob_target_facts *f = &(*out)->facts;
+  if (f->kind != OB_TARGET_CPU) {
+    ob_log(ctx, OB_LOG_INFO, "target %s%s: %s, %s", (*out)->str, from_env ? " (from $OPBENCH_TARGET)" : "",
+           f->gpu.device_name, f->native ? "runs here" : "built only");
+    return OB_OK;
+  }
   ob_log(ctx, OB_LOG_INFO,
          "target %s%s: ISA %s (%d float lanes, %d vector registers, %d for accumulators), %s, "
          "cc %s, flags '%s'",
@@ -469,6 +479,10 @@ void ob_target_free(ob_target *t) { free(t); }
 const char *ob_target_str(const ob_target *t) { return t->str; }
 const ob_target_facts *ob_target_get_facts(const ob_target *t) { return &t->facts; }
 bool ob_target_same(const ob_target *a, const ob_target *b) { return !strcmp(a->str, b->str); }
+const char *ob_target_kind_name(ob_target_kind k) {
+  static const char *const names[OB_TARGET_KIND_COUNT] = {"cpu", "cuda", "opencl"};
+  return k >= 0 && k < OB_TARGET_KIND_COUNT ? names[k] : "unknown";
+}
 
 /* ---- checks -------------------------------------------------------------------------- */
 
@@ -478,6 +492,7 @@ static const triple_row *triple_of(const ob_target *t) {
 
 ob_status ob_target_check_buildable(ob_ctx *ctx, const ob_target *t) {
   const ob_target_facts *f = &t->facts;
+  if (f->kind != OB_TARGET_CPU) return ob_target_check_gpu(ctx, t, false);
   const triple_row *tr = triple_of(t);
   if (!tool_found(f->cc)) {
     if (tr)
@@ -498,6 +513,7 @@ ob_status ob_target_check_buildable(ob_ctx *ctx, const ob_target *t) {
 
 ob_status ob_target_check_runnable(ob_ctx *ctx, const ob_target *t) {
   const ob_target_facts *f = &t->facts;
+  if (f->kind != OB_TARGET_CPU) return ob_target_check_gpu(ctx, t, true);
   if (f->native) return OB_OK;
   const triple_row *tr = triple_of(t);
   if (f->emulated && tr) {

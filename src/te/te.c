@@ -17,6 +17,18 @@ static const char *const k_dtype_names[OB_DTYPE_COUNT] = {"float32", "float16", 
 static const size_t k_dtype_sizes[OB_DTYPE_COUNT] = {4, 2, 1, 4, 8, 1};
 
 const char *ob_dtype_name(ob_dtype t) { return (unsigned)t < OB_DTYPE_COUNT ? k_dtype_names[t] : "?"; }
+
+const char *ob_iter_ann_name(ob_iter_ann a) {
+  static const char *const names[OB_IT_ANN_COUNT] = {
+      "serial",     "unroll",     "vectorize",  "parallel",   "blockIdx.x",
+      "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  return (unsigned)a < OB_IT_ANN_COUNT ? names[a] : "?";
+}
+
+const char *ob_mem_scope_name(ob_mem_scope s) {
+  static const char *const names[OB_SCOPE_COUNT] = {"global", "shared", "local"};
+  return (unsigned)s < OB_SCOPE_COUNT ? names[s] : "?";
+}
 size_t ob_dtype_size(ob_dtype t) { return (unsigned)t < OB_DTYPE_COUNT ? k_dtype_sizes[t] : 0; }
 
 ob_status ob_te_new(ob_ctx *ctx, ob_te **out) {

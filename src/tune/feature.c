@@ -373,7 +373,7 @@ void ob_feature_of_lowered(const ob_lowered *f, float *itervar, float *curve) {
     main_iters *= e;
     if (w.loops[i]->ann == OB_IT_VECTORIZE) vec *= e;
     if (w.loops[i]->ann == OB_IT_UNROLL) unr *= e;
-    if (w.loops[i]->ann == OB_IT_PARALLEL) par *= e;
+    if (w.loops[i]->ann == OB_IT_PARALLEL || ob_ann_is_bound(w.loops[i]->ann)) par *= e;
   }
 
   if (itervar) {
@@ -394,7 +394,9 @@ void ob_feature_of_lowered(const ob_lowered *f, float *itervar, float *curve) {
       q[1] = lg(i + 1);
       q[2] = lg(top);
       q[3] = lg(down[i]);
-      q[4 + (lp->ann < OB_IT_ANN_COUNT ? lp->ann : 0)] = 1;
+      /* four slots: serial, unroll, vectorize, parallel; a GPU binding
+       * (block or thread index) is parallel */
+      q[4 + (lp->ann <= OB_IT_PARALLEL ? lp->ann : ob_ann_is_bound(lp->ann) ? OB_IT_PARALLEL : 0)] = 1;
       arith a = {0};
       stmt_arith(lp->body, &a);
       q[8] = lg(a.add);

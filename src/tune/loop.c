@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "opbench/db.h"
+#include "opbench/gpu.h"
 #include "opbench/ops.h"
 #include "opbench/tune.h"
 #include "tune/tune_impl.h"
@@ -270,6 +271,8 @@ typedef struct loop {
   bool reported;       /* a progress line was printed */
   int reported_trials; /* its trial count */
   FILE *log_stream;    /* --log as a pipe or device, opened before the first trial */
+  bool gpu;            /* a GPU target: ob_measure_configs builds (NVRTC) and runs (the
+                          GPU runner) each batch; the build pool is the C compiler's */
 } loop;
 
 static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
@@ -445,7 +448,7 @@ static ob_status propose(loop *L, batch *b, int pending) {
 
 /* Builds b on every allowed core (nothing measures meanwhile). */
 static ob_status build_now(loop *L, batch *b) {
-  if (L->o->measure_fn || b->n == 0) return OB_OK;
+  if (L->o->measure_fn || L->gpu || b->n == 0) return OB_OK;
   ob_status st = pool_start(L->ctx, &L->pool, b, true);
   ob_status fs = pool_finish(L->ctx, &L->pool, NULL);
   return st ? st : fs;
@@ -460,11 +463,16 @@ static ob_status measure_batch(loop *L, batch *b) {
     for (int i = 0; i < b->n; i++) memset(&b->res[i], 0, sizeof b->res[i]);
     st = o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
     if (st) return st;
+  } else if (L->gpu) {
+    double t = ob_now_s();
+    st = ob_measure_configs(L->ctx, L->task, L->runner, &L->trial_mo, b->cfg, b->n, b->res);
+    L->stats->run_s += ob_now_s() - t;
+    if (st) return st;
   }
   int done = 0;
   L->cur_gflops = 0;
   for (int i = 0; i < b->n && !L->stop; i++) {
-    if (!o->measure_fn) {
+    if (!o->measure_fn && !L->gpu) {
       double t = ob_now_s();
       if ((st = run_built(L->task, L->runner, &L->trial_mo, b, i))) break;
       L->stats->run_s += ob_now_s() - t;
@@ -536,6 +544,8 @@ static ob_status confirm(loop *L, batch *b) {
   ob_status st = OB_OK;
   if (o->measure_fn) {
     st = o->measure_fn(o->user, L->task, b->cfg, b->n, b->res);
+  } else if (L->gpu) {
+    st = ob_measure_configs(L->ctx, L->task, L->runner, &o->measure, b->cfg, b->n, b->res);
   } else {
     st = build_now(L, b);
     for (int i = 0; i < b->n && !st; i++) st = run_built(L->task, L->runner, &o->measure, b, i);
@@ -774,8 +784,15 @@ static ob_status setup_keys(loop *L) {
   char cc[128], ccver[128];
   ob_build_opts bo = o->measure.build;
   bo.target = ob_task_target(L->task);
-  bool have_cc = !o->measure_fn && ob_build_compiler(L->ctx, &bo, cc, sizeof cc, ccver,
-                                                     sizeof ccver) == OB_OK;
+  bool have_cc = !o->measure_fn && !L->gpu &&
+                 ob_build_compiler(L->ctx, &bo, cc, sizeof cc, ccver, sizeof ccver) == OB_OK;
+  if (L->gpu && !o->measure_fn) { /* GPU kernels: NVRTC, or the OpenCL device's own compiler */
+    const ob_target_facts *tf = ob_target_get_facts(ob_task_target(L->task));
+    have_cc = true;
+    snprintf(cc, sizeof cc, "%s", tf->kind == OB_TARGET_CUDA ? "nvrtc" : "opencl");
+    if (tf->kind == OB_TARGET_CUDA) ob_gpu_nvrtc_version(ccver, sizeof ccver);
+    else snprintf(ccver, sizeof ccver, "%.60s: %.60s", tf->gpu.platform_name, tf->gpu.device_name);
+  }
   ob_ctx_clear_error(L->ctx);
   ob_status st = ob_db_put_host(L->db, hp, have_cc ? cc : NULL, have_cc ? ccver : NULL);
   if (!st) st = ob_workload_store(L->db, ob_task_workload(L->task));
@@ -841,6 +858,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   L.stats = stats;
   L.t0 = ob_now_s();
   L.flops = ob_task_flops(task);
+  L.gpu = ob_target_is_gpu(ob_task_target(task));
   L.trial_mo = opts->measure;
   int rep = opts->search_repeat > 0 ? opts->search_repeat : 3;
   if (opts->measure.timing.repeat > 0 && rep > opts->measure.timing.repeat)
@@ -867,7 +885,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_ru
   }
   if ((st = check_log(&L))) goto done;
   if ((st = setup_keys(&L))) goto done;
-  if (!opts->measure_fn && (st = setup_pool(&L))) goto done;
+  if (!opts->measure_fn && !L.gpu && (st = setup_pool(&L))) goto done;
   if (db && !opts->remeasure && (st = resume(&L))) goto done;
   if (stats->resumed) report(&L, false);
 
