@@ -26,7 +26,7 @@ int cli_error(const char *fmt, ...) {
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
                                                      "db",  "models", "export-onnx", "run-reference",
-                                                     "schedule", "profile", "report", "predict"};
+                                                     "schedule", "profile", "report", "predict", "run"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -46,10 +46,12 @@ enum {
   M_PROFILE = 1u << CLI_CMD_PROFILE,
   M_REPORT = 1u << CLI_CMD_REPORT,
   M_PRED = 1u << CLI_CMD_PREDICT,
-  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE,
+  M_RUN = 1u << CLI_CMD_RUN,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE | M_RUN | M_TUNE,
   M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
-          M_PROFILE | M_REPORT | M_PRED,
+          M_PROFILE | M_REPORT | M_PRED | M_RUN,
   M_MEASURE = M_OP | M_BENCH | M_TUNE | M_PROFILE,
+  M_TIMING = M_MEASURE | M_RUN,
   M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB | M_PROFILE | M_PRED,
 };
 
@@ -64,7 +66,8 @@ typedef enum flag_id {
   F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
   F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_SIZES,
   F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
-  F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_COUNT
+  F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
+  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -86,18 +89,18 @@ static const flag_def flags[F_COUNT] = {
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP | M_PRED},
     [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE | M_PRED},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH | M_PROFILE},
-    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB | M_PRED},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED | M_PRED},
-    [F_NUMBER] = {"--number", true, M_MEASURE},
-    [F_REPEAT] = {"--repeat", true, M_MEASURE},
-    [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
-    [F_MAX_CV] = {"--max-cv", true, M_MEASURE},
-    [F_STABILITY_BUDGET] = {"--stability-budget", true, M_MEASURE},
+    [F_THREADS] = {"--threads", true, M_TIMING | M_DB | M_PRED},
+    [F_CORES] = {"--cores", true, M_TIMING | M_DB | M_SCHED | M_PRED},
+    [F_NUMBER] = {"--number", true, M_TIMING},
+    [F_REPEAT] = {"--repeat", true, M_TIMING},
+    [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_TIMING},
+    [F_MAX_CV] = {"--max-cv", true, M_TIMING},
+    [F_STABILITY_BUDGET] = {"--stability-budget", true, M_TIMING},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
-    [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
-    [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
-    [F_CC] = {"--cc", true, M_MEASURE},
-    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL | M_PRED},
+    [F_TIMEOUT] = {"--timeout", true, M_TIMING},
+    [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_TIMING},
+    [F_CC] = {"--cc", true, M_TIMING},
+    [F_SEED] = {"--seed", true, M_TIMING | M_MODEL | M_PRED},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
     [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED | M_PRED},
@@ -108,7 +111,7 @@ static const flag_def flags[F_COUNT] = {
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED},
+    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED | M_RUN},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
     [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
@@ -129,12 +132,12 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
     [F_PRINT_GRAPH] = {"--print-graph", false, M_MODELS | M_RUNREF},
     [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
-    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_PROFILE},
-    [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF},
-    [F_INPUT] = {"--input", true, M_RUNREF},
-    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
+    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_PROFILE | M_TUNE},
+    [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF | M_RUN | M_TUNE},
+    [F_INPUT] = {"--input", true, M_RUNREF | M_RUN | M_TUNE},
+    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF | M_RUN | M_TUNE},
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
-    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS | M_PRED},
+    [F_TARGET] = {"--target", true, M_TIMING | M_SPACE | M_DB | M_MODELS | M_PRED},
     [F_NO_WINOGRAD] = {"--no-winograd", false, M_BENCH},
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
@@ -164,6 +167,12 @@ static const flag_def flags[F_COUNT] = {
     [F_TEST_MODELS] = {"--test-models", true, M_PRED},
     [F_ROUNDS] = {"--rounds", true, M_PRED},
     [F_MEMBERS] = {"--members", true, M_PRED},
+    [F_KERNELS] = {"--kernels", true, M_RUN},
+    [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
+    [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
+    [F_IFTUNE] = {"--iftune", true, M_TUNE},
+    [F_IFCOMPARE] = {"--ifcompare", true, M_TUNE},
+    [F_CHECK_TOL] = {"--check-tol", true, M_RUN | M_TUNE},
 };
 
 /* ---- help ------------------------------------------------------------------ */
@@ -404,6 +413,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_TUNE:
     fprintf(f,
             "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
+            "       opbench tune --modelsource S --modelname M [model flags] [--iftune true|false]\n"
+            "                    [--ifcompare true|false] [--key-ops P] [--profile] [tuning flags]\n"
             "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
             "                    [--log FILE] [--seed N] [--no-transfer] [--remeasure]\n"
             "                    [measurement flags]\n"
@@ -431,8 +442,43 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       shapes, earlier runs) train a base model first\n"
             "  --remeasure          measure configs again although the db holds them (the\n"
             "                       new trials replace the stored ones, which are kept in\n"
-            "                       the db's history); without it a run resumes\n\n%s%s",
-            workload_help, measure_help);
+            "                       the db's history); without it a run resumes\n\n"
+            "with a model (the collector, as OpBench's main.py): extracts the tasks, tunes each\n"
+            "(AutoTVM's [Task i/n] progress line) unless --iftune false, and with --ifcompare true\n"
+            "(default) runs the model untuned (default configs), tuned (the database's best) and with\n"
+            "oneDNN primitives for the conv/dense/matmul/pool nodes, each checked against the naive\n"
+            "reference, and prints mean and median latency of each and the speedups.\n"
+            "  --key-ops P          tune only the tasks that make up P%% of the estimated time\n"
+            "  --iftune B, --ifcompare B   true or false\n"
+            "  --profile            also the tuned run's per-node breakdown\n"
+            "  --input FILE         the first input (.npy or raw float32) instead of random data\n"
+            "  --save-output FILE   the tuned run's first output as .npy\n\n%s%s\n%s",
+            workload_help, measure_help, model_help);
+    break;
+  case CLI_CMD_RUN:
+    fprintf(f,
+            "usage: opbench run --modelname M [model flags] [--db FILE] [--kernels tuned|default|onednn]\n"
+            "                   [--input FILE] [--save-output FILE.npy] [--profile] [--executor graph|vm]\n"
+            "                   [--threads N] [--cores LIST] [timing flags]\n"
+            "Compiles the model (after the passes) with the graph runtime and runs it: each task with\n"
+            "the best config --db holds for this host, target and threads (the default config when it\n"
+            "holds none, said once per task), weights packed once, activations blocked between\n"
+            "convolutions, memory planned by lifetime. The output is checked against the naive\n"
+            "reference execution of the same graph on the same input before the latency is measured\n"
+            "with the kernels' timing protocol (median, CV, every repeat kept).\n"
+            "  --db FILE            the record database (default ./opbench.db; missing: defaults)\n"
+            "  --kernels K          tuned (default), default (every task untuned) or onednn (oneDNN\n"
+            "                       primitives for conv/dense/matmul/pool nodes)\n"
+            "  --input FILE         the first input: NumPy .npy of its shape and type, or raw float32\n"
+            "                       of exactly its size (default: random from --seed)\n"
+            "  --save-output FILE   the first output as NumPy .npy\n"
+            "  --profile            per-node breakdown; its sum beside the measured latency\n"
+            "  --executor vm        shapes given per request: --batchsize 1,4,8 or --seqlen 32,128;\n"
+            "                       each shape is compiled on first use and kept; prints first-call\n"
+            "                       and steady-state latency per request\n"
+            "  --check-tol T        tolerance of the output check, relative to max |ref| (1e-3)\n"
+            "  --lanes N            the layout plan's vector width (default: the target's)\n\n%s\n%s",
+            model_help, measure_help);
     break;
   case CLI_CMD_DB:
     fprintf(f,
@@ -706,6 +752,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_FLUSH: a->mo.timing.flush = true; break;
   case F_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.timing.timeout_s)) return false;
+    a->timeout_set = true;
     break;
   case F_BUILD_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.build.timeout_s)) return false;
@@ -765,17 +812,35 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_MODELNAME: a->modelname = v; break;
   case F_MODELPATH: a->modelpath = v; break;
   case F_BATCHSIZE:
-    if (!cli_parse_i64(v, 1, 1 << 16, &a->batchsize)) {
-      cli_error("--batchsize: bad value '%s' (expected an integer in 1..65536)", v);
+  case F_SEQLEN: {
+    /* one value, or a list of requests for --executor vm */
+    int64_t *list = id == F_BATCHSIZE ? a->batchsizes : a->seqlens;
+    int *cnt = id == F_BATCHSIZE ? &a->nbatchsizes : &a->nseqlens;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    *cnt = 0;
+    bool ok = strlen(v) < sizeof buf && *v;
+    for (char *p = buf; ok && p;) {
+      char *comma = strchr(p, ',');
+      if (comma) *comma = 0;
+      ok = *cnt < 16 && cli_parse_i64(p, 1, 1 << 16, &list[*cnt]);
+      if (ok) (*cnt)++;
+      p = comma ? comma + 1 : NULL;
+    }
+    if (!ok) {
+      int64_t zero;
+      if (cli_parse_i64(v, 0, 0, &zero))
+        cli_error("%s: a %s of 0 (expected an integer in 1..65536, or a list of up to 16 such for --executor vm)",
+                  name, id == F_BATCHSIZE ? "batch size" : "sequence length");
+      else
+        cli_error("%s: bad value '%s' (expected an integer in 1..65536, or a list of up to 16 such for --executor vm)",
+                  name, v);
       return false;
     }
+    if (id == F_BATCHSIZE) a->batchsize = list[0];
+    else a->seqlen = list[0];
     break;
-  case F_SEQLEN:
-    if (!cli_parse_i64(v, 1, 1 << 16, &a->seqlen)) {
-      cli_error("--seqlen: bad value '%s' (expected an integer in 1..65536)", v);
-      return false;
-    }
-    break;
+  }
   case F_INPUT_SIZE:
     if (!cli_parse_i64(v, 1, 1 << 14, &a->input_size)) {
       cli_error("--input-size: bad value '%s' (expected an integer in 1..16384)", v);
@@ -913,6 +978,37 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_MEMBERS:
     if (!int_flag(name, v, 1, 16, &a->members)) return false;
     break;
+  case F_KERNELS:
+    if (strcmp(v, "tuned") && strcmp(v, "default") && strcmp(v, "onednn")) {
+      cli_error("--kernels: unknown kernel source '%s' (known: tuned, default, onednn)", v);
+      return false;
+    }
+    a->kernels = v;
+    break;
+  case F_PROFILE: a->profile = true; break;
+  case F_EXECUTOR:
+    if (strcmp(v, "graph") && strcmp(v, "vm")) {
+      cli_error("--executor: unknown executor '%s' (known: graph, vm)", v);
+      return false;
+    }
+    a->executor = v;
+    break;
+  case F_IFTUNE:
+  case F_IFCOMPARE: {
+    int b = !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") ? 1
+            : !strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") ? 0
+                                                                            : -1;
+    if (b < 0) {
+      cli_error("%s: bad value '%s' (expected true or false)", name, v);
+      return false;
+    }
+    if (id == F_IFTUNE) a->iftune = b;
+    else a->ifcompare = b;
+    break;
+  }
+  case F_CHECK_TOL:
+    if (!double_flag(name, v, 1e-9, 1, &a->check_tol)) return false;
+    break;
   case F_COUNT: break;
   }
   return true;
@@ -927,6 +1023,7 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   if (cmd == CLI_CMD_TUNE) {
     a->tuner = "xgb";
     a->trials = 200;
+    a->iftune = a->ifcompare = 1;
   }
   if (cmd == CLI_CMD_DB) {
     a->top = 10;
@@ -1051,8 +1148,34 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     }
     return true;
   }
-  if (cmd == CLI_CMD_TUNE && !a->op) {
-    cli_error("'opbench tune' needs --op OP (see opbench ops)");
+  bool has_model = a->modelsource || a->modelname || a->modelpath;
+  if (cmd == CLI_CMD_TUNE && a->op && has_model) {
+    cli_error("'opbench tune' takes an operator (--op) or a model (--modelname), not both");
+    return false;
+  }
+  if (cmd == CLI_CMD_TUNE && !a->op && !has_model) {
+    cli_error("'opbench tune' needs --op OP (see opbench ops) or a model (--modelname M, see opbench models)");
+    return false;
+  }
+  a->model_tune = cmd == CLI_CMD_TUNE && has_model;
+  if (cmd == CLI_CMD_TUNE && !a->model_tune) {
+    static const int model_only[] = {F_KEY_OPS, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_PROFILE, F_LANES, F_CHECK_TOL,
+                                     F_INPUT, F_SAVE_OUTPUT,
+                                     F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN, F_NO_PASSES};
+    for (size_t i = 0; i < sizeof model_only / sizeof model_only[0]; i++)
+      for (int k = 2; k < argc; k++)
+        if (!strncmp(argv[k], flags[model_only[i]].name, strlen(flags[model_only[i]].name)) &&
+            (argv[k][strlen(flags[model_only[i]].name)] == 0 || argv[k][strlen(flags[model_only[i]].name)] == '=')) {
+          cli_error("%s is for tuning a model (--modelname), not one operator", flags[model_only[i]].name);
+          return false;
+        }
+  }
+  if ((a->nbatchsizes > 1 || a->nseqlens > 1) && !(a->executor && !strcmp(a->executor, "vm"))) {
+    cli_error("a list of %s is a list of requests for --executor vm", a->nbatchsizes > 1 ? "batch sizes" : "sequence lengths");
+    return false;
+  }
+  if (a->executor && !strcmp(a->executor, "vm") && cmd == CLI_CMD_TUNE) {
+    cli_error("--executor vm serves requests with 'opbench run'; tune each shape with --batchsize N (--seqlen N)");
     return false;
   }
   if (cmd == CLI_CMD_REPORT && !a->out) {
@@ -1073,8 +1196,17 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     }
     return true;
   }
+  if (a->ncores) {
+    if (a->threads_set && a->mo.nthreads != a->ncores) {
+      cli_error("--threads %d does not match --cores %s (%d cores)", a->mo.nthreads,
+                a->cores_text, a->ncores);
+      return false;
+    }
+    a->mo.nthreads = a->ncores;
+    a->mo.cores = a->cores;
+  }
   bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE ||
-                   cmd == CLI_CMD_SCHEDULE;
+                   cmd == CLI_CMD_SCHEDULE || cmd == CLI_CMD_RUN || a->model_tune;
   if (cmd == CLI_CMD_SPACE && (a->modelsource || a->modelname || a->modelpath)) {
     if (a->op) {
       cli_error("'opbench space' takes an operator or a model (--modelname), not both");
