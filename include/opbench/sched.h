@@ -28,6 +28,7 @@
 #include "opbench/core.h"
 #include "opbench/graph.h"
 #include "opbench/ops.h"
+#include "opbench/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -251,6 +252,17 @@ OB_API ob_status ob_schedule_apply_merges(ob_ctx *ctx, const ob_sched_units *u, 
  * ob_out_open writes (never half a file). */
 OB_API ob_status ob_schedule_timeline(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, const char *path,
                                       const char *title);
+
+/* ---- running a schedule ------------------------------------------------------------------ */
+/* The schedule as the graph runtime runs it: g (the graph the units came
+ * from, after the passes) gets the schedule's merges (the units must not
+ * be used with it afterwards) and, when there were any and lanes > 0, its
+ * layout planned again; it is compiled with o (threads and cores of its
+ * sequential run) into *rt, and the stages (each group's units' nodes on
+ * its cores; a merge stage runs the merged convolution and its slices) are
+ * started on it as *par (ob_rt_par_new). Free *par, then *rt, then g. */
+OB_API ob_status ob_schedule_compile(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g,
+                                     int lanes, const ob_rt_opts *o, ob_rt **rt, ob_rt_par **par);
 
 /* ---- schedulers ----------------------------------------------------------------------- */
 typedef struct ob_sched_opts {

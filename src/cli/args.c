@@ -135,7 +135,7 @@ static const flag_def flags[F_COUNT] = {
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
     [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
-    [F_SCHEDULE] = {"--schedule", true, M_SCHED},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_RUN},
     [F_TIMELINE] = {"--timeline", true, M_SCHED},
     [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
     [F_GFLOPS] = {"--gflops", true, M_SCHED},
@@ -371,7 +371,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     fprintf(f,
             "usage: opbench run --modelname M [model flags] [--db FILE] [--kernels tuned|default|onednn]\n"
             "                   [--input FILE] [--save-output FILE.npy] [--profile] [--executor graph|vm]\n"
-            "                   [--threads N] [--cores LIST] [timing flags]\n"
+            "                   [--threads N] [--cores LIST] [--schedule FILE] [timing flags]\n"
             "Compiles the model (after the passes) with the graph runtime and runs it: each task with\n"
             "the best config --db holds for this host, target and threads (the default config when it\n"
             "holds none, said once per task), weights packed once, activations blocked between\n"
@@ -389,7 +389,11 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       each shape is compiled on first use and kept; prints first-call\n"
             "                       and steady-state latency per request\n"
             "  --check-tol T        tolerance of the output check, relative to max |ref| (1e-3)\n"
-            "  --lanes N            the layout plan's vector width (default: the target's)\n\n%s\n%s",
+            "  --lanes N            the layout plan's vector width (default: the target's)\n"
+            "  --schedule FILE      run by the stages of a schedule (opbench schedule --schedule-out):\n"
+            "                       merges applied, each stage's groups at once on their cores, a\n"
+            "                       barrier between stages; its output is checked against the\n"
+            "                       sequential run on the schedule's cores, both are timed\n\n%s\n%s",
             model_help, measure_help);
     break;
   case CLI_CMD_DB:
