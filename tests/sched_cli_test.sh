@@ -137,5 +137,33 @@ else
 fi
 good "--help" 'PREDICTED by a per-operator model' schedule --help
 
+# ---- opbench run --schedule: the stages run by the graph runtime ---------------------------------
+SQ=(--modelname squeezenet-1.1 --input-size 64)
+good "squeezenet's IOS schedule" 'wrote' schedule "${SQ[@]}" --cores 2 --schedule-out "$tmp/sq.json"
+good "squeezenet's greedy schedule" 'wrote' schedule "${SQ[@]}" --cores 2 --scheduler greedy --schedule-out "$tmp/sqg.json"
+good "run --schedule: by stages equal to the sequential run" 'by stages against the sequential run: max \|difference\| .*: ok$' \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq.json" --repeat 3
+good "run --schedule greedy (two groups at once)" '^speedup +[0-9.]+x over the sequential run' \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sqg.json" --repeat 3 --profile
+bad "run: a schedule for another graph" "is not an operator of 'simple' \(the file is a schedule for 'squeezenet-1.1'\)" \
+  run --modelname simple --kernels default --schedule "$tmp/sq.json"
+edit "$tmp/sq.json" "$tmp/sq-missing.json" "del s['stages'][0]"
+bad "run: an operator missing" "--schedule: .*operator '[^']+' is in no stage" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-missing.json"
+edit "$tmp/sq.json" "$tmp/sq-twice.json" "s['stages'][1]['groups'][0]['ops'].append(s['stages'][0]['groups'][0]['ops'][0])"
+bad "run: an operator scheduled twice" "stage 2, group 1: operator '[^']+' is scheduled twice \(already in stage 1\)" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-twice.json"
+edit "$tmp/sqg.json" "$tmp/sq-overlap.json" "
+st = next(x for x in s['stages'] if len(x.get('groups', [])) > 1)
+st['groups'][1]['cores'] = st['groups'][0]['cores']"
+bad "run: overlapping core sets" "stage [0-9]+: group 1 \(operator '[^']+'\) and group 2 \(operator '[^']+'\) both hold core 0" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-overlap.json"
+edit "$tmp/sq.json" "$tmp/sq-beyond.json" "s['stages'][2]['groups'][0]['cores'] = [0, 4095]"
+bad "run: a core past the machine" "stage 3, group 1 \(operator '[^']+'\): core 4095 is beyond the machine's [0-9]+ cores" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-beyond.json"
+bad "run: --schedule with oneDNN kernels" "runs generated kernels" \
+  run "${SQ[@]}" --kernels onednn --schedule "$tmp/sq.json"
+bad "run: a missing schedule file" "nothing.json" run "${SQ[@]}" --kernels default --schedule "$tmp/nothing.json"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

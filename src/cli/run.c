@@ -299,10 +299,6 @@ static int run_schedule(ob_ctx *ctx, const cli_args *a, const ob_target *target,
   ob_sched_units *u = NULL;
   ob_schedule *s = NULL;
   float **seq = NULL;
-  if (k == OB_RT_ONEDNN) {
-    cli_error("--schedule runs generated kernels (--kernels tuned or default), not oneDNN primitives");
-    return rc;
-  }
   ob_graph *g = cli_model_load(ctx, a, false);
   if (!g) return rc;
   if (!model_prepare(ctx, a, target, g, true, &m)) goto done;
@@ -504,6 +500,10 @@ int cli_cmd_run(ob_ctx *ctx, const cli_args *a) {
   if (!cli_target(ctx, a, true, &target)) return rc;
   const char *path = a->db_path ? a->db_path : "./opbench.db";
   ob_rt_kernels k = kernels_of(a->kernels);
+  if (a->schedule_in && k == OB_RT_ONEDNN) {
+    cli_error("--schedule runs generated kernels (--kernels tuned or default), not oneDNN primitives");
+    goto done;
+  }
   if (k != OB_RT_DEFAULT && !db_read(ctx, path, &db)) goto done;
   if (a->schedule_in) rc = run_schedule(ctx, a, target, db, k);
   else if (a->executor && !strcmp(a->executor, "vm")) rc = run_vm(ctx, a, target, db, k);
