@@ -208,6 +208,13 @@ typedef struct ob_rt_par ob_rt_par;
  * at a time. Runtimes with oneDNN steps are refused (OB_ERR_UNSUPPORTED):
  * a primitive owns its threads. */
 OB_API ob_status ob_rt_par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, ob_rt_par **out);
+/* A part of the graph by stages, for timing it (a measured stage cost):
+ * only the plan's nodes run (and the conversions only they read); values
+ * they read but do not write hold what an earlier run left there. The
+ * first call places every activation in bytes of its own (no sharing, so
+ * any subset may run in any order; inputs must be set again), later ones
+ * reuse that placement. */
+OB_API ob_status ob_rt_par_new_subset(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, ob_rt_par **out);
 OB_API void ob_rt_par_free(ob_rt_par *p); /* accepts NULL; stops the team */
 /* Runs the graph once by stages on the inputs set with ob_rt_set_input;
  * outputs through ob_rt_output. A failing step is named. */

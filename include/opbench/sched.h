@@ -186,6 +186,20 @@ OB_API ob_sched_flops_model ob_sched_flops_model_default(void);
 /* An ob_sched_latency_fn; user is an ob_sched_flops_model. */
 OB_API ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
 
+/* The measured model: each stage the scheduler asks about is run on this
+ * machine by the graph runtime's stage executor, its groups' units as a
+ * subset of rt (compiled from the graph the units came from, run once in
+ * full before, so the stage's inputs hold real values; ob_rt_par_new_subset
+ * re-places rt's memory) on consecutive cores of the split, and timed with
+ * t (NULL: the defaults); the median is the cost. Merge stages fail
+ * (OB_ERR_UNSUPPORTED): plan without merges (ob_sched_opts.merge off). u and
+ * rt are borrowed. */
+OB_API ob_status ob_stage_cost_measured(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt, const ob_timing_opts *t,
+                                        ob_stage_cost *out);
+/* Stages measured so far and (seconds, may be NULL) the time spent; 0 for
+ * another model. */
+OB_API int64_t ob_stage_cost_measured_count(const ob_stage_cost *c, double *seconds);
+
 /* ---- schedules ------------------------------------------------------------------------ */
 typedef struct ob_schedule ob_schedule;
 

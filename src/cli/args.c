@@ -61,7 +61,7 @@ typedef enum flag_id {
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
   F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_KERNELS, F_PROFILE,
-  F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_COUNT
+  F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -146,6 +146,7 @@ static const flag_def flags[F_COUNT] = {
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
+    [F_SCHED_COST] = {"--cost", true, M_SCHED},
     [F_KERNELS] = {"--kernels", true, M_RUN},
     [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
     [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
@@ -305,6 +306,10 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       machine the plan is a prediction for a machine not at hand\n"
             "  --ios-original       IOS's own endings: no overlapping groups merged (its known flaw)\n"
             "  --no-merge           no merge stages\n"
+            "  --cost MODE          predicted: plan with the per-operator model, then measure the three\n"
+            "                       schedules end to end on this machine; measured: every distinct stage\n"
+            "                       run and timed here by the stage executor while planning (no merges),\n"
+            "                       then the same end-to-end measurement (default kernel configs)\n"
             "  --max-part P         most operators the DP plans at once (1..64, default 64)\n"
             "  --scheduler NAME     the schedule --schedule-out, --timeline and --print-stages take\n"
             "                       (ios, greedy or sequential; default ios)\n"
@@ -754,6 +759,13 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_CORUN:
     if (!double_flag(name, v, 1, 100, &a->corun)) return false;
+    break;
+  case F_SCHED_COST:
+    if (strcmp(v, "measured") && strcmp(v, "predicted")) {
+      cli_error("--cost: unknown cost mode '%s' (known: measured, predicted)", v);
+      return false;
+    }
+    a->sched_cost = v;
     break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;

@@ -94,6 +94,7 @@ typedef struct cli_args {
   double gflops, gbps, efficiency, corun; /* the FLOPs model (0: defaults) */
   bool ios_original, no_merge, print_stages;
   int max_part;            /* --max-part (0: 64) */
+  const char *sched_cost;  /* --cost measured|predicted (NULL: plan only, nothing run) */
   /* run, and tune with a model (the collector) */
   const char *kernels;     /* --kernels tuned|default|onednn (run; default tuned) */
   bool profile;            /* --profile: per-node breakdown */

@@ -257,7 +257,7 @@ static ob_status check_plan(ob_rt *rt, int nstages, const ob_rt_stage_plan *stag
 static size_t rsize(size_t b) { return b ? (b + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN : RT_ALIGN; }
 
 /* Places the activations again, lifetimes in both orders (see the top). */
-static ob_status replan_memory(ob_rt *rt, const where *step_at) {
+static ob_status replan_memory(ob_rt *rt, const where *step_at, bool share) {
   int nv = rt->nv, ns = rt->ns;
   int *f1 = malloc(sizeof(int) * (size_t)(nv + 1)), *l1 = malloc(sizeof(int) * (size_t)(nv + 1));
   int *f2 = malloc(sizeof(int) * (size_t)(nv + 1)), *l2 = malloc(sizeof(int) * (size_t)(nv + 1));
@@ -278,7 +278,7 @@ static ob_status replan_memory(ob_rt *rt, const where *step_at) {
   /* every use and definition, through views to the memory they are */
   for (int i = 0; i < ns; i++) {
     const rt_step *s = &rt->s[i];
-    int stg = step_at[i].stage;
+    int stg = step_at[i].stage < -1 ? -1 : step_at[i].stage;
     for (int pass = 0; pass < 3; pass++) {
       int n = pass == 0 ? s->nin : pass == 1 ? s->nout : s->nkargs;
       const int *ids = pass == 0 ? s->in : pass == 1 ? s->out : s->kval;
@@ -325,14 +325,18 @@ static ob_status replan_memory(ob_rt *rt, const where *step_at) {
     st = ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
     goto done;
   }
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && !share; i++) {
+    off[order[i]] = peak;
+    peak += rsize(rt->v[order[i]].bytes);
+  }
+  for (int i = 0; i < n && share; i++) {
     int v = order[i];
     size_t bytes = rsize(rt->v[v].bytes);
     /* the placed values it meets, by offset; the lowest gap that fits */
     int nl = 0;
     for (int j = 0; j < i; j++) {
       int w = order[j];
-      if ((f1[v] <= l1[w] && f1[w] <= l1[v]) || (f2[v] <= l2[w] && f2[w] <= l2[v])) {
+      if (!share || (f1[v] <= l1[w] && f1[w] <= l1[v]) || (f2[v] <= l2[w] && f2[w] <= l2[v])) {
         int k = nl++;
         for (; k > 0 && off[live[k - 1]] > off[w]; k--) live[k] = live[k - 1];
         live[k] = w;
@@ -395,12 +399,13 @@ static const char *val_name(const ob_rt *rt, int v) {
 
 /* Where each step runs (see the top); the prologue stage, if a graph
  * input's conversion needs one, is stage -1 here. */
-static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer, where *step_at) {
+static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer, bool subset, where *step_at) {
   int ns = rt->ns;
   for (int i = 0; i < ns; i++) {
     const rt_step *s = &rt->s[i];
     step_at[i] = (where){-2, -1};
     if (s->node >= 0 && node_at[s->node].stage >= 0) step_at[i] = node_at[s->node];
+    else if (subset && s->kind != OB_RT_STEP_CONVERT) step_at[i] = (where){-3, -1}; /* not run */
     else if (s->kind != OB_RT_STEP_CONVERT)
       return ob_fail(rt->ctx, OB_ERR_INVALID_ARG, "runtime: node '%s' (%s) is in no stage of the plan",
                      s->node >= 0 ? ob_graph_node_name(rt->g, s->node) : s->name, s->op);
@@ -421,7 +426,7 @@ static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer
           reads = r->in[k] >= 0 && val_root(rt, r->in[k]) == val_root(rt, s->out[o]);
       if (!reads) continue;
       where w = step_at[j];
-      if (w.stage == -2) continue; /* a reader by producer: it follows this one */
+      if (w.stage == -2 || w.stage == -3) continue; /* by producer (it follows this one), or not run */
       if (w.stage < best.stage) {
         best = w;
         split = false;
@@ -430,6 +435,7 @@ static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer
       }
     }
     if (best.stage != INT_MAX && !split) step_at[i] = best;
+    else if (subset) step_at[i] = (where){-3, -1}; /* the last full run left its value */
     else by_producer[i] = true;
   }
   for (int i = 0; i < ns; i++) {
@@ -445,7 +451,7 @@ static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer
     for (int k = 0; k < s->nin; k++) {
       if (s->in[k] < 0) continue;
       int w = writer[val_root(rt, s->in[k])];
-      if (w < 0 || w == i) continue;
+      if (w < 0 || w == i || step_at[i].stage == -3 || step_at[w].stage == -3) continue;
       where a = step_at[w], b = step_at[i];
       bool ok = a.stage < b.stage || (a.stage == b.stage && a.group == b.group && w < i);
       if (!ok) {
@@ -495,7 +501,17 @@ static int find_pool(ob_rt_par *p, const int *cores, int n) {
   return -1;
 }
 
+static ob_status par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, bool subset, ob_rt_par **out);
+
 ob_status ob_rt_par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, ob_rt_par **out) {
+  return par_new(rt, nstages, stages, false, out);
+}
+
+ob_status ob_rt_par_new_subset(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, ob_rt_par **out) {
+  return par_new(rt, nstages, stages, true, out);
+}
+
+static ob_status par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, bool subset, ob_rt_par **out) {
   OB_ASSERT(rt && out && (nstages == 0 || stages));
   *out = NULL;
   ob_ctx *ctx = rt->ctx;
@@ -521,7 +537,7 @@ ob_status ob_rt_par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, 
       int v = val_root(rt, rt->s[i].out[k]);
       if (writer[v] < 0) writer[v] = i;
     }
-  if ((st = check_plan(rt, nstages, stages, node_at)) || (st = assign_steps(rt, node_at, writer, step_at))) goto fail;
+  if ((st = check_plan(rt, nstages, stages, node_at)) || (st = assign_steps(rt, node_at, writer, subset, step_at))) goto fail;
   bool prologue = false;
   for (int i = 0; i < ns; i++) prologue |= step_at[i].stage == -1;
   if (prologue && nstages == 0) {
@@ -606,7 +622,9 @@ ob_status ob_rt_par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, 
     while (team[k] != p->pools[i].cores[0]) k++;
     p->pools[i].member = k;
   }
-  if ((st = replan_memory(rt, step_at))) goto fail;
+  /* a subset runs on memory shared by nothing, placed once */
+  if (!(subset && rt->par_unshared) && (st = replan_memory(rt, step_at, !subset))) goto fail;
+  rt->par_unshared = subset;
   p->nteam = nteam;
   atomic_store(&p->fail_step, -1);
   for (int m = 0; m < nteam; m++) p->team[m] = (par_member){.p = p, .index = m, .core = team[m]};
