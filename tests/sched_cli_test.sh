@@ -74,8 +74,8 @@ good "--schedule-out and --timeline" "wrote $tmp/inc.svg: timeline" schedule "${
 grep -q '<svg' "$tmp/inc.svg" 2>/dev/null && grep -q 'opbench-schedule' "$tmp/inc.json" 2>/dev/null && ok "the SVG and the JSON exist" ||
   not_ok "the SVG and the JSON exist"
 good "--schedule reads it back: same latency" '^file \(ios\) ' schedule "${M[@]}" --cores 2 --schedule "$tmp/inc.json"
-a=$(awk '/^ios /{print $(NF-6)}' "$tmp/out")
-b=$(awk '/^file /{print $(NF-6)}' "$tmp/out")
+a=$(awk '/^ios /{print $(NF-9)}' "$tmp/out")
+b=$(awk '/^file /{print $(NF-9)}' "$tmp/out")
 [ -n "$a" ] && [ "$a" = "$b" ] && ok "file and ios predict the same ($a ms)" || not_ok "file and ios predict the same ($a vs $b)"
 good "--scheduler greedy --schedule-out" 'wrote .*greedy.json: the greedy schedule' schedule "${M[@]}" --cores 2 --scheduler greedy --schedule-out "$tmp/greedy.json"
 good "a greedy schedule file" '^file \(greedy\) ' schedule "${M[@]}" --cores 2 --schedule "$tmp/greedy.json"
@@ -145,6 +145,15 @@ good "run --schedule: by stages equal to the sequential run" 'by stages against 
   run "${SQ[@]}" --kernels default --schedule "$tmp/sq.json" --repeat 3
 good "run --schedule greedy (two groups at once)" '^speedup +[0-9.]+x over the sequential run' \
   run "${SQ[@]}" --kernels default --schedule "$tmp/sqg.json" --repeat 3 --profile
+good "schedule --cost measured: stages measured, schedules measured end to end" \
+  '^ios \(r=3, s=8\) +[0-9]+ +[0-9/]+ +[0-9.]+ +[0-9.]+x +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+x$' \
+  schedule "${SQ[@]}" --cores 2 --cost measured
+good "schedule --cost predicted: nothing measured while planning, then end to end" \
+  '^greedy +[0-9]+ +[0-9/]+ +[0-9.]+ +[0-9.]+x +- +- +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+x$' \
+  schedule "${SQ[@]}" --cores 2 --cost predicted
+bad "--cost bogus" "--cost: unknown cost mode 'bogus'" schedule "${SQ[@]}" --cost bogus
+bad "--cost measured past this machine" "--cost measured measures on this machine: --cores 64" \
+  schedule "${SQ[@]}" --cores 64 --cost measured
 bad "run: a schedule for another graph" "is not an operator of 'simple' \(the file is a schedule for 'squeezenet-1.1'\)" \
   run --modelname simple --kernels default --schedule "$tmp/sq.json"
 edit "$tmp/sq.json" "$tmp/sq-missing.json" "del s['stages'][0]"

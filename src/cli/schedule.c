@@ -1,7 +1,8 @@
 /* schedule.c: `opbench schedule`: a model's operators planned by the
  * sequential, greedy and IOS schedulers of the sched module on core
- * groups, with predicted stage costs from the FLOPs model (the measured
- * mode arrives with the graph runtime), printed side by side; the chosen
+ * groups, with predicted stage costs from the FLOPs model or (--cost
+ * measured) stages measured by the runtime's stage executor, and with
+ * --cost the schedules measured end to end, printed side by side; the chosen
  * schedule written as JSON and drawn as a timeline on request. Parsing and
  * printing only. */
 #include "cli.h"
