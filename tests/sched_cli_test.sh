@@ -154,6 +154,13 @@ good "schedule --cost predicted: nothing measured while planning, then end to en
 bad "--cost bogus" "--cost: unknown cost mode 'bogus'" schedule "${SQ[@]}" --cost bogus
 bad "--cost measured past this machine" "--cost measured measures on this machine: --cores 64" \
   schedule "${SQ[@]}" --cores 64 --cost measured
+good "schedule --cross: batch sizes x thread counts" '^b2 t1 \(([0-9]+) stages\) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' \
+  schedule "${SQ[@]}" --batchsize 1,2 --threads 1,2 --cross
+grep -Eq '^b1 t2 \([0-9]+ stages\) +- ' "$tmp/out" && ok "--cross: a 2-core plan does not run on 1 core" ||
+  not_ok "--cross: a 2-core plan does not run on 1 core"
+bad "--cross past this machine" "--cross runs every plan here: --threads 64" schedule "${SQ[@]}" --threads 1,64 --cross
+bad "--threads list bad" "--threads: bad value '1,x'" schedule "${SQ[@]}" --threads 1,x --cross
+bad "a batch list without --cross" "a list of batch sizes is a list of requests" schedule "${SQ[@]}" --batchsize 1,2
 bad "run: a schedule for another graph" "is not an operator of 'simple' \(the file is a schedule for 'squeezenet-1.1'\)" \
   run --modelname simple --kernels default --schedule "$tmp/sq.json"
 edit "$tmp/sq.json" "$tmp/sq-missing.json" "del s['stages'][0]"

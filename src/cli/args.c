@@ -61,7 +61,7 @@ typedef enum flag_id {
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS, F_GBPS,
   F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_KERNELS, F_PROFILE,
-  F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_COUNT
+  F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -83,7 +83,7 @@ static const flag_def flags[F_COUNT] = {
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP},
     [F_SUITE] = {"--suite", true, M_BENCH},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH},
-    [F_THREADS] = {"--threads", true, M_TIMING | M_DB},
+    [F_THREADS] = {"--threads", true, M_TIMING | M_DB | M_SCHED},
     [F_CORES] = {"--cores", true, M_TIMING | M_DB | M_SCHED},
     [F_NUMBER] = {"--number", true, M_TIMING},
     [F_REPEAT] = {"--repeat", true, M_TIMING},
@@ -147,6 +147,7 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
     [F_PRINT_STAGES] = {"--print-stages", false, M_SCHED},
     [F_SCHED_COST] = {"--cost", true, M_SCHED},
+    [F_CROSS] = {"--cross", false, M_SCHED},
     [F_KERNELS] = {"--kernels", true, M_RUN},
     [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
     [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
@@ -306,6 +307,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       machine the plan is a prediction for a machine not at hand\n"
             "  --ios-original       IOS's own endings: no overlapping groups merged (its known flaw)\n"
             "  --no-merge           no merge stages\n"
+            "  --cross              specialisation: with --batchsize B1,B2.. and/or --threads T1,T2..,\n"
+            "                       IOS plans for each setting, then each plan runs at every setting\n"
+            "                       (measured end to end); prints the matrix\n"
             "  --cost MODE          predicted: plan with the per-operator model, then measure the three\n"
             "                       schedules end to end on this machine; measured: every distinct stage\n"
             "                       run and timed here by the stage executor while planning (no merges),\n"
@@ -565,6 +569,27 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   }
   case F_THREADS:
+    if (a->cmd == CLI_CMD_SCHEDULE) { /* thread counts for --cross: N[,N...] */
+      char buf[128];
+      size_t lv = strlen(v);
+      bool ok = lv < sizeof buf && *v;
+      if (ok) memcpy(buf, v, lv + 1);
+      a->nsched_threads = 0;
+      for (char *p = buf; ok && p;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        int64_t t = 0;
+        ok = a->nsched_threads < 8 && cli_parse_i64(p, 1, OB_CLI_MAX_CORES, &t);
+        if (ok) a->sched_threads[a->nsched_threads++] = (int)t;
+        p = comma ? comma + 1 : NULL;
+      }
+      if (!ok) {
+        cli_error("--threads: bad value '%s' (expected up to 8 thread counts, 1..%d, separated by commas)", v,
+                  OB_CLI_MAX_CORES);
+        return false;
+      }
+      break;
+    }
     if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
     a->threads_set = true;
     break;
@@ -767,6 +792,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     }
     a->sched_cost = v;
     break;
+  case F_CROSS: a->cross = true; break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;
   case F_MAX_PART:
@@ -926,7 +952,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
           return false;
         }
   }
-  if ((a->nbatchsizes > 1 || a->nseqlens > 1) && !(a->executor && !strcmp(a->executor, "vm"))) {
+  if ((a->nbatchsizes > 1 || a->nseqlens > 1) && !(a->executor && !strcmp(a->executor, "vm")) &&
+      !(cmd == CLI_CMD_SCHEDULE && a->cross && a->nseqlens <= 1)) {
     cli_error("a list of %s is a list of requests for --executor vm", a->nbatchsizes > 1 ? "batch sizes" : "sequence lengths");
     return false;
   }

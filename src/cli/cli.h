@@ -95,6 +95,9 @@ typedef struct cli_args {
   bool ios_original, no_merge, print_stages;
   int max_part;            /* --max-part (0: 64) */
   const char *sched_cost;  /* --cost measured|predicted (NULL: plan only, nothing run) */
+  bool cross;              /* --cross: the specialisation matrix */
+  int sched_threads[8];    /* --threads T1,T2.. of schedule --cross */
+  int nsched_threads;
   /* run, and tune with a model (the collector) */
   const char *kernels;     /* --kernels tuned|default|onednn (run; default tuned) */
   bool profile;            /* --profile: per-node breakdown */

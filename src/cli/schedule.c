@@ -121,7 +121,134 @@ static void print_stages(const ob_sched_units *u, const ob_schedule *s) {
   }
 }
 
+/* --cross: IOS planned at every setting (batch size x thread count), each
+ * plan run end to end at every setting with at least its cores (a plan
+ * for more cores than a setting holds cannot run there: "-"). */
+static int cross(ob_ctx *ctx, const cli_args *a) {
+  enum { MAXS = 64 };
+  int nb = a->nbatchsizes ? a->nbatchsizes : 1, nt = a->nsched_threads ? a->nsched_threads : 1;
+  int n = nb * nt, rc = OB_CLI_EXIT_ERROR, here = 1;
+  ob_host h;
+  if (ob_host_detect(ctx, &h) == OB_OK && h.ncores > 0) here = h.ncores;
+  if (n > MAXS) {
+    cli_error("--cross: %d settings (at most %d)", n, MAXS);
+    return rc;
+  }
+  bool measured = a->sched_cost && !strcmp(a->sched_cost, "measured");
+  cli_args set[MAXS];
+  int64_t batch[MAXS];
+  int threads[MAXS];
+  ob_graph *g[MAXS] = {0};
+  ob_sched_units *u[MAXS] = {0};
+  ob_schedule *s[MAXS] = {0};
+  double opt[MAXS] = {0}, *lat = calloc((size_t)n * (size_t)n, sizeof(double));
+  ob_target *target = NULL;
+  if (!lat) {
+    cli_error("out of memory");
+    return rc;
+  }
+  if (!cli_target(ctx, a, true, &target)) goto done;
+  int lanes = a->lanes ? a->lanes : ob_target_get_facts(target)->lanes_f32;
+  for (int i = 0; i < n; i++) {
+    batch[i] = a->nbatchsizes ? a->batchsizes[i / nt] : (a->batchsize ? a->batchsize : 1);
+    threads[i] = a->nsched_threads ? a->sched_threads[i % nt] : (a->sched_cores ? a->sched_cores : here);
+    if (threads[i] > here) {
+      cli_error("--cross runs every plan here: --threads %d is more than this machine's %d cores", threads[i], here);
+      goto done;
+    }
+    set[i] = *a;
+    set[i].batchsize = batch[i];
+    set[i].nbatchsizes = 0;
+  }
+  printf("cross      %s: IOS planned for each of %d settings with %s stage costs, then each plan run end to end at "
+         "every setting (ms, default kernel configs, median of 5 repeats; noisy on a shared machine)\n",
+         a->modelname ? a->modelname : "model", n, measured ? "measured" : "predicted");
+  for (int i = 0; i < n; i++) {
+    ob_stage_cost cost = {0};
+    ob_rt *rt = NULL;
+    ob_sched_flops_model fm = ob_sched_flops_model_default();
+    ob_sched_predict_opts po = {.latency = ob_sched_flops_latency, .user = &fm, .barrier_s = 1e-6};
+    for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
+      for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = a->corun > 0 ? a->corun : 1.1;
+    ob_sched_opts so = ob_sched_opts_default();
+    so.cores = threads[i];
+    so.r = a->sched_r ? a->sched_r : 3;
+    so.s = a->sched_s ? a->sched_s : 8;
+    so.merge = !a->no_merge && !measured;
+    ob_sched_stats st = {0};
+    bool ok = (g[i] = cli_model_load(ctx, &set[i], true)) != NULL;
+    if (!ok) goto done; /* cli_model_load said why */
+    ok = ob_graph_optimize(ctx, g[i], lanes, NULL) == OB_OK && ob_sched_units_from_graph(ctx, g[i], a->max_part, &u[i]) == OB_OK;
+    if (ok && measured) {
+      ob_rt_opts ro = ob_rt_opts_default();
+      ro.kernels = OB_RT_DEFAULT;
+      ro.nthreads = threads[i];
+      ro.build = a->mo.build;
+      ob_timing_opts t = ob_timing_default();
+      t.repeat = 3;
+      t.max_cv = 0;
+      t.min_repeat_ms = 0.5;
+      ok = ob_rt_new(ctx, g[i], &ro, &rt) == OB_OK && ob_rt_run(rt) == OB_OK &&
+           ob_stage_cost_measured(ctx, u[i], rt, &t, &cost) == OB_OK;
+    } else if (ok) {
+      ok = ob_stage_cost_predicted(ctx, &po, &cost) == OB_OK;
+    }
+    ok = ok && ob_sched_ios(ctx, u[i], &so, &cost, &s[i], &st) == OB_OK;
+    ob_stage_cost_free(&cost);
+    ob_rt_free(rt);
+    if (!ok) {
+      cli_error("--cross, batch %lld, %d threads: %s", (long long)batch[i], threads[i], ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    opt[i] = st.seconds;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      lat[i * n + j] = -1;
+      if (threads[i] > threads[j]) continue;
+      if (!measure_e2e(ctx, &set[j], u[i], s[i], lanes, &lat[i * n + j])) goto done;
+    }
+  printf("%-24s", "optimised for \\ run at");
+  for (int j = 0; j < n; j++) {
+    char h2[48];
+    snprintf(h2, sizeof h2, "b%lld t%d", (long long)batch[j], threads[j]);
+    printf(" %11s", h2);
+  }
+  printf(" %8s\n", "opt s");
+  for (int i = 0; i < n; i++) {
+    char h2[48];
+    snprintf(h2, sizeof h2, "b%lld t%d (%d stages)", (long long)batch[i], threads[i], ob_schedule_stage_count(s[i]));
+    printf("%-24s", h2);
+    for (int j = 0; j < n; j++) {
+      if (lat[i * n + j] < 0) printf(" %11s", "-");
+      else printf(" %11.3f", lat[i * n + j] * 1e3);
+    }
+    printf(" %8.3f\n", opt[i]);
+  }
+  /* per setting: its own plan against the best other plan that runs there */
+  for (int j = 0; j < n; j++) {
+    double other = -1;
+    for (int i = 0; i < n; i++)
+      if (i != j && lat[i * n + j] >= 0 && (other < 0 || lat[i * n + j] < other)) other = lat[i * n + j];
+    if (other > 0)
+      printf("at b%lld t%d: its own plan %.3f ms, the best plan for another setting %.3f ms (%.2fx)\n", (long long)batch[j],
+             threads[j], lat[j * n + j] * 1e3, other * 1e3, other / lat[j * n + j]);
+  }
+  printf("a plan for more cores than a setting holds cannot run there (-); a plan for fewer runs on its own cores\n");
+  rc = 0;
+done:
+  for (int i = 0; i < n; i++) {
+    ob_schedule_free(s[i]);
+    ob_sched_units_free(u[i]);
+    ob_graph_free(g[i]);
+  }
+  free(lat);
+  ob_target_free(target);
+  return rc;
+}
+
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
+  if (a->cross) return cross(ctx, a);
   int rc = OB_CLI_EXIT_ERROR;
   ob_graph *g = cli_model_load(ctx, a, true); /* weights only counted: planning runs nothing */
   ob_sched_units *u = NULL;
