@@ -1036,39 +1036,51 @@ typedef struct pool_p {
   float *y;
 } pool_p;
 
+/* One output row; inlined with B a constant (the common blocks) so the
+ * channel loops become vector operations. */
+static inline __attribute__((always_inline)) void pool_row(const pool_p *p, int64_t u, int64_t B) {
+  int64_t oy = u % p->oh, ncb = u / p->oh;
+  const float *xs = p->x + ncb * p->h * p->w * B;
+  float *ys = p->y + (ncb * p->oh + oy) * p->ow * B;
+  float acc[64];
+  int64_t r0 = oy * p->sh - p->pt, r1 = r0 + p->r;
+  int64_t cnt_r = (r1 < p->h + p->pb ? r1 : p->h + p->pb) - r0; /* rows inside the padded input */
+  if (r0 < 0) r0 = 0;
+  if (r1 > p->h) r1 = p->h;
+  for (int64_t ox = 0; ox < p->ow; ox++) {
+    for (int64_t j = 0; j < B; j++) acc[j] = p->max ? -INFINITY : 0.0f;
+    int64_t q0 = ox * p->sw - p->pl, q1 = q0 + p->s;
+    int64_t cnt_q = (q1 < p->w + p->pr ? q1 : p->w + p->pr) - q0;
+    if (q0 < 0) q0 = 0;
+    if (q1 > p->w) q1 = p->w;
+    for (int64_t iy = r0; iy < r1; iy++)
+      for (int64_t ix = q0; ix < q1; ix++) {
+        const float *v = xs + (iy * p->w + ix) * B;
+        if (p->max)
+          for (int64_t j = 0; j < B; j++) acc[j] = v[j] > acc[j] ? v[j] : acc[j];
+        else
+          for (int64_t j = 0; j < B; j++) acc[j] += v[j];
+      }
+    float *o = ys + ox * B;
+    if (p->max) {
+      for (int64_t j = 0; j < B; j++) o[j] = acc[j];
+    } else {
+      int64_t cnt = (r1 - r0) * (q1 - q0), cnt_pad = cnt_r * cnt_q;
+      float inv = 1.0f / (float)(p->incl ? cnt_pad : cnt > 0 ? cnt : 1);
+      for (int64_t j = 0; j < B; j++) o[j] = acc[j] * inv;
+    }
+  }
+}
+
 static void pool_range(void *closure, int64_t begin, int64_t end) {
   const pool_p *p = closure;
-  int64_t b = p->b, cb = p->c / b;
-  float acc[64];
   for (int64_t u = begin; u < end; u++) { /* u = (n, channel block, output row) */
-    int64_t oy = u % p->oh, ncb = u / p->oh;
-    const float *xs = p->x + ncb * p->h * p->w * b;
-    float *ys = p->y + (ncb * p->oh + oy) * p->ow * b;
-    (void)cb;
-    for (int64_t ox = 0; ox < p->ow; ox++) {
-      for (int64_t j = 0; j < b; j++) acc[j] = p->max ? -INFINITY : 0.0f;
-      int64_t cnt = 0, cnt_pad = 0;
-      for (int64_t r = 0; r < p->r; r++) {
-        int64_t iy = oy * p->sh - p->pt + r;
-        for (int64_t q = 0; q < p->s; q++) {
-          int64_t ix = ox * p->sw - p->pl + q;
-          if (iy < p->h + p->pb && ix < p->w + p->pr) cnt_pad++;
-          if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
-          const float *v = xs + (iy * p->w + ix) * b;
-          cnt++;
-          if (p->max)
-            for (int64_t j = 0; j < b; j++) acc[j] = v[j] > acc[j] ? v[j] : acc[j];
-          else
-            for (int64_t j = 0; j < b; j++) acc[j] += v[j];
-        }
-      }
-      float *o = ys + ox * b;
-      if (p->max) {
-        for (int64_t j = 0; j < b; j++) o[j] = acc[j];
-      } else {
-        float inv = 1.0f / (float)(p->incl ? cnt_pad : cnt ? cnt : 1);
-        for (int64_t j = 0; j < b; j++) o[j] = acc[j] * inv;
-      }
+    switch (p->b) {
+    case 16: pool_row(p, u, 16); break;
+    case 8: pool_row(p, u, 8); break;
+    case 4: pool_row(p, u, 4); break;
+    case 1: pool_row(p, u, 1); break;
+    default: pool_row(p, u, p->b); break;
     }
   }
 }
