@@ -15,7 +15,10 @@
  * The input sizes are reduced by default (--full for the models' own) so
  * the run takes minutes on a loaded 2-core machine; timings there are
  * noisy, ratios measured side by side in one run are what count.
- *   build/bench_interop [--cores N] [--repeat K] [--full] [--model NAME] [--svg-dir DIR] */
+ * --skip-measured leaves out the measured-cost DP (thousands of distinct
+ * stages on randwire and nasnet-a, each run: minutes on a loaded machine);
+ * its column and bars are then "-".
+ *   build/bench_interop [--cores N] [--repeat K] [--full] [--model NAME] [--svg-dir DIR] [--skip-measured] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,16 +100,18 @@ done:
 
 int main(int argc, char **argv) {
   int cores = 2, repeat = 5;
-  bool full = false;
+  bool full = false, skip_measured = false;
   const char *only = NULL, *svg_dir = ".";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--cores") && i + 1 < argc) cores = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--full")) full = true;
+    else if (!strcmp(argv[i], "--skip-measured")) skip_measured = true;
     else if (!strcmp(argv[i], "--model") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--svg-dir") && i + 1 < argc) svg_dir = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--cores N] [--repeat K] [--full] [--model NAME] [--svg-dir DIR]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--cores N] [--repeat K] [--full] [--model NAME] [--svg-dir DIR] [--skip-measured]\n",
+              argv[0]);
       return 2;
     }
   }
@@ -156,37 +161,44 @@ int main(int argc, char **argv) {
     som.merge = false;
     if (ob_sched_units_from_graph(ctx, g, 0, &u) || ob_stage_cost_predicted(ctx, &po, &pc) ||
         ob_sched_sequential(ctx, u, &so, &pc, &sq, NULL) || ob_sched_greedy(ctx, u, &so, &pc, &gr, NULL) ||
-        ob_sched_ios(ctx, u, &so, &pc, &ip, &sp) || ob_rt_new(ctx, g, &ro, &mrt) || ob_rt_run(mrt) ||
-        ob_stage_cost_measured(ctx, u, mrt, &st, &mc) || ob_sched_ios(ctx, u, &som, &mc, &im, &sm)) {
+        ob_sched_ios(ctx, u, &so, &pc, &ip, &sp) ||
+        (!skip_measured && (ob_rt_new(ctx, g, &ro, &mrt) || ob_rt_run(mrt) ||
+                            ob_stage_cost_measured(ctx, u, mrt, &st, &mc) || ob_sched_ios(ctx, u, &som, &mc, &im, &sm)))) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
     int64_t measured = ob_stage_cost_measured_count(&mc, NULL);
-    double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = 0;
+    double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1;
     if (!e2e(models[m].name, size, lanes, u, sq, repeat, &t_sq, &t_all) ||
         !e2e(models[m].name, size, lanes, u, gr, repeat, &t_gr, NULL) ||
         !e2e(models[m].name, size, lanes, u, ip, repeat, &t_ip, NULL) ||
-        !e2e(models[m].name, size, lanes, u, im, repeat, &t_im, NULL))
+        (im && !e2e(models[m].name, size, lanes, u, im, repeat, &t_im, NULL)))
       return 2;
+    const ob_schedule *drawn_s = im ? im : ip;
     char svg[1024], title[256];
     snprintf(svg, sizeof svg, "%s/interop-%s.svg", svg_dir, models[m].name);
-    snprintf(title, sizeof title, "%s: IOS schedule with measured stage costs, %d cores, %.3f ms (stage sum)",
-             models[m].name, cores, ob_schedule_seconds(im) * 1e3);
-    bool drawn = ob_schedule_timeline(ctx, u, im, svg, title) == OB_OK;
-    double ios_ratio = t_im / fmin(t_sq, t_gr), opt_ratio = sp.seconds / models[m].budget_s,
-           pm = t_ip / t_im;
-    if (ios_ratio > worst_ios) worst_ios = ios_ratio;
+    snprintf(title, sizeof title, "%s: IOS schedule with %s stage costs, %d cores, %.3f ms (stage sum)", models[m].name,
+             im ? "measured" : "predicted", cores, ob_schedule_seconds(drawn_s) * 1e3);
+    bool drawn = ob_schedule_timeline(ctx, u, drawn_s, svg, title) == OB_OK;
+    double opt_ratio = sp.seconds / models[m].budget_s;
     if (opt_ratio > worst_opt) worst_opt = opt_ratio;
-    if (pm > worst_pm) worst_pm = pm;
-    char cm[48];
-    snprintf(cm, sizeof cm, "%lld+%lld", (long long)sm.stages_costed, (long long)measured);
-    printf("%-15s %5lld %9.3f %9.3f %9.3f %9.3f %9.3f %7.2fx %7.2fx %7.2fx %8lld %8lld %9s %7.3f %8.2f %8.3f\n",
-           models[m].name, (long long)(size ? size : 0), t_sq * 1e3, t_gr * 1e3, t_ip * 1e3, t_im * 1e3, t_all * 1e3,
-           t_sq / t_gr, t_sq / t_ip, t_sq / t_im, (long long)sp.states, (long long)sp.stages_costed, cm, sp.seconds,
-           sm.seconds, pm);
-    printf("  %s: %d units; IOS predicted %d stages (%lld states of bound %.3g), measured %d stages; timeline %s\n",
+    char cm[48] = "-", tim[32] = "-", xim[32] = "-", optm[32] = "-", pmt[32] = "-";
+    if (im) {
+      double ios_ratio = t_im / fmin(t_sq, t_gr), pm = t_ip / t_im;
+      if (ios_ratio > worst_ios) worst_ios = ios_ratio;
+      if (pm > worst_pm) worst_pm = pm;
+      snprintf(cm, sizeof cm, "%lld+%lld", (long long)sm.stages_costed, (long long)measured);
+      snprintf(tim, sizeof tim, "%.3f", t_im * 1e3);
+      snprintf(xim, sizeof xim, "%.2fx", t_sq / t_im);
+      snprintf(optm, sizeof optm, "%.2f", sm.seconds);
+      snprintf(pmt, sizeof pmt, "%.3f", pm);
+    }
+    printf("%-15s %5lld %9.3f %9.3f %9.3f %9s %9.3f %7.2fx %7.2fx %8s %8lld %8lld %9s %7.3f %8s %8s\n", models[m].name,
+           (long long)(size ? size : 0), t_sq * 1e3, t_gr * 1e3, t_ip * 1e3, tim, t_all * 1e3, t_sq / t_gr, t_sq / t_ip,
+           xim, (long long)sp.states, (long long)sp.stages_costed, cm, sp.seconds, optm, pmt);
+    printf("  %s: %d units; IOS predicted %d stages (%lld states of bound %.3g), measured-cost %d stages; timeline %s\n",
            models[m].name, ob_sched_units_count(u), ob_schedule_stage_count(ip), (long long)sp.states, sp.state_bound,
-           ob_schedule_stage_count(im), drawn ? svg : ob_ctx_errmsg(ctx));
+           im ? ob_schedule_stage_count(im) : 0, drawn ? svg : ob_ctx_errmsg(ctx));
     fflush(stdout);
     ob_schedule_free(sq);
     ob_schedule_free(gr);

@@ -548,7 +548,9 @@ static ob_status par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages,
   int shift = prologue ? 1 : 0;
   p->nst = nstages + shift;
   p->st = calloc((size_t)p->nst + 1, sizeof *p->st);
-  p->pools = calloc((size_t)p->nst * 64 + 8, sizeof *p->pools);
+  int maxpools = 1;
+  for (int i = 0; i < nstages; i++) maxpools += stages[i].ngroups;
+  p->pools = calloc((size_t)maxpools, sizeof *p->pools);
   p->stamp = calloc((size_t)p->nst + 1, sizeof *p->stamp);
   p->done = calloc((size_t)p->nst + 1, sizeof *p->done);
   if (!p->st || !p->pools || !p->stamp || !p->done) {
@@ -581,10 +583,6 @@ static ob_status par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages,
       /* its pool, and the team member that leads it */
       int pi = find_pool(p, pg->cores, pg->ncores);
       if (pi < 0) {
-        if (p->npools >= p->nst * 64 + 8) {
-          st = ob_fail(ctx, OB_ERR_INVALID_ARG, "runtime: too many groups");
-          goto fail;
-        }
         pi = p->npools++;
         par_pool *pl = &p->pools[pi];
         pl->ncores = pg->ncores;
