@@ -64,6 +64,7 @@ static bool e2e(const char *name, int64_t size, int lanes, const ob_sched_units 
   ob_timing_opts t = ob_timing_default();
   t.repeat = repeat;
   t.max_cv = 0;
+  t.timeout_s = 900; /* a large model by stages takes seconds a run here */
   ob_timing tp, ts;
   if (ob_sched_units_from_graph(ctx, g, 0, &u2) || ob_schedule_to_json(ctx, u, s, &js) ||
       ob_schedule_from_json(ctx, u2, js.data, "schedule", ob_schedule_cores(s), &s2) ||
@@ -87,7 +88,7 @@ static bool e2e(const char *name, int64_t size, int lanes, const ob_sched_units 
   if (seq_median) *seq_median = ts.median_s;
   ok = true;
 done:
-  if (!ok && !seq) fprintf(stderr, "bench_interop: %s, %s schedule: %s\n", name, ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
+  if (!ok) fprintf(stderr, "bench_interop: %s, %s schedule: %s\n", name, ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
   free(seq);
   ob_rt_par_free(par);
   ob_rt_free(rt);
