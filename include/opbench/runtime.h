@@ -175,6 +175,61 @@ OB_API void ob_rt_buffer_get(const ob_rt *rt, int i, ob_rt_buffer *out);
  * NULL) all of them. */
 OB_API double ob_rt_db_sum(const ob_rt *rt, int *covered, int *steps);
 
+/* ---- parallel stages (IOS's stage executor) --------------------------------- */
+/* A compiled runtime run as a sequence of stages separated by barriers; a
+ * stage holds groups that run at the same time, each on its own core set,
+ * its graph nodes in order (the steps of the nodes, and the layout
+ * conversions their inputs need, in the runtime's step order). One thread
+ * team: a thread pinned to each core the plan uses; the thread on a
+ * group's first core leads it, with a thread pool on the group's cores for
+ * its parallel loops; spin barriers between stages. A conversion read by
+ * several groups of a stage runs in its producer's group (or, for a graph
+ * input, in a stage of its own before). */
+typedef struct ob_rt_group_plan {
+  int nnodes;
+  const int *nodes; /* graph nodes of the runtime's graph */
+  int ncores;
+  const int *cores;
+} ob_rt_group_plan;
+typedef struct ob_rt_stage_plan {
+  int ngroups;
+  const ob_rt_group_plan *groups;
+} ob_rt_stage_plan;
+typedef struct ob_rt_par ob_rt_par;
+
+/* Checks the plan against rt (every step's node in exactly one group, each
+ * step after what it reads: an earlier stage or earlier in its group, core
+ * sets disjoint within a stage and on cores this process may use;
+ * OB_ERR_INVALID_ARG naming the stage (from 1), group and node otherwise),
+ * re-plans rt's activation memory so that two buffers share bytes only
+ * when neither the sequential order nor the stages see both alive (inputs
+ * must be set again afterwards), and starts the team. The plan is copied;
+ * rt must outlive *out and is used by one of ob_rt_run and ob_rt_par_run
+ * at a time. Runtimes with oneDNN steps are refused (OB_ERR_UNSUPPORTED):
+ * a primitive owns its threads. */
+OB_API ob_status ob_rt_par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, ob_rt_par **out);
+/* A part of the graph by stages, for timing it (a measured stage cost):
+ * only the plan's nodes run (and the conversions only they read); values
+ * they read but do not write hold what an earlier run left there. The
+ * first call places every activation in bytes of its own (no sharing, so
+ * any subset may run in any order; inputs must be set again), later ones
+ * reuse that placement. */
+OB_API ob_status ob_rt_par_new_subset(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages, ob_rt_par **out);
+OB_API void ob_rt_par_free(ob_rt_par *p); /* accepts NULL; stops the team */
+/* Runs the graph once by stages on the inputs set with ob_rt_set_input;
+ * outputs through ob_rt_output. A failing step is named. */
+OB_API ob_status ob_rt_par_run(ob_rt_par *p);
+/* As ob_rt_time, by stages. */
+OB_API ob_status ob_rt_par_time(ob_rt_par *p, const ob_timing_opts *o, ob_timing *out);
+/* Stages after the plan's (a graph input's conversion may add one), and
+ * the steps of stage i, group j. */
+OB_API int ob_rt_par_stage_count(const ob_rt_par *p);
+OB_API int ob_rt_par_group_steps(const ob_rt_par *p, int stage, int group, const int **steps);
+/* Median seconds of each stage alone (after `runs` >= 1 timed runs of the
+ * whole plan; stage_s gets ob_rt_par_stage_count entries), what a measured
+ * stage cost reads. */
+OB_API ob_status ob_rt_par_profile(ob_rt_par *p, int runs, double *stage_s);
+
 /* ---- the vm executor: shapes given per request ------------------------------- */
 /* A model whose batch size or sequence length is only known at run time, as
  * TVM's VM serves dynamic shapes: the first request of a shape loads the

@@ -67,7 +67,7 @@ typedef enum flag_id {
   F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_BUILD_ONLY, F_SIZES,
   F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
   F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
-  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_COUNT
+  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -89,7 +89,7 @@ static const flag_def flags[F_COUNT] = {
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP | M_PRED},
     [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE | M_PRED},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH | M_PROFILE},
-    [F_THREADS] = {"--threads", true, M_TIMING | M_DB | M_PRED},
+    [F_THREADS] = {"--threads", true, M_TIMING | M_DB | M_SCHED | M_PRED},
     [F_CORES] = {"--cores", true, M_TIMING | M_DB | M_SCHED | M_PRED},
     [F_NUMBER] = {"--number", true, M_TIMING},
     [F_REPEAT] = {"--repeat", true, M_TIMING},
@@ -142,7 +142,7 @@ static const flag_def flags[F_COUNT] = {
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
     [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
-    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_REPORT},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_REPORT | M_RUN},
     [F_TIMELINE] = {"--timeline", true, M_SCHED},
     [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
     [F_GFLOPS] = {"--gflops", true, M_SCHED},
@@ -167,6 +167,8 @@ static const flag_def flags[F_COUNT] = {
     [F_TEST_MODELS] = {"--test-models", true, M_PRED},
     [F_ROUNDS] = {"--rounds", true, M_PRED},
     [F_MEMBERS] = {"--members", true, M_PRED},
+    [F_SCHED_COST] = {"--cost", true, M_SCHED},
+    [F_CROSS] = {"--cross", false, M_SCHED},
     [F_KERNELS] = {"--kernels", true, M_RUN},
     [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
     [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
@@ -340,8 +342,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "convolutions or run groups of operators concurrently, each group on its own cores;\n"
             "the split of the cores is searched with each stage). Prints, for each: stages,\n"
             "groups per stage, predicted latency, the DP's statistics and the optimisation time.\n"
-            "Latencies are PREDICTED by a per-operator model (below), not measured: measured\n"
-            "stage costs arrive with the graph runtime.\n\n"
+            "Latencies are PREDICTED by a per-operator model (below), not measured, unless --cost\n"
+            "is given (then the schedules are also measured end to end on this machine).\n\n"
             "scheduling:\n"
             "  --r R                most operators in a group (default 3)\n"
             "  --s S                most groups in a stage (default 8; never more than the cores)\n"
@@ -349,6 +351,13 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       machine the plan is a prediction for a machine not at hand\n"
             "  --ios-original       IOS's own endings: no overlapping groups merged (its known flaw)\n"
             "  --no-merge           no merge stages\n"
+            "  --cross              specialisation: with --batchsize B1,B2.. and/or --threads T1,T2..,\n"
+            "                       IOS plans for each setting, then each plan runs at every setting\n"
+            "                       (measured end to end); prints the matrix\n"
+            "  --cost MODE          predicted: plan with the per-operator model, then measure the three\n"
+            "                       schedules end to end on this machine; measured: every distinct stage\n"
+            "                       run and timed here by the stage executor while planning (no merges),\n"
+            "                       then the same end-to-end measurement (default kernel configs)\n"
             "  --max-part P         most operators the DP plans at once (1..64, default 64)\n"
             "  --scheduler NAME     the schedule --schedule-out, --timeline and --print-stages take\n"
             "                       (ios, greedy or sequential; default ios)\n"
@@ -459,7 +468,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
     fprintf(f,
             "usage: opbench run --modelname M [model flags] [--db FILE] [--kernels tuned|default|onednn]\n"
             "                   [--input FILE] [--save-output FILE.npy] [--profile] [--executor graph|vm]\n"
-            "                   [--threads N] [--cores LIST] [timing flags]\n"
+            "                   [--threads N] [--cores LIST] [--schedule FILE] [timing flags]\n"
             "Compiles the model (after the passes) with the graph runtime and runs it: each task with\n"
             "the best config --db holds for this host, target and threads (the default config when it\n"
             "holds none, said once per task), weights packed once, activations blocked between\n"
@@ -477,7 +486,11 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       each shape is compiled on first use and kept; prints first-call\n"
             "                       and steady-state latency per request\n"
             "  --check-tol T        tolerance of the output check, relative to max |ref| (1e-3)\n"
-            "  --lanes N            the layout plan's vector width (default: the target's)\n\n%s\n%s",
+            "  --lanes N            the layout plan's vector width (default: the target's)\n"
+            "  --schedule FILE      run by the stages of a schedule (opbench schedule --schedule-out):\n"
+            "                       merges applied, each stage's groups at once on their cores, a\n"
+            "                       barrier between stages; its output is checked against the\n"
+            "                       sequential run on the schedule's cores, both are timed\n\n%s\n%s",
             model_help, measure_help);
     break;
   case CLI_CMD_DB:
@@ -701,6 +714,27 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_THREADS:
     if (a->cmd == CLI_CMD_PROFILE) { /* a list, parsed by the command */
       a->threads_list = v;
+      break;
+    }
+    if (a->cmd == CLI_CMD_SCHEDULE) { /* thread counts for --cross: N[,N...] */
+      char buf[128];
+      size_t lv = strlen(v);
+      bool ok = lv < sizeof buf && *v;
+      if (ok) memcpy(buf, v, lv + 1);
+      a->nsched_threads = 0;
+      for (char *p = buf; ok && p;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        int64_t t = 0;
+        ok = a->nsched_threads < 8 && cli_parse_i64(p, 1, OB_CLI_MAX_CORES, &t);
+        if (ok) a->sched_threads[a->nsched_threads++] = (int)t;
+        p = comma ? comma + 1 : NULL;
+      }
+      if (!ok) {
+        cli_error("--threads: bad value '%s' (expected up to 8 thread counts, 1..%d, separated by commas)", v,
+                  OB_CLI_MAX_CORES);
+        return false;
+      }
       break;
     }
     if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
@@ -948,6 +982,14 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     }
     a->table = v;
     break;
+  case F_SCHED_COST:
+    if (strcmp(v, "measured") && strcmp(v, "predicted")) {
+      cli_error("--cost: unknown cost mode '%s' (known: measured, predicted)", v);
+      return false;
+    }
+    a->sched_cost = v;
+    break;
+  case F_CROSS: a->cross = true; break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;
   case F_MAX_PART:
@@ -1170,7 +1212,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
           return false;
         }
   }
-  if ((a->nbatchsizes > 1 || a->nseqlens > 1) && !(a->executor && !strcmp(a->executor, "vm"))) {
+  if ((a->nbatchsizes > 1 || a->nseqlens > 1) && !(a->executor && !strcmp(a->executor, "vm")) &&
+      !(cmd == CLI_CMD_SCHEDULE && a->cross && a->nseqlens <= 1)) {
     cli_error("a list of %s is a list of requests for --executor vm", a->nbatchsizes > 1 ? "batch sizes" : "sequence lengths");
     return false;
   }

@@ -18,6 +18,7 @@
 #include "opbench/db.h"
 #include "opbench/graph.h"
 #include "opbench/runtime.h"
+#include "opbench/sched.h"
 
 /* ---- a model with its inputs and reference outputs ----------------------------------- */
 
@@ -298,6 +299,115 @@ done:
   return rc;
 }
 
+/* --schedule FILE: the schedule's stages against the sequential run of the
+ * same compiled steps on the schedule's cores. */
+static int run_schedule(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob_db *db, ob_rt_kernels k) {
+  int rc = OB_CLI_EXIT_ERROR;
+  cli_model m = {0};
+  ob_rt *rt = NULL;
+  ob_rt_par *par = NULL;
+  ob_sched_units *u = NULL;
+  ob_schedule *s = NULL;
+  float **seq = NULL;
+  ob_graph *g = cli_model_load(ctx, a, false);
+  if (!g) return rc;
+  if (!model_prepare(ctx, a, target, g, true, &m)) goto done;
+  long here = sysconf(_SC_NPROCESSORS_ONLN);
+  if (ob_sched_units_from_graph(ctx, g, 0, &u) != OB_OK ||
+      ob_schedule_read(ctx, u, a->schedule_in, here > 0 ? (int)here : 1, &s) != OB_OK) {
+    cli_error("--schedule: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  int ncores = ob_schedule_cores(s), nst = ob_schedule_stage_count(s), merges = 0, groups = 0;
+  for (int i = 0; i < nst; i++) {
+    merges += ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE;
+    groups += ob_schedule_group_count(s, i);
+  }
+  printf("model      %s, batch %lld, %d input(s), %d output(s); kernels %s, target %s\n", ob_graph_name(g),
+         (long long)(a->batchsize ? a->batchsize : 1), m.ni, m.no, ob_rt_kernels_name(k), ob_target_str(target));
+  printf("schedule   %s: %d stages (%d merges), %d groups, %d units on %d cores (scheduler %s)\n", a->schedule_in, nst,
+         merges, groups, ob_sched_units_count(u), ncores, ob_schedule_scheduler(s));
+  ob_rt_opts o = rt_opts(a, target, db, k);
+  o.nthreads = ncores; /* the sequential run holds every core the schedule does */
+  o.cores = NULL;
+  if (ob_schedule_compile(ctx, u, s, g, lanes_of(a, target), &o, &rt, &par) != OB_OK) {
+    cli_error("--schedule %s: %s", a->schedule_in, ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  print_compiled(rt);
+  printf("stages     %d, each group led by a thread pinned to its first core with a pool on its cores%s\n", nst,
+         ob_rt_par_stage_count(par) > nst ? "; one more first for conversions of the inputs" : "");
+  if (!run_check(ctx, a, rt, &m, "")) goto done; /* sequential, on the merged graph */
+  if (!(seq = calloc((size_t)m.no + 1, sizeof *seq))) goto oom;
+  for (int i = 0; i < m.no; i++) {
+    size_t bytes = ob_rt_output_bytes(rt, i);
+    if (!(seq[i] = malloc(bytes ? bytes : 1))) goto oom;
+    memcpy(seq[i], ob_rt_output(rt, i), bytes);
+    memset((void *)ob_rt_output(rt, i), 0, bytes); /* the stages must write it again */
+  }
+  if (ob_rt_par_run(par) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_rt_check_result c;
+  ob_rt_check(rt, (const void *const *)seq, 1e-5, &c);
+  printf("check      by stages against the sequential run: max |difference| %.3g (relative %.3g): %s\n",
+         c.max_abs_err, c.rel_err, c.ok ? "ok" : "FAILED");
+  if (!c.ok) {
+    cli_error("the output by stages differs from the sequential run: %s", c.message);
+    goto done;
+  }
+  ob_rt_check(rt, (const void *const *)m.ref, a->check_tol, &c);
+  if (!c.ok) {
+    cli_error("the output by stages differs from the naive reference: %s", c.message);
+    goto done;
+  }
+  print_outputs(rt);
+  ob_timing ts, tp;
+  if (ob_rt_time(rt, &a->mo.timing, &ts) != OB_OK || ob_rt_par_time(par, &a->mo.timing, &tp) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  print_timing("", &ts);
+  printf("           (sequential: every step on all %d cores)\n", ncores);
+  print_timing("", &tp);
+  printf("           (by the schedule's stages)\n");
+  printf("speedup    %.3fx over the sequential run (medians, measured in this run)\n",
+         tp.median_s > 0 ? ts.median_s / tp.median_s : 0);
+  if (a->profile) {
+    int n = ob_rt_par_stage_count(par);
+    double *st = calloc((size_t)n + 1, sizeof *st);
+    if (!st) goto oom;
+    if (ob_rt_par_profile(par, 20, st) != OB_OK) {
+      free(st);
+      cli_error("%s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    printf("profile    per stage, median of 20 runs (stage and its barrier):\n");
+    for (int i = 0; i < n; i++) {
+      const int *steps;
+      int nsteps = 0;
+      for (int j = 0; j < (i < n - nst ? 1 : ob_schedule_group_count(s, i - (n - nst))); j++)
+        nsteps += ob_rt_par_group_steps(par, i, j, &steps);
+      printf("  %4d %9.4f ms  %d steps\n", i + 1, st[i] * 1e3, nsteps);
+    }
+    free(st);
+  }
+  rc = 0;
+  goto done;
+oom:
+  cli_error("out of memory");
+done:
+  for (int i = 0; seq && i < m.no; i++) free(seq[i]);
+  free(seq);
+  ob_rt_par_free(par);
+  ob_rt_free(rt);
+  ob_schedule_free(s);
+  ob_sched_units_free(u);
+  model_free(&m);
+  return rc;
+}
+
 /* --executor vm: requests of the shapes listed, each compiled on first use. */
 static int run_vm(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob_db *db, ob_rt_kernels k) {
   int rc = OB_CLI_EXIT_ERROR;
@@ -401,8 +511,13 @@ int cli_cmd_run(ob_ctx *ctx, const cli_args *a) {
   if (!cli_target(ctx, a, true, &target)) return rc;
   const char *path = a->db_path ? a->db_path : "./opbench.db";
   ob_rt_kernels k = kernels_of(a->kernels);
+  if (a->schedule_in && k == OB_RT_ONEDNN) {
+    cli_error("--schedule runs generated kernels (--kernels tuned or default), not oneDNN primitives");
+    goto done;
+  }
   if (k != OB_RT_DEFAULT && !db_read(ctx, path, &db)) goto done;
-  if (a->executor && !strcmp(a->executor, "vm")) rc = run_vm(ctx, a, target, db, k);
+  if (a->schedule_in) rc = run_schedule(ctx, a, target, db, k);
+  else if (a->executor && !strcmp(a->executor, "vm")) rc = run_vm(ctx, a, target, db, k);
   else rc = run_graph(ctx, a, target, db, k);
 done:
   ob_db_close(db);

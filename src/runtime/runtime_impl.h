@@ -120,6 +120,7 @@ struct ob_rt {
   ob_baseline *bl;
   bool bl_inside;    /* between ob_baseline_enter and _leave */
   void *block;       /* the activation block */
+  bool par_unshared; /* stages.c placed every activation apart (subsets of steps run) */
   size_t block_bytes;
   int *in_val, *out_val; /* graph inputs and outputs -> value */
   ob_rt_stats st;
