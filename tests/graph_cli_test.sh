@@ -73,7 +73,7 @@ fi
 # ---- bad input ---------------------------------------------------------------------
 bad "unknown model" "unknown model 'resnet-19'.*resnet-18" models --modelname resnet-19
 bad "unknown source" "unknown model source 'hub'" models --modelsource hub --modelname x
-bad "batch size 0" "--batchsize: bad value '0'" models --modelname resnet-18 --batchsize 0
+bad "batch size 0" '--batchsize: a batch size of 0' models --modelname resnet-18 --batchsize 0
 bad "onnx without --modelpath" "needs --modelpath" models --modelsource onnx
 bad "missing onnx file" "cannot open ONNX file '$tmp/none.onnx'" models --modelsource onnx --modelpath "$tmp/none.onnx"
 bad "export needs --out" "needs --out" export-onnx --modelname resnet-18

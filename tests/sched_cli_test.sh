@@ -74,8 +74,8 @@ good "--schedule-out and --timeline" "wrote $tmp/inc.svg: timeline" schedule "${
 grep -q '<svg' "$tmp/inc.svg" 2>/dev/null && grep -q 'opbench-schedule' "$tmp/inc.json" 2>/dev/null && ok "the SVG and the JSON exist" ||
   not_ok "the SVG and the JSON exist"
 good "--schedule reads it back: same latency" '^file \(ios\) ' schedule "${M[@]}" --cores 2 --schedule "$tmp/inc.json"
-a=$(awk '/^ios /{print $(NF-6)}' "$tmp/out")
-b=$(awk '/^file /{print $(NF-6)}' "$tmp/out")
+a=$(awk '/^ios /{print $(NF-9)}' "$tmp/out")
+b=$(awk '/^file /{print $(NF-9)}' "$tmp/out")
 [ -n "$a" ] && [ "$a" = "$b" ] && ok "file and ios predict the same ($a ms)" || not_ok "file and ios predict the same ($a vs $b)"
 good "--scheduler greedy --schedule-out" 'wrote .*greedy.json: the greedy schedule' schedule "${M[@]}" --cores 2 --scheduler greedy --schedule-out "$tmp/greedy.json"
 good "a greedy schedule file" '^file \(greedy\) ' schedule "${M[@]}" --cores 2 --schedule "$tmp/greedy.json"
@@ -136,6 +136,50 @@ else
   not_ok "gnuplot missing: an error, the old file kept"
 fi
 good "--help" 'PREDICTED by a per-operator model' schedule --help
+
+# ---- opbench run --schedule: the stages run by the graph runtime ---------------------------------
+SQ=(--modelname squeezenet-1.1 --input-size 64)
+good "squeezenet's IOS schedule" 'wrote' schedule "${SQ[@]}" --cores 2 --schedule-out "$tmp/sq.json"
+good "squeezenet's greedy schedule" 'wrote' schedule "${SQ[@]}" --cores 2 --scheduler greedy --schedule-out "$tmp/sqg.json"
+good "run --schedule: by stages equal to the sequential run" 'by stages against the sequential run: max \|difference\| .*: ok$' \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq.json" --repeat 3
+good "run --schedule greedy (two groups at once)" '^speedup +[0-9.]+x over the sequential run' \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sqg.json" --repeat 3 --profile
+good "schedule --cost measured: stages measured, schedules measured end to end" \
+  '^ios \(r=3, s=8\) +[0-9]+ +[0-9/]+ +[0-9.]+ +[0-9.]+x +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+x$' \
+  schedule "${SQ[@]}" --cores 2 --cost measured
+good "schedule --cost predicted: nothing measured while planning, then end to end" \
+  '^greedy +[0-9]+ +[0-9/]+ +[0-9.]+ +[0-9.]+x +- +- +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+x$' \
+  schedule "${SQ[@]}" --cores 2 --cost predicted
+bad "--cost bogus" "--cost: unknown cost mode 'bogus'" schedule "${SQ[@]}" --cost bogus
+bad "--cost measured past this machine" "--cost measured measures on this machine: --cores 64" \
+  schedule "${SQ[@]}" --cores 64 --cost measured
+good "schedule --cross: batch sizes x thread counts" '^b2 t1 \(([0-9]+) stages\) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' \
+  schedule "${SQ[@]}" --batchsize 1,2 --threads 1,2 --cross
+grep -Eq '^b1 t2 \([0-9]+ stages\) +- ' "$tmp/out" && ok "--cross: a 2-core plan does not run on 1 core" ||
+  not_ok "--cross: a 2-core plan does not run on 1 core"
+bad "--cross past this machine" "--cross runs every plan here: --threads 64" schedule "${SQ[@]}" --threads 1,64 --cross
+bad "--threads list bad" "--threads: bad value '1,x'" schedule "${SQ[@]}" --threads 1,x --cross
+bad "a batch list without --cross" "a list of batch sizes is a list of requests" schedule "${SQ[@]}" --batchsize 1,2
+bad "run: a schedule for another graph" "is not an operator of 'simple' \(the file is a schedule for 'squeezenet-1.1'\)" \
+  run --modelname simple --kernels default --schedule "$tmp/sq.json"
+edit "$tmp/sq.json" "$tmp/sq-missing.json" "del s['stages'][0]"
+bad "run: an operator missing" "--schedule: .*operator '[^']+' is in no stage" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-missing.json"
+edit "$tmp/sq.json" "$tmp/sq-twice.json" "s['stages'][1]['groups'][0]['ops'].append(s['stages'][0]['groups'][0]['ops'][0])"
+bad "run: an operator scheduled twice" "stage 2, group 1: operator '[^']+' is scheduled twice \(already in stage 1\)" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-twice.json"
+edit "$tmp/sqg.json" "$tmp/sq-overlap.json" "
+st = next(x for x in s['stages'] if len(x.get('groups', [])) > 1)
+st['groups'][1]['cores'] = st['groups'][0]['cores']"
+bad "run: overlapping core sets" "stage [0-9]+: group 1 \(operator '[^']+'\) and group 2 \(operator '[^']+'\) both hold core 0" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-overlap.json"
+edit "$tmp/sq.json" "$tmp/sq-beyond.json" "s['stages'][2]['groups'][0]['cores'] = [0, 4095]"
+bad "run: a core past the machine" "stage 3, group 1 \(operator '[^']+'\): core 4095 is beyond the machine's [0-9]+ cores" \
+  run "${SQ[@]}" --kernels default --schedule "$tmp/sq-beyond.json"
+bad "run: --schedule with oneDNN kernels" "runs generated kernels" \
+  run "${SQ[@]}" --kernels onednn --schedule "$tmp/sq.json"
+bad "run: a missing schedule file" "nothing.json" run "${SQ[@]}" --kernels default --schedule "$tmp/nothing.json"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

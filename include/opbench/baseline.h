@@ -122,6 +122,39 @@ OB_API ob_status ob_baseline_measure_alg(ob_baseline *b, const ob_workload *wl, 
                                          const ob_timing_opts *timing, uint64_t seed,
                                          ob_baseline_result *out);
 
+/* ---- primitives on caller memory, for the graph runtime ----------------------
+ * One workload (the operators above) computed by the library on buffers the
+ * caller keeps between calls, in the layouts a graph runtime keeps:
+ * activations plain (NCHW, row-major matrices) or blocked NCHW[b]c, weights
+ * reordered once into the library's own formats when the primitive is made.
+ *   want_block   the channel block the caller would like activations in
+ *                (conv data and output, pooling): the library's vector
+ *                block when it divides the channels; 0: plain.
+ *   b_kn         batch_matmul only: B comes as [B, K, N] row-major (a graph's
+ *                MatMul operand) instead of the workload's [B, N, K].
+ *   consts[i]    workload argument i when it is a constant (weights, bias;
+ *                plain, the operator's layout), else NULL (read at run time).
+ * The residual of an epilogue "add" is read in the output's layout. Fails
+ * with OB_ERR_UNSUPPORTED (message naming the workload and why) when the
+ * library has no implementation for it; *out is then NULL. */
+typedef struct ob_baseline_prim ob_baseline_prim;
+OB_API ob_status ob_baseline_prim_new(ob_baseline *b, const ob_workload *wl, int want_block, bool b_kn,
+                                      const void *const *consts, ob_baseline_prim **out);
+OB_API void ob_baseline_prim_free(ob_baseline_prim *p); /* accepts NULL */
+/* The block the primitive takes its data in and gives its output in (0:
+ * plain), and the implementation the library picked. */
+OB_API int ob_baseline_prim_data_block(const ob_baseline_prim *p);
+OB_API int ob_baseline_prim_out_block(const ob_baseline_prim *p);
+OB_API const char *ob_baseline_prim_impl(const ob_baseline_prim *p);
+/* One call on bufs (workload argument order; entries of constants are
+ * ignored). 0 on success, else the library's status. Between
+ * ob_baseline_enter and ob_baseline_leave of its handle. */
+OB_API int ob_baseline_prim_run(ob_baseline_prim *p, void *const *bufs);
+/* The handle's thread count and pinning in force for a span of prim runs
+ * (as ob_baseline_measure does for one measurement). Not nested. */
+OB_API void ob_baseline_enter(ob_baseline *b);
+OB_API void ob_baseline_leave(ob_baseline *b);
+
 #ifdef __cplusplus
 }
 #endif

@@ -186,6 +186,34 @@ OB_API size_t ob_task_arg_bytes_for(const ob_task *t, const ob_config *cfg, int 
 /* True when cfg's kernel takes its arguments in the operator's own layout. */
 OB_API bool ob_task_plain_layout(const ob_task *t, const ob_config *cfg);
 
+/* How argument i of cfg's kernel is laid out, for callers that keep data in
+ * the kernels' layouts across calls (the graph runtime: blocked activations
+ * flowing between convolutions, weights packed once at load):
+ *   PLAIN   the operator's own layout (row-major, as ob_workload_reference);
+ *   NCHWC   a 4-D [N, C, H, W] argument as [N, C/block, H, W, block];
+ *   PANELS  a [..., N, K] argument as [..., N/block, K, block] (the packed
+ *           GEMM's B);
+ *   OPAQUE  only ob_task_pack_arg / ob_task_unpack_arg know it (a template
+ *           with pack hooks that does not describe its layouts).
+ * block divides the dimension it blocks. */
+typedef enum ob_arg_layout_kind {
+  OB_ARGL_PLAIN = 0,
+  OB_ARGL_NCHWC,
+  OB_ARGL_PANELS,
+  OB_ARGL_OPAQUE,
+  OB_ARGL_COUNT
+} ob_arg_layout_kind;
+typedef struct ob_arg_layout {
+  ob_arg_layout_kind kind;
+  int64_t block; /* NCHWC and PANELS; 0 otherwise */
+} ob_arg_layout;
+OB_API ob_arg_layout ob_task_arg_layout(const ob_task *t, const ob_config *cfg, int i);
+/* Moves argument i from the operator's layout (src) into cfg's kernel
+ * layout (dst), or back; a plain argument is copied. Buffers of
+ * ob_task_arg_bytes(t, i). */
+OB_API void ob_task_pack_arg(const ob_task *t, const ob_config *cfg, int i, const float *src, float *dst);
+OB_API void ob_task_unpack_arg(const ob_task *t, const ob_config *cfg, int i, const float *src, float *dst);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,6 +29,7 @@
 #include "opbench/graph.h"
 #include "opbench/ops.h"
 #include "opbench/predict.h"
+#include "opbench/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -199,6 +200,19 @@ typedef struct ob_sched_predictor_model {
 } ob_sched_predictor_model;
 /* An ob_sched_latency_fn; user is an ob_sched_predictor_model. */
 OB_API ob_status ob_sched_predictor_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
+/* The measured model: each stage the scheduler asks about is run on this
+ * machine by the graph runtime's stage executor, its groups' units as a
+ * subset of rt (compiled from the graph the units came from, run once in
+ * full before, so the stage's inputs hold real values; ob_rt_par_new_subset
+ * re-places rt's memory) on consecutive cores of the split, and timed with
+ * t (NULL: the defaults); the median is the cost. Merge stages fail
+ * (OB_ERR_UNSUPPORTED): plan without merges (ob_sched_opts.merge off). u and
+ * rt are borrowed. */
+OB_API ob_status ob_stage_cost_measured(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt, const ob_timing_opts *t,
+                                        ob_stage_cost *out);
+/* Stages measured so far and (seconds, may be NULL) the time spent; 0 for
+ * another model. */
+OB_API int64_t ob_stage_cost_measured_count(const ob_stage_cost *c, double *seconds);
 
 /* ---- schedules ------------------------------------------------------------------------ */
 typedef struct ob_schedule ob_schedule;
@@ -266,6 +280,17 @@ OB_API ob_status ob_schedule_apply_merges(ob_ctx *ctx, const ob_sched_units *u, 
  * ob_out_open writes (never half a file). */
 OB_API ob_status ob_schedule_timeline(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, const char *path,
                                       const char *title);
+
+/* ---- running a schedule ------------------------------------------------------------------ */
+/* The schedule as the graph runtime runs it: g (the graph the units came
+ * from, after the passes) gets the schedule's merges (the units must not
+ * be used with it afterwards) and, when there were any and lanes > 0, its
+ * layout planned again; it is compiled with o (threads and cores of its
+ * sequential run) into *rt, and the stages (each group's units' nodes on
+ * its cores; a merge stage runs the merged convolution and its slices) are
+ * started on it as *par (ob_rt_par_new). Free *par, then *rt, then g. */
+OB_API ob_status ob_schedule_compile(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g,
+                                     int lanes, const ob_rt_opts *o, ob_rt **rt, ob_rt_par **par);
 
 /* ---- schedulers ----------------------------------------------------------------------- */
 typedef struct ob_sched_opts {

@@ -239,3 +239,37 @@ ob_status ob_baseline_measure_alg(ob_baseline *b, const ob_workload *wl, ob_base
   out->run_s = ob_now_s() - t0;
   return st;
 }
+
+/* ---- primitives ----------------------------------------------------------- */
+
+ob_status ob_baseline_prim_new(ob_baseline *b, const ob_workload *wl, int want_block, bool b_kn,
+                               const void *const *consts, ob_baseline_prim **out) {
+  OB_ASSERT(b && wl && out);
+  *out = NULL;
+  ob_status st = ob_workload_validate(b->ctx, wl);
+  if (st) return st;
+  ob_bl_problem p;
+  char msg[512];
+  if (ob_bl_problem_init(wl, &p, msg, sizeof msg) != OB_OK)
+    return ob_fail(b->ctx, OB_ERR_UNSUPPORTED, "%s: %s", b->vt->name, msg);
+  if (b_kn && strcmp(wl->op, "batch_matmul"))
+    return ob_fail(b->ctx, OB_ERR_INVALID_ARG, "%s: B as [B, K, N] is for batch_matmul only", b->vt->name);
+  if (!b->vt->prim_new)
+    return ob_fail(b->ctx, OB_ERR_UNSUPPORTED, "%s: no primitives on caller memory", b->vt->name);
+  return b->vt->prim_new(b->self, wl, &p, want_block, b_kn, consts, out);
+}
+
+void ob_baseline_prim_free(ob_baseline_prim *p) {
+  if (p) p->free(p);
+}
+int ob_baseline_prim_data_block(const ob_baseline_prim *p) { return p->data_block; }
+int ob_baseline_prim_out_block(const ob_baseline_prim *p) { return p->out_block; }
+const char *ob_baseline_prim_impl(const ob_baseline_prim *p) { return p->impl; }
+int ob_baseline_prim_run(ob_baseline_prim *p, void *const *bufs) { return p->run(p, bufs); }
+
+void ob_baseline_enter(ob_baseline *b) {
+  if (b->vt->enter) b->vt->enter(b->self);
+}
+void ob_baseline_leave(ob_baseline *b) {
+  if (b->vt->leave) b->vt->leave(b->self);
+}

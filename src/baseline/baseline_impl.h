@@ -81,6 +81,21 @@ struct ob_baseline_i {
                        const ob_timing_opts *t, uint64_t seed, ob_baseline_result *res);
   const char *(*describe)(const void *self);
   void (*free)(void *self);
+  /* primitives on caller memory (baseline.h); p is validated and
+   * supported by ob_bl_problem_init */
+  ob_status (*prim_new)(void *self, const ob_workload *wl, const ob_bl_problem *p, int want_block,
+                        bool b_kn, const void *const *consts, ob_baseline_prim **out);
+  void (*enter)(void *self);
+  void (*leave)(void *self);
+};
+
+/* What every baseline's primitive starts with (the implementation's own
+ * state follows in its larger struct). */
+struct ob_baseline_prim {
+  int data_block, out_block;
+  char impl[96];
+  int (*run)(ob_baseline_prim *p, void *const *bufs);
+  void (*free)(ob_baseline_prim *p);
 };
 
 struct ob_baseline {

@@ -529,7 +529,9 @@ static void cuda_free(void *self) {
   free(b);
 }
 
-static const struct ob_baseline_i k_cuda_i = {"cudnn", cuda_measure, cuda_describe, cuda_free};
+/* no primitives on caller memory: the graph runtime runs on the host */
+static const struct ob_baseline_i k_cuda_i = {
+    .name = "cudnn", .measure = cuda_measure, .describe = cuda_describe, .free = cuda_free};
 
 ob_status ob_baseline_cudnn_new(ob_ctx *ctx, const ob_target *target, ob_baseline **out) {
   OB_ASSERT(ctx && out);

@@ -44,6 +44,12 @@ typedef struct omp_api {
   void (*parallel)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
 } omp_api;
 
+typedef struct thread_state {
+  int old_max;      /* OpenMP ICV to restore, or 0 */
+  cpu_set_t *saved; /* masks to restore, or NULL */
+  bool team;        /* saved[] holds the whole team's masks */
+} thread_state;
+
 typedef struct onednn {
   ob_ctx *ctx;
   dnnl_engine_t eng;
@@ -53,6 +59,7 @@ typedef struct onednn {
   int nthreads;
   int *cores;
   char desc[192];
+  thread_state span; /* ob_baseline_enter .. _leave */
 } onednn;
 
 /* ---- threads ------------------------------------------------------------ */
@@ -90,12 +97,6 @@ static void pin_body(void *arg) {
   CPU_SET(j->d->cores[tid], &set);
   if (pthread_setaffinity_np(self, sizeof set, &set)) atomic_fetch_add(&j->fails, 1);
 }
-
-typedef struct thread_state {
-  int old_max;      /* OpenMP ICV to restore, or 0 */
-  cpu_set_t *saved; /* masks to restore, or NULL */
-  bool team;        /* saved[] holds the whole team's masks */
-} thread_state;
 
 static void threads_enter(onednn *d, thread_state *ts) {
   memset(ts, 0, sizeof *ts);
@@ -464,6 +465,315 @@ out:
   return st;
 }
 
+/* ---- primitives on caller memory (the graph runtime) --------------------- */
+
+typedef struct dn_prim {
+  ob_baseline_prim base;
+  onednn *d;
+  dnnl_primitive_t prim;
+  int nargs;
+  dnnl_exec_arg_t args[OB_BL_MAX_ARGS + 2];
+  /* memories whose data handle is the caller's buffer of workload argument
+   * warg[i], set before every call */
+  int ndyn;
+  dnnl_memory_t dyn[OB_BL_MAX_ARGS];
+  int warg[OB_BL_MAX_ARGS];
+  dnnl_memory_t owned[OB_BL_MAX_ARGS + 2]; /* reordered constants, scratchpad */
+  int nowned;
+  /* the sum post-op fallback for a residual: the output preloaded with it */
+  int res_arg, out_arg;
+  size_t out_bytes;
+} dn_prim;
+
+static dnnl_format_tag_t block_tag(int block) {
+  switch (block) {
+  case 16: return dnnl_nChw16c;
+  case 8: return dnnl_nChw8c;
+  case 4: return dnnl_nChw4c;
+  default: return dnnl_nchw;
+  }
+}
+
+/* Post-ops of the epilogue; the residual as a binary add reading src1 in
+ * res_md (binary), or as the sum post-op (the output preloaded). */
+static dnnl_status_t prim_attr(const ob_bl_problem *p, const dnnl_memory_desc_t *res_md, bool binary,
+                               dnnl_primitive_attr_t *out) {
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t po = NULL;
+  dnnl_status_t s = dnnl_primitive_attr_create(&attr);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success) s = dnnl_post_ops_create(&po);
+  for (int i = 0; i < p->epi.n && s == dnnl_success; i++) {
+    switch (p->epi.step[i]) {
+    case OB_EPI_BIAS: break;
+    case OB_EPI_RELU: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f); break;
+    case OB_EPI_RELU6: s = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip, 0.0f, 6.0f); break;
+    case OB_EPI_ADD:
+      s = binary ? dnnl_post_ops_append_binary(po, dnnl_binary_add, res_md) : dnnl_post_ops_append_sum(po, 1.0f);
+      break;
+    default: s = dnnl_invalid_arguments; break;
+    }
+  }
+  if (s == dnnl_success && dnnl_post_ops_len(po) > 0) s = dnnl_primitive_attr_set_post_ops(attr, po);
+  dnnl_post_ops_destroy(po);
+  if (s != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return s;
+  }
+  *out = attr;
+  return dnnl_success;
+}
+
+/* The primitive descriptor of p with activations in data/out blocks (conv,
+ * pool) and B as [K, N] row-major (b_kn) or through the [N, K] view. */
+static dnnl_status_t prim_pd(onednn *d, const ob_bl_problem *p, int dblk, int oblk, bool b_kn, bool wconst,
+                             bool binary, dnnl_memory_desc_t *mds, dnnl_primitive_desc_t *pd) {
+  /* mds[]: the workload arguments' descriptors in the caller's layout */
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_status_t s = dnnl_success;
+  int o = p->nargs - 1, ri = ob_bl_problem_arg(p, OB_BL_RESIDUAL), bi = ob_bl_problem_arg(p, OB_BL_BIAS);
+  bool has_bias = bi >= 0;
+  switch (p->kind) {
+  case OB_BL_CONV2D: {
+    s = md_tag(&mds[0], 4, (int64_t[]){p->n, p->c, p->h, p->w}, block_tag(dblk));
+    if (s == dnnl_success) s = user_md(p, OB_BL_WEIGHT, &mds[1]);
+    if (s == dnnl_success && has_bias) s = user_md(p, OB_BL_BIAS, &mds[bi]);
+    if (s == dnnl_success) s = md_tag(&mds[o], 4, (int64_t[]){p->n, p->k, p->oh, p->ow}, block_tag(oblk));
+    if (s == dnnl_success && ri >= 0) mds[ri] = mds[o];
+    if (s == dnnl_success) s = prim_attr(p, &mds[o], binary, &attr);
+    dnnl_memory_desc_t wany;
+    if (s == dnnl_success) s = any_md(p, OB_BL_WEIGHT, &wany);
+    dnnl_dims_t strides = {p->sh, p->sw}, dil = {p->dh - 1, p->dw - 1};
+    dnnl_dims_t pad_l = {p->pt, p->pl}, pad_r = {p->pb, p->pr};
+    dnnl_convolution_desc_t cd;
+    if (s == dnnl_success)
+      s = dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &mds[0],
+                                                     &wany, has_bias ? &mds[bi] : NULL, &mds[o], strides, dil,
+                                                     pad_l, pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &cd, attr, d->eng, NULL);
+    break;
+  }
+  case OB_BL_MATMUL: {
+    int nd = p->batch > 1 ? 3 : 2, ox = nd - 2;
+    s = user_md(p, OB_BL_DATA, &mds[0]);
+    if (s == dnnl_success) {
+      if (b_kn) {
+        int64_t dims[3] = {p->batch};
+        dims[ox] = p->kk, dims[ox + 1] = p->nn;
+        s = md_tag(&mds[1], nd, dims, nd == 3 ? dnnl_abc : dnnl_ab);
+      } else {
+        s = user_md(p, OB_BL_WEIGHT, &mds[1]);
+      }
+    }
+    if (s == dnnl_success && has_bias) s = user_md(p, OB_BL_BIAS, &mds[bi]);
+    if (s == dnnl_success) s = user_md(p, OB_BL_OUTPUT, &mds[o]);
+    if (s == dnnl_success && ri >= 0) mds[ri] = mds[o];
+    if (s == dnnl_success) s = prim_attr(p, &mds[o], binary, &attr);
+    dnnl_memory_desc_t wmd = mds[1];
+    if (s == dnnl_success && wconst) s = any_md(p, OB_BL_WEIGHT, &wmd);
+    dnnl_matmul_desc_t md;
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&md, &mds[0], &wmd, has_bias ? &mds[bi] : NULL, &mds[o]);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &md, attr, d->eng, NULL);
+    break;
+  }
+  case OB_BL_POOL2D: {
+    static const dnnl_alg_kind_t alg[OB_BL_POOL_COUNT] = {dnnl_pooling_max, dnnl_pooling_avg_include_padding,
+                                                          dnnl_pooling_avg_exclude_padding};
+    s = md_tag(&mds[0], 4, (int64_t[]){p->n, p->c, p->h, p->w}, block_tag(dblk));
+    if (s == dnnl_success) s = md_tag(&mds[o], 4, (int64_t[]){p->n, p->c, p->oh, p->ow}, block_tag(oblk));
+    if (s == dnnl_success) s = prim_attr(p, NULL, binary, &attr);
+    dnnl_dims_t strides = {p->sh, p->sw}, kernel = {p->r, p->s}, dil = {0, 0};
+    dnnl_dims_t pad_l = {p->pt, p->pl}, pad_r = {p->pb, p->pr};
+    dnnl_pooling_v2_desc_t pool;
+    if (s == dnnl_success)
+      s = dnnl_pooling_v2_forward_desc_init(&pool, dnnl_forward_inference, alg[p->pool], &mds[0], &mds[o], strides,
+                                            kernel, dil, pad_l, pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(pd, &pool, attr, d->eng, NULL);
+    break;
+  }
+  default: s = dnnl_invalid_arguments; break;
+  }
+  dnnl_primitive_attr_destroy(attr);
+  return s;
+}
+
+static int dn_prim_run(ob_baseline_prim *bp, void *const *bufs) {
+  dn_prim *q = (dn_prim *)bp;
+  for (int i = 0; i < q->ndyn; i++) dnnl_memory_set_data_handle(q->dyn[i], bufs[q->warg[i]]);
+  if (q->res_arg >= 0) memcpy(bufs[q->out_arg], bufs[q->res_arg], q->out_bytes);
+  dnnl_status_t s = dnnl_primitive_execute(q->prim, q->d->strm, q->nargs, q->args);
+  if (s == dnnl_success) s = dnnl_stream_wait(q->d->strm);
+  return (int)s;
+}
+
+static void dn_prim_free(ob_baseline_prim *bp) {
+  dn_prim *q = (dn_prim *)bp;
+  if (!q) return;
+  dnnl_primitive_destroy(q->prim);
+  for (int i = 0; i < q->ndyn; i++) dnnl_memory_destroy(q->dyn[i]);
+  for (int i = 0; i < q->nowned; i++) dnnl_memory_destroy(q->owned[i]);
+  free(q);
+}
+
+static ob_status dn_prim_new(void *self, const ob_workload *wl, const ob_bl_problem *p, int want_block, bool b_kn,
+                             const void *const *consts, ob_baseline_prim **out) {
+  onednn *d = self;
+  dn_prim *q = calloc(1, sizeof *q);
+  if (!q) return ob_fail(d->ctx, OB_ERR_NOMEM, "onednn: out of memory");
+  q->d = d;
+  q->base.run = dn_prim_run;
+  q->base.free = dn_prim_free;
+  q->res_arg = q->out_arg = -1;
+  const int o = p->nargs - 1, ri = ob_bl_problem_arg(p, OB_BL_RESIDUAL);
+  int dblk = 0, oblk = 0;
+  if (p->kind != OB_BL_MATMUL && want_block > 0) {
+    dblk = p->c % want_block == 0 ? want_block : 0;
+    oblk = p->k % want_block == 0 ? want_block : 0;
+  }
+  bool wconst = p->kind != OB_BL_POOL2D && consts && consts[1];
+  dnnl_memory_desc_t mds[OB_BL_MAX_ARGS];
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t s = dnnl_unimplemented;
+  /* the blocks asked for, then one block both sides share (16, 8), then
+   * plain activations; for each, the residual as a binary post-op, then as
+   * the sum post-op (the output preloaded with it). oneDNN's reference
+   * implementations ("ref:") are 10-100x slower than its JIT kernels: one is
+   * kept only when no later layout gets a JIT kernel */
+  int tries[8][3], nt = 0;
+  int pairs[4][2] = {{dblk, oblk}, {0, 0}, {0, 0}, {0, 0}}, np = 1;
+  if (p->kind != OB_BL_MATMUL)
+    for (int b = 16; b >= 8; b /= 2)
+      if (want_block >= b && p->c % b == 0 && p->k % b == 0 && !(dblk == b && oblk == b)) {
+        pairs[np][0] = pairs[np][1] = b;
+        np++;
+      }
+  if (dblk || oblk) np++; /* plain, left {0, 0} */
+  for (int i = 0; i < np; i++)
+    for (int bin = 1; bin >= 0; bin--)
+      if (bin || ri >= 0) {
+        tries[nt][0] = pairs[i][0];
+        tries[nt][1] = pairs[i][1];
+        tries[nt++][2] = bin;
+      }
+  int used = -1;
+  for (int t = 0; t < nt; t++) {
+    dnnl_primitive_desc_t cand = NULL;
+    dnnl_memory_desc_t cmds[OB_BL_MAX_ARGS];
+    memset(cmds, 0, sizeof cmds);
+    dnnl_status_t cs = prim_pd(d, p, tries[t][0], tries[t][1], b_kn, wconst, tries[t][2], cmds, &cand);
+    if (cs != dnnl_success) {
+      if (used < 0) s = cs;
+      continue;
+    }
+    const char *ci = NULL;
+    bool ref = dnnl_primitive_desc_query(cand, dnnl_query_impl_info_str, 0, &ci) == dnnl_success && ci &&
+               !strncmp(ci, "ref", 3);
+    if (used < 0 || !ref) {
+      dnnl_primitive_desc_destroy(pd);
+      pd = cand;
+      memcpy(mds, cmds, sizeof mds);
+      used = t;
+      s = dnnl_success;
+      if (!ref) break;
+    } else {
+      dnnl_primitive_desc_destroy(cand);
+    }
+  }
+  ob_status st = OB_OK;
+  if (used < 0) {
+    st = ob_fail(d->ctx, OB_ERR_UNSUPPORTED, "onednn: %s: no primitive (%s)", wl->op, dnnl_status2str(s));
+    goto fail;
+  }
+  q->base.data_block = tries[used][0];
+  q->base.out_block = tries[used][1];
+  bool binary = tries[used][2];
+  const char *impl = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+    snprintf(q->base.impl, sizeof q->base.impl, "%s", impl);
+  for (int i = 0; i < p->nargs; i++) {
+    ob_bl_role role = p->args[i].role;
+    if (role == OB_BL_RESIDUAL && !binary) {
+      q->res_arg = i;
+      q->out_arg = o;
+      q->out_bytes = dnnl_memory_desc_get_size(&mds[o]);
+      continue;
+    }
+    int arg = role == OB_BL_RESIDUAL ? (DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1) : dnnl_arg_of(role);
+    if (role == OB_BL_RESIDUAL) { /* its post-op's index: the steps before it */
+      int idx = 0;
+      for (int k = 0; k < p->epi.n && p->epi.step[k] != OB_EPI_ADD; k++) idx += p->epi.step[k] != OB_EPI_BIAS;
+      arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) | DNNL_ARG_SRC_1;
+    }
+    bool is_const = consts && consts[i] && role != OB_BL_DATA && role != OB_BL_OUTPUT && role != OB_BL_RESIDUAL;
+    if (is_const) {
+      /* reordered once into the primitive's format */
+      const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+      dnnl_memory_t um = NULL, pm = NULL;
+      s = md ? dnnl_memory_create(&um, &mds[i], d->eng, (void *)consts[i]) : dnnl_runtime_error;
+      if (s == dnnl_success) s = dnnl_memory_create(&pm, md, d->eng, DNNL_MEMORY_ALLOCATE);
+      if (s == dnnl_success) s = reorder(d, um, pm);
+      dnnl_memory_destroy(um);
+      if (s != dnnl_success) {
+        dnnl_memory_destroy(pm);
+        st = ob_fail(d->ctx, OB_ERR_UNSUPPORTED, "onednn: %s: reordering constant %s: %s", wl->op, p->args[i].name,
+                     dnnl_status2str(s));
+        goto fail;
+      }
+      q->owned[q->nowned++] = pm;
+      q->args[q->nargs++] = (dnnl_exec_arg_t){arg, pm};
+      continue;
+    }
+    /* an activation: the caller's buffer, in the layout the descriptor says */
+    const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
+    if (!md || !dnnl_memory_desc_equal(md, &mds[i])) {
+      st = ob_fail(d->ctx, OB_ERR_UNSUPPORTED, "onednn: %s: argument %s is not in the caller's layout", wl->op,
+                   p->args[i].name);
+      goto fail;
+    }
+    dnnl_memory_t m = NULL;
+    s = dnnl_memory_create(&m, &mds[i], d->eng, DNNL_MEMORY_NONE);
+    if (s != dnnl_success) {
+      st = ob_fail(d->ctx, OB_ERR_SYSTEM, "onednn: %s: creating a memory: %s", wl->op, dnnl_status2str(s));
+      goto fail;
+    }
+    q->dyn[q->ndyn] = m;
+    q->warg[q->ndyn++] = i;
+    q->args[q->nargs++] = (dnnl_exec_arg_t){arg, m};
+  }
+  const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (smd && dnnl_memory_desc_get_size(smd) > 0) {
+    dnnl_memory_t sm = NULL;
+    s = dnnl_memory_create(&sm, smd, d->eng, DNNL_MEMORY_ALLOCATE);
+    if (s != dnnl_success) {
+      st = ob_fail(d->ctx, OB_ERR_NOMEM, "onednn: %s: allocating the scratchpad", wl->op);
+      goto fail;
+    }
+    q->owned[q->nowned++] = sm;
+    q->args[q->nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sm};
+  }
+  s = dnnl_primitive_create(&q->prim, pd);
+  if (s != dnnl_success) {
+    st = ob_fail(d->ctx, OB_ERR_UNSUPPORTED, "onednn: %s: creating the primitive: %s", wl->op, dnnl_status2str(s));
+    goto fail;
+  }
+  dnnl_primitive_desc_destroy(pd);
+  *out = &q->base;
+  return OB_OK;
+fail:
+  dnnl_primitive_desc_destroy(pd);
+  dn_prim_free(&q->base);
+  return st;
+}
+
+static void dn_enter(void *self) {
+  onednn *d = self;
+  threads_enter(d, &d->span);
+}
+static void dn_leave(void *self) {
+  onednn *d = self;
+  threads_leave(d, &d->span);
+}
+
 /* ---- the handle --------------------------------------------------------- */
 
 static const char *dn_describe(const void *self) { return ((const onednn *)self)->desc; }
@@ -478,8 +788,13 @@ static void dn_free(void *self) {
   free(d);
 }
 
-static const struct ob_baseline_i k_onednn_i = {
-    .name = "onednn", .measure = dn_measure, .describe = dn_describe, .free = dn_free};
+static const struct ob_baseline_i k_onednn_i = {.name = "onednn",
+                                                 .measure = dn_measure,
+                                                 .describe = dn_describe,
+                                                 .free = dn_free,
+                                                 .prim_new = dn_prim_new,
+                                                 .enter = dn_enter,
+                                                 .leave = dn_leave};
 
 static const char *isa_name(dnnl_cpu_isa_t isa) {
   switch (isa) {

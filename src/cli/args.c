@@ -28,7 +28,7 @@ int cli_error(const char *fmt, ...) {
 
 static const char *const cmd_names[CLI_CMD_COUNT] = {"op",  "bench", "space", "ops", "tune",
                                                      "db",  "models", "export-onnx", "run-reference",
-                                                     "schedule", "worker", "fleet", "profile", "report", "predict"};
+                                                     "schedule", "worker", "fleet", "profile", "report", "predict", "run"};
 
 const char *cli_cmd_name(cli_cmd cmd) { return cmd_names[cmd]; }
 
@@ -51,10 +51,12 @@ enum {
   M_PROFILE = 1u << CLI_CMD_PROFILE,
   M_REPORT = 1u << CLI_CMD_REPORT,
   M_PRED = 1u << CLI_CMD_PREDICT,
-  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE,
+  M_RUN = 1u << CLI_CMD_RUN,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE | M_RUN | M_TUNE,
   M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
-          M_WORKER | M_FLEET | M_PROFILE | M_REPORT | M_PRED,
+          M_WORKER | M_FLEET | M_PROFILE | M_REPORT | M_PRED | M_RUN,
   M_MEASURE = M_OP | M_BENCH | M_TUNE | M_PROFILE,
+  M_TIMING = M_MEASURE | M_RUN,
   M_WORKLOAD = M_OP | M_SPACE | M_TUNE | M_DB | M_PROFILE | M_PRED,
 };
 
@@ -70,7 +72,8 @@ typedef enum flag_id {
   F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED,
   F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_SIZES,
   F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
-  F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_COUNT
+  F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
+  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -92,18 +95,18 @@ static const flag_def flags[F_COUNT] = {
     [F_CONFIG_INDEX] = {"--config-index", true, M_OP | M_PRED},
     [F_SUITE] = {"--suite", true, M_BENCH | M_PROFILE | M_PRED},
     [F_DRY_RUN] = {"--dry-run", false, M_BENCH | M_PROFILE},
-    [F_THREADS] = {"--threads", true, M_MEASURE | M_DB | M_WORKER | M_PRED},
-    [F_CORES] = {"--cores", true, M_MEASURE | M_DB | M_SCHED | M_WORKER | M_PRED},
-    [F_NUMBER] = {"--number", true, M_MEASURE},
-    [F_REPEAT] = {"--repeat", true, M_MEASURE},
-    [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_MEASURE},
-    [F_MAX_CV] = {"--max-cv", true, M_MEASURE},
-    [F_STABILITY_BUDGET] = {"--stability-budget", true, M_MEASURE},
+    [F_THREADS] = {"--threads", true, M_TIMING | M_DB | M_SCHED | M_WORKER | M_PRED},
+    [F_CORES] = {"--cores", true, M_TIMING | M_DB | M_SCHED | M_WORKER | M_PRED},
+    [F_NUMBER] = {"--number", true, M_TIMING},
+    [F_REPEAT] = {"--repeat", true, M_TIMING},
+    [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_TIMING},
+    [F_MAX_CV] = {"--max-cv", true, M_TIMING},
+    [F_STABILITY_BUDGET] = {"--stability-budget", true, M_TIMING},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
-    [F_TIMEOUT] = {"--timeout", true, M_MEASURE},
-    [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_MEASURE},
-    [F_CC] = {"--cc", true, M_MEASURE},
-    [F_SEED] = {"--seed", true, M_MEASURE | M_MODEL | M_PRED},
+    [F_TIMEOUT] = {"--timeout", true, M_TIMING},
+    [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_TIMING},
+    [F_CC] = {"--cc", true, M_TIMING},
+    [F_SEED] = {"--seed", true, M_TIMING | M_MODEL | M_PRED},
     [F_PRINT_SOURCE] = {"--print-source", false, M_OP},
     [F_PRINT_IR] = {"--print-ir", false, M_OP},
     [F_JSON] = {"--json", false, M_MEASURE | M_DB | M_MODELS | M_SCHED | M_FLEET | M_PRED},
@@ -114,7 +117,7 @@ static const flag_def flags[F_COUNT] = {
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED},
+    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED | M_RUN},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
     [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
@@ -135,17 +138,17 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_DOWNLOAD] = {"--max-download", true, M_MODEL},
     [F_PRINT_GRAPH] = {"--print-graph", false, M_MODELS | M_RUNREF},
     [F_NO_PASSES] = {"--no-passes", false, M_MODEL},
-    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_PROFILE},
-    [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF},
-    [F_INPUT] = {"--input", true, M_RUNREF},
-    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF},
+    [F_KEY_OPS] = {"--key-ops", true, M_MODELS | M_SPACE | M_PROFILE | M_TUNE},
+    [F_LANES] = {"--lanes", true, M_MODELS | M_RUNREF | M_RUN | M_TUNE},
+    [F_INPUT] = {"--input", true, M_RUNREF | M_RUN | M_TUNE},
+    [F_SAVE_OUTPUT] = {"--save-output", true, M_RUNREF | M_RUN | M_TUNE},
     [F_SAVE_IO] = {"--save-io", true, M_RUNREF},
-    [F_TARGET] = {"--target", true, M_MEASURE | M_SPACE | M_DB | M_MODELS | M_PRED},
+    [F_TARGET] = {"--target", true, M_TIMING | M_SPACE | M_DB | M_MODELS | M_PRED},
     [F_NO_WINOGRAD] = {"--no-winograd", false, M_BENCH},
     [F_R] = {"--r", true, M_SCHED},
     [F_S] = {"--s", true, M_SCHED},
     [F_SCHEDULE_OUT] = {"--schedule-out", true, M_SCHED},
-    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_REPORT},
+    [F_SCHEDULE] = {"--schedule", true, M_SCHED | M_REPORT | M_RUN},
     [F_TIMELINE] = {"--timeline", true, M_SCHED},
     [F_SCHEDULER] = {"--scheduler", true, M_SCHED},
     [F_GFLOPS] = {"--gflops", true, M_SCHED},
@@ -178,6 +181,14 @@ static const flag_def flags[F_COUNT] = {
     [F_TEST_MODELS] = {"--test-models", true, M_PRED},
     [F_ROUNDS] = {"--rounds", true, M_PRED},
     [F_MEMBERS] = {"--members", true, M_PRED},
+    [F_SCHED_COST] = {"--cost", true, M_SCHED},
+    [F_CROSS] = {"--cross", false, M_SCHED},
+    [F_KERNELS] = {"--kernels", true, M_RUN},
+    [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
+    [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
+    [F_IFTUNE] = {"--iftune", true, M_TUNE},
+    [F_IFCOMPARE] = {"--ifcompare", true, M_TUNE},
+    [F_CHECK_TOL] = {"--check-tol", true, M_RUN | M_TUNE},
 };
 
 static const char fleet_client_help[] =
@@ -356,8 +367,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "convolutions or run groups of operators concurrently, each group on its own cores;\n"
             "the split of the cores is searched with each stage). Prints, for each: stages,\n"
             "groups per stage, predicted latency, the DP's statistics and the optimisation time.\n"
-            "Latencies are PREDICTED by a per-operator model (below), not measured: measured\n"
-            "stage costs arrive with the graph runtime.\n\n"
+            "Latencies are PREDICTED by a per-operator model (below), not measured, unless --cost\n"
+            "is given (then the schedules are also measured end to end on this machine).\n\n"
             "scheduling:\n"
             "  --r R                most operators in a group (default 3)\n"
             "  --s S                most groups in a stage (default 8; never more than the cores)\n"
@@ -365,6 +376,13 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       machine the plan is a prediction for a machine not at hand\n"
             "  --ios-original       IOS's own endings: no overlapping groups merged (its known flaw)\n"
             "  --no-merge           no merge stages\n"
+            "  --cross              specialisation: with --batchsize B1,B2.. and/or --threads T1,T2..,\n"
+            "                       IOS plans for each setting, then each plan runs at every setting\n"
+            "                       (measured end to end); prints the matrix\n"
+            "  --cost MODE          predicted: plan with the per-operator model, then measure the three\n"
+            "                       schedules end to end on this machine; measured: every distinct stage\n"
+            "                       run and timed here by the stage executor while planning (no merges),\n"
+            "                       then the same end-to-end measurement (default kernel configs)\n"
             "  --max-part P         most operators the DP plans at once (1..64, default 64)\n"
             "  --scheduler NAME     the schedule --schedule-out, --timeline and --print-stages take\n"
             "                       (ios, greedy or sequential; default ios)\n"
@@ -429,6 +447,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_TUNE:
     fprintf(f,
             "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
+            "       opbench tune --modelsource S --modelname M [model flags] [--iftune true|false]\n"
+            "                    [--ifcompare true|false] [--key-ops P] [--profile] [tuning flags]\n"
             "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
             "                    [--log FILE] [--seed N] [--no-transfer] [--remeasure]\n"
             "                    [measurement flags]\n"
@@ -456,8 +476,18 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       shapes, earlier runs) train a base model first\n"
             "  --remeasure          measure configs again although the db holds them (the\n"
             "                       new trials replace the stored ones, which are kept in\n"
-            "                       the db's history); without it a run resumes\n\n%s%s",
-            workload_help, measure_help);
+            "                       the db's history); without it a run resumes\n\n"
+            "with a model (the collector, as OpBench's main.py): extracts the tasks, tunes each\n"
+            "(AutoTVM's [Task i/n] progress line) unless --iftune false, and with --ifcompare true\n"
+            "(default) runs the model untuned (default configs), tuned (the database's best) and with\n"
+            "oneDNN primitives for the conv/dense/matmul/pool nodes, each checked against the naive\n"
+            "reference, and prints mean and median latency of each and the speedups.\n"
+            "  --key-ops P          tune only the tasks that make up P%% of the estimated time\n"
+            "  --iftune B, --ifcompare B   true or false\n"
+            "  --profile            also the tuned run's per-node breakdown\n"
+            "  --input FILE         the first input (.npy or raw float32) instead of random data\n"
+            "  --save-output FILE   the tuned run's first output as .npy\n\n%s%s\n%s",
+            workload_help, measure_help, model_help);
     fprintf(f, "\n%s", fleet_client_help);
     break;
   case CLI_CMD_WORKER:
@@ -486,6 +516,35 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "status lists the device keys, their workers (alive, busy, jobs done, last\n"
             "heartbeat) and queue lengths, as TVM's query_rpc_tracker does. keygen writes a\n"
             "new fleet key (mode 0600; never over an existing file).\n");
+    break;
+  case CLI_CMD_RUN:
+    fprintf(f,
+            "usage: opbench run --modelname M [model flags] [--db FILE] [--kernels tuned|default|onednn]\n"
+            "                   [--input FILE] [--save-output FILE.npy] [--profile] [--executor graph|vm]\n"
+            "                   [--threads N] [--cores LIST] [--schedule FILE] [timing flags]\n"
+            "Compiles the model (after the passes) with the graph runtime and runs it: each task with\n"
+            "the best config --db holds for this host, target and threads (the default config when it\n"
+            "holds none, said once per task), weights packed once, activations blocked between\n"
+            "convolutions, memory planned by lifetime. The output is checked against the naive\n"
+            "reference execution of the same graph on the same input before the latency is measured\n"
+            "with the kernels' timing protocol (median, CV, every repeat kept).\n"
+            "  --db FILE            the record database (default ./opbench.db; missing: defaults)\n"
+            "  --kernels K          tuned (default), default (every task untuned) or onednn (oneDNN\n"
+            "                       primitives for conv/dense/matmul/pool nodes)\n"
+            "  --input FILE         the first input: NumPy .npy of its shape and type, or raw float32\n"
+            "                       of exactly its size (default: random from --seed)\n"
+            "  --save-output FILE   the first output as NumPy .npy\n"
+            "  --profile            per-node breakdown; its sum beside the measured latency\n"
+            "  --executor vm        shapes given per request: --batchsize 1,4,8 or --seqlen 32,128;\n"
+            "                       each shape is compiled on first use and kept; prints first-call\n"
+            "                       and steady-state latency per request\n"
+            "  --check-tol T        tolerance of the output check, relative to max |ref| (1e-3)\n"
+            "  --lanes N            the layout plan's vector width (default: the target's)\n"
+            "  --schedule FILE      run by the stages of a schedule (opbench schedule --schedule-out):\n"
+            "                       merges applied, each stage's groups at once on their cores, a\n"
+            "                       barrier between stages; its output is checked against the\n"
+            "                       sequential run on the schedule's cores, both are timed\n\n%s\n%s",
+            model_help, measure_help);
     break;
   case CLI_CMD_DB:
     fprintf(f,
@@ -718,6 +777,27 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
       a->threads_list = v;
       break;
     }
+    if (a->cmd == CLI_CMD_SCHEDULE) { /* thread counts for --cross: N[,N...] */
+      char buf[128];
+      size_t lv = strlen(v);
+      bool ok = lv < sizeof buf && *v;
+      if (ok) memcpy(buf, v, lv + 1);
+      a->nsched_threads = 0;
+      for (char *p = buf; ok && p;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        int64_t t = 0;
+        ok = a->nsched_threads < 8 && cli_parse_i64(p, 1, OB_CLI_MAX_CORES, &t);
+        if (ok) a->sched_threads[a->nsched_threads++] = (int)t;
+        p = comma ? comma + 1 : NULL;
+      }
+      if (!ok) {
+        cli_error("--threads: bad value '%s' (expected up to 8 thread counts, 1..%d, separated by commas)", v,
+                  OB_CLI_MAX_CORES);
+        return false;
+      }
+      break;
+    }
     if (!int_flag(name, v, 1, OB_CLI_MAX_CORES, &a->mo.nthreads)) return false;
     a->threads_set = true;
     break;
@@ -767,6 +847,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_FLUSH: a->mo.timing.flush = true; break;
   case F_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.timing.timeout_s)) return false;
+    a->timeout_set = true;
     break;
   case F_BUILD_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.build.timeout_s)) return false;
@@ -826,17 +907,35 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_MODELNAME: a->modelname = v; break;
   case F_MODELPATH: a->modelpath = v; break;
   case F_BATCHSIZE:
-    if (!cli_parse_i64(v, 1, 1 << 16, &a->batchsize)) {
-      cli_error("--batchsize: bad value '%s' (expected an integer in 1..65536)", v);
+  case F_SEQLEN: {
+    /* one value, or a list of requests for --executor vm */
+    int64_t *list = id == F_BATCHSIZE ? a->batchsizes : a->seqlens;
+    int *cnt = id == F_BATCHSIZE ? &a->nbatchsizes : &a->nseqlens;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    *cnt = 0;
+    bool ok = strlen(v) < sizeof buf && *v;
+    for (char *p = buf; ok && p;) {
+      char *comma = strchr(p, ',');
+      if (comma) *comma = 0;
+      ok = *cnt < 16 && cli_parse_i64(p, 1, 1 << 16, &list[*cnt]);
+      if (ok) (*cnt)++;
+      p = comma ? comma + 1 : NULL;
+    }
+    if (!ok) {
+      int64_t zero;
+      if (cli_parse_i64(v, 0, 0, &zero))
+        cli_error("%s: a %s of 0 (expected an integer in 1..65536, or a list of up to 16 such for --executor vm)",
+                  name, id == F_BATCHSIZE ? "batch size" : "sequence length");
+      else
+        cli_error("%s: bad value '%s' (expected an integer in 1..65536, or a list of up to 16 such for --executor vm)",
+                  name, v);
       return false;
     }
+    if (id == F_BATCHSIZE) a->batchsize = list[0];
+    else a->seqlen = list[0];
     break;
-  case F_SEQLEN:
-    if (!cli_parse_i64(v, 1, 1 << 16, &a->seqlen)) {
-      cli_error("--seqlen: bad value '%s' (expected an integer in 1..65536)", v);
-      return false;
-    }
-    break;
+  }
   case F_INPUT_SIZE:
     if (!cli_parse_i64(v, 1, 1 << 14, &a->input_size)) {
       cli_error("--input-size: bad value '%s' (expected an integer in 1..16384)", v);
@@ -944,6 +1043,14 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     }
     a->table = v;
     break;
+  case F_SCHED_COST:
+    if (strcmp(v, "measured") && strcmp(v, "predicted")) {
+      cli_error("--cost: unknown cost mode '%s' (known: measured, predicted)", v);
+      return false;
+    }
+    a->sched_cost = v;
+    break;
+  case F_CROSS: a->cross = true; break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;
   case F_MAX_PART:
@@ -992,6 +1099,37 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_MEMBERS:
     if (!int_flag(name, v, 1, 16, &a->members)) return false;
     break;
+  case F_KERNELS:
+    if (strcmp(v, "tuned") && strcmp(v, "default") && strcmp(v, "onednn")) {
+      cli_error("--kernels: unknown kernel source '%s' (known: tuned, default, onednn)", v);
+      return false;
+    }
+    a->kernels = v;
+    break;
+  case F_PROFILE: a->profile = true; break;
+  case F_EXECUTOR:
+    if (strcmp(v, "graph") && strcmp(v, "vm")) {
+      cli_error("--executor: unknown executor '%s' (known: graph, vm)", v);
+      return false;
+    }
+    a->executor = v;
+    break;
+  case F_IFTUNE:
+  case F_IFCOMPARE: {
+    int b = !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") ? 1
+            : !strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") ? 0
+                                                                            : -1;
+    if (b < 0) {
+      cli_error("%s: bad value '%s' (expected true or false)", name, v);
+      return false;
+    }
+    if (id == F_IFTUNE) a->iftune = b;
+    else a->ifcompare = b;
+    break;
+  }
+  case F_CHECK_TOL:
+    if (!double_flag(name, v, 1e-9, 1, &a->check_tol)) return false;
+    break;
   case F_COUNT: break;
   }
   return true;
@@ -1006,6 +1144,7 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
   if (cmd == CLI_CMD_TUNE) {
     a->tuner = "xgb";
     a->trials = 200;
+    a->iftune = a->ifcompare = 1;
   }
   if (cmd == CLI_CMD_DB) {
     a->top = 10;
@@ -1127,6 +1266,14 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       return false;
     }
   }
+  /* the collector runs the tuned model here, on this host's records: its
+   * tuning through a fleet would file them under the workers' host */
+  if (cmd == CLI_CMD_TUNE && (a->modelsource || a->modelname || a->modelpath) &&
+      (a->fleet || a->host || a->port || a->device_key)) {
+    cli_error("'opbench tune --modelname' tunes and runs the model here; --fleet, --host, --port and --device-key go "
+              "with --op");
+    return false;
+  }
   bool fleet_cmd = cmd == CLI_CMD_WORKER || cmd == CLI_CMD_FLEET ||
                    ((cmd == CLI_CMD_TUNE || cmd == CLI_CMD_BENCH) && (a->fleet || a->host || a->port || a->device_key));
   if (fleet_cmd && !(cmd == CLI_CMD_FLEET && !strcmp(a->action, "keygen"))) {
@@ -1173,8 +1320,35 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     }
     return true;
   }
-  if (cmd == CLI_CMD_TUNE && !a->op) {
-    cli_error("'opbench tune' needs --op OP (see opbench ops)");
+  bool has_model = a->modelsource || a->modelname || a->modelpath;
+  if (cmd == CLI_CMD_TUNE && a->op && has_model) {
+    cli_error("'opbench tune' takes an operator (--op) or a model (--modelname), not both");
+    return false;
+  }
+  if (cmd == CLI_CMD_TUNE && !a->op && !has_model) {
+    cli_error("'opbench tune' needs --op OP (see opbench ops) or a model (--modelname M, see opbench models)");
+    return false;
+  }
+  a->model_tune = cmd == CLI_CMD_TUNE && has_model;
+  if (cmd == CLI_CMD_TUNE && !a->model_tune) {
+    static const int model_only[] = {F_KEY_OPS, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_PROFILE, F_LANES, F_CHECK_TOL,
+                                     F_INPUT, F_SAVE_OUTPUT,
+                                     F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN, F_NO_PASSES};
+    for (size_t i = 0; i < sizeof model_only / sizeof model_only[0]; i++)
+      for (int k = 2; k < argc; k++)
+        if (!strncmp(argv[k], flags[model_only[i]].name, strlen(flags[model_only[i]].name)) &&
+            (argv[k][strlen(flags[model_only[i]].name)] == 0 || argv[k][strlen(flags[model_only[i]].name)] == '=')) {
+          cli_error("%s is for tuning a model (--modelname), not one operator", flags[model_only[i]].name);
+          return false;
+        }
+  }
+  if ((a->nbatchsizes > 1 || a->nseqlens > 1) && !(a->executor && !strcmp(a->executor, "vm")) &&
+      !(cmd == CLI_CMD_SCHEDULE && a->cross && a->nseqlens <= 1)) {
+    cli_error("a list of %s is a list of requests for --executor vm", a->nbatchsizes > 1 ? "batch sizes" : "sequence lengths");
+    return false;
+  }
+  if (a->executor && !strcmp(a->executor, "vm") && cmd == CLI_CMD_TUNE) {
+    cli_error("--executor vm serves requests with 'opbench run'; tune each shape with --batchsize N (--seqlen N)");
     return false;
   }
   if (cmd == CLI_CMD_REPORT && !a->out) {
@@ -1195,8 +1369,17 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     }
     return true;
   }
+  if (a->ncores) {
+    if (a->threads_set && a->mo.nthreads != a->ncores) {
+      cli_error("--threads %d does not match --cores %s (%d cores)", a->mo.nthreads,
+                a->cores_text, a->ncores);
+      return false;
+    }
+    a->mo.nthreads = a->ncores;
+    a->mo.cores = a->cores;
+  }
   bool model_cmd = cmd == CLI_CMD_MODELS || cmd == CLI_CMD_EXPORT_ONNX || cmd == CLI_CMD_RUN_REFERENCE ||
-                   cmd == CLI_CMD_SCHEDULE;
+                   cmd == CLI_CMD_SCHEDULE || cmd == CLI_CMD_RUN || a->model_tune;
   if (cmd == CLI_CMD_SPACE && (a->modelsource || a->modelname || a->modelpath)) {
     if (a->op) {
       cli_error("'opbench space' takes an operator or a model (--modelname), not both");

@@ -35,6 +35,7 @@ typedef enum cli_cmd {
   CLI_CMD_PROFILE,
   CLI_CMD_REPORT,
   CLI_CMD_PREDICT,
+  CLI_CMD_RUN,
   CLI_CMD_COUNT
 } cli_cmd;
 
@@ -90,6 +91,7 @@ typedef struct cli_args {
   double key_ops;          /* --key-ops P (0: all tasks) */
   int lanes;               /* --lanes N for layout planning (0: from the host) */
   bool seed_set;
+  bool timeout_set;        /* --timeout given */
   const char *input_file;  /* --input FILE.npy */
   const char *save_output; /* --save-output FILE.npy */
   const char *save_io;     /* --save-io DIR */
@@ -130,6 +132,21 @@ typedef struct cli_args {
   const char *test_models; /* --test-models a,b: the held-out models of --split model */
   int folds;               /* --folds K (default 5) */
   int rounds, members;     /* --rounds, --members (0: the trainer's defaults) */
+  const char *sched_cost;  /* --cost measured|predicted (NULL: plan only, nothing run) */
+  bool cross;              /* --cross: the specialisation matrix */
+  int sched_threads[8];    /* --threads T1,T2.. of schedule --cross */
+  int nsched_threads;
+  /* run, and tune with a model (the collector) */
+  const char *kernels;     /* --kernels tuned|default|onednn (run; default tuned) */
+  bool profile;            /* --profile: per-node breakdown */
+  const char *executor;    /* --executor graph|vm (default graph) */
+  int iftune, ifcompare;   /* --iftune/--ifcompare true|false (tune with a model; default true) */
+  bool model_tune;         /* tune was given a model, not --op */
+  int64_t batchsizes[16];  /* --batchsize N[,N...]: the requests of --executor vm */
+  int nbatchsizes;
+  int64_t seqlens[16];     /* --seqlen N[,N...] */
+  int nseqlens;
+  double check_tol;        /* --check-tol (0: 1e-3) */
 } cli_args;
 
 /* Prints "opbench: error: <message>" on stderr; returns OB_CLI_EXIT_ERROR. */
@@ -186,6 +203,20 @@ struct ob_fleet_client *cli_fleet_client(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_profile(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_report(ob_ctx *ctx, const cli_args *a);
 int cli_cmd_predict(ob_ctx *ctx, const cli_args *a);
+int cli_cmd_run(ob_ctx *ctx, const cli_args *a);
+/* opbench tune --modelname ...: the collector (tune every task, compare
+ * untuned, tuned and oneDNN kernels end to end). */
+int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a);
+
+/* npy.c: model inputs and outputs as files. */
+const char *cli_dtype_text(ob_dtype dt);
+struct ob_graph;
+void cli_shape_text(const struct ob_graph *g, int t, char *buf, size_t cap);
+/* NumPy .npy format 1.0 (C order). */
+bool cli_npy_write(const char *path, ob_dtype dt, int nd, const int64_t *dims, const void *data, size_t bytes);
+/* Graph input t from a .npy of its dtype and shape, or from raw float32 of
+ * exactly its size; false with a message naming the file otherwise. */
+bool cli_npy_read(const char *path, const struct ob_graph *g, int t, void *out, char *err, size_t cap);
 /* Loads the model of the flags (zero_weights: weights left zero, for
  * commands that only count or plan); prints the error and returns NULL. */
 struct ob_graph *cli_model_load(ob_ctx *ctx, const cli_args *a, bool zero_weights);

@@ -15,6 +15,9 @@ static void usage(FILE *f) {
           "  space <op> --shape ...  show a template's config space and default config\n"
           "  ops                     list operators and their schedule templates\n"
           "  tune --op OP --shape ... tune one operator's config (resumable; see tune --help)\n"
+          "  tune --modelname M      the collector: tune every task of a model, compare untuned,\n"
+          "                          tuned and oneDNN kernels end to end\n"
+          "  run --modelname M       run a model once with the database's configs: checked, timed\n"
           "  db best|top|stats|export|import   query, export and import the record database\n"
           "  models [--modelname M]  the model zoo; a model's graph, passes and tasks\n"
           "  export-onnx --modelname M --out FILE   write a model as ONNX (opset 17)\n"
@@ -71,7 +74,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, cli_cmd_name((cli_cmd)i)) == 0) cmd = i;
   if (cmd < 0) {
     if (c[0] == '-') return cli_error("unknown flag '%s' (see opbench --help)", c);
-    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, worker, fleet, profile, report or predict)", c);
+    return cli_error("unknown command '%s' (expected op, bench, space, ops, tune, db, models, export-onnx, run-reference, schedule, run, worker, fleet, profile, report or predict)", c);
   }
 
   ob_ctx *ctx = NULL;
@@ -92,7 +95,7 @@ int main(int argc, char **argv) {
     rc = args.op ? cli_cmd_space(ctx, &args) : cli_cmd_model_space(ctx, &args);
     break;
   case CLI_CMD_OPS: rc = cli_cmd_ops(ctx, &args); break;
-  case CLI_CMD_TUNE: rc = cli_cmd_tune(ctx, &args); break;
+  case CLI_CMD_TUNE: rc = args.model_tune ? cli_cmd_tune_model(ctx, &args) : cli_cmd_tune(ctx, &args); break;
   case CLI_CMD_DB: rc = cli_cmd_db(ctx, &args); break;
   case CLI_CMD_MODELS: rc = cli_cmd_models(ctx, &args); break;
   case CLI_CMD_EXPORT_ONNX: rc = cli_cmd_export_onnx(ctx, &args); break;
@@ -103,6 +106,7 @@ int main(int argc, char **argv) {
   case CLI_CMD_PROFILE: rc = cli_cmd_profile(ctx, &args); break;
   case CLI_CMD_REPORT: rc = cli_cmd_report(ctx, &args); break;
   case CLI_CMD_PREDICT: rc = cli_cmd_predict(ctx, &args); break;
+  case CLI_CMD_RUN: rc = cli_cmd_run(ctx, &args); break;
   case CLI_CMD_COUNT: break;
   }
 done:

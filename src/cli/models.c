@@ -41,16 +41,6 @@ static int host_lanes(ob_ctx *ctx, const cli_args *a) {
   return lanes;
 }
 
-static const char *dtype_text(ob_dtype dt) { return dt == OB_F32 ? "float32" : dt == OB_I64 ? "int64" : "bool"; }
-
-static void shape_text(const ob_graph *g, int t, char *buf, size_t cap) {
-  size_t n = (size_t)snprintf(buf, cap, "[");
-  const int64_t *d = ob_graph_tensor_dims(g, t);
-  for (int i = 0; i < ob_graph_tensor_ndim(g, t) && n < cap; i++)
-    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", i ? "," : "", (long long)d[i]);
-  if (n < cap) snprintf(buf + n, cap - n, "]");
-}
-
 static int live_nodes(const ob_graph *g) {
   int k = 0;
   for (int i = 0; i < ob_graph_node_count(g); i++) k += !ob_graph_node_dead(g, i);
@@ -183,13 +173,13 @@ static int one_model(ob_ctx *ctx, const cli_args *a) {
   char sh[256];
   for (int i = 0; i < ob_graph_input_count(g); i++) {
     int t = ob_graph_input(g, i);
-    shape_text(g, t, sh, sizeof sh);
-    printf("input      %s %s %s\n", ob_graph_tensor_name(g, t), sh, dtype_text(ob_graph_tensor_dtype(g, t)));
+    cli_shape_text(g, t, sh, sizeof sh);
+    printf("input      %s %s %s\n", ob_graph_tensor_name(g, t), sh, cli_dtype_text(ob_graph_tensor_dtype(g, t)));
   }
   for (int i = 0; i < ob_graph_output_count(g); i++) {
     int t = ob_graph_output(g, i);
-    shape_text(g, t, sh, sizeof sh);
-    printf("output     %s %s %s\n", ob_graph_tensor_name(g, t), sh, dtype_text(ob_graph_tensor_dtype(g, t)));
+    cli_shape_text(g, t, sh, sizeof sh);
+    printf("output     %s %s %s\n", ob_graph_tensor_name(g, t), sh, cli_dtype_text(ob_graph_tensor_dtype(g, t)));
   }
   char d1[16] = "", d2[16] = "";
   if (z && z->pub_macs > 0 && !a->input_size && !a->seqlen && (!a->batchsize || a->batchsize == 1)) {
@@ -250,87 +240,6 @@ int cli_cmd_export_onnx(ob_ctx *ctx, const cli_args *a) {
   return rc;
 }
 
-/* ---- NumPy .npy (format 1.0): little-endian float32, int64 or bool ------------- */
-static const char *npy_descr(ob_dtype dt) { return dt == OB_F32 ? "<f4" : dt == OB_I64 ? "<i8" : "|b1"; }
-
-static bool npy_write(const char *path, ob_dtype dt, int nd, const int64_t *dims, const void *data, size_t bytes) {
-  char hdr[512];
-  int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", npy_descr(dt));
-  for (int i = 0; i < nd; i++) n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%lld%s", (long long)dims[i], nd == 1 ? "," : i + 1 < nd ? ", " : "");
-  n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
-  int total = 10 + n + 1, pad = (64 - total % 64) % 64;
-  FILE *f = fopen(path, "wb");
-  if (!f) return false;
-  uint16_t hl = (uint16_t)(n + pad + 1);
-  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-  fputc(hl & 0xff, f);
-  fputc(hl >> 8, f);
-  fwrite(hdr, 1, (size_t)n, f);
-  for (int i = 0; i < pad; i++) fputc(' ', f);
-  fputc('\n', f);
-  bool ok = fwrite(data, 1, bytes, f) == bytes;
-  return (fclose(f) == 0) && ok;
-}
-
-/* Reads a .npy whose type and shape must be those of graph input t. */
-static bool npy_read(const char *path, const ob_graph *g, int t, void *out, char *err, size_t cap) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, cap, "cannot open '%s': %s", path, strerror(errno));
-    return false;
-  }
-  unsigned char pre[10];
-  bool ok = false;
-  char hdr[4096];
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {
-    snprintf(err, cap, "'%s' is not a NumPy .npy file (format 1.0)", path);
-    goto done;
-  }
-  size_t hl = (size_t)pre[8] | (size_t)pre[9] << 8;
-  if (hl >= sizeof hdr || fread(hdr, 1, hl, f) != hl) {
-    snprintf(err, cap, "'%s': truncated .npy header", path);
-    goto done;
-  }
-  hdr[hl] = 0;
-  ob_dtype dt = ob_graph_tensor_dtype(g, t);
-  if (!strstr(hdr, npy_descr(dt)) || strstr(hdr, "'fortran_order': True")) {
-    snprintf(err, cap, "'%s' must hold %s in C order (descr %s) for input '%s'", path, dtype_text(dt), npy_descr(dt),
-             ob_graph_tensor_name(g, t));
-    goto done;
-  }
-  const char *sp = strstr(hdr, "'shape': (");
-  int64_t dims[OB_GRAPH_MAX_DIMS];
-  int nd = 0;
-  if (sp) {
-    const char *p = sp + 10;
-    while (*p && *p != ')' && nd < OB_GRAPH_MAX_DIMS) {
-      char *end;
-      long long v = strtoll(p, &end, 10);
-      if (end == p) break;
-      dims[nd++] = v;
-      p = end;
-      while (*p == ',' || *p == ' ') p++;
-    }
-  }
-  int tn = ob_graph_tensor_ndim(g, t);
-  bool same = sp && nd == tn && !memcmp(dims, ob_graph_tensor_dims(g, t), sizeof(int64_t) * (size_t)nd);
-  if (!same) {
-    char want[256];
-    shape_text(g, t, want, sizeof want);
-    snprintf(err, cap, "'%s' does not have the shape %s of input '%s'", path, want, ob_graph_tensor_name(g, t));
-    goto done;
-  }
-  size_t bytes = (size_t)ob_graph_tensor_numel(g, t) * ob_dtype_size(dt);
-  if (fread(out, 1, bytes, f) != bytes) {
-    snprintf(err, cap, "'%s': truncated data (%zu bytes expected)", path, bytes);
-    goto done;
-  }
-  ok = true;
-done:
-  fclose(f);
-  return ok;
-}
-
 int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a) {
   ob_graph *g = load(ctx, a);
   if (!g) return OB_CLI_EXIT_ERROR;
@@ -363,7 +272,7 @@ int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a) {
     }
     char err[512];
     if (i == 0 && a->input_file) {
-      if (!npy_read(a->input_file, g, t, in[i], err, sizeof err)) {
+      if (!cli_npy_read(a->input_file, g, t, in[i], err, sizeof err)) {
         cli_error("--input: %s", err);
         goto done;
       }
@@ -406,7 +315,7 @@ int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a) {
     int64_t n = ob_graph_tensor_numel(g, t);
     const void *data = is_in ? in[i] : out[i];
     char sh[256];
-    shape_text(g, t, sh, sizeof sh);
+    cli_shape_text(g, t, sh, sizeof sh);
     if (!is_in) {
       double sum = 0, mx = 0;
       bool finite = true;
@@ -416,21 +325,21 @@ int cli_cmd_run_reference(ob_ctx *ctx, const cli_args *a) {
         sum += v;
         mx = fabs(v) > mx ? fabs(v) : mx;
       }
-      printf("output %s %s %s sum %.6g max|x| %.6g%s\n", ob_graph_tensor_name(g, t), sh, dtype_text(dt), sum, mx,
+      printf("output %s %s %s sum %.6g max|x| %.6g%s\n", ob_graph_tensor_name(g, t), sh, cli_dtype_text(dt), sum, mx,
              finite ? "" : " (non-finite values!)");
     }
     size_t bytes = (size_t)n * ob_dtype_size(dt);
     if (io) {
       char p[4096];
       snprintf(p, sizeof p, "%s/%s%d.npy", a->save_io, is_in ? "input" : "output", i);
-      if (!npy_write(p, dt, ob_graph_tensor_ndim(g, t), ob_graph_tensor_dims(g, t), data, bytes)) {
+      if (!cli_npy_write(p, dt, ob_graph_tensor_ndim(g, t), ob_graph_tensor_dims(g, t), data, bytes)) {
         cli_error("--save-io: cannot write '%s': %s", p, strerror(errno));
         goto done;
       }
       fprintf(io, "%s %d %s\n", is_in ? "input" : "output", i, ob_graph_tensor_name(g, t));
     }
     if (!is_in && i == 0 && a->save_output &&
-        !npy_write(a->save_output, dt, ob_graph_tensor_ndim(g, t), ob_graph_tensor_dims(g, t), data, bytes)) {
+        !cli_npy_write(a->save_output, dt, ob_graph_tensor_ndim(g, t), ob_graph_tensor_dims(g, t), data, bytes)) {
       cli_error("--save-output: cannot write '%s': %s", a->save_output, strerror(errno));
       goto done;
     }

@@ -1,7 +1,8 @@
 /* schedule.c: `opbench schedule`: a model's operators planned by the
  * sequential, greedy and IOS schedulers of the sched module on core
- * groups, with predicted stage costs from the FLOPs model (the measured
- * mode arrives with the graph runtime), printed side by side; the chosen
+ * groups, with predicted stage costs from the FLOPs model or (--cost
+ * measured) stages measured by the runtime's stage executor, and with
+ * --cost the schedules measured end to end, printed side by side; the chosen
  * schedule written as JSON and drawn as a timeline on request. Parsing and
  * printing only. */
 #include "cli.h"
@@ -12,14 +13,84 @@
 #include <cjson/cJSON.h>
 
 #include "opbench/graph.h"
+#include "opbench/runtime.h"
 #include "opbench/sched.h"
+#include "opbench/target.h"
 
 typedef struct row {
   const char *name;
   ob_schedule *s;
   ob_sched_stats st;
   bool dp;
+  int64_t measured; /* stages measured while planning (--cost measured) */
+  double e2e_s;     /* measured end to end (--cost), -1 when not */
 } row;
+
+/* The schedule measured end to end on this machine: the model loaded and
+ * passed again (the merges rewrite a graph), the schedule carried over by
+ * its JSON (units named, not numbered), compiled with default kernel
+ * configs, run by stages, checked against the sequential run of the same
+ * steps, timed. */
+static bool measure_e2e(ob_ctx *ctx, const cli_args *a, const ob_sched_units *u, const ob_schedule *s, int lanes,
+                        double *median) {
+  bool ok = false;
+  ob_str js = {0};
+  ob_sched_units *u2 = NULL;
+  ob_schedule *s2 = NULL;
+  ob_rt *rt = NULL;
+  ob_rt_par *par = NULL;
+  void *seq = NULL;
+  ob_graph *g = cli_model_load(ctx, a, true);
+  if (!g) return false;
+  if ((!a->no_passes && ob_graph_optimize(ctx, g, lanes, NULL) != OB_OK) ||
+      ob_sched_units_from_graph(ctx, g, a->max_part, &u2) != OB_OK || ob_schedule_to_json(ctx, u, s, &js) != OB_OK ||
+      ob_schedule_from_json(ctx, u2, js.data, "schedule", ob_schedule_cores(s), &s2) != OB_OK) {
+    cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_rt_opts o = ob_rt_opts_default();
+  o.kernels = OB_RT_DEFAULT;
+  o.nthreads = ob_schedule_cores(s);
+  o.build = a->mo.build;
+  if (ob_schedule_compile(ctx, u2, s2, g, lanes, &o, &rt, &par) != OB_OK || ob_rt_run(rt) != OB_OK) {
+    cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  size_t b = ob_rt_output_bytes(rt, 0);
+  if (!(seq = malloc(b + 1))) {
+    cli_error("out of memory");
+    goto done;
+  }
+  memcpy(seq, ob_rt_output(rt, 0), b);
+  const void *ref[1] = {seq};
+  ob_rt_check_result c;
+  ob_timing_opts t = ob_timing_default();
+  t.repeat = 5;
+  t.max_cv = 0;
+  ob_timing tm;
+  if (ob_rt_par_run(par) != OB_OK || ob_rt_par_time(par, &t, &tm) != OB_OK) {
+    cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  if (ob_graph_output_count(g) == 1) {
+    ob_rt_check(rt, ref, 1e-5, &c);
+    if (!c.ok) {
+      cli_error("the %s schedule by stages differs from the sequential run: %s", ob_schedule_scheduler(s), c.message);
+      goto done;
+    }
+  }
+  *median = tm.median_s;
+  ok = true;
+done:
+  free(seq);
+  ob_rt_par_free(par);
+  ob_rt_free(rt);
+  ob_schedule_free(s2);
+  ob_sched_units_free(u2);
+  ob_str_free(&js);
+  ob_graph_free(g);
+  return ok;
+}
 
 /* stages with 1, 2, 3+ groups, and merges */
 static void shape_of(const ob_schedule *s, int out[4]) {
@@ -50,18 +121,153 @@ static void print_stages(const ob_sched_units *u, const ob_schedule *s) {
   }
 }
 
+/* --cross: IOS planned at every setting (batch size x thread count), each
+ * plan run end to end at every setting with at least its cores (a plan
+ * for more cores than a setting holds cannot run there: "-"). */
+static int cross(ob_ctx *ctx, const cli_args *a) {
+  enum { MAXS = 64 };
+  int nb = a->nbatchsizes ? a->nbatchsizes : 1, nt = a->nsched_threads ? a->nsched_threads : 1;
+  int n = nb * nt, rc = OB_CLI_EXIT_ERROR, here = 1;
+  ob_host h;
+  if (ob_host_detect(ctx, &h) == OB_OK && h.ncores > 0) here = h.ncores;
+  if (n > MAXS) {
+    cli_error("--cross: %d settings (at most %d)", n, MAXS);
+    return rc;
+  }
+  bool measured = a->sched_cost && !strcmp(a->sched_cost, "measured");
+  cli_args set[MAXS];
+  int64_t batch[MAXS];
+  int threads[MAXS];
+  ob_graph *g[MAXS] = {0};
+  ob_sched_units *u[MAXS] = {0};
+  ob_schedule *s[MAXS] = {0};
+  double opt[MAXS] = {0}, *lat = calloc((size_t)n * (size_t)n, sizeof(double));
+  ob_target *target = NULL;
+  if (!lat) {
+    cli_error("out of memory");
+    return rc;
+  }
+  if (!cli_target(ctx, a, true, &target)) goto done;
+  int lanes = a->lanes ? a->lanes : ob_target_get_facts(target)->lanes_f32;
+  for (int i = 0; i < n; i++) {
+    batch[i] = a->nbatchsizes ? a->batchsizes[i / nt] : (a->batchsize ? a->batchsize : 1);
+    threads[i] = a->nsched_threads ? a->sched_threads[i % nt] : (a->sched_cores ? a->sched_cores : here);
+    if (threads[i] > here) {
+      cli_error("--cross runs every plan here: --threads %d is more than this machine's %d cores", threads[i], here);
+      goto done;
+    }
+    set[i] = *a;
+    set[i].batchsize = batch[i];
+    set[i].nbatchsizes = 0;
+  }
+  printf("cross      %s: IOS planned for each of %d settings with %s stage costs, then each plan run end to end at "
+         "every setting (ms, default kernel configs, median of 5 repeats; noisy on a shared machine)\n",
+         a->modelname ? a->modelname : "model", n, measured ? "measured" : "predicted");
+  for (int i = 0; i < n; i++) {
+    ob_stage_cost cost = {0};
+    ob_rt *rt = NULL;
+    ob_sched_flops_model fm = ob_sched_flops_model_default();
+    ob_sched_predict_opts po = {.latency = ob_sched_flops_latency, .user = &fm, .barrier_s = 1e-6};
+    for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
+      for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = a->corun > 0 ? a->corun : 1.1;
+    ob_sched_opts so = ob_sched_opts_default();
+    so.cores = threads[i];
+    so.r = a->sched_r ? a->sched_r : 3;
+    so.s = a->sched_s ? a->sched_s : 8;
+    so.merge = !a->no_merge && !measured;
+    ob_sched_stats st = {0};
+    bool ok = (g[i] = cli_model_load(ctx, &set[i], true)) != NULL;
+    if (!ok) goto done; /* cli_model_load said why */
+    ok = ob_graph_optimize(ctx, g[i], lanes, NULL) == OB_OK && ob_sched_units_from_graph(ctx, g[i], a->max_part, &u[i]) == OB_OK;
+    if (ok && measured) {
+      ob_rt_opts ro = ob_rt_opts_default();
+      ro.kernels = OB_RT_DEFAULT;
+      ro.nthreads = threads[i];
+      ro.build = a->mo.build;
+      ob_timing_opts t = ob_timing_default();
+      t.repeat = 3;
+      t.max_cv = 0;
+      t.min_repeat_ms = 0.5;
+      ok = ob_rt_new(ctx, g[i], &ro, &rt) == OB_OK && ob_rt_run(rt) == OB_OK &&
+           ob_stage_cost_measured(ctx, u[i], rt, &t, &cost) == OB_OK;
+    } else if (ok) {
+      ok = ob_stage_cost_predicted(ctx, &po, &cost) == OB_OK;
+    }
+    ok = ok && ob_sched_ios(ctx, u[i], &so, &cost, &s[i], &st) == OB_OK;
+    ob_stage_cost_free(&cost);
+    ob_rt_free(rt);
+    if (!ok) {
+      cli_error("--cross, batch %lld, %d threads: %s", (long long)batch[i], threads[i], ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    opt[i] = st.seconds;
+  }
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      lat[i * n + j] = -1;
+      if (threads[i] > threads[j]) continue;
+      if (!measure_e2e(ctx, &set[j], u[i], s[i], lanes, &lat[i * n + j])) goto done;
+    }
+  printf("%-24s", "optimised for \\ run at");
+  for (int j = 0; j < n; j++) {
+    char h2[48];
+    snprintf(h2, sizeof h2, "b%lld t%d", (long long)batch[j], threads[j]);
+    printf(" %11s", h2);
+  }
+  printf(" %8s\n", "opt s");
+  for (int i = 0; i < n; i++) {
+    char h2[48];
+    snprintf(h2, sizeof h2, "b%lld t%d (%d stages)", (long long)batch[i], threads[i], ob_schedule_stage_count(s[i]));
+    printf("%-24s", h2);
+    for (int j = 0; j < n; j++) {
+      if (lat[i * n + j] < 0) printf(" %11s", "-");
+      else printf(" %11.3f", lat[i * n + j] * 1e3);
+    }
+    printf(" %8.3f\n", opt[i]);
+  }
+  /* per setting: its own plan against the best other plan that runs there */
+  for (int j = 0; j < n; j++) {
+    double other = -1;
+    for (int i = 0; i < n; i++)
+      if (i != j && lat[i * n + j] >= 0 && (other < 0 || lat[i * n + j] < other)) other = lat[i * n + j];
+    if (other > 0)
+      printf("at b%lld t%d: its own plan %.3f ms, the best plan for another setting %.3f ms (%.2fx)\n", (long long)batch[j],
+             threads[j], lat[j * n + j] * 1e3, other * 1e3, other / lat[j * n + j]);
+  }
+  printf("a plan for more cores than a setting holds cannot run there (-); a plan for fewer runs on its own cores\n");
+  rc = 0;
+done:
+  for (int i = 0; i < n; i++) {
+    ob_schedule_free(s[i]);
+    ob_sched_units_free(u[i]);
+    ob_graph_free(g[i]);
+  }
+  free(lat);
+  ob_target_free(target);
+  return rc;
+}
+
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
+  if (a->cross) return cross(ctx, a);
   int rc = OB_CLI_EXIT_ERROR;
   ob_graph *g = cli_model_load(ctx, a, true); /* weights only counted: planning runs nothing */
   ob_sched_units *u = NULL;
   ob_stage_cost cost = {0};
   ob_schedule *given = NULL;
-  row rows[3] = {{"sequential", NULL, {0}, false}, {"greedy", NULL, {0}, false}, {"ios", NULL, {0}, true}};
+  row rows[3] = {{"sequential", NULL, {0}, false, 0, -1}, {"greedy", NULL, {0}, false, 0, -1}, {"ios", NULL, {0}, true, 0, -1}};
+  ob_target *target = NULL;
+  ob_rt *mrt = NULL;
+  int lanes = 0;
+  bool measured = a->sched_cost && !strcmp(a->sched_cost, "measured");
   cJSON *j = NULL;
   ob_sched_predictor_model pm = {0};
   if (!g) return rc;
   ob_graph_pass_stats ps = {0};
-  if (!a->no_passes && ob_graph_optimize(ctx, g, 0, &ps) != OB_OK) {
+  if (a->sched_cost) { /* the runtime runs it: the layout plan of this machine's vectors */
+    if (!cli_target(ctx, a, true, &target)) goto done;
+    lanes = a->lanes ? a->lanes : ob_target_get_facts(target)->lanes_f32;
+  }
+  if (!a->no_passes && ob_graph_optimize(ctx, g, lanes, &ps) != OB_OK) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -102,13 +308,37 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
+  if (a->sched_cost && cores > here) {
+    cli_error("--cost %s measures on this machine: --cores %d is more than its %d", a->sched_cost, cores, here);
+    goto done;
+  }
+  if (measured) {
+    ob_rt_opts ro = ob_rt_opts_default();
+    ro.kernels = OB_RT_DEFAULT;
+    ro.nthreads = cores;
+    ro.build = a->mo.build;
+    ob_timing_opts t = ob_timing_default();
+    t.repeat = 3;
+    t.max_cv = 0;
+    t.min_repeat_ms = 0.5;
+    ob_stage_cost_free(&cost);
+    if (ob_rt_new(ctx, g, &ro, &mrt) != OB_OK || ob_rt_run(mrt) != OB_OK ||
+        ob_stage_cost_measured(ctx, u, mrt, &t, &cost) != OB_OK) {
+      cli_error("--cost measured: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    snprintf(model_text, sizeof model_text,
+             "measured on this machine: each distinct stage (by structure and core split) run by the stage executor "
+             "with default kernel configs, median of 3 repeats of at least 0.5 ms; no merge stages");
+  }
   ob_sched_opts so = ob_sched_opts_default();
   so.cores = cores;
   so.r = a->sched_r ? a->sched_r : 3;
   so.s = a->sched_s ? a->sched_s : 8;
   so.ios_original = a->ios_original;
-  so.merge = !a->no_merge;
+  so.merge = !a->no_merge && !measured;
   for (int i = 0; i < 3; i++) {
+    int64_t before = ob_stage_cost_measured_count(&cost, NULL);
     ob_status st = i == 0   ? ob_sched_sequential(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
                    : i == 1 ? ob_sched_greedy(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
                             : ob_sched_ios(ctx, u, &so, &cost, &rows[i].s, &rows[i].st);
@@ -116,7 +346,10 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
       cli_error("%s scheduler: %s", rows[i].name, ob_ctx_errmsg(ctx));
       goto done;
     }
+    rows[i].measured = ob_stage_cost_measured_count(&cost, NULL) - before;
   }
+  for (int i = 0; a->sched_cost && i < 3; i++)
+    if (!measure_e2e(ctx, a, u, rows[i].s, lanes, &rows[i].e2e_s)) goto done;
   double given_s = -1;
   if (a->schedule_in) {
     if (ob_schedule_read(ctx, u, a->schedule_in, cores, &given) != OB_OK ||
@@ -148,7 +381,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(j, "parts", ob_sched_units_parts(u));
     cJSON_AddNumberToObject(j, "cores", cores);
     cJSON_AddNumberToObject(j, "machine_cores", here);
-    cJSON_AddBoolToObject(j, "prediction", true);
+    cJSON_AddBoolToObject(j, "prediction", !measured);
     cJSON_AddStringToObject(j, "cost", model_text);
     cJSON_AddNumberToObject(j, "r", so.r);
     cJSON_AddNumberToObject(j, "s", so.s);
@@ -170,6 +403,8 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddNumberToObject(o, "stages_costed", (double)rows[i].st.stages_costed);
       cJSON_AddNumberToObject(o, "cache_hits", (double)rows[i].st.cache_hits);
       cJSON_AddNumberToObject(o, "optimisation_s", rows[i].st.seconds);
+      cJSON_AddNumberToObject(o, "stages_measured", (double)rows[i].measured);
+      if (rows[i].e2e_s >= 0) cJSON_AddNumberToObject(o, "measured_s", rows[i].e2e_s);
       cJSON_AddItemToArray(js, o);
     }
     if (given) cJSON_AddNumberToObject(j, "schedule_file_predicted_s", given_s);
@@ -188,9 +423,10 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
            cores, here);
   else
     printf("cores      %d%s (this machine has %d)\n", cores, cores == here ? "" : " of them", here);
-  printf("cost       %s; measured stage costs arrive with the graph runtime\n", model_text);
-  printf("%-22s %6s %21s %12s %8s %8s %11s %8s %9s %9s\n", "scheduler", "stages", "groups 1/2/3+/merge", "predicted ms",
-         "speedup", "states", "transitions", "costed", "hits", "opt s");
+  printf("cost       %s\n", model_text);
+  printf("%-22s %6s %21s %12s %8s %8s %11s %8s %9s %9s %9s %11s %8s\n", "scheduler", "stages", "groups 1/2/3+/merge",
+         measured ? "stages ms" : "predicted ms", "speedup", "states", "transitions", "costed", "hits", "measured",
+         "opt s", "measured ms", "speedup");
   for (int i = 0; i < 3; i++) {
     int sh[4];
     shape_of(rows[i].s, sh);
@@ -204,9 +440,15 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     }
     snprintf(groups, sizeof groups, "%d/%d/%d/%d", sh[0], sh[1], sh[2], sh[3]);
     double t = ob_schedule_seconds(rows[i].s);
-    printf("%-22s %6d %21s %12.3f %7.2fx %8s %11s %8lld %9lld %9.3f\n", name, ob_schedule_stage_count(rows[i].s), groups,
-           t * 1e3, seq / t, states, trans, (long long)rows[i].st.stages_costed, (long long)rows[i].st.cache_hits,
-           rows[i].st.seconds);
+    char e2e[32] = "-", sp[32] = "-";
+    if (rows[i].e2e_s > 0) {
+      snprintf(e2e, sizeof e2e, "%.3f", rows[i].e2e_s * 1e3);
+      snprintf(sp, sizeof sp, "%.2fx", rows[0].e2e_s / rows[i].e2e_s);
+    }
+    printf("%-22s %6d %21s %12.3f %7.2fx %8s %11s %8lld %9lld %9lld %9.3f %11s %8s\n", name,
+           ob_schedule_stage_count(rows[i].s), groups, t * 1e3, seq / t, states, trans,
+           (long long)rows[i].st.stages_costed, (long long)rows[i].st.cache_hits, (long long)rows[i].measured,
+           rows[i].st.seconds, e2e, sp);
   }
   if (given) {
     int sh[4];
@@ -214,12 +456,16 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     char groups[64], name[64];
     snprintf(groups, sizeof groups, "%d/%d/%d/%d", sh[0], sh[1], sh[2], sh[3]);
     snprintf(name, sizeof name, "file (%s)", ob_schedule_scheduler(given));
-    printf("%-22s %6d %21s %12.3f %7.2fx %8s %11s %8s %9s %9s\n", name, ob_schedule_stage_count(given), groups,
-           given_s * 1e3, seq / given_s, "-", "-", "-", "-", "-");
+    printf("%-22s %6d %21s %12.3f %7.2fx %8s %11s %8s %9s %9s %9s %11s %8s\n", name, ob_schedule_stage_count(given),
+           groups, given_s * 1e3, seq / given_s, "-", "-", "-", "-", "-", "-", "-", "-");
   }
   printf("ios: %.3g states bounded by %.3g (IOS's product over chains); stages costed by structure (units with the "
          "same workloads share a cost), %lld calls into the cost model\n",
          (double)rows[2].st.states, rows[2].st.state_bound, (long long)rows[2].st.cost_calls);
+  if (a->sched_cost)
+    printf("measured   end to end on this machine by the stage executor (default kernel configs, median of 5 "
+           "repeats; timings on a shared machine are noisy)%s\n",
+           measured ? "" : "; only these three schedules were measured, planning ran nothing");
   if (a->print_stages) print_stages(u, chosen);
   if (a->schedule_out) printf("wrote %s: the %s schedule (%d stages)\n", a->schedule_out, pick, ob_schedule_stage_count(chosen));
   if (a->timeline) printf("wrote %s: timeline of the %s schedule (gnuplot)\n", a->timeline, pick);
@@ -233,7 +479,9 @@ done:
   for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
   ob_schedule_free(given);
   ob_stage_cost_free(&cost);
+  ob_rt_free(mrt);
   ob_sched_units_free(u);
   ob_graph_free(g);
+  ob_target_free(target);
   return rc;
 }

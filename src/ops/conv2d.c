@@ -517,6 +517,22 @@ static void unpack_nchwc(const ob_workload *wl, const ob_config *cfg, int arg, c
   nchwc_move(wl, cfg, arg, src, dst, false);
 }
 
+/* data NCHW[icb]c, weights packed, bias plain, residual and output
+ * NCHW[ocb]c: what a graph runtime keeps between convolutions. */
+static ob_arg_layout layout_nchwc(const ob_workload *wl, const ob_config *cfg, int arg) {
+  int64_t icb, ocb;
+  nchwc_blocks(cfg, &icb, &ocb);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int bias_arg = ob_epilogue_has(&e, OB_EPI_BIAS) ? 2 : -1;
+  if (arg == 0) return (ob_arg_layout){OB_ARGL_NCHWC, icb};
+  /* a padded last output-channel block (K % ocb != 0) is not NCHW[ocb]c of K
+   * channels: weights, bias, residual and output go through pack/unpack */
+  if (arg == 1 || ob_workload_get(wl, "K") % ocb) return (ob_arg_layout){OB_ARGL_OPAQUE, 0};
+  if (arg == bias_arg) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  return (ob_arg_layout){OB_ARGL_NCHWC, ocb};
+}
+
 /* ---- template conv2d_nchw.cuda (GPU targets) ----------------------------------
  * AutoTVM's conv2d_nchw.cuda (TVM's schedule_direct_cuda): gpu_tmpl.c. */
 static ob_status define_cuda(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
@@ -547,7 +563,7 @@ static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *w
 
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc,
-     .arg_numel = nchwc_arg_numel},
+     .arg_numel = nchwc_arg_numel, .layout = layout_nchwc},
     {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
     {.name = "conv2d_winograd.x86", .define = ob_winograd_define, .build = ob_winograd_build,
      .pack = ob_winograd_pack, .unpack = ob_winograd_unpack, .arg_numel = ob_winograd_arg_numel,

@@ -243,6 +243,16 @@ static void pack(const ob_workload *wl, const ob_config *cfg, int arg, const flo
 static void unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
   move(wl, cfg, arg, src, dst, false);
 }
+/* data, residual and output NCHW[cb]c; weights packed; bias plain. */
+static ob_arg_layout layout(const ob_workload *wl, const ob_config *cfg, int arg) {
+  int64_t cbs[2];
+  ob_config_split(cfg, "tile_c", cbs);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  if (arg == 1) return (ob_arg_layout){OB_ARGL_OPAQUE, 0};
+  if (ob_epilogue_has(&e, OB_EPI_BIAS) && arg == 2) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  return (ob_arg_layout){OB_ARGL_NCHWC, cbs[1]};
+}
 
 /* ---- template depthwise_nchw.x86 ------------------------------------------ */
 static ob_status define_nchw(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
@@ -371,7 +381,7 @@ static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *w
 }
 
 static const ob_tmpl_def k_tmpls[] = {
-    {.name = "depthwise_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack, .unpack = unpack},
+    {.name = "depthwise_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack, .unpack = unpack, .layout = layout},
     {.name = "depthwise_nchw.x86", .define = define_nchw, .build = build_nchw},
     {.name = "depthwise_conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };

@@ -229,6 +229,15 @@ void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const 
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
   move(wl, cfg, arg, src, dst, false);
 }
+/* B in panels of tile_x columns; everything else plain. */
+ob_arg_layout ob_matmul_layout(const ob_workload *wl, const ob_config *cfg, int arg) {
+  if (arg != 1) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  int64_t tx[2];
+  ob_config_split(cfg, "tile_x", tx);
+  /* a padded last panel (N % panel != 0) only the pack hook fills */
+  if (params(wl).n % tx[1]) return (ob_arg_layout){OB_ARGL_OPAQUE, 0};
+  return (ob_arg_layout){OB_ARGL_PANELS, tx[1]};
+}
 
 /* ---- batch_matmul ------------------------------------------------------------ */
 static const char *const k_attrs[] = {"B", "M", "N", "K"};
@@ -292,7 +301,8 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "batch_matmul_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
-     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .arg_numel = ob_matmul_arg_numel},
+     .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .arg_numel = ob_matmul_arg_numel,
+     .layout = ob_matmul_layout},
     {.name = "batch_matmul.cuda", .gpu = true, .define = ob_gpu_gemm_define, .build = ob_gpu_gemm_build},
 };
 

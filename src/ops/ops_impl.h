@@ -38,6 +38,9 @@ typedef struct ob_tmpl_def {
   int64_t (*arg_numel)(const ob_workload *wl, const ob_config *cfg, int arg);
   /* Optional: the check's tolerance for cfg (NULL: ob_tolerance_default). */
   ob_tolerance (*tolerance)(const ob_workload *wl, const ob_config *cfg);
+  /* Optional, with pack: the layout of argument `arg` (ob_task_arg_layout);
+   * NULL with pack hooks: every argument is OPAQUE. */
+  ob_arg_layout (*layout)(const ob_workload *wl, const ob_config *cfg, int arg);
 } ob_tmpl_def;
 
 typedef struct ob_arg_info {
@@ -144,6 +147,7 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
 void ob_matmul_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_matmul_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 int64_t ob_matmul_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
+ob_arg_layout ob_matmul_layout(const ob_workload *wl, const ob_config *cfg, int arg);
 
 
 /* ---- GPU templates (gpu_tmpl.c) -------------------------------------------

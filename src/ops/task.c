@@ -342,3 +342,22 @@ ob_status ob_task_check_for(ob_task *t, const ob_config *cfg, uint64_t seed, voi
   }
   return OB_OK;
 }
+
+ob_arg_layout ob_task_arg_layout(const ob_task *t, const ob_config *cfg, int i) {
+  OB_ASSERT(i >= 0 && i < t->nargs);
+  if (!t->tmpl->pack) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  if (!t->tmpl->layout) return (ob_arg_layout){OB_ARGL_OPAQUE, 0};
+  return t->tmpl->layout(&t->wl, cfg, i);
+}
+
+void ob_task_pack_arg(const ob_task *t, const ob_config *cfg, int i, const float *src, float *dst) {
+  OB_ASSERT(i >= 0 && i < t->nargs);
+  if (t->tmpl->pack) t->tmpl->pack(&t->wl, cfg, i, src, dst);
+  else memcpy(dst, src, ob_task_arg_bytes(t, i));
+}
+
+void ob_task_unpack_arg(const ob_task *t, const ob_config *cfg, int i, const float *src, float *dst) {
+  OB_ASSERT(i >= 0 && i < t->nargs);
+  if (t->tmpl->unpack) t->tmpl->unpack(&t->wl, cfg, i, src, dst);
+  else memcpy(dst, src, ob_task_arg_bytes(t, i));
+}

@@ -1,0 +1,236 @@
+/* exec.c: running a compiled model: inputs in, steps in order, outputs
+ * out; the check against reference outputs; whole-model timing through the
+ * kernels' timing loop; the per-step profile; what was compiled. */
+#include <limits.h>
+
+#include "runtime/runtime_impl.h"
+
+const ob_graph *ob_rt_graph(const ob_rt *rt) { return rt->g; }
+
+ob_status ob_rt_set_input(ob_rt *rt, int i, const void *data, size_t bytes) {
+  if (i < 0 || i >= ob_graph_input_count(rt->g))
+    return ob_fail(rt->ctx, OB_ERR_INVALID_ARG, "runtime: the model has no input %d", i);
+  rt_val *v = &rt->v[rt->in_val[i]];
+  if (bytes != v->bytes)
+    return ob_fail(rt->ctx, OB_ERR_INVALID_ARG, "runtime: input '%s' takes %zu bytes, got %zu",
+                   ob_graph_tensor_name(rt->g, v->tensor), v->bytes, bytes);
+  if (bytes) memcpy(v->ptr, data, bytes);
+  return OB_OK;
+}
+
+const void *ob_rt_output(const ob_rt *rt, int i) { return rt->v[rt->out_val[i]].ptr; }
+size_t ob_rt_output_bytes(const ob_rt *rt, int i) { return rt->v[rt->out_val[i]].bytes; }
+
+static ob_status step_failed(ob_rt *rt, const rt_step *s, int rc) {
+  return ob_fail(rt->ctx, OB_ERR_RUNTIME, "runtime: step '%s' (%s) failed (status %d)%s", s->name, s->op, rc,
+                 !strcmp(s->op, "Gather") ? ": an index is out of range" : "");
+}
+
+static int run_all(void *user) {
+  ob_rt *rt = user;
+  for (int i = 0; i < rt->ns; i++) {
+    rt_step *s = &rt->s[i];
+    int rc = s->run(rt, s);
+    if (rc) return rc == OB_TIME_DEADLINE ? -1 : rc;
+  }
+  return 0;
+}
+
+/* Runs every step; the failing step is named. */
+static ob_status run_named(ob_rt *rt) {
+  for (int i = 0; i < rt->ns; i++) {
+    rt_step *s = &rt->s[i];
+    int rc = s->run(rt, s);
+    if (rc) return step_failed(rt, s, rc);
+  }
+  return OB_OK;
+}
+
+static void enter(ob_rt *rt, bool *entered) {
+  *entered = rt->bl && !rt->bl_inside;
+  if (*entered) {
+    ob_baseline_enter(rt->bl);
+    rt->bl_inside = true;
+  }
+}
+
+static void leave(ob_rt *rt, bool entered) {
+  if (entered) {
+    ob_baseline_leave(rt->bl);
+    rt->bl_inside = false;
+  }
+}
+
+ob_status ob_rt_run(ob_rt *rt) {
+  bool e;
+  enter(rt, &e);
+  ob_status st = run_named(rt);
+  leave(rt, e);
+  return st;
+}
+
+void ob_rt_check(const ob_rt *rt, const void *const *ref, double tol, ob_rt_check_result *out) {
+  memset(out, 0, sizeof *out);
+  out->ok = true;
+  out->worst_output = -1;
+  if (tol <= 0) tol = 1e-3;
+  const ob_graph *g = rt->g;
+  for (int i = 0; i < ob_graph_output_count(g); i++) {
+    int t = ob_graph_output(g, i);
+    ob_dtype dt = ob_graph_tensor_dtype(g, t);
+    int64_t n = ob_graph_tensor_numel(g, t);
+    const void *got = ob_rt_output(rt, i);
+    if (dt != OB_F32) {
+      if (memcmp(got, ref[i], (size_t)n * ob_dtype_size(dt))) {
+        out->ok = false;
+        snprintf(out->message, sizeof out->message, "output '%s' (%s) differs from the reference",
+                 ob_graph_tensor_name(g, t), ob_dtype_name(dt));
+      }
+      continue;
+    }
+    const float *a = got, *r = ref[i];
+    for (int64_t k = 0; k < n; k++) {
+      double d = fabs((double)a[k] - r[k]);
+      if (isfinite(r[k]) && fabs(r[k]) > out->max_abs_ref) out->max_abs_ref = fabs(r[k]);
+      /* a non-finite value on either side passes only when both sides hold
+       * the same one (a NaN against a number compares false, so it must be
+       * caught here) */
+      bool same = (isnan(a[k]) && isnan(r[k])) || a[k] == r[k];
+      if ((!isfinite(a[k]) || !isfinite(r[k])) && !same) {
+        if (out->ok)
+          snprintf(out->message, sizeof out->message, "output '%s'[%lld] = %g, reference %g",
+                   ob_graph_tensor_name(g, t), (long long)k, a[k], r[k]);
+        out->ok = false;
+        d = INFINITY;
+      } else if (!isfinite(a[k])) {
+        d = 0;
+      }
+      if (d > out->max_abs_err) {
+        out->max_abs_err = d;
+        out->worst_output = i;
+        out->worst_index = k;
+      }
+    }
+  }
+  out->rel_err = out->max_abs_err / (out->max_abs_ref > 1 ? out->max_abs_ref : 1);
+  if (out->ok && out->rel_err > tol) {
+    out->ok = false;
+    int t = ob_graph_output(g, out->worst_output);
+    const float *a = ob_rt_output(rt, out->worst_output), *r = ref[out->worst_output];
+    snprintf(out->message, sizeof out->message,
+             "output '%s'[%lld] = %.7g, reference %.7g: error %.3g of max |ref| %.3g is above the tolerance %g",
+             ob_graph_tensor_name(g, t), (long long)out->worst_index, a[out->worst_index], r[out->worst_index],
+             out->max_abs_err, out->max_abs_ref, tol);
+  }
+}
+
+ob_status ob_rt_time(ob_rt *rt, const ob_timing_opts *o, ob_timing *out) {
+  memset(out, 0, sizeof *out);
+  ob_timing_opts t = ob_timing_resolve(o, rt->target);
+  if (t.timer_overhead_s <= 0) t.timer_overhead_s = ob_timer_overhead();
+  bool e;
+  enter(rt, &e);
+  ob_status st = run_named(rt); /* the discarded warm-up names a failing step */
+  if (!st) {
+    int rc = ob_time_loop(&t, ob_now_s() + t.timeout_s, run_all, NULL, rt, out);
+    if (rc == OB_TIME_DEADLINE)
+      st = ob_fail(rt->ctx, OB_ERR_TIMEOUT, "runtime: timing the model ran past %g s", t.timeout_s);
+    else if (rc)
+      st = run_named(rt);
+    if (!st && rc) st = ob_fail(rt->ctx, OB_ERR_RUNTIME, "runtime: a step failed while timing (status %d)", rc);
+  }
+  leave(rt, e);
+  return st;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+ob_status ob_rt_profile(ob_rt *rt, int runs, double *step_s, double *total_s) {
+  if (runs < 1) runs = 1;
+  double *t = malloc(sizeof(double) * (size_t)runs * (size_t)(rt->ns + 1));
+  double *tot = malloc(sizeof(double) * (size_t)runs);
+  if (!t || !tot) {
+    free(t);
+    free(tot);
+    return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
+  }
+  bool e;
+  enter(rt, &e);
+  ob_status st = run_named(rt);
+  for (int r = 0; r < runs && !st; r++) {
+    double r0 = ob_now_s();
+    for (int i = 0; i < rt->ns && !st; i++) {
+      rt_step *s = &rt->s[i];
+      double t0 = ob_now_s();
+      int rc = s->run(rt, s);
+      t[(size_t)i * (size_t)runs + (size_t)r] = ob_now_s() - t0;
+      if (rc) st = step_failed(rt, s, rc);
+    }
+    tot[r] = ob_now_s() - r0;
+  }
+  leave(rt, e);
+  if (!st) {
+    for (int i = 0; i < rt->ns; i++) {
+      double *x = t + (size_t)i * (size_t)runs;
+      qsort(x, (size_t)runs, sizeof *x, cmp_d);
+      step_s[i] = x[runs / 2];
+    }
+    qsort(tot, (size_t)runs, sizeof *tot, cmp_d);
+    if (total_s) *total_s = tot[runs / 2];
+  }
+  free(t);
+  free(tot);
+  return st;
+}
+
+int ob_rt_step_count(const ob_rt *rt) { return rt->ns; }
+
+const char *ob_rt_step_kind_name(ob_rt_step_kind k) {
+  static const char *const n[OB_RT_STEP_KIND_COUNT] = {"kernel", "onednn", "native", "convert"};
+  return (unsigned)k < OB_RT_STEP_KIND_COUNT ? n[k] : "?";
+}
+
+void ob_rt_step_get(const ob_rt *rt, int i, ob_rt_step_info *out) {
+  const rt_step *s = &rt->s[i];
+  memset(out, 0, sizeof *out);
+  out->kind = s->kind;
+  out->node = s->node;
+  out->name = s->name;
+  out->op = s->op;
+  out->workload = s->wl_key;
+  out->tmpl = "";
+  out->db_s = NAN;
+  out->flops = s->flops;
+  if (s->kern >= 0) {
+    const rt_kern *k = &rt->kern[s->kern];
+    out->tmpl = ob_task_template(k->task);
+    out->config_index = k->cfg.index;
+    out->from_db = k->from_db;
+    out->db_s = k->db_s;
+  } else if (s->prim) {
+    out->tmpl = ob_baseline_prim_impl(s->prim);
+  }
+  if (s->kind == OB_RT_STEP_CONVERT && s->node >= 0) out->node = -1;
+}
+
+void ob_rt_get_stats(const ob_rt *rt, ob_rt_stats *out) { *out = rt->st; }
+
+double ob_rt_db_sum(const ob_rt *rt, int *covered, int *steps) {
+  double sum = 0;
+  int c = 0, n = 0;
+  for (int i = 0; i < rt->ns; i++) {
+    const rt_step *s = &rt->s[i];
+    if (s->kind != OB_RT_STEP_KERNEL && s->kind != OB_RT_STEP_ONEDNN) continue;
+    n++;
+    if (s->kern >= 0 && !isnan(rt->kern[s->kern].db_s)) {
+      sum += rt->kern[s->kern].db_s;
+      c++;
+    }
+  }
+  if (covered) *covered = c;
+  if (steps) *steps = n;
+  return sum;
+}

@@ -1,0 +1,121 @@
+/* run.c: a schedule executed by the graph runtime's stage executor. The
+ * schedule names units; the runtime runs graph nodes. Each group's nodes
+ * are taken by name before the merges rewrite the graph (node ids move);
+ * a merge stage becomes one group holding the merged convolution and the
+ * channel slices that replace the originals (ob_graph_merge_convs names
+ * them "<first>.merged" and "<conv>.slice"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opbench/runtime.h"
+#include "opbench/sched.h"
+
+typedef struct name_list {
+  int n, cap;
+  char **s;
+} name_list;
+
+static bool push(name_list *l, const char *a, const char *suffix) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 8;
+    char **ns = realloc(l->s, sizeof(char *) * (size_t)cap);
+    if (!ns) return false;
+    l->s = ns;
+    l->cap = cap;
+  }
+  size_t la = strlen(a), ls = strlen(suffix);
+  char *c = malloc(la + ls + 1);
+  if (!c) return false;
+  memcpy(c, a, la);
+  memcpy(c + la, suffix, ls + 1);
+  l->s[l->n++] = c;
+  return true;
+}
+
+static int live_node(const ob_graph *g, const char *name) {
+  for (int i = 0; i < ob_graph_node_count(g); i++)
+    if (!ob_graph_node_dead(g, i) && !strcmp(ob_graph_node_name(g, i), name)) return i;
+  return -1;
+}
+
+ob_status ob_schedule_compile(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g, int lanes,
+                              const ob_rt_opts *o, ob_rt **rt_out, ob_rt_par **par_out) {
+  *rt_out = NULL;
+  *par_out = NULL;
+  int ns = ob_schedule_stage_count(s), total = 0;
+  for (int i = 0; i < ns; i++) total += ob_schedule_group_count(s, i);
+  name_list *names = calloc((size_t)total + 1, sizeof *names);
+  ob_rt_stage_plan *stages = calloc((size_t)ns + 1, sizeof *stages);
+  ob_rt_group_plan *groups = calloc((size_t)total + 1, sizeof *groups);
+  int **nodes = calloc((size_t)total + 1, sizeof *nodes);
+  ob_status st = OB_OK;
+  ob_rt *rt = NULL;
+  bool merges = false;
+  if (!names || !stages || !groups || !nodes) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  /* names first: the merges move node ids */
+  for (int i = 0, k = 0; i < ns; i++) {
+    bool merge = ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE;
+    merges |= merge;
+    for (int j = 0; j < ob_schedule_group_count(s, i); j++, k++) {
+      const int *ops;
+      int nops = ob_schedule_group_ops(s, i, j, &ops);
+      for (int a = 0; a < nops; a++) {
+        if (merge) {
+          if (a == 0 && !push(&names[k], ob_sched_unit_name(u, ops[0]), ".merged")) goto nomem;
+          if (!push(&names[k], ob_sched_unit_name(u, ops[a]), ".slice")) goto nomem;
+          continue;
+        }
+        const int *nd;
+        int nn = ob_sched_unit_nodes(u, ops[a], &nd);
+        for (int b = 0; b < nn; b++)
+          if (!push(&names[k], ob_graph_node_name(g, nd[b]), "")) goto nomem;
+      }
+    }
+  }
+  if (merges) {
+    if ((st = ob_schedule_apply_merges(ctx, u, s, g))) goto done;
+    if (lanes > 0 && (st = ob_graph_plan_layout(ctx, g, lanes, NULL))) goto done;
+  }
+  for (int i = 0, k = 0; i < ns; i++) {
+    stages[i].ngroups = ob_schedule_group_count(s, i);
+    stages[i].groups = &groups[k];
+    for (int j = 0; j < stages[i].ngroups; j++, k++) {
+      if (!(nodes[k] = malloc(sizeof(int) * (size_t)(names[k].n + 1)))) goto nomem;
+      for (int a = 0; a < names[k].n; a++) {
+        nodes[k][a] = live_node(g, names[k].s[a]);
+        if (nodes[k][a] < 0) {
+          st = ob_fail(ctx, OB_ERR_INVALID_ARG, "stage %d, group %d: the graph has no node '%s'", i + 1, j + 1,
+                       names[k].s[a]);
+          goto done;
+        }
+      }
+      groups[k].nnodes = names[k].n;
+      groups[k].nodes = nodes[k];
+      groups[k].ncores = ob_schedule_group_cores(s, i, j, &groups[k].cores);
+    }
+  }
+  if ((st = ob_rt_new(ctx, g, o, &rt))) goto done;
+  if ((st = ob_rt_par_new(rt, ns, stages, par_out))) {
+    ob_rt_free(rt);
+    rt = NULL;
+    goto done;
+  }
+  *rt_out = rt;
+  goto done;
+nomem:
+  st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+done:
+  for (int k = 0; names && k < total; k++) {
+    for (int a = 0; a < names[k].n; a++) free(names[k].s[a]);
+    free(names[k].s);
+  }
+  for (int k = 0; nodes && k < total; k++) free(nodes[k]);
+  free(names);
+  free(nodes);
+  free(stages);
+  free(groups);
+  return st;
+}
