@@ -106,6 +106,7 @@ one_error "a key others may read is refused" "mode 0644" "$OB" worker --broker "
 one_error "a missing key file is an error" "fleet key" "$OB" worker --broker "$URL" --device-key k --fleet-key "$tmp/nokey"
 one_error "a bad device key is refused" "device key 'a b'" "$OB" worker --broker "$URL" --device-key "a b" --fleet-key "$tmp/key"
 one_error "tune --fleet needs a device key" "needs --device-key" "$OB" tune --op dense --shape M=1,N=8,K=8 --fleet "$URL" --fleet-key "$tmp/key"
+one_error "tune --modelname does not go through a fleet" "tunes and runs the model here" "$OB" tune --modelname simple --fleet "$URL" --device-key k --fleet-key "$tmp/key"
 
 # ---- 2. brokers that cannot be used -----------------------------------------------
 dead_port=$(( (OB_TEST_REDIS_PORT % 30000) + 20001 ))
