@@ -3,9 +3,10 @@
  * features), host_limits (a host's measured peaks and bandwidths) and
  * tuning_runs (which tuner a task's trials came from), with their puts,
  * queries and the dataset export (CSV or JSON lines, a column per
- * feature). The SQL is plain (no JSON functions, ON CONFLICT as SQLite and
- * PostgreSQL both take it), so another back end can carry the same
- * tables. */
+ * feature). Everything goes through the back-end vtable (db_impl.h) in
+ * portable SQL (no JSON functions; upserts with ON CONFLICT, never INSERT
+ * OR REPLACE; RETURNING for new ids), so SQLite files and PostgreSQL
+ * stores carry the same tables. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
