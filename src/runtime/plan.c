@@ -294,10 +294,9 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
 static int run_kernel(ob_rt *rt, rt_step *s) { return ob_kernel_run(rt->kern[s->kern].k, s->kbuf, rt->pool); }
 
 /* A kernel argument in a layout only the template's pack hooks know. */
-/* The kernel by index, not a pointer to its config: rt->kern grows (and
- * moves) as later nodes add kernels. */
+/* The kernel is named by its index: rt->kern grows (and moves) while later
+ * nodes are planned, so a pointer to its config would dangle. */
 typedef struct pack_p {
-  const ob_task *task;
   int kern;
   int arg;
   bool unpack;
@@ -305,9 +304,9 @@ typedef struct pack_p {
 
 static int run_pack(ob_rt *rt, rt_step *s) {
   pack_p *p = s->p;
-  const ob_config *cfg = &rt->kern[p->kern].cfg;
-  if (p->unpack) ob_task_unpack_arg(p->task, cfg, p->arg, s->pin[0], s->pout[0]);
-  else ob_task_pack_arg(p->task, cfg, p->arg, s->pin[0], s->pout[0]);
+  const rt_kern *k = &rt->kern[p->kern];
+  if (p->unpack) ob_task_unpack_arg(k->task, &k->cfg, p->arg, s->pin[0], s->pout[0]);
+  else ob_task_pack_arg(k->task, &k->cfg, p->arg, s->pin[0], s->pout[0]);
   return 0;
 }
 
@@ -385,7 +384,7 @@ static ob_status plan_kernel(ob_rt *rt, int node, const ob_workload *wl) {
       int v = rt_val_new(rt, -1, lay, OB_F32, bytes);
       pack_p *pp = rt_alloc(rt, sizeof *pp);
       if (v < 0 || !pp) return nomem(rt);
-      *pp = (pack_p){task, k, i, false};
+      *pp = (pack_p){k, i, false};
       char nm[300];
       snprintf(nm, sizeof nm, "%s: pack %s", ob_graph_node_name(g, node), ob_task_arg_name(task, i));
       if (rt_step_add(rt, OB_RT_STEP_CONVERT, node, nm, "pack", &src, 1, &v, 1, run_pack, pp) < 0) return nomem(rt);
@@ -421,7 +420,7 @@ static ob_status plan_kernel(ob_rt *rt, int node, const ob_workload *wl) {
   if (after >= 0) {
     pack_p *pp = rt_alloc(rt, sizeof *pp);
     if (!pp) return nomem(rt);
-    *pp = (pack_p){task, k, after_src, true};
+    *pp = (pack_p){k, after_src, true};
     char nm[300];
     snprintf(nm, sizeof nm, "%s: unpack", ob_graph_node_name(g, node));
     if (rt_step_add(rt, OB_RT_STEP_CONVERT, node, nm, "unpack", &vals[after_src], 1, &after, 1, run_pack, pp) < 0)
