@@ -671,6 +671,24 @@ static OB_NODISCARD bool parse_double(const char *text, double lo, double hi, do
   return true;
 }
 
+/* A flag whose value is one of `known` (NULL-terminated): *out = v, else
+ * one error line naming the flag, what was expected and the choices. */
+static OB_NODISCARD bool choice_flag(const char *name, const char *v, const char *what,
+                                     const char *const *known, const char **out) {
+  for (int i = 0; known[i]; i++)
+    if (!strcmp(v, known[i])) {
+      *out = v;
+      return true;
+    }
+  char list[256] = "";
+  for (int i = 0; known[i]; i++) {
+    size_t len = strlen(list);
+    snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", known[i]);
+  }
+  cli_error("%s: unknown %s '%s' (known: %s)", name, what, v, list);
+  return false;
+}
+
 static OB_NODISCARD bool int_flag(const char *flag, const char *text, int64_t lo, int64_t hi, int *out) {
   int64_t v;
   if (!cli_parse_i64(text, lo, hi, &v)) {
@@ -991,13 +1009,11 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     else if (id == F_SCHEDULE) a->schedule_in = v;
     else a->timeline = v;
     break;
-  case F_SCHEDULER:
-    if (strcmp(v, "ios") && strcmp(v, "greedy") && strcmp(v, "sequential")) {
-      cli_error("--scheduler: unknown scheduler '%s' (known: ios, greedy, sequential)", v);
-      return false;
-    }
-    a->scheduler = v;
+  case F_SCHEDULER: {
+    static const char *const known[] = {"ios", "greedy", "sequential", NULL};
+    if (!choice_flag(name, v, "scheduler", known, &a->scheduler)) return false;
     break;
+  }
   case F_GFLOPS:
     if (!double_flag(name, v, 1e-3, 1e6, &a->gflops)) return false;
     break;
@@ -1020,36 +1036,28 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   case F_SIZES: a->sizes = v; break;
   case F_KNOBS: a->knobs = v; break;
-  case F_CORUN_MODE:
-    if (strcmp(v, "stream") && strcmp(v, "full") && strcmp(v, "both")) {
-      cli_error("--corun-mode: unknown mode '%s' (expected stream, full or both)", v);
-      return false;
-    }
-    a->corun_mode = v;
+  case F_CORUN_MODE: {
+    static const char *const known[] = {"stream", "full", "both", NULL};
+    if (!choice_flag(name, v, "mode", known, &a->corun_mode)) return false;
     break;
+  }
   case F_CACHE_PRESSURE: a->pressure = v; break;
-  case F_LIMITS:
-    if (strcmp(v, "auto") && strcmp(v, "again") && strcmp(v, "quick") && strcmp(v, "none")) {
-      cli_error("--limits: unknown value '%s' (expected auto, again, quick or none)", v);
-      return false;
-    }
-    a->limits = v;
+  case F_LIMITS: {
+    static const char *const known[] = {"auto", "again", "quick", "none", NULL};
+    if (!choice_flag(name, v, "value", known, &a->limits)) return false;
     break;
+  }
   case F_CORE_TYPES: a->core_types = true; break;
-  case F_TABLE:
-    if (strcmp(v, "measurements") && strcmp(v, "profiles")) {
-      cli_error("--table: unknown table '%s' (expected measurements or profiles)", v);
-      return false;
-    }
-    a->table = v;
+  case F_TABLE: {
+    static const char *const known[] = {"measurements", "profiles", NULL};
+    if (!choice_flag(name, v, "table", known, &a->table)) return false;
     break;
-  case F_SCHED_COST:
-    if (strcmp(v, "measured") && strcmp(v, "predicted")) {
-      cli_error("--cost: unknown cost mode '%s' (known: measured, predicted)", v);
-      return false;
-    }
-    a->sched_cost = v;
+  }
+  case F_SCHED_COST: {
+    static const char *const known[] = {"measured", "predicted", NULL};
+    if (!choice_flag(name, v, "cost mode", known, &a->sched_cost)) return false;
     break;
+  }
   case F_CROSS: a->cross = true; break;
   case F_IOS_ORIGINAL: a->ios_original = true; break;
   case F_NO_MERGE: a->no_merge = true; break;
@@ -1099,21 +1107,17 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_MEMBERS:
     if (!int_flag(name, v, 1, 16, &a->members)) return false;
     break;
-  case F_KERNELS:
-    if (strcmp(v, "tuned") && strcmp(v, "default") && strcmp(v, "onednn")) {
-      cli_error("--kernels: unknown kernel source '%s' (known: tuned, default, onednn)", v);
-      return false;
-    }
-    a->kernels = v;
+  case F_KERNELS: {
+    static const char *const known[] = {"tuned", "default", "onednn", NULL};
+    if (!choice_flag(name, v, "kernel source", known, &a->kernels)) return false;
     break;
+  }
   case F_PROFILE: a->profile = true; break;
-  case F_EXECUTOR:
-    if (strcmp(v, "graph") && strcmp(v, "vm")) {
-      cli_error("--executor: unknown executor '%s' (known: graph, vm)", v);
-      return false;
-    }
-    a->executor = v;
+  case F_EXECUTOR: {
+    static const char *const known[] = {"graph", "vm", NULL};
+    if (!choice_flag(name, v, "executor", known, &a->executor)) return false;
     break;
+  }
   case F_IFTUNE:
   case F_IFCOMPARE: {
     int b = !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") ? 1
