@@ -248,8 +248,8 @@ typedef struct ob_sched_corun_table {
   double f[OB_SCHED_KIND_COUNT][OB_SCHED_KIND_COUNT];
 } ob_sched_corun_table;
 /* Measures the pairs of kinds that u has and t lacks, each once: the unit
- * of each kind with the most FLOPs (the two largest for a pair of the
- * same kind) timed by the stage executor alone on
+ * of each kind with the most FLOPs (the second one the largest that
+ * neither reads from nor feeds the first) timed by the stage executor alone on
  * one core and together on two disjoint cores (rt: compiled from u's
  * graph, run once); the factor is the pair's stage time over the longer
  * alone time. *measured: the pairs measured now. */

@@ -184,15 +184,39 @@ ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char *host, 
   return st;
 }
 
-/* The unit of kind k with the most FLOPs, other than `not` (-1: any); -1
- * when none. The largest: a small operator's time is mostly the stage's
- * own overhead, which the factor would then measure instead. */
-static int representative(const ob_sched_units *u, int k, int not) {
-  int best = -1;
-  for (int i = 0; i < ob_sched_units_count(u); i++) {
+/* Whether unit a is an ancestor of unit b (b reads what a wrote, at some
+ * distance): preds have smaller ids, so a walk down from b stops below a. */
+static bool ancestor(const ob_sched_units *u, int a, int b, char *seen) {
+  if (a == b) return true;
+  if (b < a || seen[b]) return false;
+  seen[b] = 1;
+  const int *p;
+  int n = ob_sched_unit_preds(u, b, &p);
+  for (int i = 0; i < n; i++)
+    if (ancestor(u, a, p[i], seen)) return true;
+  return false;
+}
+
+/* The unit of kind k with the most FLOPs that can run beside unit `other`
+ * (neither reads the other; -1: any); -1 when none. The largest: a small
+ * operator's time is mostly the stage's own overhead, which the factor
+ * would then measure instead. */
+static int representative(const ob_sched_units *u, int k, int other) {
+  int n = ob_sched_units_count(u), best = -1;
+  char *seen = calloc((size_t)n + 1, 1);
+  if (!seen) return -1;
+  for (int i = 0; i < n; i++) {
     const ob_sched_op_desc *op = ob_sched_unit_op(u, i);
-    if ((int)op->kind == k && i != not && (best < 0 || op->flops > ob_sched_unit_op(u, best)->flops)) best = i;
+    if ((int)op->kind != k || (best >= 0 && op->flops <= ob_sched_unit_op(u, best)->flops)) continue;
+    if (other >= 0) {
+      memset(seen, 0, (size_t)n);
+      if (ancestor(u, other, i, seen)) continue;
+      memset(seen, 0, (size_t)n);
+      if (ancestor(u, i, other, seen)) continue;
+    }
+    best = i;
   }
+  free(seen);
   return best;
 }
 
@@ -204,7 +228,7 @@ ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt
   for (int a = 0; a < OB_SCHED_KIND_COUNT && !st; a++)
     for (int b = a; b < OB_SCHED_KIND_COUNT && !st; b++) {
       if (t->f[a][b] > 0) continue;
-      int ua = representative(u, a, -1), ub = representative(u, b, a == b ? ua : -1);
+      int ua = representative(u, a, -1), ub = ua < 0 ? -1 : representative(u, b, ua);
       if (ua < 0 || ub < 0) continue; /* a kind the model lacks */
       const ob_sched_op_desc *oa = ob_sched_unit_op(u, ua), *ob = ob_sched_unit_op(u, ub);
       ob_sched_group_desc ga = {.nops = 1, .ops = &oa, .cores = 1, .seconds = -1};
