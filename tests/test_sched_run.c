@@ -254,9 +254,15 @@ static void test_cost_inputs(int cores) {
     to.repeat = 3;
     to.max_cv = 0;
     CHECK_MSG(ob_sched_corun_measure(ctx, u, rt, &to, &tab, &pairs) == OB_OK, "%s", ob_ctx_errmsg(ctx));
-    CHECK_MSG(pairs >= 3 && tab.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_CONV] > 0 &&
-                  tab.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_POOL] == tab.f[OB_SCHED_KIND_POOL][OB_SCHED_KIND_CONV],
-              "%d pairs", pairs);
+    /* squeezenet's fire modules: two expand convolutions side by side */
+    int set = 0;
+    for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
+      for (int y = x; y < OB_SCHED_KIND_COUNT; y++) {
+        set += tab.f[x][y] > 0;
+        CHECK(tab.f[x][y] == tab.f[y][x]);
+      }
+    CHECK_MSG(pairs >= 1 && set == pairs && tab.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_CONV] > 0, "%d pairs, %d set", pairs,
+              set);
     int again_pairs = -1;
     CHECK(ob_sched_corun_measure(ctx, u, rt, &to, &tab, &again_pairs) == OB_OK && again_pairs == 0);
     ob_sched_opts so = ob_sched_opts_default();

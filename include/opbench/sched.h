@@ -247,12 +247,14 @@ OB_API ob_status ob_sched_record_runtime(ob_ctx *ctx, ob_rt *rt, int threads, ob
 typedef struct ob_sched_corun_table {
   double f[OB_SCHED_KIND_COUNT][OB_SCHED_KIND_COUNT];
 } ob_sched_corun_table;
-/* Measures the pairs of kinds that u has and t lacks, each once: the unit
- * of each kind with the most FLOPs (the second one the largest that
- * neither reads from nor feeds the first) timed by the stage executor alone on
- * one core and together on two disjoint cores (rt: compiled from u's
- * graph, run once); the factor is the pair's stage time over the longer
- * alone time. *measured: the pairs measured now. */
+/* Measures the pairs of kinds that u has and t lacks, each once: of the
+ * pairs of units of the two kinds that can share a stage (neither reads
+ * from the other), the one whose smaller FLOPs are the largest, timed by
+ * the stage executor alone on one core and together on two disjoint cores
+ * (rt: compiled from u's graph, run once); the factor is the pair's stage
+ * time over the longer alone time. A pair of kinds the model has no such
+ * units for stays unset (1 in the predicted model). *measured: the pairs
+ * measured now. */
 OB_API ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt, const ob_timing_opts *timing,
                                         ob_sched_corun_table *t, int *measured);
 /* The cache file: "opbench-corun 1", "host FINGERPRINT", then lines

@@ -184,52 +184,52 @@ ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char *host, 
   return st;
 }
 
-/* Whether unit a is an ancestor of unit b (b reads what a wrote, at some
- * distance): preds have smaller ids, so a walk down from b stops below a. */
-static bool ancestor(const ob_sched_units *u, int a, int b, char *seen) {
-  if (a == b) return true;
-  if (b < a || seen[b]) return false;
-  seen[b] = 1;
-  const int *p;
-  int n = ob_sched_unit_preds(u, b, &p);
-  for (int i = 0; i < n; i++)
-    if (ancestor(u, a, p[i], seen)) return true;
-  return false;
-}
-
-/* The unit of kind k with the most FLOPs that can run beside unit `other`
- * (neither reads the other; -1: any); -1 when none. The largest: a small
+/* The pair of units of kinds a and b that can share a stage (neither
+ * reaches the other) whose smaller FLOPs are the largest: a small
  * operator's time is mostly the stage's own overhead, which the factor
- * would then measure instead. */
-static int representative(const ob_sched_units *u, int k, int other) {
-  int n = ob_sched_units_count(u), best = -1;
-  char *seen = calloc((size_t)n + 1, 1);
-  if (!seen) return -1;
+ * would then measure instead. reach: n x n, reach[i*n+j] when i is an
+ * ancestor of j. false when the model has no such pair. */
+static bool representatives(const ob_sched_units *u, const char *reach, int ka, int kb, int *ua, int *ub) {
+  int n = ob_sched_units_count(u);
+  double best = -1;
   for (int i = 0; i < n; i++) {
-    const ob_sched_op_desc *op = ob_sched_unit_op(u, i);
-    if ((int)op->kind != k || (best >= 0 && op->flops <= ob_sched_unit_op(u, best)->flops)) continue;
-    if (other >= 0) {
-      memset(seen, 0, (size_t)n);
-      if (ancestor(u, other, i, seen)) continue;
-      memset(seen, 0, (size_t)n);
-      if (ancestor(u, i, other, seen)) continue;
+    if ((int)ob_sched_unit_op(u, i)->kind != ka) continue;
+    for (int j = 0; j < n; j++) {
+      if (j == i || (int)ob_sched_unit_op(u, j)->kind != kb || reach[(size_t)i * n + j] || reach[(size_t)j * n + i])
+        continue;
+      double m = fmin(ob_sched_unit_op(u, i)->flops, ob_sched_unit_op(u, j)->flops);
+      if (m > best) {
+        best = m;
+        *ua = i;
+        *ub = j;
+      }
     }
-    best = i;
   }
-  free(seen);
-  return best;
+  return best >= 0;
 }
 
 ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt, const ob_timing_opts *timing,
                                  ob_sched_corun_table *t, int *measured) {
   *measured = 0;
+  int n = ob_sched_units_count(u);
+  char *reach = calloc((size_t)n * (size_t)n + 1, 1);
+  if (!reach) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  for (int j = 0; j < n; j++) { /* preds come first: their rows are complete */
+    const int *p;
+    int np = ob_sched_unit_preds(u, j, &p);
+    for (int k = 0; k < np; k++) {
+      reach[(size_t)p[k] * n + j] = 1;
+      for (int i = 0; i < n; i++)
+        if (reach[(size_t)i * n + p[k]]) reach[(size_t)i * n + j] = 1;
+    }
+  }
   ob_stage_cost mc = {0};
   ob_status st = ob_stage_cost_measured(ctx, u, rt, timing, &mc);
   for (int a = 0; a < OB_SCHED_KIND_COUNT && !st; a++)
     for (int b = a; b < OB_SCHED_KIND_COUNT && !st; b++) {
       if (t->f[a][b] > 0) continue;
-      int ua = representative(u, a, -1), ub = ua < 0 ? -1 : representative(u, b, ua);
-      if (ua < 0 || ub < 0) continue; /* a kind the model lacks */
+      int ua = -1, ub = -1;
+      if (!representatives(u, reach, a, b, &ua, &ub)) continue; /* no such pair in the model */
       const ob_sched_op_desc *oa = ob_sched_unit_op(u, ua), *ob = ob_sched_unit_op(u, ub);
       ob_sched_group_desc ga = {.nops = 1, .ops = &oa, .cores = 1, .seconds = -1};
       ob_sched_group_desc gb = {.nops = 1, .ops = &ob, .cores = 1, .seconds = -1};
@@ -246,6 +246,7 @@ ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt
       (*measured)++;
     }
   ob_stage_cost_free(&mc);
+  free(reach);
   if (st) ob_fail_prefix(ctx, "measuring co-run factors");
   return st;
 }
