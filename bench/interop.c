@@ -71,6 +71,8 @@ static bool e2e(const char *name, int64_t size, int lanes, const ob_sched_units 
   ob_timing_opts t = ob_timing_default();
   t.repeat = repeat;
   t.max_cv = 0;
+  t.min_repeat_ms = 100; /* several runs a repeat: one run of a small model is a few ms, and the first
+                            runs after a quiet spell run at a lower clock */
   t.timeout_s = 900; /* a large model by stages takes seconds a run here */
   ob_timing tp, ts;
   if (ob_sched_units_from_graph(ctx, g, 0, &u2) || ob_schedule_to_json(ctx, u, s, &js) ||
@@ -297,6 +299,7 @@ int main(int argc, char **argv) {
     cand_ctx cc = {.name = models[m].name, .size = size, .lanes = lanes, .u = u, .rt = rt, .t = ob_timing_default()};
     cc.t.repeat = 3;
     cc.t.max_cv = 0;
+    cc.t.min_repeat_ms = 30;
     cc.t.timeout_s = 900;
     if (ob_sched_pick_measured(ctx, ncand, cand, measure_cand, &cc, ctimes, &best)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
