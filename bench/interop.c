@@ -326,11 +326,58 @@ int main(int argc, char **argv) {
     }
     int64_t measured = ob_stage_cost_measured_count(&mc, NULL);
     double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1;
+    bool side_by_side = false;
     if (!e2e(models[m].name, size, lanes, u, sq, repeat, &t_sq, &t_all) ||
         !e2e(models[m].name, size, lanes, u, gr, repeat, &t_gr, NULL) ||
         !e2e(models[m].name, size, lanes, u, ip, repeat, &t_ip, NULL) ||
         (im && !e2e(models[m].name, size, lanes, u, im, repeat, &t_im, NULL)))
       return 2;
+    /* side by side: the merge-free schedules timed in turns on one compiled
+     * model, round after round, medians (the end-to-end runs above each
+     * compiled their own: same-schedule timings there differed by up to a
+     * quarter from run to run on this shared machine; interleaving puts
+     * every schedule under the same conditions). A schedule with merges
+     * keeps its end-to-end time. */
+    {
+      ob_rt *frt = NULL;
+      ro.nthreads = cores;
+      if (ob_rt_new(ctx, g, &ro, &frt) || ob_rt_run(frt)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+      const ob_schedule *fin[4] = {sq, gr, ip, im};
+      double *out[4] = {&t_sq, &t_gr, &t_ip, &t_im}, smp[4][16];
+      int rounds = repeat < 16 ? repeat : 16;
+      bool fm_ok[4];
+      for (int i = 0; i < 4; i++) {
+        fm_ok[i] = fin[i] != NULL;
+        for (int k = 0; fin[i] && k < ob_schedule_stage_count(fin[i]); k++)
+          if (ob_schedule_stage_kind(fin[i], k) == OB_SCHED_STAGE_MERGE) fm_ok[i] = false;
+      }
+      ob_timing_opts ft = ob_timing_default();
+      ft.repeat = 1;
+      ft.max_cv = 0;
+      ft.min_repeat_ms = 100;
+      ft.timeout_s = 900;
+      for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < 4; i++)
+          if (fm_ok[i] && ob_schedule_time_on(ctx, u, fin[i], frt, &ft, &smp[i][r])) {
+            fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+            return 2;
+          }
+      for (int i = 0; i < 4; i++) {
+        if (!fm_ok[i]) continue;
+        for (int a = 1; a < rounds; a++)
+          for (int b = a; b > 0 && smp[i][b - 1] > smp[i][b]; b--) {
+            double x = smp[i][b];
+            smp[i][b] = smp[i][b - 1];
+            smp[i][b - 1] = x;
+          }
+        *out[i] = smp[i][rounds / 2];
+      }
+      side_by_side = fm_ok[0] && fm_ok[1] && fm_ok[2] && (!im || fm_ok[3]);
+      ob_rt_free(frt);
+    }
     const ob_schedule *drawn_s = im ? im : ip;
     char svg[1024], title[256];
     snprintf(svg, sizeof svg, "%s/interop-%s.svg", svg_dir, models[m].name);
@@ -368,8 +415,10 @@ int main(int argc, char **argv) {
              "measured (%lld guide states), %d stages chosen, %.2f s\n",
              (long long)sm.states, (long long)sm.pruned, (long long)sm.stages_costed, (long long)measured,
              (long long)sm.guide_states, ob_schedule_stage_count(im), sm.seconds);
-    printf("  chosen predicted-pipeline schedule: %s, %d stages; timeline %s\n", cand_name[best],
-           ob_schedule_stage_count(ip), drawn ? svg : ob_ctx_errmsg(ctx));
+    printf("  chosen predicted-pipeline schedule: %s, %d stages; timeline %s; %s\n", cand_name[best],
+           ob_schedule_stage_count(ip), drawn ? svg : ob_ctx_errmsg(ctx),
+           side_by_side ? "latencies side by side (interleaved rounds on one compiled model)"
+                        : "a schedule with merges timed end to end on its own compile");
     fflush(stdout);
     for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq and gr among them */
     ob_schedule_free(im);
@@ -381,7 +430,8 @@ int main(int argc, char **argv) {
     ob_sched_units_free(u);
     ob_graph_free(g);
   }
-  printf("columns: seq/greedy/iosP/iosM: the schedules by stages, compiled afresh and timed end to end (sequential:\n"
+  printf("columns: seq/greedy/iosP/iosM: the schedules by stages, each compiled afresh and checked against the\n"
+         "sequential run, then timed in interleaved rounds on one compiled model, medians (sequential:\n"
          "each operator on all cores; iosP: the predicted-cost pipeline's pick; iosM: IOS with measured stage costs);\n"
          "seq(all): the runtime's own sequential run; x: speedup over seq; statesP/costedP: the 4 predicted DPs' states\n"
          "and distinct stages; costed+measM: distinct stages of the measured DP and how many were run; optP s: the\n"
