@@ -115,9 +115,13 @@ json_check "op --number 2 --min-repeat-ms 2: number grows to the floor" \
   op dense $DENSE --number 2 --min-repeat-ms 2 --repeat 3 --json
 json_check "op --flush: cold caches in the record" 'd["cache"] == "cold" and d["flush"]' \
   op dense $DENSE --flush --repeat 3 --json
-json_check "op --max-cv 0: no stability rule" 'd["extra_repeats"] == 0 and d["max_cv"] == 0 and not d["noisy"]' \
+json_check "op --max-cv 0: no stability rule (only preempted repeats retaken)" 'd["extra_repeats"] == d["retaken"] and d["max_cv"] == 0 and not d["noisy"]' \
   op dense $DENSE --max-cv 0 --json
 json_check "op --max-cv 2.5%" 'd["max_cv"] == 0.025' op dense $DENSE --max-cv 2.5% --repeat 3 --json
+json_check "op: the off-CPU rule's default is 1 %" 'd["max_offcpu"] == 0.01 and d["retaken"] >= 0' op dense $DENSE --repeat 3 --json
+json_check "op --max-offcpu 0: no retakes" 'd["max_offcpu"] == 0 and d["retaken"] == 0' \
+  op dense $DENSE --max-offcpu 0 --repeat 3 --json
+bad "op --max-offcpu 150: out of range" '--max-offcpu: bad value' op dense $DENSE --max-offcpu 150
 good "op prints the protocol" '^timing +threads 1, number [0-9]+ \(adaptive\), repeat [0-9]+, min_repeat_ms 1, warm caches, timer overhead' \
   op dense $DENSE
 good "op relu 16x4x4 is flagged below the timer resolution" '^resolution median .* below 10x the timer overhead' \
