@@ -116,10 +116,20 @@ good "run --schedule greedy (two groups at once)" '^speedup +[0-9.]+x over the s
   run "${SQ[@]}" --kernels default --schedule "$tmp/sqg.json" --repeat 3 --profile
 good "schedule --cost measured: stages measured, schedules measured end to end" \
   '^ios \(r=3, s=8\) +[0-9]+ +[0-9/]+ +[0-9.]+ +[0-9.]+x +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[1-9][0-9]* +[0-9.]+ +[0-9.]+ +[0-9.]+x$' \
-  schedule "${SQ[@]}" --cores 2 --cost measured
+  schedule "${SQ[@]}" --cores 2 --cost measured --db "$tmp/sc.db"
+grep -Eq '^guided +[0-9]+ endings ruled out by the prediction' "$tmp/out" && ok "--cost measured: guided by the prediction" ||
+  not_ok "--cost measured: guided by the prediction"
 good "schedule --cost predicted: nothing measured while planning, then end to end" \
   '^greedy +[0-9]+ +[0-9/]+ +[0-9.]+ +[0-9.]+x +- +- +[0-9]+ +[0-9]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+x$' \
-  schedule "${SQ[@]}" --cores 2 --cost predicted
+  schedule "${SQ[@]}" --cores 2 --cost predicted --db "$tmp/sc.db" --schedule-out "$tmp/picked.json"
+grep -Eq '^records +[1-9][0-9]* node latencies from the database' "$tmp/out" &&
+  grep -Eq '^picked +.*the measured fastest; optimisation [0-9.]+ s \([0-9]+ states, [0-9]+ distinct stages costed by prediction, [0-9]+ schedules measured\)$' "$tmp/out" &&
+  grep -Eq '^prepared .* 0 per-operator records stored now, 0 co-run pairs measured now' "$tmp/out" &&
+  ok "--cost predicted: records read back, candidates measured, the fastest picked" ||
+  not_ok "--cost predicted: records read back, candidates measured, the fastest picked"
+printf 'opbench-corun 1\nhost x\nconv warp 2\n' >"$tmp/bad.db.corun"
+bad "--cost predicted with a malformed co-run file" "bad.db.corun:3: expected 'KIND KIND FACTOR'" \
+  schedule "${SQ[@]}" --cores 2 --cost predicted --db "$tmp/bad.db"
 bad "--cost bogus" "--cost: unknown cost mode 'bogus'" schedule "${SQ[@]}" --cost bogus
 bad "--cost measured past this machine" "--cost measured measures on this machine: --cores 64" \
   schedule "${SQ[@]}" --cores 64 --cost measured

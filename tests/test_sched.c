@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "opbench/db.h"
 #include "opbench/graph.h"
 #include "opbench/sched.h"
+#include "opbench/target.h"
 
 static ob_ctx *ctx;
 
@@ -773,6 +775,179 @@ static void test_best_split(void) {
   }
 }
 
+/* The guide (ob_sched_opts.guide): the model itself as its own guide with
+ * no slack keeps the optimum and rules endings out; an unlimited slack
+ * changes nothing; another model as guide never gives a better value than
+ * the exact optimum and always a valid schedule. */
+static void test_guide(void) {
+  ob_rng r = {4242};
+  int64_t pruned = 0, fewer = 0;
+  for (int t = 0; t < 12; t++) {
+    ob_sched_units *u = random_dag(&r, 10, 0.25, 0, t % 2);
+    table tb = {.seed = (uint64_t)t + 100, .monotone = t % 3 != 0}, tg = {.seed = (uint64_t)t + 900, .monotone = true};
+    ob_stage_cost pc, gc;
+    predicted(&tb, (uint64_t)t + 1, &pc);
+    predicted(&tg, (uint64_t)t + 2, &gc);
+    ob_sched_opts o = ob_sched_opts_default();
+    o.cores = 2 + t % 3;
+    ob_schedule *ref = NULL, *s1 = NULL, *s2 = NULL, *s3 = NULL;
+    ob_sched_stats sr, s1s, s2s, s3s;
+    CHECK(ob_sched_ios(ctx, u, &o, &pc, &ref, &sr) == OB_OK);
+    ob_sched_opts og = o;
+    og.guide = &pc;
+    og.guide_slack = 0;
+    CHECK(ob_sched_ios(ctx, u, &og, &pc, &s1, &s1s) == OB_OK);
+    og.guide_slack = 1e9;
+    CHECK(ob_sched_ios(ctx, u, &og, &pc, &s2, &s2s) == OB_OK);
+    og.guide = &gc;
+    og.guide_slack = 0.05;
+    CHECK(ob_sched_ios(ctx, u, &og, &pc, &s3, &s3s) == OB_OK);
+    if (ref && s1 && s2 && s3) {
+      double v = ob_schedule_seconds(ref);
+      CHECK_MSG(fabs(ob_schedule_seconds(s1) - v) <= 1e-12 * v, "self-guided %.9g, exact %.9g", ob_schedule_seconds(s1), v);
+      CHECK_MSG(fabs(ob_schedule_seconds(s2) - v) <= 1e-12 * v && s2s.pruned == 0, "unlimited slack: %.9g (%lld pruned)",
+                ob_schedule_seconds(s2), (long long)s2s.pruned);
+      CHECK(s1s.stages_costed <= sr.stages_costed && s2s.stages_costed == sr.stages_costed);
+      CHECK_MSG(ob_schedule_seconds(s3) >= v * (1 - 1e-12), "guided by another model: %.9g below the optimum %.9g",
+                ob_schedule_seconds(s3), v);
+      CHECK(ob_schedule_validate(ctx, u, s3, o.cores) == OB_OK);
+      CHECK(s1s.guide_states == sr.states);
+      pruned += s1s.pruned;
+      fewer += s1s.stages_costed < sr.stages_costed;
+    }
+    ob_sched_opts bad = og;
+    bad.guide_slack = -1;
+    ob_schedule *none = NULL;
+    CHECK(ob_sched_ios(ctx, u, &bad, &pc, &none, NULL) == OB_ERR_INVALID_ARG && !none);
+    ob_schedule_free(ref);
+    ob_schedule_free(s1);
+    ob_schedule_free(s2);
+    ob_schedule_free(s3);
+    ob_stage_cost_free(&pc);
+    ob_stage_cost_free(&gc);
+    ob_sched_units_free(u);
+  }
+  CHECK_MSG(pruned > 0 && fewer > 0, "the guide never ruled an ending out (%lld, %lld)", (long long)pruned,
+            (long long)fewer);
+  printf("guide: optimum kept, %lld endings ruled out, fewer stages costed in %lld of 12 DAGs\n", (long long)pruned,
+         (long long)fewer);
+}
+
+/* The co-run factor cache file: round trip, another host's, a missing one,
+ * malformed ones (named with the line). */
+static void test_corun_file(void) {
+  char path[] = "/tmp/ob_corun_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  close(fd);
+  ob_sched_corun_table t = {0}, back;
+  t.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_POOL] = t.f[OB_SCHED_KIND_POOL][OB_SCHED_KIND_CONV] = 1.25;
+  t.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_CONV] = 1.5;
+  bool found = true;
+  CHECK(ob_sched_corun_write(ctx, path, "abc123", &t) == OB_OK);
+  CHECK(ob_sched_corun_read(ctx, path, "abc123", &back, &found) == OB_OK && found);
+  CHECK(back.f[OB_SCHED_KIND_POOL][OB_SCHED_KIND_CONV] == 1.25 && back.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_POOL] == 1.25 &&
+        back.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_CONV] == 1.5 && back.f[OB_SCHED_KIND_MATMUL][OB_SCHED_KIND_CONV] == 0);
+  CHECK(ob_sched_corun_read(ctx, path, "other", &back, &found) == OB_OK && !found &&
+        back.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_CONV] == 0);
+  static const char *const bad[] = {"not a corun file\n", "opbench-corun 1\nhost abc123\nconv spin 1.1\n",
+                                    "opbench-corun 1\nhost abc123\nconv pool -2\n", "opbench-corun 1\n"};
+  for (int i = 0; i < 4; i++) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) break;
+    fputs(bad[i], f);
+    fclose(f);
+    CHECK_MSG(ob_sched_corun_read(ctx, path, "abc123", &back, &found) == OB_ERR_PARSE && !found &&
+                  strstr(ob_ctx_errmsg(ctx), path),
+              "bad file %d: %s", i, ob_ctx_errmsg(ctx));
+  }
+  remove(path);
+  CHECK(ob_sched_corun_read(ctx, path, "abc123", &back, &found) == OB_OK && !found);
+}
+
+/* Measuring the best few: the measured fastest is picked (the first of
+ * equals), whatever the predictions said; a failing measurement fails. */
+typedef struct fake_times {
+  ob_schedule *s[4];
+  double t[4];
+  int calls;
+} fake_times;
+static ob_status fake_measure(void *user, const ob_schedule *s, double *sec) {
+  fake_times *f = user;
+  f->calls++;
+  for (int i = 0; i < 4; i++)
+    if (f->s[i] == s) {
+      if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
+      *sec = f->t[i];
+      return OB_OK;
+    }
+  return OB_ERR_INVALID_ARG;
+}
+static void test_pick(void) {
+  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}};
+  for (int i = 0; i < 4; i++) {
+    CHECK(ob_schedule_new(ctx, 2, &f.s[i]) == OB_OK);
+    ob_schedule_free(NULL);
+  }
+  double sec[4];
+  int best = -1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, sec, &best) == OB_OK);
+  CHECK(best == 1 && f.calls == 4 && sec[0] == 3e-3 && sec[3] == 1e-3);
+  f.t[0] = 0.5e-3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, NULL, &best) == OB_OK && best == 0);
+  f.t[2] = -1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, NULL, &best) == OB_ERR_TIMEOUT &&
+        strstr(ob_ctx_errmsg(ctx), "candidate 3"));
+  CHECK(ob_sched_pick_measured(ctx, 0, f.s, fake_measure, &f, NULL, &best) == OB_ERR_INVALID_ARG && best == -1);
+  for (int i = 0; i < 4; i++) ob_schedule_free(f.s[i]);
+}
+
+/* Latencies from the database's records: a node with a record costs its
+ * median at that thread count, one without costs the FLOPs model's. */
+static void test_db_latency(void) {
+  char path[] = "/tmp/ob_schedb_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  close(fd);
+  remove(path);
+  ob_db *db = NULL;
+  ob_target *t = NULL;
+  CHECK(ob_db_open(ctx, path, 0, &db) == OB_OK && ob_target_host(ctx, &t) == OB_OK);
+  ob_sched_node_desc nd = {.op = OB_GOP_CONV, .has_workload = true, .bytes = 4096};
+  CHECK(ob_workload_parse(ctx, "conv2d", k_shapes[0], &nd.wl) == OB_OK);
+  nd.flops = ob_workload_flops(&nd.wl);
+  ob_task *task = NULL;
+  CHECK(ob_task_new(ctx, &nd.wl, NULL, t, &task) == OB_OK);
+  if (db && t && task) {
+    char key[256];
+    ob_workload_key(&nd.wl, key, sizeof key);
+    ob_db_profile p;
+    memset(&p, 0, sizeof p);
+    p.key = (ob_db_profile_key){.host = "h1", .workload = key, .target = ob_target_str(t), .tmpl = ob_task_template(task),
+                                .config_index = ob_task_default_config(task).index, .resources = "threads=1;cores=0"};
+    p.nthreads = 1;
+    p.cores = "0";
+    p.sweep = "runtime";
+    p.timing.median_s = 1.234e-3;
+    CHECK(ob_db_put_profile(db, &p, 0, NULL) == OB_OK);
+    ob_sched_op_desc op = {.key = "k", .kind = OB_SCHED_KIND_CONV, .flops = nd.flops, .bytes = 4096, .nnodes = 1, .nodes = &nd};
+    ob_sched_db_model m = {.db = db, .host = "h1", .target = t, .fallback = ob_sched_flops_model_default()};
+    double v = 0, want = 0;
+    CHECK(ob_sched_db_latency(&m, &op, 1, &v) == OB_OK && v == 1.234e-3 && m.recorded == 1 && m.fallbacks == 0);
+    CHECK(ob_sched_db_latency(&m, &op, 2, &v) == OB_OK && m.recorded == 1 && m.fallbacks == 1);
+    CHECK(ob_sched_flops_latency(&m.fallback, &op, 2, &want) == OB_OK && v == want);
+    m.host = "another host";
+    CHECK(ob_sched_db_latency(&m, &op, 1, &v) == OB_OK && m.fallbacks == 2);
+  }
+  ob_task_free(task);
+  ob_target_free(t);
+  ob_db_close(db);
+  remove(path);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_best_split();
@@ -782,6 +957,10 @@ int main(void) {
   test_monotone();
   test_json();
   test_merge_correct();
+  test_guide();
+  test_corun_file();
+  test_pick();
+  test_db_latency();
   ob_ctx_free(ctx);
   return CHECK_DONE();
 }

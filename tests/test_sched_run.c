@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "opbench/db.h"
 #include "opbench/graph.h"
 #include "opbench/runtime.h"
 #include "opbench/sched.h"
+#include "opbench/target.h"
 
 static ob_ctx *ctx;
 
@@ -210,12 +212,103 @@ static void test_bad_plans(int cores) {
   ob_graph_free(g);
 }
 
+/* The predicted cost's inputs from the machine, on squeezenet: the
+ * runtime's per-step profile stored as per-operator records (read back by
+ * ob_sched_db_latency: the model's convolutions found, the rest by the
+ * FLOPs model), co-run factors measured for the kinds it has, candidates
+ * timed on one compiled model (ob_schedule_time_on; a merge stage is
+ * refused), the fastest picked. */
+static void test_cost_inputs(int cores) {
+  ob_graph *g = load("local", "squeezenet-1.1", 64, 0, 0);
+  if (!g) return;
+  char path[] = "/tmp/ob_schedrun_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd >= 0) close(fd);
+  remove(path);
+  ob_db *db = NULL;
+  ob_target *t = NULL;
+  ob_rt *rt = NULL;
+  ob_sched_units *u = NULL;
+  ob_rt_opts o = opts(cores);
+  ob_status st = ob_db_open(ctx, path, 0, &db);
+  if (!st) st = ob_target_host(ctx, &t);
+  if (!st) st = ob_sched_units_from_graph(ctx, g, 0, &u);
+  if (!st) st = ob_rt_new(ctx, g, &o, &rt);
+  if (!st) st = ob_rt_run(rt);
+  CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  if (!st) {
+    int64_t stored = 0, again = -1;
+    CHECK(ob_sched_record_runtime(ctx, rt, cores, db, "hostA", t, 2, false, &stored) == OB_OK && stored > 0);
+    CHECK(ob_sched_record_runtime(ctx, rt, cores, db, "hostA", t, 2, false, &again) == OB_OK && again == 0);
+    ob_sched_db_model dm = {.db = db, .host = "hostA", .target = t, .fallback = ob_sched_flops_model_default()};
+    int conv = -1;
+    for (int i = 0; i < ob_sched_units_count(u) && conv < 0; i++)
+      if (ob_sched_unit_op(u, i)->kind == OB_SCHED_KIND_CONV) conv = i;
+    double v = 0;
+    CHECK(conv >= 0 && ob_sched_db_latency(&dm, ob_sched_unit_op(u, conv), cores, &v) == OB_OK && v > 0 &&
+          dm.recorded >= 1);
+    ob_sched_corun_table tab = {0};
+    int pairs = 0;
+    ob_timing_opts to = ob_timing_default();
+    to.repeat = 3;
+    to.max_cv = 0;
+    CHECK_MSG(ob_sched_corun_measure(ctx, u, rt, &to, &tab, &pairs) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+    /* squeezenet's fire modules: two expand convolutions side by side */
+    int set = 0;
+    for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
+      for (int y = x; y < OB_SCHED_KIND_COUNT; y++) {
+        set += tab.f[x][y] > 0;
+        CHECK(tab.f[x][y] == tab.f[y][x]);
+      }
+    CHECK_MSG(pairs >= 1 && set == pairs && tab.f[OB_SCHED_KIND_CONV][OB_SCHED_KIND_CONV] > 0, "%d pairs, %d set", pairs,
+              set);
+    int again_pairs = -1;
+    CHECK(ob_sched_corun_measure(ctx, u, rt, &to, &tab, &again_pairs) == OB_OK && again_pairs == 0);
+    ob_sched_opts so = ob_sched_opts_default();
+    so.cores = cores;
+    ob_sched_predict_opts po = {.latency = ob_sched_db_latency, .user = &dm, .barrier_s = 1e-6};
+    ob_stage_cost pc = {0};
+    ob_schedule *c[2] = {0}, *merged = NULL;
+    so.merge = false;
+    CHECK(ob_stage_cost_predicted(ctx, &po, &pc) == OB_OK && ob_sched_sequential(ctx, u, &so, &pc, &c[0], NULL) == OB_OK &&
+          ob_sched_greedy(ctx, u, &so, &pc, &c[1], NULL) == OB_OK);
+    double secs[2] = {0};
+    for (int i = 0; i < 2 && c[i]; i++) {
+      CHECK_MSG(ob_schedule_time_on(ctx, u, c[i], rt, &to, &secs[i]) == OB_OK && secs[i] > 0, "%s", ob_ctx_errmsg(ctx));
+    }
+    /* a merge stage needs a compiled merge */
+    int ids[2] = {-1, -1}, n = 0;
+    for (int i = 0; i < ob_sched_units_count(u) && n < 2; i++)
+      if (*ob_sched_unit_merge_key(u, i) && (n == 0 || !strcmp(ob_sched_unit_merge_key(u, i), ob_sched_unit_merge_key(u, ids[0]))))
+        ids[n++] = i;
+    if (n == 2) {
+      int cs[2] = {0, 1};
+      CHECK(ob_schedule_new(ctx, cores, &merged) == OB_OK && ob_schedule_add_stage(merged, OB_SCHED_STAGE_MERGE) == OB_OK &&
+            ob_schedule_add_group(merged, 2, ids, cores, cs) == OB_OK);
+      double x;
+      CHECK(ob_schedule_time_on(ctx, u, merged, rt, &to, &x) == OB_ERR_UNSUPPORTED);
+    }
+    ob_schedule_free(merged);
+    ob_schedule_free(c[0]);
+    ob_schedule_free(c[1]);
+    ob_stage_cost_free(&pc);
+  }
+  ob_rt_free(rt);
+  ob_sched_units_free(u);
+  ob_target_free(t);
+  ob_db_close(db);
+  remove(path);
+  ob_graph_free(g);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   int cores = ncpu >= 2 ? 2 : 1;
   if (cores < 2) CHECK_SKIP("one core: stages run one group at a time");
   test_bad_plans(cores);
+  test_cost_inputs(cores);
   test_zoo(cores);
   ob_ctx_free(ctx);
   return ob_check_done();

@@ -26,6 +26,7 @@
 #define OPBENCH_SCHED_H
 
 #include "opbench/core.h"
+#include "opbench/db.h"
 #include "opbench/graph.h"
 #include "opbench/ops.h"
 #include "opbench/predict.h"
@@ -214,8 +215,66 @@ OB_API ob_status ob_stage_cost_measured(ob_ctx *ctx, const ob_sched_units *u, ob
  * another model. */
 OB_API int64_t ob_stage_cost_measured_count(const ob_stage_cost *c, double *seconds);
 
-/* ---- schedules ------------------------------------------------------------------------ */
+/* ---- the predicted cost from the database (records.c) ------------------------------------ */
+/* Per-unit latencies from the database's per-operator profile records
+ * (ob_db_profile, as `opbench profile` and ob_sched_record_runtime store
+ * them): a node with an operator-library workload costs the median of the
+ * record of host, target, its workload, its default template and config,
+ * at "threads=k;cores=0,..,k-1", alone (no co-runner, no cache pressure);
+ * any other node, or one without a record, costs what `fallback` says. The
+ * counters tell how many nodes took which way (the predicted model caches
+ * per unit and thread count, so each unit is asked once per k). */
+typedef struct ob_sched_db_model {
+  ob_db *db;               /* borrowed */
+  const char *host;        /* fingerprint (ob_host_detect) */
+  const ob_target *target; /* borrowed */
+  ob_sched_flops_model fallback;
+  int64_t recorded, fallbacks; /* out: nodes costed each way */
+} ob_sched_db_model;
+/* An ob_sched_latency_fn; user is an ob_sched_db_model. */
+OB_API ob_status ob_sched_db_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds);
+/* The records ob_sched_db_latency reads, from the runtime itself: rt (a
+ * model compiled with `threads` threads on cores 0..threads-1, default
+ * kernel configs or the database's) is profiled step by step
+ * (ob_rt_profile, `runs` runs) and each kernel step's median stored as a
+ * profile record (sweep "runtime") under its workload, template, config and
+ * those resources. A record already there is kept unless replace. *stored
+ * (may be NULL): how many were written. */
+OB_API ob_status ob_sched_record_runtime(ob_ctx *ctx, ob_rt *rt, int threads, ob_db *db, const char *host,
+                                         const ob_target *target, int runs, bool replace, int64_t *stored);
+
+/* Co-run slowdown factors per pair of unit kinds (0: not measured). */
+typedef struct ob_sched_corun_table {
+  double f[OB_SCHED_KIND_COUNT][OB_SCHED_KIND_COUNT];
+} ob_sched_corun_table;
+/* Measures the pairs of kinds that u has and t lacks, each once: of the
+ * pairs of units of the two kinds that can share a stage (neither reads
+ * from the other), the one whose smaller FLOPs are the largest, timed by
+ * the stage executor alone on one core and together on two disjoint cores
+ * (rt: compiled from u's graph, run once); the factor is the pair's stage
+ * time over the longer alone time. A pair of kinds the model has no such
+ * units for stays unset (1 in the predicted model). *measured: the pairs
+ * measured now. */
+OB_API ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt, const ob_timing_opts *timing,
+                                        ob_sched_corun_table *t, int *measured);
+/* The cache file: "opbench-corun 1", "host FINGERPRINT", then lines
+ * "KIND KIND FACTOR". A missing file or another host's: *found false and
+ * an empty table (not an error); a malformed one: OB_ERR_PARSE naming the
+ * file and line. Written whole or not at all. */
+OB_API ob_status ob_sched_corun_read(ob_ctx *ctx, const char *path, const char *host, ob_sched_corun_table *t,
+                                     bool *found);
+OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char *host, const ob_sched_corun_table *t);
+
+/* Measures each candidate with fn (end to end, the caller's way) and
+ * gives the index of the fastest in *best (the first of equals); seconds
+ * (n entries, may be NULL) gets every candidate's time. A failing
+ * measurement fails the call, naming the candidate. */
 typedef struct ob_schedule ob_schedule;
+typedef ob_status (*ob_sched_measure_fn)(void *user, const ob_schedule *s, double *seconds);
+
+/* ---- schedules ------------------------------------------------------------------------ */
+OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, ob_sched_measure_fn fn,
+                                        void *user, double *seconds, int *best);
 
 /* An empty schedule for `cores` cores (builders: schedulers, parsers, tests). */
 OB_API ob_status ob_schedule_new(ob_ctx *ctx, int cores, ob_schedule **out);
@@ -292,6 +351,15 @@ OB_API ob_status ob_schedule_timeline(ob_ctx *ctx, const ob_sched_units *u, cons
 OB_API ob_status ob_schedule_compile(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g,
                                      int lanes, const ob_rt_opts *o, ob_rt **rt, ob_rt_par **par);
 
+/* Times a schedule without merge stages on rt, compiled from the graph the
+ * units came from (node ids as the units hold them): its stages started on
+ * rt (ob_rt_par_new: rt's memory is placed again), run once, timed with t
+ * (NULL: the defaults), stopped; *seconds gets the median. Merge stages:
+ * OB_ERR_UNSUPPORTED (those need ob_schedule_compile). Measuring several
+ * candidate schedules this way compiles the model once. */
+OB_API ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
+                                     const ob_timing_opts *t, double *seconds);
+
 /* ---- schedulers ----------------------------------------------------------------------- */
 typedef struct ob_sched_opts {
   int cores;         /* cores to plan for (>= 1) */
@@ -303,6 +371,16 @@ typedef struct ob_sched_opts {
                         overlap (default off: overlapping groups merge, the fix) */
   int64_t max_splits; /* core splits tried per stage when the cost model has no
                          best_split; more is an error (default 100000) */
+  /* IOS: a cheaper model (a predicted one) that decides which endings the
+   * cost model is asked about (NULL: every ending is). The guide runs its
+   * own DP over the same states; an ending whose guide total (its stage
+   * plus the guide's best for the rest) exceeds the guide's best for the
+   * state by more than guide_slack (0.1: 10 %) is never costed: with a
+   * measured cost model, only the stages the prediction says could be
+   * competitive for a state are measured. The guide's best ending of each
+   * state is always costed, so a schedule is always found. Borrowed. */
+  ob_stage_cost *guide;
+  double guide_slack;
 } ob_sched_opts;
 OB_API ob_sched_opts ob_sched_opts_default(void); /* cores 1, r 3, s 8 */
 
@@ -313,6 +391,8 @@ typedef struct ob_sched_stats {
   int64_t cache_hits;    /* stage costs found in the cache */
   int64_t cost_calls;    /* calls into the cost model (cost or best_split) */
   double state_bound;    /* IOS's bound: sum over parts of the product over chains of (length + 1) */
+  int64_t pruned;        /* endings the guide ruled out (never costed) */
+  int64_t guide_states, guide_stages; /* the guide DP's states and distinct stages */
   int blocks, parts, max_part;
   double seconds;        /* optimisation time */
 } ob_sched_stats;

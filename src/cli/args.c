@@ -118,7 +118,7 @@ static const flag_def flags[F_COUNT] = {
     [F_TRIALS] = {"--trials", true, M_TUNE},
     [F_EARLY_STOPPING] = {"--early-stopping", true, M_TUNE},
     [F_BATCH] = {"--batch", true, M_TUNE},
-    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED | M_RUN},
+    [F_DB] = {"--db", true, M_TUNE | M_DB | M_PROFILE | M_REPORT | M_PRED | M_RUN | M_SCHED},
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
     [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
@@ -382,10 +382,16 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --cross              specialisation: with --batchsize B1,B2.. and/or --threads T1,T2..,\n"
             "                       IOS plans for each setting, then each plan runs at every setting\n"
             "                       (measured end to end); prints the matrix\n"
-            "  --cost MODE          predicted: plan with the per-operator model, then measure the three\n"
-            "                       schedules end to end on this machine; measured: every distinct stage\n"
-            "                       run and timed here by the stage executor while planning (no merges),\n"
-            "                       then the same end-to-end measurement (default kernel configs)\n"
+            "  --cost MODE          predicted: plan with the per-operator records of --db at 1..N threads\n"
+            "                       (stored from the runtime's per-step profile where missing; the\n"
+            "                       FLOPs model for operators without one) and co-run factors per pair\n"
+            "                       of operator kinds measured once on disjoint cores (kept in DB.corun),\n"
+            "                       then measure the best few (IOS as asked, without merges, with r 2\n"
+            "                       and 1, greedy, sequential) and keep the fastest; measured: every\n"
+            "                       distinct stage the prediction finds within 5 %% of a state's best run\n"
+            "                       and timed here by the stage executor while planning (no merges);\n"
+            "                       both then measure the three schedules end to end (default configs)\n"
+            "  --db FILE            the records of --cost (default ./opbench.db; created if missing)\n"
             "  --max-part P         most operators the DP plans at once (1..64, default 64)\n"
             "  --scheduler NAME     the schedule --schedule-out, --timeline and --print-stages take\n"
             "                       (ios, greedy or sequential; default ios)\n"

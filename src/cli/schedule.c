@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "opbench/db.h"
 #include "opbench/graph.h"
 #include "opbench/runtime.h"
 #include "opbench/sched.h"
@@ -247,6 +248,92 @@ done:
   return rc;
 }
 
+/* What --cost needs from this machine before planning: the per-operator
+ * records of the database at 1..cores threads (the runtime's per-step
+ * profile stored where a record is missing) and the co-run factors per
+ * pair of kinds (measured where <db>.corun lacks them). rts[k]: the model
+ * compiled at k threads (kept: candidates are timed on rts[cores]). */
+typedef struct cost_prep {
+  ob_db *db;
+  ob_host host;
+  ob_rt *rts[OB_CLI_MAX_CORES + 1];
+  ob_sched_corun_table corun;
+  char corun_path[1100];
+  int64_t stored;
+  int pairs;
+  double seconds;
+} cost_prep;
+
+static bool prep_cost(ob_ctx *ctx, const cli_args *a, ob_graph *g, const ob_sched_units *u, const ob_target *target,
+                      int cores, cost_prep *cp) {
+  double t0 = ob_now_s();
+  const char *path = a->db_path ? a->db_path : "./opbench.db";
+  bool found = false;
+  if (ob_host_detect(ctx, &cp->host) != OB_OK || ob_db_open(ctx, path, 0, &cp->db) != OB_OK) {
+    cli_error("--db: %s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  snprintf(cp->corun_path, sizeof cp->corun_path, "%s.corun", path);
+  if (ob_sched_corun_read(ctx, cp->corun_path, cp->host.fingerprint, &cp->corun, &found) != OB_OK) {
+    cli_error("co-run factors: %s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  for (int k = 1; k <= cores; k++) {
+    ob_rt_opts ro = ob_rt_opts_default();
+    ro.kernels = OB_RT_DEFAULT;
+    ro.nthreads = k;
+    ro.build = a->mo.build;
+    int64_t n = 0;
+    if (ob_rt_new(ctx, g, &ro, &cp->rts[k]) != OB_OK || ob_rt_run(cp->rts[k]) != OB_OK ||
+        ob_sched_record_runtime(ctx, cp->rts[k], k, cp->db, cp->host.fingerprint, target, 5, false, &n) != OB_OK) {
+      cli_error("--cost %s: %s", a->sched_cost, ob_ctx_errmsg(ctx));
+      return false;
+    }
+    cp->stored += n;
+  }
+  ob_timing_opts t = ob_timing_default();
+  t.repeat = 5;
+  t.max_cv = 0;
+  t.min_repeat_ms = 1;
+  if (cores >= 2 && (ob_sched_corun_measure(ctx, u, cp->rts[cores], &t, &cp->corun, &cp->pairs) != OB_OK ||
+                     (cp->pairs && ob_sched_corun_write(ctx, cp->corun_path, cp->host.fingerprint, &cp->corun) != OB_OK))) {
+    cli_error("--cost %s: %s", a->sched_cost, ob_ctx_errmsg(ctx));
+    return false;
+  }
+  cp->seconds = ob_now_s() - t0;
+  return true;
+}
+
+static void prep_free(cost_prep *cp) {
+  for (int k = 0; k <= OB_CLI_MAX_CORES; k++) ob_rt_free(cp->rts[k]);
+  ob_db_close(cp->db);
+}
+
+typedef struct cand_ctx {
+  ob_ctx *ctx;
+  const cli_args *a;
+  const ob_sched_units *u;
+  ob_rt *rt;
+  int lanes;
+  bool reported; /* measure_e2e said why it failed */
+} cand_ctx;
+
+/* A candidate timed: merge-free ones on the model compiled once, others
+ * compiled from a fresh graph. */
+static ob_status time_cand(void *user, const ob_schedule *s, double *seconds) {
+  cand_ctx *c = user;
+  for (int i = 0; i < ob_schedule_stage_count(s); i++)
+    if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE) {
+      if (measure_e2e(c->ctx, c->a, c->u, s, c->lanes, seconds)) return OB_OK;
+      c->reported = true;
+      return OB_ERR_INVALID_ARG;
+    }
+  ob_timing_opts t = ob_timing_default();
+  t.repeat = 3;
+  t.max_cv = 0;
+  return ob_schedule_time_on(c->ctx, c->u, s, c->rt, &t, seconds);
+}
+
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   if (a->cross) return cross(ctx, a);
   int rc = OB_CLI_EXIT_ERROR;
@@ -261,6 +348,16 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   bool measured = a->sched_cost && !strcmp(a->sched_cost, "measured");
   cJSON *j = NULL;
   ob_sched_predictor_model pm = {0};
+  cost_prep cp;
+  memset(&cp, 0, sizeof cp);
+  ob_stage_cost guide = {0};
+  ob_schedule *cands[8] = {0};
+  const char *cand_names[8] = {0};
+  char cand_buf[4][48];
+  double cand_s[8] = {0};
+  int ncand = 0, picked = -1;
+  double pipeline_s = 0;
+  ob_sched_db_model dm = {0};
   if (!g) return rc;
   ob_graph_pass_stats ps = {0};
   if (a->sched_cost) { /* the runtime runs it: the layout plan of this machine's vectors */
@@ -283,7 +380,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   if (a->gbps > 0) fm.gbps_per_core = a->gbps;
   if (a->efficiency > 0) fm.efficiency = a->efficiency;
   double corun = a->corun > 0 ? a->corun : 1.1;
-  char model_text[400];
+  char model_text[1600];
   snprintf(model_text, sizeof model_text,
            "predicted by a per-operator model, not measured: per node %g us + %g us x (k-1) + max(FLOPs / (%g GFLOP/s "
            "x k^%g), bytes / (%g GB/s x k^%g)) at k threads, co-run slowdown %g, barrier 1 us",
@@ -304,12 +401,30 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   }
   for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
     for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = corun;
-  if (ob_stage_cost_predicted(ctx, &po, &cost) != OB_OK) {
-    cli_error("%s", ob_ctx_errmsg(ctx));
-    goto done;
-  }
   if (a->sched_cost && cores > here) {
     cli_error("--cost %s measures on this machine: --cores %d is more than its %d", a->sched_cost, cores, here);
+    goto done;
+  }
+  if (a->sched_cost) {
+    /* the issue's predicted cost: per-operator records at each thread
+     * count and measured co-run factors (a --predictor keeps its own
+     * latencies, with the measured factors) */
+    if (!prep_cost(ctx, a, g, u, target, cores, &cp)) goto done;
+    for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
+      for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = cp.corun.f[x][y] > 0 ? cp.corun.f[x][y] : 1;
+    if (!a->predictor) {
+      dm = (ob_sched_db_model){.db = cp.db, .host = cp.host.fingerprint, .target = target, .fallback = fm};
+      po.latency = ob_sched_db_latency;
+      po.user = &dm;
+      snprintf(model_text, sizeof model_text,
+               "predicted, not measured: per-operator records of %s at 1..%d threads (default configs; %lld stored "
+               "now from the runtime's per-step profile), the FLOPs model for operators without one; co-run factors "
+               "per pair of kinds measured on disjoint cores (%s, %d pairs measured now); barrier 1 us",
+               a->db_path ? a->db_path : "./opbench.db", cores, (long long)cp.stored, cp.corun_path, cp.pairs);
+    }
+  }
+  if (ob_stage_cost_predicted(ctx, &po, &cost) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
   if (measured) {
@@ -321,15 +436,18 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     t.repeat = 3;
     t.max_cv = 0;
     t.min_repeat_ms = 0.5;
-    ob_stage_cost_free(&cost);
+    t.min_repeat_ms = 0.2;
+    guide = cost; /* the predicted model decides which stages are worth measuring */
+    memset(&cost, 0, sizeof cost);
     if (ob_rt_new(ctx, g, &ro, &mrt) != OB_OK || ob_rt_run(mrt) != OB_OK ||
         ob_stage_cost_measured(ctx, u, mrt, &t, &cost) != OB_OK) {
       cli_error("--cost measured: %s", ob_ctx_errmsg(ctx));
       goto done;
     }
     snprintf(model_text, sizeof model_text,
-             "measured on this machine: each distinct stage (by structure and core split) run by the stage executor "
-             "with default kernel configs, median of 3 repeats of at least 0.5 ms; no merge stages");
+             "measured on this machine: each distinct stage (by structure and core split) that the predicted cost "
+             "(per-operator records, measured co-run factors) finds within 5 %% of a state's best, run by the stage "
+             "executor with default kernel configs, median of 3 repeats of at least 0.2 ms; no merge stages");
   }
   ob_sched_opts so = ob_sched_opts_default();
   so.cores = cores;
@@ -337,6 +455,10 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   so.s = a->sched_s ? a->sched_s : 8;
   so.ios_original = a->ios_original;
   so.merge = !a->no_merge && !measured;
+  if (measured) {
+    so.guide = &guide;
+    so.guide_slack = 0.05;
+  }
   for (int i = 0; i < 3; i++) {
     int64_t before = ob_stage_cost_measured_count(&cost, NULL);
     ob_status st = i == 0   ? ob_sched_sequential(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
@@ -347,6 +469,38 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
     rows[i].measured = ob_stage_cost_measured_count(&cost, NULL) - before;
+  }
+  if (a->sched_cost && !measured) {
+    /* the best few by the prediction, measured: IOS as asked, without
+     * merges, with smaller r, greedy and sequential; the fastest is kept */
+    double t0 = ob_now_s();
+    int rs[3] = {so.r, so.r > 2 ? 2 : so.r, 1};
+    for (int v = 0; v < 4; v++) {
+      ob_sched_opts vo = so;
+      if (v == 1 && !so.merge) continue;
+      if (v == 1) vo.merge = false;
+      if (v >= 2) vo.r = rs[v - 1];
+      if (v >= 2 && vo.r == so.r) continue;
+      ob_sched_stats vs;
+      if (v == 0) {
+        cands[ncand] = rows[2].s; /* planned already */
+      } else if (ob_sched_ios(ctx, u, &vo, &cost, &cands[ncand], &vs) != OB_OK) {
+        cli_error("ios scheduler: %s", ob_ctx_errmsg(ctx));
+        goto done;
+      }
+      snprintf(cand_buf[v], sizeof cand_buf[v], "ios r=%d%s", vo.r, vo.merge ? "" : " no merge");
+      cand_names[ncand++] = cand_buf[v];
+    }
+    cands[ncand] = rows[1].s;
+    cand_names[ncand++] = "greedy";
+    cands[ncand] = rows[0].s;
+    cand_names[ncand++] = "sequential";
+    cand_ctx cc = {.ctx = ctx, .a = a, .u = u, .rt = cp.rts[cores], .lanes = lanes};
+    if (ob_sched_pick_measured(ctx, ncand, cands, time_cand, &cc, cand_s, &picked) != OB_OK) {
+      if (!cc.reported) cli_error("measuring the candidates: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    pipeline_s = ob_now_s() - t0;
   }
   for (int i = 0; a->sched_cost && i < 3; i++)
     if (!measure_e2e(ctx, a, u, rows[i].s, lanes, &rows[i].e2e_s)) goto done;
@@ -360,6 +514,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   }
   const char *pick = a->scheduler ? a->scheduler : "ios";
   const ob_schedule *chosen = !strcmp(pick, "sequential") ? rows[0].s : !strcmp(pick, "greedy") ? rows[1].s : rows[2].s;
+  if (picked >= 0 && !strcmp(pick, "ios")) chosen = cands[picked]; /* the measured fastest of the best few */
   if (a->schedule_out && ob_schedule_write(ctx, u, chosen, a->schedule_out) != OB_OK) {
     cli_error("--schedule-out: %s", ob_ctx_errmsg(ctx));
     goto done;
@@ -408,6 +563,12 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddItemToArray(js, o);
     }
     if (given) cJSON_AddNumberToObject(j, "schedule_file_predicted_s", given_s);
+    if (picked >= 0) {
+      cJSON_AddStringToObject(j, "picked", cand_names[picked]);
+      cJSON_AddNumberToObject(j, "candidates_measured", ncand);
+      cJSON_AddNumberToObject(j, "optimisation_s", rows[2].st.seconds + pipeline_s);
+    }
+    if (measured) cJSON_AddNumberToObject(j, "endings_ruled_out", (double)rows[2].st.pruned);
     char *txt = cJSON_PrintUnformatted(j);
     printf("%s\n", txt);
     free(txt);
@@ -466,6 +627,25 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     printf("measured   end to end on this machine by the stage executor (default kernel configs, median of 5 "
            "repeats; timings on a shared machine are noisy)%s\n",
            measured ? "" : "; only these three schedules were measured, planning ran nothing");
+  if (a->sched_cost)
+    printf("prepared   %.2f s once: %lld per-operator records stored now, %d co-run pairs measured now%s\n", cp.seconds,
+           (long long)cp.stored, cp.pairs, a->predictor ? "" : "");
+  if (dm.db && !a->json)
+    printf("records    %lld node latencies from the database's records, %lld from the FLOPs model (no record)\n",
+           (long long)dm.recorded, (long long)dm.fallbacks);
+  if (measured)
+    printf("guided     %lld endings ruled out by the prediction (never measured); %lld distinct stages measured\n",
+           (long long)rows[2].st.pruned, (long long)rows[2].measured);
+  if (picked >= 0) {
+    printf("candidates %d measured on this machine (merge-free ones on one compiled model, 3 repeats; others compiled):",
+           ncand);
+    for (int c = 0; c < ncand; c++)
+      printf(" %s%s %.3f ms%s", c == picked ? "[" : "", cand_names[c], cand_s[c] * 1e3, c == picked ? "]" : "");
+    printf("\npicked     %s, the measured fastest; optimisation %.3f s (%lld states, %lld distinct stages costed by "
+           "prediction, %d schedules measured)\n",
+           cand_names[picked], rows[2].st.seconds + pipeline_s, (long long)rows[2].st.states,
+           (long long)rows[2].st.stages_costed, ncand);
+  }
   if (a->print_stages) print_stages(u, chosen);
   if (a->schedule_out) printf("wrote %s: the %s schedule (%d stages)\n", a->schedule_out, pick, ob_schedule_stage_count(chosen));
   if (a->timeline) printf("wrote %s: timeline of the %s schedule (gnuplot)\n", a->timeline, pick);
@@ -479,6 +659,10 @@ done:
   for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
   ob_schedule_free(given);
   ob_stage_cost_free(&cost);
+  ob_stage_cost_free(&guide);
+  for (int c = 0; c < ncand; c++)
+    if (cands[c] != rows[0].s && cands[c] != rows[1].s && cands[c] != rows[2].s) ob_schedule_free(cands[c]);
+  prep_free(&cp);
   ob_rt_free(mrt);
   ob_sched_units_free(u);
   ob_graph_free(g);

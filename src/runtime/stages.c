@@ -89,10 +89,27 @@ static inline void relax(void) {
 #endif
 }
 
-/* Stage s is over when each of its groups has counted itself done. */
-static void wait_stage(ob_rt_par *p, int s) {
+/* Whether stage s runs a thread of another leader's pool on `core`: a
+ * member pinned there that spins while it waits takes that thread's core
+ * (both are pinned to it; the scheduler time-slices them), so it sleeps at
+ * once instead. */
+static bool core_busy(const ob_rt_par *p, int s, int core, int member) {
+  const par_stage *st = &p->st[s];
+  for (int g = 0; g < st->ngroups; g++) {
+    const par_group *gr = &st->groups[g];
+    if (p->pools[gr->pool].member == member) continue;
+    for (int c = 0; c < gr->ncores; c++)
+      if (gr->cores[c] == core) return true;
+  }
+  return false;
+}
+
+/* Stage s is over when each of its groups has counted itself done. core,
+ * member: the waiting team member's (-1: the caller's final wait, spins). */
+static void wait_stage(ob_rt_par *p, int s, int core, int member) {
   int n = p->st[s].ngroups;
-  for (int i = 0; i < PAR_SPIN; i++) {
+  int spin = core >= 0 && core_busy(p, s, core, member) ? 0 : PAR_SPIN;
+  for (int i = 0; i < spin; i++) {
     if (atomic_load_explicit(&p->done[s], memory_order_acquire) >= n) return;
     relax();
   }
@@ -123,7 +140,7 @@ static void member_run(ob_rt_par *p, par_member *m) {
       const par_group *gr = &st->groups[g];
       par_pool *pl = &p->pools[gr->pool];
       if (pl->member != m->index) continue;
-      if (!waited) wait_stage(p, s - 1);
+      if (!waited) wait_stage(p, s - 1, m->core, m->index);
       waited = true;
       for (int k = 0; k < gr->nsteps && atomic_load_explicit(&p->fail_step, memory_order_relaxed) < 0; k++) {
         rt_step *step = &p->rt->s[gr->steps[k]];
@@ -136,11 +153,11 @@ static void member_run(ob_rt_par *p, par_member *m) {
       group_done(p, s);
     }
     if (m->index == 0 && p->profiling) {
-      wait_stage(p, s);
+      wait_stage(p, s, m->core, m->index);
       p->stamp[s] = ob_now_s();
     }
   }
-  if (m->index == 0 && p->nst > 0) wait_stage(p, p->nst - 1);
+  if (m->index == 0 && p->nst > 0) wait_stage(p, p->nst - 1, m->core, m->index);
 }
 
 static void pin_self(int core, int *err) {

@@ -318,6 +318,10 @@ static ob_status check_opts(ob_ctx *ctx, const ob_sched_units *u, const ob_sched
   if (o->r < 1 || o->r > OB_SCHED_MAX_PART) return ob_fail(ctx, OB_ERR_INVALID_ARG, "r = %d (expected 1..%d)", o->r, OB_SCHED_MAX_PART);
   if (o->s < 1 || o->s > OB_SCHED_MAX_PART) return ob_fail(ctx, OB_ERR_INVALID_ARG, "s = %d (expected 1..%d)", o->s, OB_SCHED_MAX_PART);
   if (o->max_splits < 1) return ob_fail(ctx, OB_ERR_INVALID_ARG, "max_splits must be positive");
+  if (o->guide && (!o->guide->vt || !o->guide->vt->cost))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "the guide is no stage-cost model");
+  if (o->guide && !(o->guide_slack >= 0))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "guide slack %g is negative", o->guide_slack);
   return OB_OK;
 }
 
@@ -509,6 +513,7 @@ typedef struct dp {
   double *esec;
   size_t npool, cpool;
   int gmax;
+  struct dp *guide; /* the guide's DP over the same part (ob_sched_opts.guide), else NULL */
 } dp;
 
 static void part_build(const ob_sched_units *u, int first, int m, dpart *p) {
@@ -594,7 +599,21 @@ static ob_status try_ending(dp *d, uint64_t S, int kind, int ng, const uint64_t 
   }
   squery q = {.kind = (ob_sched_stage_kind)kind, .ngroups = ng, .len = len, .ops = ops, .fixed = NULL};
   double cost, rest;
-  ob_status st = stage_query(d->c, &q, &cost, order, cores, sec);
+  ob_status st = OB_OK;
+  if (d->guide) {
+    /* the guide's view of this ending: not competitive for S (its total
+     * beyond the guide's best for S by more than the slack) means it is
+     * never costed by the model (not measured) */
+    double gcost, grest, gbest;
+    if ((st = stage_query(d->guide->c, &q, &gcost, order, cores, sec)) || (st = dp_state(d->guide, S & ~E, &grest)) ||
+        (st = dp_state(d->guide, S, &gbest)))
+      return st;
+    if (gcost + grest > (1 + d->o->guide_slack) * gbest) {
+      d->st->pruned++;
+      return OB_OK;
+    }
+  }
+  st = stage_query(d->c, &q, &cost, order, cores, sec);
   if (!st) st = dp_state(d, S & ~E, &rest);
   if (st) return st;
   d->st->transitions++;
@@ -758,6 +777,17 @@ ob_status ob_sched_ios(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts
   dp d = {.ctx = ctx, .u = u, .o = o, .c = &c, .st = stats, .p = p};
   d.gmax = o->s < o->cores ? o->s : o->cores;
   if (!p) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  /* the guide: its own cache, statistics and memo over the same parts */
+  ob_sched_stats gstats;
+  memset(&gstats, 0, sizeof gstats);
+  cache gc;
+  memset(&gc, 0, sizeof gc);
+  dp g = {.ctx = ctx, .u = u, .o = o, .c = &gc, .st = &gstats, .p = p, .gmax = d.gmax};
+  if (o->guide) {
+    cache_init(&gc, ctx, u, o->guide, o->cores, o->max_splits, &gstats);
+    if (!gc.arena) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    d.guide = &g;
+  }
   for (int pi = 0; pi < u->nparts && !st; pi++) {
     part_build(u, u->part_first[pi], u->part_n[pi], p);
     double bound = 1;
@@ -765,6 +795,8 @@ ob_status ob_sched_ios(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts
     stats->state_bound += bound;
     umap_init(&d.memo);
     d.ne = d.npool = 0;
+    umap_init(&g.memo);
+    g.ne = g.npool = 0;
     uint64_t full = p->m == 64 ? ~0ull : (1ull << p->m) - 1;
     double v;
     st = dp_state(&d, full, &v);
@@ -795,7 +827,15 @@ ob_status ob_sched_ios(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts
       s->st[b2] = t;
     }
     umap_free(&d.memo);
+    umap_free(&g.memo);
   }
+  free(g.e);
+  free(g.emask);
+  free(g.ecores);
+  free(g.esec);
+  if (o->guide) cache_free(&gc);
+  stats->guide_states = gstats.states;
+  stats->guide_stages = gstats.stages_costed;
   free(d.e);
   free(d.emask);
   free(d.ecores);

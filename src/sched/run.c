@@ -119,3 +119,57 @@ done:
   free(groups);
   return st;
 }
+
+ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
+                              const ob_timing_opts *t, double *seconds) {
+  int ns = ob_schedule_stage_count(s), total = 0, nn = 0;
+  for (int i = 0; i < ns; i++) {
+    if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE)
+      return ob_fail(ctx, OB_ERR_UNSUPPORTED, "stage %d merges convolutions: compile the schedule (ob_schedule_compile)",
+                     i + 1);
+    total += ob_schedule_group_count(s, i);
+  }
+  for (int i = 0; i < ob_sched_units_count(u); i++) {
+    const int *nd;
+    nn += ob_sched_unit_nodes(u, i, &nd);
+  }
+  ob_rt_stage_plan *stages = calloc((size_t)ns + 1, sizeof *stages);
+  ob_rt_group_plan *groups = calloc((size_t)total + 1, sizeof *groups);
+  int *nodes = malloc(sizeof(int) * (size_t)(nn + 1));
+  ob_status st = OB_OK;
+  ob_rt_par *par = NULL;
+  if (!stages || !groups || !nodes) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0, k = 0, at = 0; i < ns; i++) {
+    stages[i].ngroups = ob_schedule_group_count(s, i);
+    stages[i].groups = &groups[k];
+    for (int j = 0; j < stages[i].ngroups; j++, k++) {
+      const int *ops;
+      int nops = ob_schedule_group_ops(s, i, j, &ops);
+      groups[k].nodes = nodes + at;
+      for (int a = 0; a < nops; a++) {
+        const int *nd;
+        int m = ob_sched_unit_nodes(u, ops[a], &nd);
+        if (at + m > nn) {
+          st = ob_fail(ctx, OB_ERR_INVALID_ARG, "stage %d: a unit scheduled twice", i + 1);
+          goto done;
+        }
+        memcpy(nodes + at, nd, sizeof(int) * (size_t)m);
+        at += m;
+        groups[k].nnodes += m;
+      }
+      groups[k].ncores = ob_schedule_group_cores(s, i, j, &groups[k].cores);
+    }
+  }
+  ob_timing tm;
+  if (!(st = ob_rt_par_new(rt, ns, stages, &par)) && !(st = ob_rt_par_run(par)) && !(st = ob_rt_par_time(par, t, &tm)))
+    *seconds = tm.median_s;
+done:
+  ob_rt_par_free(par);
+  free(stages);
+  free(groups);
+  free(nodes);
+  return st;
+}
