@@ -21,6 +21,7 @@ typedef struct wcase {
 static const wcase k_cases[] = {
     {"conv2d", "C=5,H=11,W=13,K=7,R=3,S=3", "", 1, 1, 1, 10},
     {"conv2d", "C=3,H=17,W=17,K=11,R=7,S=7", "", 2, 3, 1, 8},  /* stem-like, odd sizes */
+    {"conv2d", "C=3,H=31,W=31,K=32,R=7,S=7", "bias", 2, 3, 1, 4}, /* stem: default 2 vectors x 8 */
     {"conv2d", "C=8,H=9,W=9,K=13,R=3,S=3", "bias,relu", 2, 1, 1, 8},
     {"conv2d", "C=7,H=10,W=23,K=5,R=3,S=3", "", 1, 3, 1, 6},  /* pad > kernel half */
     {"conv2d", "C=4,H=12,W=12,K=8,R=3,S=3", "relu6", 1, 2, 2, 6}, /* dilation 2 */

@@ -9,7 +9,9 @@
  *    block that does not divide K, dense_pack / batch_matmul_pack with
  *    panels that do not divide N and register blocks that do not divide M;
  *  - conv2d_winograd.x86 for every tile size (F(2x2), F(4x4), F(6x6)) and
- *    both loop orders on spatial sizes whose tiles overhang the output,
+ *    all three loop orders on spatial sizes whose tiles overhang the output
+ *    (order 2's tile blocks across rows, cut short, and its reduction in
+ *    chunks too),
  *    with epilogues and a batch of two, at the Winograd tolerances.
  * Shapes are small so the whole file builds about a hundred kernels. */
 #include <stdio.h>
@@ -202,13 +204,31 @@ static void check_winograd(const char *shape, const char *pad, const char *epi, 
 static void test_winograd(void) {
   /* tiles that overhang: 7 = 2*4 - 1 = 4*2 - 1 = 6*2 - 5; 11 x 9; 5 x 13 */
   for (int64_t m = 2; m <= 6; m += 2)
-    for (int64_t order = 0; order <= 1; order++) {
+    for (int64_t order = 0; order <= 2; order++) {
       check_winograd("C=16,H=7,W=7,K=32,R=3,S=3", "1", NULL, m, order, m == 6 ? 0 : 1);
       if (m < 6) check_winograd("N=2,C=8,H=11,W=9,K=16,R=3,S=3", "1", "bias,relu", m, order, 1);
     }
   check_winograd("C=16,H=5,W=13,K=16,R=3,S=3", "0,2,1,1", "add", 2, 1, 1);
   check_winograd("C=16,H=5,W=13,K=16,R=3,S=3", "2,0,2,3", NULL, 4, 0, 1);
   check_winograd("C=24,H=10,W=10,K=24,R=3,S=3", "0", "bias", 6, 0, 0);
+  check_winograd("C=24,H=10,W=10,K=24,R=3,S=3", "0", NULL, 6, 2, 0);
+  /* order 2 blocks the image's tiles row after row: blocks that straddle
+   * rows and a last block cut short (20 tiles, 4 rows of 5, in blocks of 3
+   * or 6), and a reduction cut into chunks (C = 256 x 32 channels of
+   * weights outgrow half the L1: two chunks of 128) */
+  for (int64_t tp = 3; tp <= 6; tp += 3) {
+    ob_task *t = task_of("conv2d", "C=256,H=7,W=9,K=32,R=3,S=3", NULL, "1", NULL, "bias", "conv2d_winograd.x86");
+    if (!t) continue;
+    ob_config c = ob_task_default_config(t);
+    ob_config_set_knob(&c, "tile_m", 2);
+    ob_config_set_knob(&c, "order", 2);
+    ob_config_set_knob(&c, "tile_x", tp);
+    ob_config_set_knob(&c, "tile_oc", 32);
+    CHECK_MSG(ob_space_is_valid(ob_task_space(t), c.index), "winograd order 2 tile_x %lld: not in the space",
+              (long long)tp);
+    expect_correct(t, &c, 1, tp == 3 ? "winograd order 2, blocks of 3 tiles" : "winograd order 2, blocks of 6 tiles");
+    ob_task_free(t);
+  }
   /* no Winograd for what it does not compute */
   ob_workload wl;
   ob_task *t = NULL;

@@ -335,6 +335,21 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * multiply-add's latency */
   int64_t ocb = lanes;
   if (owb * 2 <= most && p.k % (2 * lanes) == 0 && ob_tmpl_block_fits(tg, owb, 2)) ocb = 2 * lanes;
+  /* few input channels (an image's 3, below a vector): the reduction is
+   * the window's taps, each a broadcast of one input; with one vector of
+   * output channels every broadcast feeds one multiply-add and the loads,
+   * not the FMAs, bound the block (the 7x7 stride-2 stem: 150-165 GFLOPS
+   * with 14 x 1 vectors, 176 with 8 x 2 on a 175 GFLOPS core). Two vectors,
+   * and the widest block that divides the width within half the registers */
+  int64_t half = ob_tmpl_registers(tg) / 2;
+  if (p.c / p.g < lanes / 2 && ocb == lanes && p.k % (2 * lanes) == 0) {
+    for (int64_t b = half / 2; b >= 4; b--)
+      if (p.ow % b == 0 && ob_tmpl_block_fits(tg, b, 2)) {
+        owb = b;
+        ocb = 2 * lanes;
+        break;
+      }
+  }
   ob_config c = ob_space_first(sp);
   ob_config_set_split(&c, "tile_ic", (int64_t[]){lanes}, 1);
   ob_config_set_split(&c, "tile_oc", (int64_t[]){ocb}, 1);

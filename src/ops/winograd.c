@@ -28,7 +28,12 @@
  * cache, the weights stream once per block; 1 = the input transform of all
  * tiles first (parallel), then per (channel block, tile block) the GEMM and
  * the output transform: a channel block's weights stay in cache across the
- * tile blocks (deep layers, whose weights outweigh their tiles).
+ * tile blocks (deep layers, whose weights outweigh their tiles); 2 = the
+ * input transform of all tiles first, then per channel block (parallel)
+ * the GEMM point by point over every tile of the image, its reduction in
+ * chunks whose weights stay in L1 across the tile blocks, then the output
+ * transform: each weight is read from L3 once (deep layers on small
+ * images, where even one channel block's weights outgrow the L2).
  * Knobs: tile_m (m: 2, 4, 6), tile_x, tile_oc, tile_ic, order, unroll_c. */
 #include <math.h>
 #include <stdio.h>
@@ -122,7 +127,8 @@ static wino_cfg wino_of(const ob_workload *wl, const ob_config *cfg) {
   w.uc = ob_config_knob(cfg, "unroll_c");
   w.th = (p.oh + w.m - 1) / w.m;
   w.tw = (p.ow + w.m - 1) / w.m;
-  w.twp = (w.tw + w.tp - 1) / w.tp * w.tp;
+  /* order 2 blocks the image's tiles row after row: no row is padded */
+  w.twp = w.order == 2 ? w.tw : (w.tw + w.tp - 1) / w.tp * w.tp;
   return w;
 }
 
@@ -160,18 +166,20 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   const int64_t blk[] = {lanes / 2, lanes, 2 * lanes, 4 * lanes};
   int64_t ocs[4], ics[4], tps[WINO_MAX_TX];
   int noc = blocks_dividing(p.k, blk, 4, ocs), nic = blocks_dividing(p.c, blk, 3, ics);
-  /* no more tiles in a block than a row of 2x2 tiles has, nor than the
-   * accumulators allow with one vector of channels */
-  int64_t tw2 = (p.ow + 1) / 2, ntp = 0;
+  /* no more tiles in a block than a row of 2x2 tiles has (orders 0 and
+   * 1 block a row) or half the image's 2x2 tiles (order 2 blocks the
+   * image's tiles row after row: small images), nor than the accumulators
+   * allow with one vector of channels */
+  int64_t tw2 = (p.ow + 1) / 2, tiles2 = (p.oh + 1) / 2 * tw2, ntp = 0;
   for (int64_t t = 1; t <= WINO_MAX_TX; t++)
-    if ((t <= tw2 || t == 1) && t <= budget) tps[ntp++] = t;
+    if ((t <= tw2 || t <= tiles2 / 2 || t == 1) && t <= budget) tps[ntp++] = t;
   int64_t ucs[3];
   int nuc = blocks_dividing(p.c, (const int64_t[]){1, 2, 4}, 3, ucs);
   ob_status st = ob_space_define_knob(sp, "tile_m", (int64_t[]){2, 4, 6}, 3);
   if (!st) st = ob_space_define_knob(sp, "tile_x", tps, (int)ntp);
   if (!st) st = ob_space_define_knob(sp, "tile_oc", ocs, noc);
   if (!st) st = ob_space_define_knob(sp, "tile_ic", ics, nic);
-  if (!st) st = ob_space_define_knob(sp, "order", (int64_t[]){0, 1}, 2);
+  if (!st) st = ob_space_define_knob(sp, "order", (int64_t[]){0, 1, 2}, 3);
   if (!st) st = ob_space_define_knob(sp, "unroll_c", ucs, nuc);
   if (st) return st;
   ob_space_set_filter(sp, wino_ok, (void *)tg); /* read only */
@@ -233,9 +241,37 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   ob_config_set_knob(&c, "tile_oc", ocb);
   ob_config_set_knob(&c, "tile_ic", icb);
   /* the weights of a channel block in cache across the tiles (order 1)
-   * once they outgrow half of the L2 */
-  ob_config_set_knob(&c, "order", ubytes > (double)f->l2_bytes / 2 ? 1 : 0);
-  ob_config_set_knob(&c, "unroll_c", ucs[nuc - 1] >= 2 ? 2 : 1);
+   * once they outgrow half of the L2; when even one channel block's weights
+   * outgrow it (deep layers on small images: 7x7), order 1 would stream
+   * them from L3 once per tile block, so order 2 takes every tile of the
+   * image under each point's weights, if the image's GEMM results (its
+   * tiles x alpha^2 x tile_oc floats) fit a quarter of the L2 */
+  double l2 = (double)f->l2_bytes, slice = ubytes / (double)p.k * (double)ocb;
+  int64_t tiles = (p.oh + m - 1) / m * tw;
+  double mbytes = 4.0 * (double)(alpha * alpha) * (double)tiles * (double)ocb;
+  int64_t order = ubytes <= l2 / 2 ? 0 : slice > l2 / 2 && mbytes <= l2 / 4 ? 2 : 1;
+  int64_t uc = ucs[nuc - 1] >= 2 ? 2 : 1;
+  if (order == 2) {
+    /* blocks over the image's tiles: two vectors of channels where K
+     * allows, and the most tiles that keep half the registers for
+     * accumulators; the reduction unrolled by the chunk loop already */
+    for (int i = 0; i < noc; i++)
+      if (ocs[i] <= 2 * lanes) ocb = ocs[i];
+    int64_t vecs = ob_tmpl_vectors(tg, ocb);
+    double score = 0;
+    for (int64_t t = 1; t <= tiles && t <= budget && t <= WINO_MAX_TX; t++) {
+      double sc = (double)tiles / (double)((tiles + t - 1) / t * t) * (double)(t * vecs);
+      if (ob_tmpl_block_fits(tg, t, vecs) && t * vecs <= most_acc && (t <= tw2 || t <= tiles2 / 2) && sc > score) {
+        score = sc;
+        tp = t;
+      }
+    }
+    uc = 1;
+  }
+  ob_config_set_knob(&c, "tile_x", tp);
+  ob_config_set_knob(&c, "tile_oc", ocb);
+  ob_config_set_knob(&c, "order", order);
+  ob_config_set_knob(&c, "unroll_c", uc);
   *dflt = c;
   return OB_OK;
 }
@@ -314,9 +350,18 @@ static ob_expr *o_term_n(ob_te *te, int n, void *user) {
   return ob_te_load(te, o->M, 6, (ob_expr *[]){o->nn, o->ty, o->tx, ob_te_int(te, o->e), ob_te_int(te, n), o->k});
 }
 
+/* Order 2's chunk of the reduction: the largest multiple of unroll_c
+ * dividing C whose weight slice (chunk x tile_oc floats) fits half the L1. */
+static int64_t wino_rc_chunk(const ob_target *tg, const ob_conv_geom *p, const wino_cfg *w) {
+  const ob_target_facts *f = ob_target_get_facts(tg);
+  int64_t l1 = f->l1d_bytes > 0 ? f->l1d_bytes : 32768, chunk = w->uc;
+  for (int64_t c = w->uc; c <= p->c; c += w->uc)
+    if (p->c % c == 0 && c * w->ocb * 4 <= l1 / 2) chunk = c;
+  return chunk;
+}
+
 ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg,
                             ob_sched **out) {
-  (void)tg;
   ob_conv_geom p = ob_conv2d_geom(wl);
   wino_cfg w = wino_of(wl, cfg);
   wino_mat wm;
@@ -397,15 +442,18 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (o != conv && !st) st = ob_sched_compute_inline(s, ob_sched_stage(s, conv));
   /* the output: tiles of m x m, tile_x tiles per block */
-  ob_ivar *ty, *yi, *tx, *xi, *txo, *txi, *f = NULL, *f1;
+  ob_ivar *ty, *yi, *tx, *xi, *txo = NULL, *txi = NULL, *f = NULL, *f1;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), w.m, &ty, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), w.m, &tx, &xi);
-  if (!st) st = ob_sched_split(s, so, tx, w.tp, &txo, &txi);
+  if (!st && w.order != 2) st = ob_sched_split(s, so, tx, w.tp, &txo, &txi);
   ob_ivar *onn = ob_stage_axis(so, 0), *okcv = ob_stage_axis(so, 1), *okbv = ob_stage_axis(so, 4);
   if (!st && w.order == 0) {
     st = ob_sched_reorder(s, so, 8, (ob_ivar *[]){onn, ty, txo, okcv, txi, yi, xi, okbv});
     if (!st) st = ob_sched_fuse(s, so, onn, ty, &f1);
     if (!st) st = ob_sched_fuse(s, so, f1, txo, &f);
+  } else if (!st && w.order == 2) {
+    st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){okcv, onn, ty, tx, yi, xi, okbv});
+    if (!st) st = ob_sched_fuse(s, so, okcv, onn, &f);
   } else if (!st) {
     st = ob_sched_reorder(s, so, 8, (ob_ivar *[]){okcv, onn, ty, txo, txi, yi, xi, okbv});
     if (!st) st = ob_sched_fuse(s, so, okcv, onn, &f1);
@@ -417,14 +465,29 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   if (!st) st = ob_sched_unroll(s, so, yi);
   if (!st) st = ob_sched_unroll(s, so, xi);
   /* the GEMM of a block: its region is the block's tiles and every
-   * channel (order 0) or one channel block (order 1) */
+   * channel (order 0), or one channel block (order 1), of every tile of
+   * the image (order 2) */
   if (!st) st = ob_sched_compute_at(s, sM, so, f);
   ob_ivar *kco, *kci, *rco, *rci;
   if (!st) st = ob_sched_split(s, sM, ob_stage_axis(sM, 5), w.ocb, &kco, &kci);
   if (!st) st = ob_sched_split(s, sM, ob_stage_reduce_axis(sM, 0), w.uc, &rco, &rci);
   ob_ivar *mnn = ob_stage_axis(sM, 0), *mtyv = ob_stage_axis(sM, 1), *mtxv = ob_stage_axis(sM, 2),
           *mev = ob_stage_axis(sM, 3), *mnv = ob_stage_axis(sM, 4);
-  if (!st) st = ob_sched_reorder(s, sM, 9, (ob_ivar *[]){mnn, mtyv, mev, mnv, kco, rco, rci, mtxv, kci});
+  if (!st && w.order == 2) {
+    /* point by point, every tile block of the image under one point's
+     * weight slice; the slice is cut into chunks of the reduction that fit
+     * half the L1 (rc_chunk x tile_oc floats), so that the tile blocks
+     * after the first read it from L1, not L2: a weight vector feeds only
+     * tile_x multiply-adds, too few for L2's bandwidth. The accumulators
+     * go to memory (the block's M) once per chunk. */
+    ob_ivar *mt, *mto, *rcc;
+    int64_t chunk = wino_rc_chunk(tg, &p, &w);
+    st = ob_sched_fuse(s, sM, mtyv, mtxv, &mt); /* the image's tiles, blocks of tile_x */
+    if (!st) st = ob_sched_split(s, sM, mt, w.tp, &mto, &mtxv);
+    if (!st) st = ob_sched_split(s, sM, rco, chunk / w.uc, &rcc, &rco);
+    if (!st) st = ob_sched_reorder(s, sM, 10, (ob_ivar *[]){mnn, mev, mnv, kco, rcc, mto, rco, rci, mtxv, kci});
+  } else if (!st)
+    st = ob_sched_reorder(s, sM, 9, (ob_ivar *[]){mnn, mtyv, mev, mnv, kco, rco, rci, mtxv, kci});
   if (!st && w.ocb > 1) st = ob_sched_vectorize(s, sM, kci);
   if (!st) st = ob_sched_unroll(s, sM, mtxv); /* the block of accumulators */
   if (!st && w.uc > 1) st = ob_sched_unroll(s, sM, rci);
@@ -436,7 +499,7 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_ivar *vnn = ob_stage_axis(sV, 0), *vtyv = ob_stage_axis(sV, 1), *vtxv = ob_stage_axis(sV, 2),
           *vev = ob_stage_axis(sV, 3), *vnv = ob_stage_axis(sV, 4);
   if (!st) st = ob_sched_reorder(s, sV, 7, (ob_ivar *[]){vnn, vtyv, vtxv, vco, vev, vnv, vci});
-  if (!st && w.order == 1) {
+  if (!st && w.order != 0) {
     st = ob_sched_fuse(s, sV, vnn, vtyv, &vf);
     if (!st) st = ob_sched_fuse(s, sV, vf, vtxv, &vf);
     if (!st) st = ob_sched_parallel(s, sV, vf);
