@@ -76,6 +76,18 @@ bad=$(q "$db" "SELECT count(*) FROM profiles WHERE error_no = 0 AND (gflops <= 0
 check "every error-free point has GFLOPS, % of peak and intensity" $([ "$bad" = 0 ]; echo $?) "bad=$bad"
 lim=$(q "$db" "SELECT count(*) FROM host_limits WHERE name = 'fma_peak'")
 check "the host's FMA peak is stored ($lim rows)" $([ "$lim" -ge 1 ]; echo $?)
+
+# A neighbour whose panel does not divide N pads the packed weights: its buffers
+# must take the padded size (they once took the workload's, and read past it).
+pdb=$tmp/pad.db
+"$OB" profile dense --shape M=8,N=100,K=64 --knobs neighbours:12 --db "$pdb" --limits quick "${FAST[@]}" \
+  >"$tmp/pad.out" 2>"$tmp/pad.err"
+rc=$?
+padded=$(q "$pdb" "SELECT knob_value FROM profiles WHERE knob = 'tile_x'" |
+  awk -F'[],[]' '$3 > 0 && 100 % $3 != 0 {n++} END {print n + 0}')
+perr=$(q "$pdb" "SELECT count(*) FROM profiles WHERE error_no <> 0")
+check "knob neighbours with padded panels ($padded) measure without error" \
+  $([ $rc -eq 0 ] && [ "$padded" -ge 1 ] && [ "$perr" = 0 ]; echo $?) "rc=$rc errors=$perr" "$(grep -i error "$tmp/pad.out" | head -3)"
 before=$(content "$db")
 "$OB" profile "${DENSE[@]}" --threads $threads --knobs neighbours:3 --db "$db" "${FAST[@]}" >"$tmp/s2.out" 2>&1
 rc=$?

@@ -161,7 +161,7 @@ static ob_status make_req(runner_ctx *R, int wi, int c, const int *cores, int n,
   int nargs = ob_task_num_args(w->task);
   OB_ASSERT(nargs <= OB_KERNEL_MAX_ARGS);
   for (int i = 0; i < nargs; i++) {
-    k->bytes[i] = ob_task_arg_bytes(w->task, i);
+    k->bytes[i] = ob_task_arg_bytes_for(w->task, &k->cfg, i); /* the config may pad (panels, blocks) */
     k->is_input[i] = ob_task_arg_is_input(w->task, i);
   }
   k->req = (ob_run_request){.target = R->p->t, .so_path = a->so, .symbol = a->sym, .nbufs = nargs,
