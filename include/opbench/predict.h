@@ -30,6 +30,8 @@
 #include "opbench/core.h"
 #include "opbench/db.h"
 #include "opbench/ops.h"
+#include "opbench/profile.h"
+#include "opbench/runtime.h"
 #include "opbench/tune.h"
 
 #ifdef __cplusplus
@@ -283,6 +285,99 @@ typedef struct ob_nash_summary {
  * max_profiles is OB_ERR_INVALID_ARG). */
 OB_API ob_status ob_nash_exhaustive(ob_ctx *ctx, const ob_nash_game *g, int64_t max_profiles,
                                     ob_nash_summary *out);
+
+/* ---- model latency (modellat.c) ---------------------------------------------------------
+ * nn-Meter's sum over kernels, through the runtime's own step list: every
+ * kernel step is predicted at the config the runtime chose for it (the
+ * db's best or the default) and the runtime's thread count; every other
+ * step (the runtime's C nodes, layout conversions) and the run itself cost
+ * what the runtime was measured to spend on such steps on this host. */
+typedef struct ob_predict_overhead {
+  int threads;
+  double native_fixed_s;   /* per native step: fixed part ... */
+  double native_s_per_mb;  /* ... plus this per MiB of the node's outputs */
+  double convert_s;        /* per layout conversion step */
+  double run_s;            /* per run, beyond the steps (barriers, dispatch) */
+  int nnative, nconvert;   /* steps the fit saw */
+} ob_predict_overhead;
+
+/* Measures the overhead on a compiled runtime (a calibration model): the
+ * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
+ * of the native steps' seconds over their output MiB, the mean conversion,
+ * and the whole run's median beyond the sum of its steps. */
+OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
+                                             ob_predict_overhead *out);
+/* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
+ * "rt_convert", "rt_run" (unit s, at `threads`; parts measured as 0 left
+ * out, as the db keeps positive limits) and "rt_steps" (steps timed) of
+ * host; note says how it was measured. */
+OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,
+                                           const char *note);
+/* The stored overhead of host at exactly `threads`: false when the db
+ * holds none. */
+OB_API bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int threads,
+                                     ob_predict_overhead *out);
+
+typedef struct ob_predict_model_step {
+  int step;              /* the runtime's step index */
+  double seconds, lo, hi;
+  bool predicted;        /* a kernel step the predictor covered; false: the
+                            overhead's estimate of a step */
+} ob_predict_model_step;
+
+typedef struct ob_predict_model_result {
+  double seconds, lo, hi;  /* the model, with the sum of the steps' intervals */
+  double kernels_s;        /* predicted kernel steps */
+  double other_s;          /* native and conversion steps and the run (overhead) */
+  int nkernels, nother;
+  int nuncovered;          /* kernel steps whose operator the predictor lacks
+                              (estimated as native steps; named in `uncovered`) */
+  char uncovered[256];
+} ob_predict_model_result;
+
+/* Predicts rt's end-to-end latency (rt compiled with `threads` threads on
+ * `target`; lim, host: the host's limits for the features). steps (may be
+ * NULL) gets ob_rt_step_count entries. */
+OB_API ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target,
+                                  int threads, const ob_db_host_limits *lim, const char *host,
+                                  const ob_predict_overhead *ov, ob_predict_model_step *steps,
+                                  ob_predict_model_result *out);
+
+/* ---- collaboration tuning (collab.c) ----------------------------------------------------
+ * Two operators that will run at the same time on disjoint core sets,
+ * tuned two ways with the same tuner and the same trials per operator:
+ *  - independently: each alone on its cores (what the tuning loop does),
+ *    then the two bests run together;
+ *  - jointly: every trial measures the pair together (the profiler's
+ *    co-run request): A's batches beside B's best so far, then B's beside
+ *    A's, alternately, each tuner learning its side's time beside the
+ *    other.
+ * Each way confirms its search: the 3 best configs of each side measured
+ * alone again (independent), the 3 best pairs together again (joint); the
+ * least wins. Both final pairs are measured again together, alternately, `finals`
+ * times each (the median makespan), so that neither keeps a lucky draw of
+ * its search. */
+typedef struct ob_collab_opts {
+  const char *tuner;    /* NULL: "xgb" */
+  int trials;           /* per operator and way; <= 0: 32 */
+  int batch;            /* <= 0: 8 */
+  int finals;           /* <= 0: 5 */
+  ob_measure_opts a, b; /* each side's threads, cores (disjoint), timing, build */
+  uint64_t seed;
+  FILE *log;            /* a line per batch; NULL: none */
+} ob_collab_opts;
+
+typedef struct ob_collab_result {
+  ob_config indep_a, indep_b, joint_a, joint_b;
+  double indep_alone_a_s, indep_alone_b_s; /* the independent bests, alone */
+  ob_corun_pair indep, joint;              /* the final pairs: median makespan of the finals */
+  int measured, failed;                    /* trials of both ways */
+  double seconds;
+} ob_collab_result;
+
+/* OB_ERR_RUNTIME when no config of a side ran correctly in a way. */
+OB_API ob_status ob_collab_tune(ob_ctx *ctx, struct ob_task *a, struct ob_task *b, ob_runner *runner,
+                                const ob_target *t, const ob_collab_opts *o, ob_collab_result *out);
 
 #ifdef __cplusplus
 }
