@@ -73,7 +73,7 @@ typedef enum flag_id {
   F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_SIZES,
   F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
   F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
-  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_MEASURE, F_COUNT
+  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_MEASURE, F_CALIBRATE, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -190,6 +190,7 @@ static const flag_def flags[F_COUNT] = {
     [F_IFCOMPARE] = {"--ifcompare", true, M_TUNE},
     [F_CHECK_TOL] = {"--check-tol", true, M_RUN | M_TUNE},
     [F_MEASURE] = {"--measure", false, M_PRED},
+    [F_CALIBRATE] = {"--calibrate", true, M_PRED},
 };
 
 static const char fleet_client_help[] =
@@ -415,7 +416,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "       opbench predict corun [--db FILE] [--folds K]\n"
             "       opbench predict nash --suite FILE --predictor FILE [--cores 8,16,64]\n"
             "       opbench predict --modelsource local --modelname M [--threads N] [--measure]\n"
-            "                       [--input-size N] [--predictor FILE] [--db FILE] [-v]\n"
+            "                       [--input-size N] [--calibrate M] [--predictor FILE] [--db FILE] [-v]\n"
             "Latency predictors learned from the database's records (error-free, not emulated\n"
             "measurements and the profiler's solo points): per operator kind an ensemble of\n"
             "XGBoost regressors of log(seconds per FLOP) on the workload (attributes, FLOPs,\n"
@@ -445,8 +446,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --modelname M        the model's end-to-end latency: each kernel step the runtime\n"
             "                       compiles (its db-best or default config) predicted at --threads,\n"
             "                       plus the runtime's overhead per native step, layout conversion and\n"
-            "                       run (measured once per host and thread count on resnet-18 and\n"
-            "                       stored in the db); --measure also times the model; -v per step\n"
+            "                       run (measured once per host and thread count on resnet-18, or\n"
+            "                       --calibrate M, and stored in the db); --measure also times the\n"
+            "                       model; -v per step\n"
             "  --db FILE            the record database (default ./opbench.db; read only, except\n"
             "                       --modelname stores the runtime's overhead)\n"
             "  --predictor FILE     a model file of predict train\n"
@@ -1138,6 +1140,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   }
   case F_PROFILE: a->profile = true; break;
   case F_MEASURE: a->measure_model = true; break;
+  case F_CALIBRATE: a->calibrate = v; break;
   case F_EXECUTOR: {
     static const char *const known[] = {"graph", "vm", NULL};
     if (!choice_flag(name, v, "executor", known, &a->executor)) return false;
@@ -1345,8 +1348,8 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       cli_error("'opbench predict --modelsource' needs --modelname M (the model to predict)");
       return false;
     }
-    if (a->measure_model && !model) {
-      cli_error("--measure runs a model: it needs --modelname M");
+    if ((a->measure_model || a->calibrate) && !model) {
+      cli_error("%s is for a model's latency: it needs --modelname M", a->measure_model ? "--measure" : "--calibrate");
       return false;
     }
     if (!a->action && !a->op && !model) {

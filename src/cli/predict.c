@@ -753,9 +753,9 @@ done:
 }
 
 /* ---- a model's end-to-end latency ------------------------------------------------------ */
-/* The calibration model of the runtime's overhead: a training model of the
- * predictor benchmark (never one of the held-out ones), at the same input
- * size and batch as the model predicted. */
+/* The calibration model of the runtime's overhead by default: a training
+ * model of the predictor benchmark (never one of the held-out ones), at the
+ * same input size and batch as the model predicted. */
 #define CALIB_MODEL "resnet-18"
 
 /* A compiled runtime of model `name` (NULL: the flags' model). */
@@ -811,15 +811,16 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
+  /* the model first: a model that does not load or compile is reported
+   * before anything is printed or measured */
+  if (!(rt = compile_model(ctx, a, NULL, target, db, threads, &g))) goto done;
+  const char *calib = a->calibrate ? a->calibrate : CALIB_MODEL;
   ob_predict_overhead ov;
   bool stored = ob_predict_overhead_find(lim, h.fingerprint, threads, &ov);
   if (!stored) {
-    printf("overhead   none stored for this host at %d thread%s: measuring it on %s (stored in %s)\n", threads,
-           threads == 1 ? "" : "s", CALIB_MODEL, a->db_path);
-    fflush(stdout);
-    if (!(crt = compile_model(ctx, a, CALIB_MODEL, target, db, threads, &cg))) goto done;
+    if (!(crt = compile_model(ctx, a, calib, target, db, threads, &cg))) goto done;
     char note[160];
-    snprintf(note, sizeof note, "ob_rt_profile of %s (input size %lld, batch %lld), 10 runs", CALIB_MODEL,
+    snprintf(note, sizeof note, "ob_rt_profile of %s (input size %lld, batch %lld), 10 runs", calib,
              (long long)a->input_size, (long long)(a->batchsize ? a->batchsize : 1));
     if (ob_predict_overhead_measure(ctx, crt, threads, 10, &ov) != OB_OK ||
         ob_predict_overhead_store(db, h.fingerprint, &ov, note) != OB_OK) {
@@ -830,10 +831,9 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
     crt = NULL;
   }
   printf("overhead   per native step %.4f ms + %.4f ms/MiB of output; per layout conversion %.4f ms; per run %.4f ms "
-         "(%s)\n",
+         "(%s%s%s)\n",
          ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3,
-         stored ? "stored" : "measured now");
-  if (!(rt = compile_model(ctx, a, NULL, target, db, threads, &g))) goto done;
+         stored ? "stored" : "measured now on ", stored ? "" : calib, stored ? "" : ", stored in the db");
   ob_rt_stats rs;
   ob_rt_get_stats(rt, &rs);
   int ns = ob_rt_step_count(rt);

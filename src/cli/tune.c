@@ -65,6 +65,7 @@ static int tune_collab(ob_ctx *ctx, const cli_args *a) {
       cli_error("--cores: %s", ob_ctx_errmsg(ctx));
       goto done;
     }
+    if (!a->threads_set && nc >= 2) T = nc / 2; /* --cores alone: half each */
     if (nc != 2 * T) {
       cli_error("--cores %s: collaboration tuning needs %d cores (--threads %d for each operator, disjoint)",
                 a->cores_text, 2 * T, T);
