@@ -65,7 +65,11 @@ static int add_model(const char *name, int64_t input_size, int64_t seqlen, int n
   ob_graph *g = NULL;
   ob_graph_task *t = NULL;
   int n = 0, added = 0;
-  if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, 0, NULL) || ob_graph_tasks(ctx, g, &t, &n)) {
+  /* the passes as the runtime runs them (layouts planned for the target's
+   * vector width): the tasks measured are the kernels the runtime runs, so
+   * that the model latency section predicts the very workloads measured */
+  if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, ob_target_get_facts(target)->lanes_f32, NULL) ||
+      ob_graph_tasks(ctx, g, &t, &n)) {
     ob_graph_free(g);
     return -1;
   }

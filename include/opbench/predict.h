@@ -9,7 +9,7 @@
  *  - datasets: the error-free, non-emulated measurements and solo profile
  *    points of a database, each with its features and label;
  *  - predictors: per operator kind, an ensemble of XGBoost regressors of
- *    log(seconds / FLOP) trained on groups of workloads (each member leaves
+ *    log(seconds / roofline bound) trained on groups of workloads (each member leaves
  *    a fold of workloads out, which also gives the out-of-fold error the
  *    confidence interval uses); one model file holds the kinds, the co-run
  *    interference model and the schema version;
@@ -39,7 +39,8 @@ extern "C" {
 #endif
 
 /* ---- features (features.c) ---------------------------------------------------------
- * Schema 1, in this order (log2 means log2(1 + x); NAN: unknown, which
+ * Schema 2 (the features of schema 1; the label changed, see
+ * ob_predict_bound), in this order (log2 means log2(1 + x); NAN: unknown, which
  * XGBoost treats as missing):
  *   0..23   the workload's attributes in the operator's order, log2
  *   24..26  log2 FLOPs, log2 bytes of the arguments, log2 arithmetic intensity
@@ -49,7 +50,7 @@ extern "C" {
  *           and of its memory bandwidth (GB/s), from the db's host limits
  *   33..34  epilogue steps, the target's ISA (ob_isa)
  *   35..    the tuner's itervar (loop-nest) features of the config, see tune.h */
-#define OB_PREDICT_SCHEMA 1
+#define OB_PREDICT_SCHEMA 2
 #define OB_PREDICT_BASE_FEATURES 35
 #define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
 
@@ -71,6 +72,14 @@ OB_API ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, flo
 OB_API const char *ob_predict_feature_name(int i, char *buf, size_t cap);
 /* Bytes of the workload's arguments (float32). */
 OB_API double ob_predict_workload_bytes(const ob_workload *wl);
+/* The roofline bound of a point from its features and FLOPs: max(FLOPs /
+ * peak, bytes / bandwidth) seconds, with the host's peak and bandwidth
+ * from the features (a nominal 50 GFLOP/s per thread and 20 GB/s where the
+ * db held none). Schema 2 predicts log(seconds / bound): a ratio to what
+ * the hardware allows extrapolates to shapes (a dense layer of 32 rows
+ * after ones of 1) better than seconds per FLOP, which changes by the
+ * shape's arithmetic intensity. */
+OB_API double ob_predict_bound(const float *x, double flops);
 
 /* The host's limits from the database for the features: the FMA peak of
  * `isa` at `threads` (the nearest thread count at or below, scaled

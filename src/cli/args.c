@@ -419,7 +419,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       [--input-size N] [--calibrate M] [--predictor FILE] [--db FILE] [-v]\n"
             "Latency predictors learned from the database's records (error-free, not emulated\n"
             "measurements and the profiler's solo points): per operator kind an ensemble of\n"
-            "XGBoost regressors of log(seconds per FLOP) on the workload (attributes, FLOPs,\n"
+            "XGBoost regressors of log(seconds / roofline bound) on the workload (attributes, FLOPs,\n"
             "bytes, intensity), the config's loop nest (the tuner's itervar features), the\n"
             "resources (threads, cores, cache pressure) and the host's measured limits.\n"
             "  (no action)          predict one workload/config: latency, 90%% interval, and the\n"
