@@ -53,7 +53,7 @@ good "schedule with the predictor" 'node latencies from' \
 
 # a model's latency: kernel steps predicted, the runtime's overhead measured
 # once (on the small model here) and then read from the db
-good "model latency, overhead measured and stored" 'per run [0-9.]+ ms \(measured now on simple' \
+good "model latency, overhead measured and stored" 'per run [0-9.]+ ms.*\(measured now on simple' \
   predict --modelname simple --calibrate simple --db "$db" --predictor "$tmp/m.model"
 grep -Eq '^predicted +[0-9.]+ ms \(90% interval' "$tmp/out" && ok "model latency predicted" || not_ok "model latency predicted"
 good "model latency against the measured one" 'predicted error [-+][0-9.]+%' \

@@ -38,7 +38,7 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
     return s;
   }
   const ob_graph *g = ob_rt_graph(rt);
-  double sum = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, conv = 0;
+  double sum = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, conv = 0, kin = 0, kdb = 0;
   int nn = 0, nc = 0;
   for (int i = 0; i < ns; i++) {
     ob_rt_step_info si;
@@ -51,6 +51,9 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
       sxx += x * x;
       sxy += x * st[i];
       nn++;
+    } else if (si.kind == OB_RT_STEP_KERNEL && si.db_s > 0 && st[i] > 0) {
+      kin += st[i];
+      kdb += si.db_s;
     } else if (si.kind == OB_RT_STEP_CONVERT) {
       conv += st[i];
       nc++;
@@ -70,21 +73,24 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
   }
   out->convert_s = nc ? conv / (double)nc : 0;
   out->run_s = fmax(0, total - sum);
+  out->kernel_factor = kdb > 0 ? kin / kdb : 1;
   return OB_OK;
 }
 
-static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run"};
+static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run",
+                                       "rt_kernel_factor"};
 
 /* The db keeps positive limits only: a part measured as 0 is left out, and
  * "rt_steps" (the steps the calibration timed, at least 1) marks that the
  * overhead of this thread count was measured at all. */
 ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o, const char *note) {
-  double v[5] = {o->native_fixed_s, o->native_s_per_mb, o->convert_s, o->run_s, 1.0 + o->nnative + o->nconvert};
-  for (int i = 0; i < 5; i++) {
+  double v[6] = {o->native_fixed_s, o->native_s_per_mb, o->convert_s, o->run_s, o->kernel_factor,
+                 1.0 + o->nnative + o->nconvert};
+  for (int i = 0; i < 6; i++) {
     if (!(v[i] > 0)) continue;
-    ob_db_host_limit l = {.host = host, .name = i < 4 ? ov_names[i] : "rt_steps", .isa = "",
+    ob_db_host_limit l = {.host = host, .name = i < 5 ? ov_names[i] : "rt_steps", .isa = "",
                           .threads = o->threads, .bytes = 0, .value = v[i],
-                          .unit = i == 1 ? "s/MiB" : i == 4 ? "steps" : "s", .verified = true,
+                          .unit = i == 1 ? "s/MiB" : i == 4 ? "x" : i == 5 ? "steps" : "s", .verified = true,
                           .note = note ? note : ""};
     ob_status s = ob_db_put_host_limit(db, &l);
     if (s) return s;
@@ -95,13 +101,14 @@ ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predic
 bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int threads, ob_predict_overhead *out) {
   memset(out, 0, sizeof *out);
   out->threads = threads;
-  double *v[4] = {&out->native_fixed_s, &out->native_s_per_mb, &out->convert_s, &out->run_s};
+  out->kernel_factor = 1;
+  double *v[5] = {&out->native_fixed_s, &out->native_s_per_mb, &out->convert_s, &out->run_s, &out->kernel_factor};
   bool marked = false;
   for (int64_t i = 0; l && i < l->n; i++) {
     const ob_db_host_limit *x = &l->l[i];
     if (x->threads != threads || (host && strcmp(x->host, host))) continue;
     marked |= !strcmp(x->name, "rt_steps");
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
       if (!strcmp(x->name, ov_names[k])) *v[k] = x->value;
   }
   return marked;
@@ -146,9 +153,11 @@ ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const 
       if (s == OB_OK) s = ob_predictor_predict(p, wl.op, x, ob_workload_flops(&wl), &pr);
       ob_task_free(task);
       if (s == OB_OK) {
-        r.seconds = pr.seconds;
-        r.lo = pr.lo;
-        r.hi = pr.hi;
+        /* measured alone, predicted alone: in the graph times the factor */
+        double f = ov->kernel_factor > 0 ? ov->kernel_factor : 1;
+        r.seconds = pr.seconds * f;
+        r.lo = pr.lo * f;
+        r.hi = pr.hi * f;
         r.predicted = done = true;
         out->kernels_s += r.seconds;
         out->nkernels++;
