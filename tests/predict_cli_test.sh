@@ -3,7 +3,8 @@
 # measures itself (a few random configs of three small dense workloads at 1
 # and 2 threads, through opbench tune): train, predict one point, eval by
 # workload, corr, turnaround, nash (this machine and simulated ones), the
-# scheduler with --predictor, and every bad input: a kind without records,
+# scheduler with --predictor, a model's latency (predict --modelname),
+# collaboration tuning (tune --corun), and every bad input: a kind without records,
 # corrupt / foreign-schema / non-model files, missing files, bad flags.
 # Usage: predict_cli_test.sh OPBENCH. Assertions are on outputs and exit
 # codes, never on timings.
@@ -26,7 +27,7 @@ for s in M=4,N=64,K=64 M=4,N=128,K=64 M=4,N=64,K=128; do
 done
 ok "records measured"
 
-good "train writes the model file" 'trained on 24 points .*feature schema 1' predict train --db "$db" --out "$tmp/m.model" --rounds 50
+good "train writes the model file" 'trained on 24 points .*feature schema 2' predict train --db "$db" --out "$tmp/m.model" --rounds 50
 [ -s "$tmp/m.model" ] && ok "model file exists" || not_ok "model file exists"
 good "train names the kinds" '^dense +24 ' predict train --db "$db" --out "$tmp/m2.model" --rounds 50
 good "one point with an interval" 'predicted +[0-9.]+ ms \(90% interval [0-9.]+ \.\. [0-9.]+ ms\)' \
@@ -50,7 +51,36 @@ good "nash on simulated machines" 'SIMULATED 16-core machine' \
 good "schedule with the predictor" 'node latencies from' \
   schedule --modelname simple --predictor "$tmp/m.model"
 
+# a model's latency: kernel steps predicted, the runtime's overhead measured
+# once (on the small model here) and then read from the db
+good "model latency, overhead measured and stored" 'per run [0-9.]+ ms.*\(measured now on simple' \
+  predict --modelname simple --calibrate simple --db "$db" --predictor "$tmp/m.model"
+grep -Eq '^predicted +[0-9.]+ ms \(90% interval' "$tmp/out" && ok "model latency predicted" || not_ok "model latency predicted"
+good "model latency against the measured one" 'predicted error [-+][0-9.]+%' \
+  predict --modelname simple --db "$db" --predictor "$tmp/m.model" --measure
+grep -q '(stored)' "$tmp/out" && ok "overhead read from the db" || not_ok "overhead read from the db"
+# collaboration tuning: two dense operators on cores 0 and 1
+good "collaboration tuning" 'joint / independent = [0-9.]+' \
+  tune --op dense --shape M=4,N=64,K=64 --corun dense:M=4,N=128,K=64 --trials 4 --batch 2 --tuner random \
+  --repeat 3 --cores 0,1 --db "$tmp/c.db"
+grep -Eq '^together +joint: .* makespan [0-9.]+ ms' "$tmp/out" && ok "both makespans" || not_ok "both makespans"
+
 # bad input: one line, exit 2
+bad "--measure without a model" '--measure is for a model' predict --op dense --shape M=4,N=64,K=64 --db "$db" --measure
+bad "unknown model to predict" 'nonet' predict --modelname nonet --db "$db" --predictor "$tmp/m.model"
+bad "a model and an action" 'takes no action train' predict train --modelname simple --db "$db" --out "$tmp/y.model"
+bad "unknown calibration model" 'noncal' \
+  predict --modelname simple --calibrate noncal --threads 2 --db "$db" --predictor "$tmp/m.model"
+bad "collaboration partner of an unknown operator" "--corun nosuchop:M=1" \
+  tune --op dense --shape M=4,N=64,K=64 --corun nosuchop:M=1 --trials 2 --db "$tmp/c.db"
+bad "collaboration partner with a bad shape" "--corun dense:M=x" \
+  tune --op dense --shape M=4,N=64,K=64 --corun dense:M=x --trials 2 --db "$tmp/c.db"
+bad "collaboration tuning takes one partner" 'one partner' \
+  tune --op dense --shape M=4,N=64,K=64 --corun dense:M=4,N=8,K=8 --corun dense:M=4,N=16,K=8 --db "$tmp/c.db"
+bad "collaboration tuning needs disjoint cores" 'needs 2 cores' \
+  tune --op dense --shape M=4,N=64,K=64 --corun dense:M=4,N=8,K=8 --threads 1 --cores 0 --db "$tmp/c.db"
+bad "collaboration tuning of a model refused" 'not with a model' \
+  tune --modelname simple --corun dense:M=4,N=8,K=8 --db "$tmp/c.db"
 bad "a kind without records" "no model for operator 'conv2d'.*trained: dense" \
   predict --op conv2d --shape N=1,C=8,H=8,W=8,K=8,R=3,S=3 --db "$db" --predictor "$tmp/m.model"
 bad "a kind without records, trained now" 'no usable records of operator conv2d' \
@@ -63,8 +93,8 @@ bad "corrupt model file" 'corrupt predictor model file \(checksum' \
 head -c $((size - 100)) "$tmp/m.model" >"$tmp/trunc.model"
 bad "truncated model file" 'corrupt predictor model file' \
   predict --op dense --shape M=4,N=64,K=64 --db "$db" --predictor "$tmp/trunc.model"
-sed '2s/"schema":1/"schema":9/' "$tmp/m.model" >"$tmp/schema.model"
-bad "model file of another feature schema" 'feature schema 9, this build uses schema 1' \
+sed '2s/"schema":2/"schema":9/' "$tmp/m.model" >"$tmp/schema.model"
+bad "model file of another feature schema" 'feature schema 9, this build uses schema 2' \
   predict --op dense --shape M=4,N=64,K=64 --db "$db" --predictor "$tmp/schema.model"
 echo 'N,C,H,W' >"$tmp/text.model"
 bad "not a model file" 'not an opbench predictor model file' \
@@ -86,6 +116,8 @@ bad "nash machine sizes" "bad machine size 'x'" \
   predict nash --db "$db" --predictor "$tmp/m.model" --suite "$tmp/players.txt" --cores 8,x
 bad "schedule with a corrupt predictor" 'corrupt predictor model file' \
   schedule --modelname simple --predictor "$tmp/flip.model"
+bad "model latency with a corrupt predictor" 'corrupt predictor model file' \
+  predict --modelname simple --db "$db" --predictor "$tmp/flip.model"
 cmp -s "$tmp/m.model" "$tmp/m.model" && [ "$(stat -c %s "$tmp/m.model")" -eq "$size" ] &&
   ok "model file untouched by the failures" || not_ok "model file untouched by the failures"
 finish

@@ -203,7 +203,9 @@ static void test_train_and_file(void) {
     } else if (k == 1) {
       fwrite(buf, 1, n - 50, f);
     } else if (k == 2) {
-      char *s = strstr(buf, "\"schema\":1");
+      char key[32];
+      snprintf(key, sizeof key, "\"schema\":%d", OB_PREDICT_SCHEMA);
+      char *s = strstr(buf, key);
       if (s) s[9] = '7';
       fwrite(buf, 1, n, f);
     } else {

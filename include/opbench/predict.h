@@ -9,7 +9,7 @@
  *  - datasets: the error-free, non-emulated measurements and solo profile
  *    points of a database, each with its features and label;
  *  - predictors: per operator kind, an ensemble of XGBoost regressors of
- *    log(seconds / FLOP) trained on groups of workloads (each member leaves
+ *    log(seconds / roofline bound) trained on groups of workloads (each member leaves
  *    a fold of workloads out, which also gives the out-of-fold error the
  *    confidence interval uses); one model file holds the kinds, the co-run
  *    interference model and the schema version;
@@ -30,6 +30,8 @@
 #include "opbench/core.h"
 #include "opbench/db.h"
 #include "opbench/ops.h"
+#include "opbench/profile.h"
+#include "opbench/runtime.h"
 #include "opbench/tune.h"
 
 #ifdef __cplusplus
@@ -37,7 +39,8 @@ extern "C" {
 #endif
 
 /* ---- features (features.c) ---------------------------------------------------------
- * Schema 1, in this order (log2 means log2(1 + x); NAN: unknown, which
+ * Schema 2 (the features of schema 1; the label changed, see
+ * ob_predict_bound), in this order (log2 means log2(1 + x); NAN: unknown, which
  * XGBoost treats as missing):
  *   0..23   the workload's attributes in the operator's order, log2
  *   24..26  log2 FLOPs, log2 bytes of the arguments, log2 arithmetic intensity
@@ -47,7 +50,7 @@ extern "C" {
  *           and of its memory bandwidth (GB/s), from the db's host limits
  *   33..34  epilogue steps, the target's ISA (ob_isa)
  *   35..    the tuner's itervar (loop-nest) features of the config, see tune.h */
-#define OB_PREDICT_SCHEMA 1
+#define OB_PREDICT_SCHEMA 2
 #define OB_PREDICT_BASE_FEATURES 35
 #define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
 
@@ -69,6 +72,14 @@ OB_API ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, flo
 OB_API const char *ob_predict_feature_name(int i, char *buf, size_t cap);
 /* Bytes of the workload's arguments (float32). */
 OB_API double ob_predict_workload_bytes(const ob_workload *wl);
+/* The roofline bound of a point from its features and FLOPs: max(FLOPs /
+ * peak, bytes / bandwidth) seconds, with the host's peak and bandwidth
+ * from the features (a nominal 50 GFLOP/s per thread and 20 GB/s where the
+ * db held none). Schema 2 predicts log(seconds / bound): a ratio to what
+ * the hardware allows extrapolates to shapes (a dense layer of 32 rows
+ * after ones of 1) better than seconds per FLOP, which changes by the
+ * shape's arithmetic intensity. */
+OB_API double ob_predict_bound(const float *x, double flops);
 
 /* The host's limits from the database for the features: the FMA peak of
  * `isa` at `threads` (the nearest thread count at or below, scaled
@@ -283,6 +294,104 @@ typedef struct ob_nash_summary {
  * max_profiles is OB_ERR_INVALID_ARG). */
 OB_API ob_status ob_nash_exhaustive(ob_ctx *ctx, const ob_nash_game *g, int64_t max_profiles,
                                     ob_nash_summary *out);
+
+/* ---- model latency (modellat.c) ---------------------------------------------------------
+ * nn-Meter's sum over kernels, through the runtime's own step list: every
+ * kernel step is predicted at the config the runtime chose for it (the
+ * db's best or the default) and the runtime's thread count; every other
+ * step (the runtime's C nodes, layout conversions) and the run itself cost
+ * what the runtime was measured to spend on such steps on this host. */
+typedef struct ob_predict_overhead {
+  int threads;
+  double native_fixed_s;   /* per native step: fixed part ... */
+  double native_s_per_mb;  /* ... plus this per MiB of the node's outputs */
+  double convert_s;        /* per layout conversion step */
+  double run_s;            /* per run, beyond the steps (barriers, dispatch) */
+  double kernel_factor;    /* a kernel step's time in the graph over its time
+                              measured alone (the db's median of the same
+                              config): caches its neighbours left cold; 1 when
+                              the calibration had no such step */
+  int nnative, nconvert;   /* steps the fit saw */
+} ob_predict_overhead;
+
+/* Measures the overhead on a compiled runtime (a calibration model): the
+ * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
+ * of the native steps' seconds over their output MiB, the mean conversion,
+ * the whole run's median beyond the sum of its steps, and the kernel steps'
+ * time over the db's medians of their configs (the steps that have one). */
+OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
+                                             ob_predict_overhead *out);
+/* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
+ * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x, at `threads`; parts measured as 0 left
+ * out, as the db keeps positive limits) and "rt_steps" (steps timed) of
+ * host; note says how it was measured. */
+OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,
+                                           const char *note);
+/* The stored overhead of host at exactly `threads`: false when the db
+ * holds none. */
+OB_API bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int threads,
+                                     ob_predict_overhead *out);
+
+typedef struct ob_predict_model_step {
+  int step;              /* the runtime's step index */
+  double seconds, lo, hi;
+  bool predicted;        /* a kernel step the predictor covered; false: the
+                            overhead's estimate of a step */
+} ob_predict_model_step;
+
+typedef struct ob_predict_model_result {
+  double seconds, lo, hi;  /* the model, with the sum of the steps' intervals */
+  double kernels_s;        /* predicted kernel steps */
+  double other_s;          /* native and conversion steps and the run (overhead) */
+  int nkernels, nother;
+  int nuncovered;          /* kernel steps whose operator the predictor lacks
+                              (estimated as native steps; named in `uncovered`) */
+  char uncovered[256];
+} ob_predict_model_result;
+
+/* Predicts rt's end-to-end latency (rt compiled with `threads` threads on
+ * `target`; lim, host: the host's limits for the features). steps (may be
+ * NULL) gets ob_rt_step_count entries. */
+OB_API ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target,
+                                  int threads, const ob_db_host_limits *lim, const char *host,
+                                  const ob_predict_overhead *ov, ob_predict_model_step *steps,
+                                  ob_predict_model_result *out);
+
+/* ---- collaboration tuning (collab.c) ----------------------------------------------------
+ * Two operators that will run at the same time on disjoint core sets,
+ * tuned two ways with the same tuner and the same trials per operator:
+ *  - independently: each alone on its cores (what the tuning loop does),
+ *    then the two bests run together;
+ *  - jointly: every trial measures the pair together (the profiler's
+ *    co-run request): A's batches beside B's best so far, then B's beside
+ *    A's, alternately, each tuner learning its side's time beside the
+ *    other.
+ * Each way confirms its search: the 3 best configs of each side measured
+ * alone again (independent), the 3 best pairs together again (joint); the
+ * least wins. Both final pairs are measured again together, alternately, `finals`
+ * times each (the median makespan), so that neither keeps a lucky draw of
+ * its search. */
+typedef struct ob_collab_opts {
+  const char *tuner;    /* NULL: "xgb" */
+  int trials;           /* per operator and way; <= 0: 32 */
+  int batch;            /* <= 0: 8 */
+  int finals;           /* <= 0: 5 */
+  ob_measure_opts a, b; /* each side's threads, cores (disjoint), timing, build */
+  uint64_t seed;
+  FILE *log;            /* a line per batch; NULL: none */
+} ob_collab_opts;
+
+typedef struct ob_collab_result {
+  ob_config indep_a, indep_b, joint_a, joint_b;
+  double indep_alone_a_s, indep_alone_b_s; /* the independent bests, alone */
+  ob_corun_pair indep, joint;              /* the final pairs: median makespan of the finals */
+  int measured, failed;                    /* trials of both ways */
+  double seconds;
+} ob_collab_result;
+
+/* OB_ERR_RUNTIME when no config of a side ran correctly in a way. */
+OB_API ob_status ob_collab_tune(ob_ctx *ctx, struct ob_task *a, struct ob_task *b, ob_runner *runner,
+                                const ob_target *t, const ob_collab_opts *o, ob_collab_result *out);
 
 #ifdef __cplusplus
 }

@@ -229,6 +229,33 @@ OB_API ob_status ob_profile_run(ob_ctx *ctx, ob_profile_plan *plan, ob_runner *r
  * thread on core C keeping N MiB hot (Linux resctrl: <why not>)". */
 OB_API void ob_profile_pressure_how(char *buf, size_t cap);
 
+/* ---- a pair side by side (corun.c) -------------------------------------------------------
+ * The co-run measurement of the sweeps for one pair of configs, for callers
+ * that choose the configs themselves (collaboration tuning): A is timed
+ * while B runs over and over beside it on its own cores (the runner's
+ * co-runner), then B while A runs beside it. Disjoint core sets run them
+ * side by side; the same set makes them share the cores. */
+typedef struct ob_corun_side {
+  struct ob_task *task;  /* borrowed */
+  const ob_config *cfg;
+  const int *cores;
+  int nthreads;
+} ob_corun_side;
+
+typedef struct ob_corun_pair {
+  int error_no;          /* ob_merr of the pair (either side's build or run) */
+  char message[512];
+  double a_s, b_s;       /* A's median beside B; B's beside A */
+  double makespan_s;     /* the slower of the two: one call of each, together */
+} ob_corun_pair;
+
+/* Builds both kernels (through the kernel cache) and measures the pair.
+ * Kernel failures are results (out->error_no, naming the side); the call
+ * fails only when the runner cannot work or the request is refused. */
+OB_API ob_status ob_profile_corun_pair(ob_ctx *ctx, ob_runner *runner, const ob_target *t,
+                                       const ob_measure_opts *mo, const ob_corun_side *a,
+                                       const ob_corun_side *b, ob_corun_pair *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,7 +52,7 @@ enum {
   M_REPORT = 1u << CLI_CMD_REPORT,
   M_PRED = 1u << CLI_CMD_PREDICT,
   M_RUN = 1u << CLI_CMD_RUN,
-  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE | M_RUN | M_TUNE,
+  M_MODEL = M_MODELS | M_EXPORT | M_RUNREF | M_SPACE | M_SCHED | M_PROFILE | M_RUN | M_TUNE | M_PRED,
   M_ALL = M_OP | M_BENCH | M_SPACE | M_OPS | M_TUNE | M_DB | M_MODELS | M_EXPORT | M_RUNREF | M_SCHED |
           M_WORKER | M_FLEET | M_PROFILE | M_REPORT | M_PRED | M_RUN,
   M_MEASURE = M_OP | M_BENCH | M_TUNE | M_PROFILE,
@@ -73,7 +73,7 @@ typedef enum flag_id {
   F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_SIZES,
   F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
   F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
-  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_COUNT
+  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_MEASURE, F_CALIBRATE, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -155,7 +155,7 @@ static const flag_def flags[F_COUNT] = {
     [F_GFLOPS] = {"--gflops", true, M_SCHED},
     [F_GBPS] = {"--gbps", true, M_SCHED},
     [F_EFFICIENCY] = {"--efficiency", true, M_SCHED},
-    [F_CORUN] = {"--corun", true, M_SCHED | M_PROFILE},
+    [F_CORUN] = {"--corun", true, M_SCHED | M_PROFILE | M_TUNE},
     [F_IOS_ORIGINAL] = {"--ios-original", false, M_SCHED},
     [F_NO_MERGE] = {"--no-merge", false, M_SCHED},
     [F_MAX_PART] = {"--max-part", true, M_SCHED},
@@ -190,6 +190,8 @@ static const flag_def flags[F_COUNT] = {
     [F_IFTUNE] = {"--iftune", true, M_TUNE},
     [F_IFCOMPARE] = {"--ifcompare", true, M_TUNE},
     [F_CHECK_TOL] = {"--check-tol", true, M_RUN | M_TUNE},
+    [F_MEASURE] = {"--measure", false, M_PRED},
+    [F_CALIBRATE] = {"--calibrate", true, M_PRED},
 };
 
 static const char fleet_client_help[] =
@@ -422,9 +424,11 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "       opbench predict corr|turnaround [--db FILE] [--predictor FILE] [--op OP]\n"
             "       opbench predict corun [--db FILE] [--folds K]\n"
             "       opbench predict nash --suite FILE --predictor FILE [--cores 8,16,64]\n"
+            "       opbench predict --modelsource local --modelname M [--threads N] [--measure]\n"
+            "                       [--input-size N] [--calibrate M] [--predictor FILE] [--db FILE] [-v]\n"
             "Latency predictors learned from the database's records (error-free, not emulated\n"
             "measurements and the profiler's solo points): per operator kind an ensemble of\n"
-            "XGBoost regressors of log(seconds per FLOP) on the workload (attributes, FLOPs,\n"
+            "XGBoost regressors of log(seconds / roofline bound) on the workload (attributes, FLOPs,\n"
             "bytes, intensity), the config's loop nest (the tuner's itervar features), the\n"
             "resources (threads, cores, cache pressure) and the host's measured limits.\n"
             "  (no action)          predict one workload/config: latency, 90%% interval, and the\n"
@@ -448,7 +452,14 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       optimum and the price of anarchy, on this machine (predicted) and\n"
             "                       on --cores N,... (SIMULATED: latencies extrapolated from 1 and 2\n"
             "                       threads by Amdahl's law)\n"
-            "  --db FILE            the record database (default ./opbench.db; read only)\n"
+            "  --modelname M        the model's end-to-end latency: each kernel step the runtime\n"
+            "                       compiles (its db-best or default config) predicted at --threads,\n"
+            "                       plus the runtime's overhead per native step, layout conversion and\n"
+            "                       run (measured once per host and thread count on resnet-18, or\n"
+            "                       --calibrate M, and stored in the db); --measure also times the\n"
+            "                       model; -v per step\n"
+            "  --db FILE            the record database (default ./opbench.db; read only, except\n"
+            "                       --modelname stores the runtime's overhead)\n"
             "  --predictor FILE     a model file of predict train\n"
             "  --rounds N, --members N   boosting rounds (300) and ensemble members (5)\n"
             "  --input-size N       input size of the held-out models' tasks (default the model's own)\n");
@@ -456,6 +467,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_TUNE:
     fprintf(f,
             "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
+            "       opbench tune --op OP --shape TEXT --corun OP:SHAPE [--threads N] [--trials N]\n"
             "       opbench tune --modelsource S --modelname M [model flags] [--iftune true|false]\n"
             "                    [--ifcompare true|false] [--key-ops P] [--profile] [tuning flags]\n"
             "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
@@ -485,7 +497,13 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       shapes, earlier runs) train a base model first\n"
             "  --remeasure          measure configs again although the db holds them (the\n"
             "                       new trials replace the stored ones, which are kept in\n"
-            "                       the db's history); without it a run resumes\n\n"
+            "                       the db's history); without it a run resumes\n"
+            "  --corun OP:SHAPE     collaboration tuning: tune --op and this partner for running\n"
+            "                       together on disjoint cores (A on the first --threads cores of\n"
+            "                       --cores, B on the next): each way --trials per operator,\n"
+            "                       independently (alone) and jointly (every trial the pair\n"
+            "                       measured together); prints both ways' makespan together.\n"
+            "                       Nothing is stored in the db\n\n"
             "with a model (the collector, as OpBench's main.py): extracts the tasks, tunes each\n"
             "(AutoTVM's [Task i/n] progress line) unless --iftune false, and with --ifcompare true\n"
             "(default) runs the model untuned (default configs), tuned (the database's best) and with\n"
@@ -1036,6 +1054,14 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!double_flag(name, v, 0.01, 1, &a->efficiency)) return false;
     break;
   case F_CORUN:
+    if (a->cmd == CLI_CMD_TUNE) {
+      if (a->ncorun_spec) {
+        cli_error("--corun: collaboration tuning takes one partner (given '%s' and '%s')", a->corun_spec[0], v);
+        return false;
+      }
+      a->corun_spec[a->ncorun_spec++] = v;
+      break;
+    }
     if (a->cmd == CLI_CMD_PROFILE) {
       if (a->ncorun_spec == (int)(sizeof a->corun_spec / sizeof a->corun_spec[0])) {
         cli_error("--corun: at most %d partners", a->ncorun_spec);
@@ -1125,6 +1151,8 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   }
   case F_PROFILE: a->profile = true; break;
+  case F_MEASURE: a->measure_model = true; break;
+  case F_CALIBRATE: a->calibrate = v; break;
   case F_EXECUTOR: {
     static const char *const known[] = {"graph", "vm", NULL};
     if (!choice_flag(name, v, "executor", known, &a->executor)) return false;
@@ -1322,8 +1350,23 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
       return false;
     }
     if (!a->db_path) a->db_path = "./opbench.db";
-    if (!a->action && !a->op) {
-      cli_error("'opbench predict' needs --op OP --shape ... (or an action: train, eval, corr, turnaround, corun, nash)");
+    bool model = a->modelname || a->modelsource || a->modelpath;
+    if (model && (a->action || a->op)) {
+      cli_error("'opbench predict --modelname' predicts a whole model: it takes no %s%s",
+                a->action ? "action " : "--op", a->action ? a->action : "");
+      return false;
+    }
+    if (model && !a->modelname && !a->modelpath) {
+      cli_error("'opbench predict --modelsource' needs --modelname M (the model to predict)");
+      return false;
+    }
+    if ((a->measure_model || a->calibrate) && !model) {
+      cli_error("%s is for a model's latency: it needs --modelname M", a->measure_model ? "--measure" : "--calibrate");
+      return false;
+    }
+    if (!a->action && !a->op && !model) {
+      cli_error("'opbench predict' needs --op OP --shape ..., --modelname M, or an action: train, eval, corr, "
+                "turnaround, corun, nash");
       return false;
     }
     if (a->action && !strcmp(a->action, "train") && !a->out) {
@@ -1346,6 +1389,11 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     return false;
   }
   a->model_tune = cmd == CLI_CMD_TUNE && has_model;
+  if (cmd == CLI_CMD_TUNE && a->ncorun_spec && (a->model_tune || a->fleet)) {
+    cli_error("--corun (collaboration tuning of two operators) is for 'opbench tune --op', measured here: not with %s",
+              a->model_tune ? "a model" : "--fleet");
+    return false;
+  }
   if (cmd == CLI_CMD_TUNE && !a->model_tune) {
     static const int model_only[] = {F_KEY_OPS, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_PROFILE, F_LANES, F_CHECK_TOL,
                                      F_INPUT, F_SAVE_OUTPUT,

@@ -132,6 +132,8 @@ typedef struct cli_args {
   const char *test_models; /* --test-models a,b: the held-out models of --split model */
   int folds;               /* --folds K (default 5) */
   int rounds, members;     /* --rounds, --members (0: the trainer's defaults) */
+  bool measure_model;      /* --measure: predict --modelname also runs the model */
+  const char *calibrate;   /* --calibrate M: the runtime overhead's calibration model (resnet-18) */
   const char *sched_cost;  /* --cost measured|predicted (NULL: plan only, nothing run) */
   bool cross;              /* --cross: the specialisation matrix */
   int sched_threads[8];    /* --threads T1,T2.. of schedule --cross */

@@ -10,7 +10,9 @@
 #include <cjson/cJSON.h>
 
 #include "opbench/db.h"
+#include "opbench/graph.h"
 #include "opbench/predict.h"
+#include "opbench/runtime.h"
 
 static ob_predict_train_opts train_opts(const cli_args *a) {
   ob_predict_train_opts o = ob_predict_train_opts_default();
@@ -750,7 +752,149 @@ done:
   return rc;
 }
 
+/* ---- a model's end-to-end latency ------------------------------------------------------ */
+/* The calibration model of the runtime's overhead by default: a training
+ * model of the predictor benchmark (never one of the held-out ones), at the
+ * same input size and batch as the model predicted. */
+#define CALIB_MODEL "resnet-18"
+
+/* A compiled runtime of model `name` (NULL: the flags' model). */
+static ob_rt *compile_model(ob_ctx *ctx, const cli_args *a, const char *name, const ob_target *target, ob_db *db,
+                            int threads, ob_graph **gout) {
+  cli_args b = *a;
+  if (name) {
+    b.modelsource = "local";
+    b.modelname = name;
+    b.modelpath = NULL;
+  }
+  *gout = cli_model_load(ctx, &b, false);
+  if (!*gout) return NULL;
+  if (ob_graph_optimize(ctx, *gout, ob_target_get_facts(target)->lanes_f32, NULL) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  ob_rt_opts o = ob_rt_opts_default();
+  o.target = target;
+  o.build = a->mo.build;
+  o.nthreads = threads;
+  o.cores = a->mo.cores;
+  o.db = db;
+  ob_rt *rt = NULL;
+  if (ob_rt_new(ctx, *gout, &o, &rt) != OB_OK) {
+    cli_error("%s: %s", name ? name : a->modelname ? a->modelname : a->modelpath, ob_ctx_errmsg(ctx));
+    return NULL;
+  }
+  return rt;
+}
+
+static int predict_model(ob_ctx *ctx, const cli_args *a) {
+  int rc = OB_CLI_EXIT_ERROR;
+  ob_db *db = NULL;
+  ob_target *target = NULL;
+  ob_predict_dataset *d = NULL;
+  ob_predictor *p = NULL;
+  ob_db_host_limits *lim = NULL;
+  ob_graph *g = NULL, *cg = NULL;
+  ob_rt *rt = NULL, *crt = NULL;
+  ob_predict_model_step *steps = NULL;
+  int threads = a->mo.nthreads > 0 ? a->mo.nthreads : 1;
+  if (!cli_target(ctx, a, true, &target)) goto done;
+  if (ob_db_open(ctx, a->db_path, 0, &db) != OB_OK) { /* read-write: the overhead is stored */
+    cli_error("--db: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  bool trained_now = false;
+  if (!a->predictor && !(d = load_data(ctx, db, a))) goto done;
+  if (!(p = get_predictor(ctx, a, d, &trained_now))) goto done;
+  ob_host h;
+  if (ob_host_detect(ctx, &h) != OB_OK || ob_db_get_host_limits(db, h.fingerprint, &lim) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  /* the model first: a model that does not load or compile is reported
+   * before anything is printed or measured */
+  if (!(rt = compile_model(ctx, a, NULL, target, db, threads, &g))) goto done;
+  const char *calib = a->calibrate ? a->calibrate : CALIB_MODEL;
+  ob_predict_overhead ov;
+  bool stored = ob_predict_overhead_find(lim, h.fingerprint, threads, &ov);
+  if (!stored) {
+    if (!(crt = compile_model(ctx, a, calib, target, db, threads, &cg))) goto done;
+    char note[160];
+    snprintf(note, sizeof note, "ob_rt_profile of %s (input size %lld, batch %lld), 10 runs", calib,
+             (long long)a->input_size, (long long)(a->batchsize ? a->batchsize : 1));
+    if (ob_predict_overhead_measure(ctx, crt, threads, 10, &ov) != OB_OK ||
+        ob_predict_overhead_store(db, h.fingerprint, &ov, note) != OB_OK) {
+      cli_error("%s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    ob_rt_free(crt);
+    crt = NULL;
+  }
+  printf("overhead   per native step %.4f ms + %.4f ms/MiB of output; per layout conversion %.4f ms; per run %.4f ms; "
+         "kernels in the graph x%.3f their time alone (%s%s%s)\n",
+         ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, ov.kernel_factor,
+         stored ? "stored" : "measured now on ", stored ? "" : calib, stored ? "" : ", stored in the db");
+  ob_rt_stats rs;
+  ob_rt_get_stats(rt, &rs);
+  int ns = ob_rt_step_count(rt);
+  steps = calloc((size_t)ns + 1, sizeof *steps);
+  if (!steps) {
+    cli_error("out of memory");
+    goto done;
+  }
+  ob_predict_model_result r;
+  if (ob_predict_model(ctx, p, rt, target, threads, lim, h.fingerprint, &ov, steps, &r) != OB_OK) {
+    cli_error("%s: %s", ob_graph_name(g), ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  printf("model      %s, %d thread%s: %d steps (%d kernels of %d tasks, %d tuned / %d default configs; %d native, "
+         "%d conversions)\n",
+         ob_graph_name(g), threads, threads == 1 ? "" : "s", rs.nsteps, rs.nkernels, rs.ntasks, rs.ntuned, rs.ndefault,
+         rs.nnative, rs.nconvert);
+  printf("predictor  %s\n", trained_now ? "trained now from the db" : a->predictor);
+  if (a->verbose) {
+    printf("  %4s %-8s %-16s %10s  %s\n", "#", "kind", "op", "pred ms", "node");
+    for (int i = 0; i < ns; i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      printf("  %4d %-8s %-16.16s %10.4f  %.60s%s\n", i, ob_rt_step_kind_name(si.kind), si.op, steps[i].seconds * 1e3,
+             si.name, steps[i].predicted ? "" : " (overhead)");
+    }
+  }
+  printf("kernels    %.3f ms predicted over %d kernel steps\n", r.kernels_s * 1e3, r.nkernels);
+  if (r.nuncovered)
+    printf("uncovered  %d kernel steps of operators the predictor has no records of (%s): costed as native steps\n",
+           r.nuncovered, r.uncovered);
+  printf("overhead   %.3f ms over %d other steps and the run\n", r.other_s * 1e3, r.nother);
+  printf("predicted  %.3f ms (90%% interval %.3f .. %.3f ms)\n", r.seconds * 1e3, r.lo * 1e3, r.hi * 1e3);
+  if (a->measure_model) {
+    ob_timing tm;
+    ob_timing_opts mt = a->mo.timing;
+    if (!a->timeout_set) mt.timeout_s = 600; /* a whole model, not one kernel */
+    if (ob_rt_time(rt, &mt, &tm) != OB_OK) {
+      cli_error("%s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    printf("measured   %.3f ms (median of %d repeats, CV %.1f%%); predicted error %+.1f%%\n", tm.median_s * 1e3,
+           tm.ncosts, 100 * tm.cv, 100 * (r.seconds - tm.median_s) / tm.median_s);
+  }
+  rc = 0;
+done:
+  free(steps);
+  ob_rt_free(rt);
+  ob_rt_free(crt);
+  ob_graph_free(g);
+  ob_graph_free(cg);
+  ob_db_host_limits_free(lim);
+  ob_predictor_free(p);
+  ob_predict_dataset_free(d);
+  ob_db_close(db);
+  ob_target_free(target);
+  return rc;
+}
+
 int cli_cmd_predict(ob_ctx *ctx, const cli_args *a) {
+  if (!a->action && (a->modelname || a->modelpath)) return predict_model(ctx, a);
   if (!a->action) return predict_point(ctx, a);
   ob_db *db = open_db(ctx, a);
   if (!db) return OB_CLI_EXIT_ERROR;

@@ -7,6 +7,8 @@
 
 #include "opbench/db.h"
 #include "opbench/fleet.h"
+#include "opbench/predict.h"
+#include "opbench/profile.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -26,7 +28,124 @@ static void put_config(cJSON *o, const char *name, const ob_config *c,
   if (r->timing.repeat > 0) cli_timing_json(j, &r->timing); /* the protocol it was timed with */
 }
 
+/* ---- opbench tune ... --corun OP:SHAPE: collaboration tuning ------------------------------- */
+static void print_cfg(const char *label, ob_task *task, const ob_config *c) {
+  (void)task;
+  char *j = NULL;
+  if (ob_config_to_json(NULL, c, &j) == OB_OK && j) {
+    printf("%-22s #%llu %s\n", label, (unsigned long long)c->index, j);
+  } else {
+    printf("%-22s #%llu\n", label, (unsigned long long)c->index);
+  }
+  free(j);
+}
+
+static int tune_collab(ob_ctx *ctx, const cli_args *a) {
+  int rc = OB_CLI_EXIT_ERROR;
+  ob_target *target = NULL;
+  ob_task *ta = NULL, *tb = NULL;
+  ob_runner *runner = NULL;
+  if (!cli_target(ctx, a, true, &target)) goto done;
+  if (!(ta = cli_task(ctx, a, target))) goto done;
+  ob_workload wb;
+  if (ob_profile_parse_workload(ctx, a->corun_spec[0], &wb) != OB_OK ||
+      ob_task_new(ctx, &wb, NULL, target, &tb) != OB_OK) {
+    cli_error("--corun %s: %s", a->corun_spec[0], ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_host host;
+  if (ob_host_detect(ctx, &host) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  /* A on the first T cores of --cores (default 0..T-1), B on the next T */
+  int T = a->mo.nthreads > 0 ? a->mo.nthreads : 1, cores[2 * OB_CLI_MAX_CORES], nc = 2 * T;
+  if (a->cores_text) {
+    if (ob_parse_cores(ctx, a->cores_text, cores, 2 * OB_CLI_MAX_CORES, &nc) != OB_OK) {
+      cli_error("--cores: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    if (!a->threads_set && nc >= 2) T = nc / 2; /* --cores alone: half each */
+    if (nc != 2 * T) {
+      cli_error("--cores %s: collaboration tuning needs %d cores (--threads %d for each operator, disjoint)",
+                a->cores_text, 2 * T, T);
+      goto done;
+    }
+  } else {
+    if (2 * T > host.ncores) {
+      cli_error("--threads %d: the two operators need %d disjoint cores; this host has %d", T, 2 * T, host.ncores);
+      goto done;
+    }
+    for (int i = 0; i < 2 * T; i++) cores[i] = i;
+  }
+  if (ob_runner_new(ctx, &runner) != OB_OK) {
+    cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_collab_opts o = {.tuner = a->tuner, .trials = a->trials, .batch = a->batch, .seed = a->mo.seed,
+                      .log = a->json ? NULL : stdout};
+  o.a = o.b = a->mo;
+  o.a.nthreads = o.b.nthreads = T;
+  o.a.cores = cores;
+  o.b.cores = cores + T;
+  char ka[256], kb[256];
+  ob_workload_key(ob_task_workload(ta), ka, sizeof ka);
+  ob_workload_key(ob_task_workload(tb), kb, sizeof kb);
+  if (!a->json) {
+    printf("A          %s on cores", ka);
+    for (int i = 0; i < T; i++) printf("%s%d", i ? "," : " ", cores[i]);
+    printf("\nB          %s on cores", kb);
+    for (int i = 0; i < T; i++) printf("%s%d", i ? "," : " ", cores[T + i]);
+    printf("\ntuner      %s, %d trials per operator each way (independent: alone; joint: every trial the pair "
+           "together)\n", a->tuner ? a->tuner : "xgb", a->trials);
+    fflush(stdout);
+  }
+  ob_collab_result r;
+  if (ob_collab_tune(ctx, ta, tb, runner, target, &o, &r) != OB_OK) {
+    cli_error("%s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  double ratio = r.joint.makespan_s / r.indep.makespan_s;
+  if (a->json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "a", ka);
+    cJSON_AddStringToObject(j, "b", kb);
+    cJSON_AddNumberToObject(j, "trials", a->trials);
+    cJSON_AddNumberToObject(j, "independent_a_config", (double)r.indep_a.index);
+    cJSON_AddNumberToObject(j, "independent_b_config", (double)r.indep_b.index);
+    cJSON_AddNumberToObject(j, "joint_a_config", (double)r.joint_a.index);
+    cJSON_AddNumberToObject(j, "joint_b_config", (double)r.joint_b.index);
+    cJSON_AddNumberToObject(j, "independent_makespan_s", r.indep.makespan_s);
+    cJSON_AddNumberToObject(j, "joint_makespan_s", r.joint.makespan_s);
+    cJSON_AddNumberToObject(j, "joint_over_independent", ratio);
+    char *t = cJSON_PrintUnformatted(j);
+    printf("%s\n", t ? t : "{}");
+    free(t);
+    cJSON_Delete(j);
+  } else {
+    print_cfg("independent A", ta, &r.indep_a);
+    print_cfg("independent B", tb, &r.indep_b);
+    print_cfg("joint A", ta, &r.joint_a);
+    print_cfg("joint B", tb, &r.joint_b);
+    printf("alone      independent bests: A %.4f ms, B %.4f ms\n", r.indep_alone_a_s * 1e3, r.indep_alone_b_s * 1e3);
+    printf("together   independent: A %.4f ms, B %.4f ms, makespan %.4f ms (median of the finals)\n",
+           r.indep.a_s * 1e3, r.indep.b_s * 1e3, r.indep.makespan_s * 1e3);
+    printf("together   joint:       A %.4f ms, B %.4f ms, makespan %.4f ms\n", r.joint.a_s * 1e3, r.joint.b_s * 1e3,
+           r.joint.makespan_s * 1e3);
+    printf("makespan   joint / independent = %.3f (%d trials measured, %d failed, %.1f s; nothing stored in the db)\n",
+           ratio, r.measured, r.failed, r.seconds);
+  }
+  rc = 0;
+done:
+  ob_runner_free(runner);
+  ob_task_free(ta);
+  ob_task_free(tb);
+  ob_target_free(target);
+  return rc;
+}
+
 int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
+  if (a->ncorun_spec) return tune_collab(ctx, a);
   int rc = OB_CLI_EXIT_ERROR;
   ob_target *target = NULL;
   ob_task *task = NULL;

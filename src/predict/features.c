@@ -89,3 +89,17 @@ void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const 
     }
   }
 }
+
+/* log2(1 + v) back to v; NAN stays NAN. */
+static double unlg(float f) { return isfinite(f) ? exp2((double)f) - 1.0 : NAN; }
+
+double ob_predict_bound(const float *x, double flops) {
+  double threads = isfinite(x[28]) && x[28] >= 1 ? (double)x[28] : 1;
+  double peak = unlg(x[31]), bw = unlg(x[32]), bytes = unlg(x[25]);
+  if (!(peak > 0)) peak = 50.0 * threads;
+  if (!(bw > 0)) bw = 20.0;
+  if (!(bytes > 0)) bytes = 0;
+  double f = flops > 1 ? flops : 1;
+  double b = fmax(f / (peak * 1e9), bytes / (bw * 1e9));
+  return b > 1e-12 ? b : 1e-12;
+}

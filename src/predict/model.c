@@ -295,7 +295,7 @@ ob_status ob_predictor_train(ob_ctx *ctx, const ob_predict_dataset *d, const uin
       done[j] = 1;
       memcpy(x + (size_t)n * OB_PREDICT_NFEAT, d->x + (size_t)j * OB_PREDICT_NFEAT,
              sizeof(float) * OB_PREDICT_NFEAT);
-      y[n] = (float)(log(d->s[j].seconds) - log(d->s[j].flops > 1 ? d->s[j].flops : 1));
+      y[n] = (float)(log(d->s[j].seconds) - log(ob_predict_bound(d->s[j].x, d->s[j].flops)));
       g[n] = ob_hash64(d->s[j].workload, strlen(d->s[j].workload), 0x5eed);
       n++;
     }
@@ -343,7 +343,7 @@ ob_status ob_predictor_predict(ob_predictor *p, const char *op, const float *x, 
   double m = 0, sd = 0;
   ob_status st = ob_predict_ensemble_eval(p->ctx, e, x, 1, &m, &sd);
   if (st) return st;
-  double lf = log(flops > 1 ? flops : 1);
+  double lf = log(ob_predict_bound(x, flops)); /* schema 2: the label is relative to the roofline */
   out->seconds = exp(m + lf);
   out->lo = exp(m - Z90 * sd + lf);
   out->hi = exp(m + Z90 * sd + lf);
@@ -395,8 +395,7 @@ ob_status ob_predictor_predict_dataset(ob_predictor *p, const ob_predict_dataset
     j = 0;
     for (int64_t i = 0; !st && i < d->n; i++)
       if ((!mask || mask[i]) && !strcmp(d->s[i].op, op)) {
-        double f = d->s[i].flops > 1 ? d->s[i].flops : 1;
-        pred[i] = exp(m[j++] + log(f));
+        pred[i] = exp(m[j++] + log(ob_predict_bound(d->s[i].x, d->s[i].flops)));
       }
     free(x);
     free(m);

@@ -1,0 +1,191 @@
+/* modellat.c: a model's end-to-end latency from per-operator predictions
+ * (nn-Meter's sum over kernels), through the runtime's own compiled step
+ * list so that the prediction covers exactly what the runtime runs: the
+ * configs it chose, the layout conversions it inserted, the nodes it runs
+ * in its own C. Those C steps are not operators the predictor knows; their
+ * cost is the runtime's overhead, measured once per host and thread count
+ * on a calibration model and stored with the host's limits. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opbench/predict.h"
+
+/* MiB of the outputs of graph node n (0 for a conversion, node -1). */
+static double node_out_mib(const ob_graph *g, int n) {
+  if (n < 0) return 0;
+  double b = 0;
+  for (int i = 0; i < ob_graph_node_num_outputs(g, n); i++) {
+    int t = ob_graph_node_output(g, n, i);
+    if (t < 0) continue;
+    int64_t numel = ob_graph_tensor_numel(g, t);
+    if (numel > 0) b += (double)numel * (double)ob_dtype_size(ob_graph_tensor_dtype(g, t));
+  }
+  return b / (1024.0 * 1024.0);
+}
+
+ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs, ob_predict_overhead *out) {
+  OB_ASSERT(rt && out);
+  memset(out, 0, sizeof *out);
+  out->threads = threads;
+  int ns = ob_rt_step_count(rt);
+  double *st = calloc((size_t)ns + 1, sizeof *st), total = 0;
+  if (!st) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  ob_status s = ob_rt_profile(rt, runs > 0 ? runs : 10, st, &total);
+  if (s) {
+    free(st);
+    return s;
+  }
+  const ob_graph *g = ob_rt_graph(rt);
+  double sum = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, conv = 0, kin = 0, kdb = 0;
+  int nn = 0, nc = 0;
+  for (int i = 0; i < ns; i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    sum += st[i];
+    if (si.kind == OB_RT_STEP_NATIVE) {
+      double x = node_out_mib(g, si.node);
+      sx += x;
+      sy += st[i];
+      sxx += x * x;
+      sxy += x * st[i];
+      nn++;
+    } else if (si.kind == OB_RT_STEP_KERNEL && si.db_s > 0 && st[i] > 0) {
+      kin += st[i];
+      kdb += si.db_s;
+    } else if (si.kind == OB_RT_STEP_CONVERT) {
+      conv += st[i];
+      nc++;
+    }
+  }
+  free(st);
+  out->nnative = nn;
+  out->nconvert = nc;
+  if (nn > 0) {
+    double den = (double)nn * sxx - sx * sx;
+    double slope = nn >= 3 && den > 0 ? ((double)nn * sxy - sx * sy) / den : 0;
+    /* a negative slope is noise, not a step that gets cheaper with size:
+     * the mean then serves every native step */
+    if (slope < 0) slope = 0;
+    out->native_s_per_mb = slope;
+    out->native_fixed_s = fmax(0, (sy - slope * sx) / (double)nn);
+  }
+  out->convert_s = nc ? conv / (double)nc : 0;
+  out->run_s = fmax(0, total - sum);
+  out->kernel_factor = kdb > 0 ? kin / kdb : 1;
+  return OB_OK;
+}
+
+static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run",
+                                       "rt_kernel_factor"};
+
+/* The db keeps positive limits only: a part measured as 0 is left out, and
+ * "rt_steps" (the steps the calibration timed, at least 1) marks that the
+ * overhead of this thread count was measured at all. */
+ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o, const char *note) {
+  double v[6] = {o->native_fixed_s, o->native_s_per_mb, o->convert_s, o->run_s, o->kernel_factor,
+                 1.0 + o->nnative + o->nconvert};
+  for (int i = 0; i < 6; i++) {
+    if (!(v[i] > 0)) continue;
+    ob_db_host_limit l = {.host = host, .name = i < 5 ? ov_names[i] : "rt_steps", .isa = "",
+                          .threads = o->threads, .bytes = 0, .value = v[i],
+                          .unit = i == 1 ? "s/MiB" : i == 4 ? "x" : i == 5 ? "steps" : "s", .verified = true,
+                          .note = note ? note : ""};
+    ob_status s = ob_db_put_host_limit(db, &l);
+    if (s) return s;
+  }
+  return OB_OK;
+}
+
+bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int threads, ob_predict_overhead *out) {
+  memset(out, 0, sizeof *out);
+  out->threads = threads;
+  out->kernel_factor = 1;
+  double *v[5] = {&out->native_fixed_s, &out->native_s_per_mb, &out->convert_s, &out->run_s, &out->kernel_factor};
+  bool marked = false;
+  for (int64_t i = 0; l && i < l->n; i++) {
+    const ob_db_host_limit *x = &l->l[i];
+    if (x->threads != threads || (host && strcmp(x->host, host))) continue;
+    marked |= !strcmp(x->name, "rt_steps");
+    for (int k = 0; k < 5; k++)
+      if (!strcmp(x->name, ov_names[k])) *v[k] = x->value;
+  }
+  return marked;
+}
+
+static void add_uncovered(ob_predict_model_result *r, const char *op) {
+  if (strstr(r->uncovered, op)) return;
+  size_t len = strlen(r->uncovered);
+  snprintf(r->uncovered + len, sizeof r->uncovered - len, "%s%s", len ? ", " : "", op);
+}
+
+ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target, int threads,
+                           const ob_db_host_limits *lim, const char *host, const ob_predict_overhead *ov,
+                           ob_predict_model_step *steps, ob_predict_model_result *out) {
+  OB_ASSERT(p && rt && target && ov && out);
+  memset(out, 0, sizeof *out);
+  const ob_graph *g = ob_rt_graph(rt);
+  int ns = ob_rt_step_count(rt);
+  double peak = NAN, bw = NAN;
+  ob_predict_host_limits(lim, host, ob_isa_name(ob_target_get_facts(target)->isa), threads, &peak, &bw);
+  for (int i = 0; i < ns; i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    ob_predict_model_step r = {.step = i};
+    bool done = false;
+    if (si.kind == OB_RT_STEP_KERNEL || si.kind == OB_RT_STEP_ONEDNN) {
+      ob_workload wl;
+      ob_task *task = NULL;
+      ob_status s = ob_graph_node_workload(ctx, g, si.node, &wl);
+      if (s == OB_OK) s = ob_task_new(ctx, &wl, si.kind == OB_RT_STEP_KERNEL ? si.tmpl : NULL, target, &task);
+      if (s) return s;
+      ob_config cfg = ob_task_default_config(task);
+      if (si.kind == OB_RT_STEP_KERNEL && (s = ob_space_get(ctx, ob_task_space(task), si.config_index, &cfg))) {
+        ob_task_free(task);
+        return s;
+      }
+      ob_predict_point pt = {.wl = &wl, .task = task, .cfg = &cfg, .threads = threads, .ncores = threads,
+                             .peak_gflops = peak, .bandwidth_gbps = bw};
+      float x[OB_PREDICT_NFEAT];
+      ob_prediction pr;
+      s = ob_predict_features(ctx, &pt, x);
+      if (s == OB_OK) s = ob_predictor_predict(p, wl.op, x, ob_workload_flops(&wl), &pr);
+      ob_task_free(task);
+      if (s == OB_OK) {
+        /* measured alone, predicted alone: in the graph times the factor */
+        double f = ov->kernel_factor > 0 ? ov->kernel_factor : 1;
+        r.seconds = pr.seconds * f;
+        r.lo = pr.lo * f;
+        r.hi = pr.hi * f;
+        r.predicted = done = true;
+        out->kernels_s += r.seconds;
+        out->nkernels++;
+      } else if (s == OB_ERR_NOT_FOUND) {
+        /* an operator kind the predictor has no records of: the runtime's
+         * cost of a step of that size, said in the result */
+        ob_ctx_clear_error(ctx);
+        out->nuncovered++;
+        add_uncovered(out, wl.op);
+      } else {
+        return s;
+      }
+    }
+    if (!done) {
+      r.seconds = si.kind == OB_RT_STEP_CONVERT ? ov->convert_s
+                                                : ov->native_fixed_s + ov->native_s_per_mb * node_out_mib(g, si.node);
+      r.lo = r.hi = r.seconds;
+      out->other_s += r.seconds;
+      out->nother++;
+    }
+    out->seconds += r.seconds;
+    out->lo += r.lo;
+    out->hi += r.hi;
+    if (steps) steps[i] = r;
+  }
+  out->seconds += ov->run_s;
+  out->lo += ov->run_s;
+  out->hi += ov->run_s;
+  out->other_s += ov->run_s;
+  return OB_OK;
+}
