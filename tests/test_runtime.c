@@ -12,7 +12,9 @@
 
 #include "check.h"
 #include "opbench/graph.h"
+#include "opbench/db.h"
 #include "opbench/runtime.h"
+#include "opbench/tune.h"
 
 static ob_ctx *ctx;
 
@@ -320,9 +322,99 @@ static void test_bad(void) {
   ob_rt_vm_free(NULL);
 }
 
+/* Records of conv2d_winograd.x86 in the database: the runtime runs its
+ * kernels in the blocked layout the Winograd template describes (data
+ * NCHW[icb]c, output NCHW[ocb]c, weights transformed once at load), with no
+ * pack or unpack step around them, and the output still matches the
+ * reference. */
+static void test_winograd_records(void) {
+  char dir[] = "/tmp/ob_rt_wino_XXXXXX", path[64];
+  if (!mkdtemp(dir)) {
+    CHECK_MSG(false, "mkdtemp failed");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/w.db", dir);
+  ob_graph *g = load("simple", "simple", 0, 0, 0, 1);
+  ob_db *db = NULL;
+  ob_target *tg = NULL;
+  ob_host h;
+  io x = {0};
+  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, path, 0, &db) != OB_OK ||
+      ob_target_host(ctx, &tg) != OB_OK || ob_host_detect(ctx, &h) != OB_OK || ob_db_put_host(db, &h, NULL, NULL) ||
+      !io_make(g, 5, &x)) {
+    CHECK_MSG(false, "winograd records: setup: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_measure_opts mo = ob_measure_opts_default();
+  int cores[1] = {0};
+  mo.nthreads = 1;
+  mo.cores = cores;
+  char res[512];
+  ob_tune_resources(&mo, res, sizeof res);
+  int nwino = 0;
+  for (int n = 0; n < ob_graph_node_count(g); n++) {
+    ob_workload wl;
+    if (ob_graph_node_dead(g, n) || ob_graph_node_op(g, n) != OB_GOP_CONV ||
+        ob_graph_node_workload(ctx, g, n, &wl) != OB_OK)
+      continue;
+    ob_task *t = NULL;
+    if (ob_task_new(ctx, &wl, "conv2d_winograd.x86", tg, &t) != OB_OK) { /* not 3x3 stride 1 */
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    ob_config c = ob_task_default_config(t);
+    char key[256], *ent = NULL;
+    ob_workload_key(&wl, key, sizeof key);
+    CHECK(ob_workload_store(db, &wl) == OB_OK && ob_config_to_json(ctx, &c, &ent) == OB_OK);
+    double m = 1e-6; /* faster than any direct record */
+    ob_db_record r = {.host = h.fingerprint, .workload = key, .target = ob_target_str(tg), .resources = res,
+                      .tmpl = "conv2d_winograd.x86", .config_index = c.index, .entity = ent,
+                      .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
+                                 .repeat = 1, .min_repeat_ms = 1.0},
+                      .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
+    CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
+    free(ent);
+    ob_task_free(t);
+    nwino++;
+  }
+  CHECK_MSG(nwino >= 2, "simple has %d 3x3 stride-1 convolutions", nwino);
+  ob_rt_opts o = ob_rt_opts_default();
+  o.kernels = OB_RT_TUNED;
+  o.db = db;
+  o.target = tg;
+  o.build.timeout_s = OB_TEST_TIMEOUT_S;
+  ob_rt *rt = NULL;
+  ob_status st = ob_rt_new(ctx, g, &o, &rt);
+  CHECK_MSG(st == OB_OK, "winograd records: %s", ob_ctx_errmsg(ctx));
+  if (!st && feed(rt, &x)) {
+    CHECK(ob_rt_run(rt) == OB_OK);
+    ob_rt_check_result c;
+    ob_rt_check(rt, (const void *const *)x.ref, 1e-3, &c);
+    CHECK_MSG(c.ok, "winograd records: %s", c.message);
+    int ran = 0, packs = 0;
+    for (int i = 0; i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && !strcmp(si.tmpl, "conv2d_winograd.x86") && si.from_db) ran++;
+      if (si.kind == OB_RT_STEP_CONVERT && (!strcmp(si.op, "pack") || !strcmp(si.op, "unpack"))) packs++;
+    }
+    CHECK_MSG(ran == nwino && packs == 0, "winograd records: %d of %d Winograd kernels ran, %d pack steps", ran,
+              nwino, packs);
+  }
+  ob_rt_free(rt);
+done:
+  io_free(&x);
+  ob_db_close(db);
+  ob_target_free(tg);
+  ob_graph_free(g);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_bad();
+  test_winograd_records();
   test_vm();
   test_threads_batch();
   test_zoo();
