@@ -631,42 +631,42 @@ static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const o
                       int *nout) {
   *out = NULL;
   *nout = 0;
-  int cap = keep * 4 + 1, n = 0;
+  int cap = keep * 8 + 1, n = 0;
   tune_job *j = calloc((size_t)cap, sizeof *j);
   if (!j) {
     cli_error("out of memory");
     return false;
   }
+  /* every default first: a run cut short (a time limit, ^C) has tuned
+   * every task once before the slower alternatives (Winograd's kernels
+   * take seconds to build) */
+  for (int i = 0; i < keep; i++) {
+    if (ob_task_new(ctx, &tasks[i].wl, NULL, target, &j[n].t) != OB_OK) {
+      cli_error("task %d (%s): %s", i + 1, tasks[i].key, ob_ctx_errmsg(ctx));
+      tune_jobs_free(j, n);
+      return false;
+    }
+    j[n++].task = i;
+  }
   for (int i = 0; i < keep; i++) {
     const char *names[8];
     int nt = ob_op_templates_for(tasks[i].wl.op, target, names, 8);
     if (nt > 8) nt = 8;
-    for (int k = 0; k < (nt > 0 ? nt : 1) && n < cap; k++) {
+    const ob_task *d = j[i].t;
+    ob_config c0 = ob_task_default_config(d);
+    for (int k = 1; k < nt && n < cap; k++) {
+      if (!strcmp(names[k], ob_task_template(d))) continue;
       ob_task *t = NULL;
-      if (ob_task_new(ctx, &tasks[i].wl, k ? names[k] : NULL, target, &t) != OB_OK) {
-        if (!k) {
-          cli_error("task %d (%s): %s", i + 1, tasks[i].key, ob_ctx_errmsg(ctx));
-          tune_jobs_free(j, n);
-          return false;
-        }
+      if (ob_task_new(ctx, &tasks[i].wl, names[k], target, &t) != OB_OK) {
         ob_ctx_clear_error(ctx); /* the template does not take this workload */
         continue;
       }
-      if (k) {
-        /* the data input laid out as the default template lays it (a plain
-         * convolution between blocked ones converts twice per run) */
-        ob_config c = ob_task_default_config(t), c0 = ob_task_default_config(j[n - 1].t);
-        if (ob_task_arg_layout(t, &c, 0).kind != ob_task_arg_layout(j[n - 1].t, &c0, 0).kind) {
-          ob_task_free(t);
-          continue;
-        }
-        bool dup = false;
-        for (int q = 0; q < n; q++)
-          if (j[q].task == i && !strcmp(ob_task_template(j[q].t), ob_task_template(t))) dup = true;
-        if (dup) {
-          ob_task_free(t);
-          continue;
-        }
+      /* the data input laid out as the default template lays it (a plain
+       * convolution between blocked ones converts twice per run) */
+      ob_config c = ob_task_default_config(t);
+      if (ob_task_arg_layout(t, &c, 0).kind != ob_task_arg_layout(d, &c0, 0).kind) {
+        ob_task_free(t);
+        continue;
       }
       j[n++] = (tune_job){i, t};
     }
