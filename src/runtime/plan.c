@@ -589,9 +589,10 @@ static ob_status build_kernels(ob_rt *rt) {
       ob_fail_prefix(ctx, "runtime: %s", k->key);
       break;
     }
-    snprintf(k->name, sizeof k->name, "rt_%s_i%llu", ob_task_template(k->task), (unsigned long long)k->cfg.index);
-    for (char *p = k->name; *p; p++)
-      if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))) *p = '_';
+    /* the name tuning built it under: the content-addressed cache then
+     * holds the kernel of every tuned config (Winograd's take seconds to
+     * compile) */
+    ob_task_kernel_name(k->task, &k->cfg, k->name, sizeof k->name);
     fns[nb] = k->fn;
     names[nb] = k->name;
     which[nb++] = i;
