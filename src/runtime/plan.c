@@ -239,6 +239,11 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   }
   int in0 = ob_graph_node_num_inputs(g, node) > 0 ? ob_graph_node_input(g, node, 0) : -1;
   bool act0 = in0 >= 0 && ob_graph_tensor_kind(g, in0) != OB_GT_CONST;
+  /* the layout selection's pick (layout.c) when it made one: chosen with
+   * the node's neighbours, not from its input alone */
+  const char *ptmpl = NULL;
+  uint64_t pidx = 0;
+  bool picked = use_db && rt_layout_picked(rt, node, &ptmpl, &pidx);
   int best = -1;
   double best_cost = INFINITY;
   for (int64_t i = 0; recs && i < recs->n; i++) {
@@ -256,8 +261,12 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
       ob_task_free(task);
       continue;
     }
+    if (picked && (strcmp(r->tmpl, ptmpl) || cfg.index != pidx)) {
+      ob_task_free(task);
+      continue;
+    }
     double cost = r->timing.median_s;
-    if (act0) {
+    if (act0 && !picked) {
       ob_arg_layout al = ob_task_arg_layout(task, &cfg, 0);
       rt_layout want = al.kind == OB_ARGL_NCHWC ? (rt_layout){RL_NCHWC, al.block} : rl_plain();
       if (al.kind != OB_ARGL_OPAQUE && find_value(rt, in0, want) < 0)
@@ -729,6 +738,7 @@ ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt *
    * it is made: made outside the handle's span, an OpenMP build would split
    * for every core of the process and run a team that fights the pinned
    * threads at every call */
+  if (opts.kernels == OB_RT_TUNED && opts.db && (st = rt_layout_select(rt))) goto fail;
   if (rt->bl) ob_baseline_enter(rt->bl);
   for (int n = 0; n < ob_graph_node_count(g) && !st; n++)
     if (!ob_graph_node_dead(g, n)) st = plan_node(rt, n);
