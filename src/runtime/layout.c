@@ -15,7 +15,7 @@
  * choose_kernel (plan.c) takes the pick. */
 #include "runtime/runtime_impl.h"
 
-#define LS_TOPK 16
+#define LS_TOPK 64 /* deep enough to hold configs of every block a short tuning measured */
 #define LS_SWEEPS 8
 
 typedef struct ls_cand {
