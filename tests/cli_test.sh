@@ -22,72 +22,17 @@ failed=0
 CONV="--shape N=1,C=8,H=10,W=10,K=8,R=3,S=3"
 DENSE="--shape M=4,N=32,K=16"
 
-ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() {
-  failed=$((failed + 1))
-  echo "not ok - $1"
-  echo "#   command: opbench ${args[*]}"
-  echo "#   exit status: $rc"
-  sed 's/^/#   stdout: /' "$tmp/out" | head -20
-  sed 's/^/#   stderr: /' "$tmp/err" | head -20
-}
 
 # run ARGS...: runs opbench (in the environment `with` sets); leaves rc,
 # $tmp/out and $tmp/err.
-envs=()
-run() {
-  args=("$@")
-  env "${envs[@]}" "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
 
-# with VAR=VALUE... -- CHECK NAME PATTERN ARGS...: a check (good, bad,
-# json_check) whose opbench runs with VAR=VALUE in its environment only.
-with() {
-  envs=()
-  while [ "$1" != "--" ]; do
-    envs+=("$1")
-    shift
-  done
-  shift
-  "$@"
-  envs=()
-}
 
-# good NAME PATTERN ARGS...: exit 0 and stdout matches PATTERN (grep -E).
-good() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
-}
 
 # bad NAME PATTERN ARGS...: exit 2, stdout empty, stderr exactly one line
 # `opbench: error: ...` that matches PATTERN (the input at fault).
-bad() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
-    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
 
 # json_check NAME PYTHON-EXPR ARGS...: exit 0, stdout is one JSON object d
 # for which PYTHON-EXPR is true.
-json_check() {
-  local name=$1 expr=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if ($expr) else 1)" <"$tmp/out" 2>/dev/null; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
 
 # ---- informational commands --------------------------------------------------
 good "ops lists conv2d" '^conv2d ' ops
@@ -115,9 +60,13 @@ json_check "op --number 2 --min-repeat-ms 2: number grows to the floor" \
   op dense $DENSE --number 2 --min-repeat-ms 2 --repeat 3 --json
 json_check "op --flush: cold caches in the record" 'd["cache"] == "cold" and d["flush"]' \
   op dense $DENSE --flush --repeat 3 --json
-json_check "op --max-cv 0: no stability rule" 'd["extra_repeats"] == 0 and d["max_cv"] == 0 and not d["noisy"]' \
+json_check "op --max-cv 0: no stability rule (only preempted repeats retaken)" 'd["extra_repeats"] == d["retaken"] and d["max_cv"] == 0 and not d["noisy"]' \
   op dense $DENSE --max-cv 0 --json
 json_check "op --max-cv 2.5%" 'd["max_cv"] == 0.025' op dense $DENSE --max-cv 2.5% --repeat 3 --json
+json_check "op: the off-CPU rule's default is 1 %" 'd["max_offcpu"] == 0.01 and d["retaken"] >= 0' op dense $DENSE --repeat 3 --json
+json_check "op --max-offcpu 0: no retakes" 'd["max_offcpu"] == 0 and d["retaken"] == 0' \
+  op dense $DENSE --max-offcpu 0 --repeat 3 --json
+bad "op --max-offcpu 150: out of range" '--max-offcpu: bad value' op dense $DENSE --max-offcpu 150
 good "op prints the protocol" '^timing +threads 1, number [0-9]+ \(adaptive\), repeat [0-9]+, min_repeat_ms 1, warm caches, timer overhead' \
   op dense $DENSE
 good "op relu 16x4x4 is flagged below the timer resolution" '^resolution median .* below 10x the timer overhead' \

@@ -30,59 +30,7 @@ skipped=0
 CONV="--shape N=1,C=8,H=9,W=9,K=8,R=3,S=3 --pad 1"
 BIG="--shape N=1,C=64,H=56,W=56,K=64,R=3,S=3 --pad 1"
 
-ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() {
-  failed=$((failed + 1))
-  echo "not ok - $1"
-  echo "#   command: opbench ${args[*]}"
-  echo "#   exit status: $rc"
-  sed 's/^/#   stdout: /' "$tmp/out" | head -20
-  sed 's/^/#   stderr: /' "$tmp/err" | head -20
-}
 skip() { skipped=$((skipped + 1)); echo "skip - $1"; }
-envs=()
-run() {
-  args=("$@")
-  env "${envs[@]}" "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-with() {
-  envs=()
-  while [ "$1" != "--" ]; do
-    envs+=("$1")
-    shift
-  done
-  shift
-  "$@"
-  envs=()
-}
-good() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
-}
-bad() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
-    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
-json_check() {
-  local name=$1 expr=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if ($expr) else 1)" <"$tmp/out" 2>/dev/null; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
 
 # ---- what this machine has ----------------------------------------------------------
 have_ocl=0

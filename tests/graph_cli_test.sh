@@ -5,6 +5,7 @@
 # failed. remoteonnx is tested against python3's http.server on loopback
 # (started here, stopped on exit); small input sizes keep it to seconds.
 set -u
+. "$(dirname "$0")/sh_util.sh"
 
 OB=${1:?usage: graph_cli_test.sh path/to/opbench}
 tmp=$(mktemp -d)
@@ -18,38 +19,6 @@ export OPBENCH_CACHE=$tmp/cache
 
 passed=0
 failed=0
-ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() {
-  failed=$((failed + 1))
-  echo "not ok - $1"
-  echo "#   command: opbench ${args[*]}"
-  echo "#   exit status: $rc"
-  sed 's/^/#   stdout: /' "$tmp/out" | head -20
-  sed 's/^/#   stderr: /' "$tmp/err" | head -20
-}
-run() {
-  args=("$@")
-  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-good() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
-}
-# bad NAME PATTERN ARGS...: exit 2, nothing on stdout, one `opbench: error:` line.
-bad() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
-    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
 
 # ---- the zoo ---------------------------------------------------------------------
 good "models lists resnet-18 with its published figures" '^local +resnet-18 +1\.814 +1\.814 +\+0\.0% +11\.690' models
@@ -145,5 +114,4 @@ bad "remoteonnx without a network" "cannot reach .* \(no network\?\)" models --m
 bad "remoteonnx not http" "is not http:// or https://" models --modelsource remoteonnx --modelname "ftp://example/x.onnx"
 ls "$OPBENCH_CACHE"/models/*.part.* >/dev/null 2>&1 && not_ok "no partial downloads left" || ok "no partial downloads left"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -16,37 +16,6 @@ trap 'rm -rf "$tmp"' EXIT
 
 passed=0
 failed=0
-ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() {
-  failed=$((failed + 1))
-  echo "not ok - $1"
-  echo "#   command: opbench ${args[*]}"
-  echo "#   exit status: $rc"
-  sed 's/^/#   stdout: /' "$tmp/out" | head -20
-  sed 's/^/#   stderr: /' "$tmp/err" | head -20
-}
-run() {
-  args=("$@")
-  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-good() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
-}
-bad() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
-    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
 
 db=$tmp/p.db
 for s in M=4,N=64,K=64 M=4,N=128,K=64 M=4,N=64,K=128; do

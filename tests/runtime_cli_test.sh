@@ -6,6 +6,7 @@
 # another host not applied (said once), and every bad input: one
 # `opbench: error:` line and exit 2. Usage: runtime_cli_test.sh OPBENCH.
 set -u
+. "$(dirname "$0")/sh_util.sh"
 
 OB=${1:?usage: runtime_cli_test.sh path/to/opbench}
 tmp=$(mktemp -d)
@@ -15,40 +16,10 @@ export OPBENCH_CACHE=${OPBENCH_CACHE:-$tmp/cache}
 
 passed=0
 failed=0
-ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() {
-  failed=$((failed + 1))
-  echo "not ok - $1"
-  echo "#   command: opbench ${args[*]}"
-  echo "#   exit status: $rc"
-  sed 's/^/#   stdout: /' "$tmp/out" | tail -25
-  sed 's/^/#   stderr: /' "$tmp/err" | head -20
-}
-run() {
-  args=("$@")
-  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-good() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
-}
-# bad NAME PATTERN ARGS...: exit 2 and exactly one line on stderr, the
-# `opbench: error:` line matching PATTERN (progress lines on stdout before a
-# failure are allowed: they are what happened).
-bad() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q '^opbench: error: ' "$tmp/err" &&
-    grep -Eq -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
+# bad cases: exit 2 and exactly one line on stderr, the `opbench: error:` line
+# matching PATTERN (progress lines on stdout before a failure are allowed:
+# they are what happened).
+bad_stdout_ok=1
 check() { if eval "$2"; then ok "$1"; else failed=$((failed + 1)); echo "not ok - $1"; fi; }
 
 S=(--modelsource simple --modelname simple)
@@ -135,5 +106,4 @@ bad "run --db: not a database" 'junk.db' run "${S[@]}" --db "$tmp/junk.db"
 bad "vm: a batch size of 0 in the list" 'batch size of 0|bad value' run "${S[@]}" --executor vm --batchsize 1,0
 check "the database is untouched by the failures" "[ -s '$db' ] && sqlite3 '$db' 'SELECT count(*) FROM measurements' | grep -Eq '^[1-9]'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

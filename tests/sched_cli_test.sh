@@ -4,6 +4,7 @@
 # end `N passed, M failed`; exits 1 if any failed. Schedule files are edited
 # with python3's json module to make each bad case.
 set -u
+. "$(dirname "$0")/sh_util.sh"
 
 OB=${1:?usage: sched_cli_test.sh path/to/opbench}
 tmp=$(mktemp -d)
@@ -11,38 +12,6 @@ trap 'rm -rf "$tmp"' EXIT
 
 passed=0
 failed=0
-ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() {
-  failed=$((failed + 1))
-  echo "not ok - $1"
-  echo "#   command: opbench ${args[*]}"
-  echo "#   exit status: $rc"
-  sed 's/^/#   stdout: /' "$tmp/out" | head -20
-  sed 's/^/#   stderr: /' "$tmp/err" | head -20
-}
-run() {
-  args=("$@")
-  "$OB" "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-}
-good() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 0 ] && grep -Eq -- "$pattern" "$tmp/out"; then ok "$name"; else not_ok "$name"; fi
-}
-# bad NAME PATTERN ARGS...: exit 2, nothing on stdout, one `opbench: error:` line.
-bad() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$@"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
-    grep -q '^opbench: error: ' "$tmp/err" && grep -Eq -- "$pattern" "$tmp/err"; then
-    ok "$name"
-  else
-    not_ok "$name"
-  fi
-}
 # edit IN OUT PYTHON: OUT is IN's JSON after the statements (on `s`).
 edit() {
   python3 -c "import json,sys
@@ -181,5 +150,4 @@ bad "run: --schedule with oneDNN kernels" "runs generated kernels" \
   run "${SQ[@]}" --kernels onednn --schedule "$tmp/sq.json"
 bad "run: a missing schedule file" "nothing.json" run "${SQ[@]}" --kernels default --schedule "$tmp/nothing.json"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -10,9 +10,13 @@
  *    depends on the machine's load: calibration to the floor, fixed number,
  *    AutoTVM's number + floor, the floor invariant, the stability rule and
  *    its budget, the deadline, call failures, flushing outside the timed
- *    region, the flags; option normalisation and the statistics. */
+ *    region, the flags; option normalisation and the statistics;
+ *  - the off-CPU rule on the real clocks: repeats during which the thread
+ *    slept are retaken (at most `repeat` of them) and never kept while a
+ *    retake is left, and the rule can be switched off. */
 #include <math.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,6 +451,67 @@ static void test_options_and_stats(void) {
   CHECK(med == 100.5 && mean == 100.5 && cv > 0);
 }
 
+/* A call that computes for about 200 us of CPU time and, on the calls
+ * sleep_every picks, also sleeps 3 ms: off its CPU for most of the repeat. */
+typedef struct sleeper {
+  int calls;
+  int sleep_every; /* sleep on calls 2, 2+every, ...; 1: on every call; 0: never */
+  volatile double sink;
+} sleeper;
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int sleeper_call(void *user) {
+  sleeper *s = user;
+  s->calls++;
+  double x = 1, end = cpu_now() + 200e-6;
+  while (cpu_now() < end)
+    for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
+  s->sink = x;
+  if (s->sleep_every == 1 || (s->sleep_every > 1 && s->calls % s->sleep_every == 2)) {
+    struct timespec d = {0, 3000000};
+    nanosleep(&d, NULL);
+  }
+  return 0;
+}
+
+static void test_offcpu_rule(void) {
+  ob_timing_opts o = ob_timing_default();
+  o.number = 1;
+  o.min_repeat_ms = 0;
+  o.repeat = 5;
+  o.max_cv = 0;
+  CHECK(o.max_offcpu == OB_TIMING_DEFAULT_MAX_OFFCPU);
+  ob_timing t;
+
+  /* Every third call sleeps: those repeats are retaken, none is kept (each
+   * kept one took about 200 us; the machine may preempt more, never fewer). */
+  sleeper s = {0, 3, 0};
+  CHECK(ob_time_loop(&o, ob_now_s() + 30, sleeper_call, NULL, &s, &t) == 0);
+  CHECK(t.retaken >= 2 && t.ncosts == 5 && t.repeat == 5 + t.retaken &&
+        t.extra_repeats == t.retaken);
+  for (int i = 0; i < t.ncosts; i++) CHECK(t.costs[i] < 2.5e-3);
+
+  /* Every call sleeps: `repeat` retakes, then the repeats are kept as they are. */
+  s = (sleeper){0, 1, 0};
+  CHECK(ob_time_loop(&o, ob_now_s() + 30, sleeper_call, NULL, &s, &t) == 0);
+  CHECK(t.retaken == 5 && t.ncosts == 5 && s.calls == 10);
+  for (int i = 0; i < t.ncosts; i++) CHECK(t.costs[i] > 2.5e-3);
+
+  /* Off: the sleeping repeats are kept. */
+  o.max_offcpu = 0;
+  s = (sleeper){0, 3, 0};
+  CHECK(ob_time_loop(&o, ob_now_s() + 30, sleeper_call, NULL, &s, &t) == 0);
+  CHECK(t.retaken == 0 && s.calls == 5 && t.ncosts == 5 && t.costs[1] > 2.5e-3);
+
+  /* Normalisation keeps it off. */
+  CHECK(ob_timing_normalize(&o, -1).max_offcpu == 0);
+}
+
 int main(void) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   const char *c = getenv("OPBENCH_CACHE");
@@ -459,6 +524,7 @@ int main(void) {
   }
   test_options_and_stats();
   test_time_loop();
+  test_offcpu_rule();
   test_abi();
   test_build_load_run();
   test_build_for_target();

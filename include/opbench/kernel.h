@@ -181,11 +181,19 @@ OB_API void ob_kernel_free(ob_kernel *k); /* accepts NULL; unloads */
  *     and OB_TIMING_MAX_COSTS repeats in all; the record keeps the last
  *     `repeat` costs and says how many were added and whether it is still
  *     noisy.
- *  4. a median below 10x the timer's overhead (one clock read) is flagged. */
+ *  4. a median below 10x the timer's overhead (one clock read) is flagged.
+ *  Throughout, a repeat during which the calling thread spent more than
+ *  max_offcpu of its wall time off its CPU (CLOCK_THREAD_CPUTIME_ID against
+ *  the wall clock: preempted by another process, or asleep waiting for a
+ *  pool worker that was) is discarded and taken again, at most `repeat`
+ *  times per measurement; the record counts them (retaken). A preemption
+ *  costs a whole time slice, so such a repeat times the scheduler: these are
+ *  the outliers that made CVs of 50-80 % on a loaded machine. */
 #define OB_TIMING_MAX_COSTS 64
 #define OB_TIMING_DEFAULT_REPEAT 10
 #define OB_TIMING_DEFAULT_FLOOR_MS 1.0  /* the host target's min_repeat_ms */
 #define OB_TIMING_DEFAULT_MAX_CV 0.05
+#define OB_TIMING_DEFAULT_MAX_OFFCPU 0.01 /* a repeat more than 1 % off-CPU is retaken */
 #define OB_TIMING_DEFAULT_TIMEOUT_S 10.0
 #define OB_TIMING_RESOLUTION_FACTOR 10.0 /* below_resolution: median < this x overhead */
 #define OB_TIMING_NUMBER_MAX (1 << 30)
@@ -203,7 +211,10 @@ typedef struct ob_timing {
   double timer_overhead_s;           /* one clock read, measured by the worker; 0: unknown */
   bool below_resolution;             /* median < 10x timer overhead */
   bool noisy;                        /* cv still above the stability threshold at the end */
-  int extra_repeats;                 /* repeats added by the stability rule */
+  int extra_repeats;                 /* repeats taken beyond `repeat`: retaken ones and those
+                                        added by the stability rule */
+  int retaken;                       /* repeats discarded and taken again because the thread
+                                        was off its CPU (0 when not checked or unknown) */
   bool emulated;                     /* timed under an emulator (a cross target run by
                                         qemu-user): the costs say the kernel ran, they are
                                         not performance figures */
@@ -219,6 +230,9 @@ typedef struct ob_timing_opts {
                                 host) when number is adaptive, none when it is fixed */
   bool flush;                /* cold caches: flush the inputs before every call */
   double max_cv;             /* stability threshold (default 0.05); <= 0 disables */
+  double max_offcpu;         /* share of a repeat the calling thread may spend off its CPU
+                                before the repeat is retaken (default 0.01); <= 0: no check
+                                (also off with a caller's clock, e.g. a device's) */
   double stability_budget_s; /* extra time the stability rule may spend; < 0: as long as
                                 the repeats before it took (at least 10 ms) */
   double timeout_s;          /* limit for a whole measurement; <= 0: 10 s */
@@ -227,7 +241,8 @@ typedef struct ob_timing_opts {
 } ob_timing_opts;
 
 /* number 0 (adaptive), repeat 10, min_repeat_ms -1 (the target's floor),
- * warm, max_cv 0.05, stability budget -1 (automatic), timeout 10 s. */
+ * warm, max_cv 0.05, max_offcpu 0.01, stability budget -1 (automatic),
+ * timeout 10 s. */
 OB_API ob_timing_opts ob_timing_default(void);
 /* The options a measurement actually uses (timeloop.c; ob_time_loop
  * applies it too): o NULL gives the defaults; a repeat out of range is

@@ -63,7 +63,7 @@ enum {
 typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
-  F_MIN_REPEAT_MS, F_MAX_CV, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
+  F_MIN_REPEAT_MS, F_MAX_CV, F_MAX_OFFCPU, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
@@ -101,6 +101,7 @@ static const flag_def flags[F_COUNT] = {
     [F_REPEAT] = {"--repeat", true, M_TIMING},
     [F_MIN_REPEAT_MS] = {"--min-repeat-ms", true, M_TIMING},
     [F_MAX_CV] = {"--max-cv", true, M_TIMING},
+    [F_MAX_OFFCPU] = {"--max-offcpu", true, M_TIMING},
     [F_STABILITY_BUDGET] = {"--stability-budget", true, M_TIMING},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
     [F_TIMEOUT] = {"--timeout", true, M_TIMING},
@@ -215,6 +216,8 @@ static const char measure_help[] =
     "                       none with --number)\n"
     "  --max-cv PCT         stability rule: while the CV of the last repeats is above\n"
     "                       PCT %, take more repeats within the budget (default 5; 0: off)\n"
+    "  --max-offcpu PCT     retake a repeat whose thread was off its CPU (preempted) for\n"
+    "                       more than PCT % of it, at most --repeat times (default 1; 0: off)\n"
     "  --stability-budget S extra seconds the stability rule may spend per measurement\n"
     "                       (default: as long as the repeats before it took)\n"
     "  --flush              cold caches: flush the inputs before every call (default warm;\n"
@@ -847,16 +850,19 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_MIN_REPEAT_MS:
     if (!double_flag(name, v, 0, 1e6, &a->mo.timing.min_repeat_ms)) return false;
     break;
-  case F_MAX_CV: {
+  case F_MAX_CV:
+  case F_MAX_OFFCPU: {
     double pct;
     size_t n = strlen(v);
     char buf[64];
+    double hi = id == F_MAX_CV ? 1000 : 100;
     snprintf(buf, sizeof buf, "%.*s", n && v[n - 1] == '%' ? (int)n - 1 : (int)n, v);
-    if (!parse_double(buf, 0, 1000, &pct)) {
-      cli_error("%s: bad value '%s' (expected a percentage from 0 to 1000, e.g. 5 or 5%%)", name, v);
+    if (!parse_double(buf, 0, hi, &pct)) {
+      cli_error("%s: bad value '%s' (expected a percentage from 0 to %g, e.g. 5 or 5%%)", name, v, hi);
       return false;
     }
-    a->mo.timing.max_cv = pct / 100.0;
+    if (id == F_MAX_CV) a->mo.timing.max_cv = pct / 100.0;
+    else a->mo.timing.max_offcpu = pct / 100.0;
     break;
   }
   case F_STABILITY_BUDGET:

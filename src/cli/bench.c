@@ -535,6 +535,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
     cJSON_AddNumberToObject(root, "min_repeat_ms", asked.min_repeat_ms);
     cJSON_AddBoolToObject(root, "flush", asked.flush);
     cJSON_AddNumberToObject(root, "max_cv", asked.max_cv);
+    cJSON_AddNumberToObject(root, "max_offcpu", asked.max_offcpu);
     cJSON *arr = cJSON_AddArrayToObject(root, "workloads");
     for (int i = 0; i < n; i++) {
       const bench_entry *e = &es[i];

@@ -226,6 +226,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddBoolToObject(root, "flush", asked.flush);
     }
     cJSON_AddNumberToObject(root, "max_cv", asked.max_cv);
+    cJSON_AddNumberToObject(root, "max_offcpu", asked.max_offcpu);
     cJSON_AddNumberToObject(root, "build_s", res.build_s);
     cJSON_AddNumberToObject(root, "run_s", res.run_s);
     if (src) cJSON_AddStringToObject(root, "source", src);

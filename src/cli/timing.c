@@ -21,6 +21,7 @@ void cli_timing_json(cJSON *o, const ob_timing *t) {
   cJSON_AddBoolToObject(o, "below_resolution", t->below_resolution);
   cJSON_AddBoolToObject(o, "noisy", t->noisy);
   cJSON_AddNumberToObject(o, "extra_repeats", t->extra_repeats);
+  cJSON_AddNumberToObject(o, "retaken", t->retaken);
   cJSON_AddBoolToObject(o, "emulated", t->emulated);
 }
 
@@ -39,11 +40,17 @@ void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthrea
          "timer overhead %s\n",
          nthreads, t->number, adaptive ? "adaptive" : "fixed", t->repeat, t->min_repeat_ms,
          t->flush ? "cold (--flush)" : "warm", ovh);
-  if (t->extra_repeats > 0)
+  if (t->retaken > 0)
+    printf("preempted  %d repeat%s retaken: the thread was off its CPU for more than %g %% of "
+           "%s\n",
+           t->retaken, t->retaken == 1 ? "" : "s", asked->max_offcpu * 100,
+           t->retaken == 1 ? "it" : "each");
+  int added = t->extra_repeats - t->retaken;
+  if (added > 0)
     printf("stability  CV above %g %% after %d repeats: %d more taken; CV of the last %d: "
            "%.2f %%%s\n",
-           asked->max_cv * 100, t->repeat - t->extra_repeats, t->extra_repeats, t->ncosts,
-           t->cv * 100, t->noisy ? " (still noisy: treat the median with care)" : "");
+           asked->max_cv * 100, t->repeat - t->extra_repeats, added, t->ncosts, t->cv * 100,
+           t->noisy ? " (still noisy: treat the median with care)" : "");
   else if (t->noisy)
     printf("stability  CV %.2f %% is above %g %% (no time left for more repeats): noisy\n",
            t->cv * 100, asked->max_cv * 100);

@@ -30,6 +30,18 @@ static double mono_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The calling thread's CPU time (POSIX; NAN where the clock is missing).
+ * Wall time minus this is time the thread spent off its CPU: preempted by
+ * another process, or asleep waiting for a pool worker that was. */
+static double thread_cpu_s(void) {
+#ifdef CLOCK_THREAD_CPUTIME_ID
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+#endif
+  return NAN;
+}
+
 ob_timing_opts ob_timing_default(void) {
   ob_timing_opts t;
   memset(&t, 0, sizeof t);
@@ -40,6 +52,7 @@ ob_timing_opts ob_timing_default(void) {
   t.max_cv = OB_TIMING_DEFAULT_MAX_CV;
   t.stability_budget_s = -1;
   t.timeout_s = OB_TIMING_DEFAULT_TIMEOUT_S;
+  t.max_offcpu = OB_TIMING_DEFAULT_MAX_OFFCPU;
   return t;
 }
 
@@ -51,6 +64,7 @@ ob_timing_opts ob_timing_normalize(const ob_timing_opts *o, double target_floor_
   if (r.repeat > OB_TIMING_MAX_COSTS) r.repeat = OB_TIMING_MAX_COSTS;
   if (!(r.min_repeat_ms >= 0)) r.min_repeat_ms = r.number == 0 ? target_floor_ms : 0;
   if (!(r.max_cv > 0)) r.max_cv = 0;
+  if (!(r.max_offcpu > 0)) r.max_offcpu = 0;
   if (!(r.timeout_s > 0)) r.timeout_s = OB_TIMING_DEFAULT_TIMEOUT_S;
   if (!(r.timer_overhead_s > 0)) r.timer_overhead_s = 0;
   if (isnan(r.stability_budget_s)) r.stability_budget_s = -1;
@@ -128,32 +142,49 @@ typedef struct loop {
   ob_time_call_fn call;
   ob_time_flush_fn flush;
   void *user;
+  bool offcpu_check; /* the real clock, and max_offcpu > 0 */
 } loop;
 
 static double now(const loop *L) { return L->o->clock ? L->o->clock(L->user) : mono_s(); }
 
-/* One group of `number` calls; *el gets the timed seconds. Returns the
- * first failing call's code, or 0. */
-static int group(const loop *L, int number, double *el) {
+/* One group of `number` calls; *el gets the timed seconds and *off the
+ * part of them the calling thread spent off its CPU (0 when not checked).
+ * Returns the first failing call's code, or 0. */
+static int group(const loop *L, int number, double *el, double *off) {
+  double cpu = 0;
+  *off = 0;
   if (L->o->flush) {
     double sum = 0;
     for (int k = 0; k < number; k++) {
       if (L->flush) L->flush(L->user);
+      double c0 = L->offcpu_check ? thread_cpu_s() : 0;
       double t0 = now(L);
       int rc = L->call(L->user);
       sum += now(L) - t0;
+      if (L->offcpu_check) cpu += thread_cpu_s() - c0;
       if (rc) return rc;
     }
     *el = sum;
   } else {
+    double c0 = L->offcpu_check ? thread_cpu_s() : 0;
     double t0 = now(L);
     for (int k = 0; k < number; k++) {
       int rc = L->call(L->user);
       if (rc) return rc;
     }
     *el = now(L) - t0;
+    if (L->offcpu_check) cpu = thread_cpu_s() - c0;
   }
+  /* Both clocks are read around the calls, so the gap is the calls' own
+   * off-CPU time plus a clock read: far below the 1 % threshold. */
+  if (L->offcpu_check && isfinite(cpu) && *el > cpu) *off = *el - cpu;
   return 0;
+}
+
+/* A repeat during which the calling thread was off its CPU for more than
+ * max_offcpu of its time measured the scheduler, not the kernel. */
+static bool disturbed(const loop *L, double el, double off) {
+  return L->offcpu_check && el > 0 && off > L->o->max_offcpu * el;
 }
 
 /* The next count when a group of `number` calls took el < floor seconds:
@@ -168,14 +199,22 @@ static int grow(int number, double el, double floor_s) {
 }
 
 /* One kept repeat: groups until one lasts at least the floor (growing
- * *number for good); its per-call cost goes to *cost. */
-static int one_repeat(const loop *L, int *number, double floor_s, double deadline, double *cost) {
+ * *number for good) and, while *retakes_left allows, until one was not
+ * disturbed (each retake uses one up and counts in *retaken); its per-call
+ * cost goes to *cost. */
+static int one_repeat(const loop *L, int *number, double floor_s, double deadline, double *cost,
+                      int *retakes_left, int *retaken) {
   for (;;) {
-    double el = 0;
-    int rc = group(L, *number, &el);
+    double el = 0, off = 0;
+    int rc = group(L, *number, &el, &off);
     if (rc) return rc;
     if (now(L) > deadline) return OB_TIME_DEADLINE;
     if (el >= floor_s || *number >= OB_TIMING_NUMBER_MAX) {
+      if (disturbed(L, el, off) && *retakes_left > 0) {
+        (*retakes_left)--;
+        (*retaken)++;
+        continue;
+      }
       *cost = el / *number;
       return 0;
     }
@@ -187,7 +226,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
                  ob_time_flush_fn flush, void *user, ob_timing *out) {
   ob_timing_opts o = ob_timing_normalize(o_in, -1);
   o.clock = o_in ? o_in->clock : NULL;
-  loop L = {&o, call, flush, user};
+  loop L = {&o, call, flush, user, o.clock == NULL && o.max_offcpu > 0};
   memset(out, 0, sizeof *out);
   const double floor_s = o.min_repeat_ms * 1e-3;
   out->min_repeat_ms = o.min_repeat_ms;
@@ -195,7 +234,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
   out->timer_overhead_s = o.timer_overhead_s > 0 ? o.timer_overhead_s : ob_timer_overhead();
   int number = o.number > 0 ? o.number : 1;
   double all[OB_TIMING_MAX_COSTS];
-  int taken = 0;
+  int taken = 0, retaken = 0, retakes_left = o.repeat;
   double t_rep = now(&L);
 
   /* Calibration: groups until one lasts the floor. The shorter ones are
@@ -203,13 +242,18 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
    * any other, so a kernel longer than the floor costs no extra call. */
   if (floor_s > 0) {
     for (;;) {
-      double el = 0, t0 = now(&L);
-      int rc = group(&L, number, &el);
+      double el = 0, off = 0, t0 = now(&L);
+      int rc = group(&L, number, &el, &off);
       if (rc) return rc;
       if (now(&L) > deadline_s) return OB_TIME_DEADLINE;
       if (el >= floor_s || number >= OB_TIMING_NUMBER_MAX) {
-        all[taken++] = el / number;
         t_rep = t0;
+        if (disturbed(&L, el, off) && retakes_left > 0) {
+          retakes_left--; /* one_repeat below takes it again */
+          retaken++;
+          break;
+        }
+        all[taken++] = el / number;
         break;
       }
       number = grow(number, el, floor_s);
@@ -218,7 +262,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
 
   /* The repeats. */
   for (; taken < o.repeat; taken++) {
-    int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken]);
+    int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken], &retakes_left, &retaken);
     if (rc) return rc;
   }
 
@@ -235,7 +279,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
     if (!(o.max_cv > 0) || cv <= o.max_cv || taken >= OB_TIMING_MAX_COSTS) break;
     double t = now(&L);
     if (t - t_ext + per_repeat > budget || t + per_repeat >= deadline_s) break;
-    int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken]);
+    int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken], &retakes_left, &retaken);
     if (rc) return rc;
     taken++;
   }
@@ -243,8 +287,9 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
   out->ncosts = o.repeat;
   memcpy(out->costs, all + taken - o.repeat, (size_t)o.repeat * sizeof all[0]);
   out->number = number;
-  out->repeat = taken;
-  out->extra_repeats = taken - o.repeat;
+  out->repeat = taken + retaken;
+  out->extra_repeats = taken + retaken - o.repeat;
+  out->retaken = retaken;
   ob_timing_finish(out, o.max_cv);
   return 0;
 }
