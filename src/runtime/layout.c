@@ -28,7 +28,7 @@ typedef struct ls_cand {
 typedef struct ls_edge {
   int from, to;  /* nodes with candidates */
   bool out_out;  /* a residual: from's output block against to's output block */
-  double cost;   /* of one conversion of the tensor */
+  size_t bytes;  /* of the tensor */
 } ls_edge;
 
 static int64_t block_of(ob_arg_layout al) {
@@ -113,6 +113,24 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
     ob_task_free(task);
   }
   ob_db_records_free(recs);
+  if (!nc && c) {
+    /* no record: the default config runs (choose_kernel's fallback); its
+     * blocks still bind the neighbours' picks (its time, unknown, is the
+     * same whatever they pick) */
+    ob_task *task = NULL;
+    if (ob_task_new(ctx, &wl, NULL, rt->target, &task) != OB_OK) {
+      ob_ctx_clear_error(ctx);
+      return;
+    }
+    ob_config cfg = ob_task_default_config(task);
+    int out_arg = -1;
+    for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
+      if (!ob_task_arg_is_input(task, a)) out_arg = a;
+    c[nc++] = (ls_cand){rt_strdup(rt, ob_task_template(task)), cfg.index, 0.0,
+                        block_of(ob_task_arg_layout(task, &cfg, 0)),
+                        out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
+    ob_task_free(task);
+  }
   /* a node whose candidates all read and write plain data has no choice
    * to make here (dense, matmul): its fastest record is taken as before */
   bool blocked = false;
@@ -123,11 +141,13 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   out->pick = 0;
 }
 
-static double conv_cost(size_t bytes) { return 2.0 * (double)bytes / 8e9; } /* as plan.c's convert_cost */
-
 /* A conversion runs unless both sides name the same block; an opaque side
- * is packed every run whatever the other does. */
-static bool mismatch(int64_t a, int64_t b) { return a < 0 || b < 0 || a != b; }
+ * is packed every run whatever the other does (counted alike for every
+ * candidate, at the cheap rate). */
+static double edge_cost(int64_t a, int64_t b, size_t bytes) {
+  if (a >= 0 && b >= 0 && a == b) return 0;
+  return rt_convert_cost(bytes, a < 0 ? 1 : a, b < 0 ? 1 : b);
+}
 
 static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, int cand) {
   const ls_cand *c = &sel[node].c[cand];
@@ -135,10 +155,10 @@ static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node,
   for (int i = 0; i < ne; i++) {
     if (e[i].to == node) {
       const ls_cand *p = &sel[e[i].from].c[sel[e[i].from].pick];
-      if (mismatch(p->ob, e[i].out_out ? c->ob : c->ib)) cost += e[i].cost;
+      cost += edge_cost(p->ob, e[i].out_out ? c->ob : c->ib, e[i].bytes);
     } else if (e[i].from == node) {
       const ls_cand *q = &sel[e[i].to].c[sel[e[i].to].pick];
-      if (mismatch(c->ob, e[i].out_out ? q->ob : q->ib)) cost += e[i].cost;
+      cost += edge_cost(c->ob, e[i].out_out ? q->ob : q->ib, e[i].bytes);
     }
   }
   return cost;
@@ -166,7 +186,7 @@ ob_status rt_layout_select(ob_rt *rt) {
       if (t < 0 || ob_graph_tensor_kind(g, t) == OB_GT_CONST) continue;
       int p = source_of(g, sel, t);
       if (p < 0 || p == n || ne >= cap) continue;
-      e[ne++] = (ls_edge){p, n, k == 3, conv_cost(rt_layout_bytes(g, t, rl_plain()))};
+      e[ne++] = (ls_edge){p, n, k == 3, rt_layout_bytes(g, t, rl_plain())};
     }
   }
   /* start from each node's fastest record, then improve node by node */

@@ -167,6 +167,9 @@ bool rt_native_takes_blocked(const ob_rt *rt, int node);
 int rt_convert(ob_rt *rt, int src, rt_layout to);
 /* Converts constant data at load (weights into panels, blocks). */
 void rt_convert_const(const ob_graph *g, int t, rt_layout to, const void *src, void *dst);
+/* Estimated seconds of converting `bytes` of activations between channel
+ * blocks from and to (0: plain) (plan.c). */
+double rt_convert_cost(size_t bytes, int64_t from, int64_t to);
 /* The bytes of tensor t in layout lay. */
 size_t rt_layout_bytes(const ob_graph *g, int t, rt_layout lay);
 /* Runs fn over [0, n) on the runtime's pool, or inline for small n. */
