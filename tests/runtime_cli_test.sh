@@ -62,8 +62,12 @@ check "vm: the repeated shape is served from what was compiled" \
 
 # ---- the collector: tune, then compare untuned, tuned and oneDNN -------------------
 db=$tmp/t.db
-good "tune --modelname: AutoTVM's per-task progress" '^\[Task 1/7\] Current/Best' \
+# 7 tasks; the three 3x3 stride-1 convolutions under conv2d_winograd.x86 too, the dense
+# under dense.x86 too: 11 task-template pairs
+good "tune --modelname: AutoTVM's per-task progress" '^\[Task 1/11\] Current/Best' \
   tune "${S[@]}" --trials 4 --db "$db" --iftune true --ifcompare true --tuner random "${T[@]}"
+check "tune --modelname: Winograd tuned beside the blocked direct template" \
+  "grep -Eq '^tuned +7 tasks \(11 task-template pairs\)' '$tmp/out'"
 check "tune --ifcompare: untuned, tuned and oneDNN, and the speedups" \
   "grep -Eq '^  untuned +[0-9.]+ +[0-9.]+' '$tmp/out' && grep -Eq '^  onednn +[0-9.]+' '$tmp/out' && grep -Eq '^speedup +tuned over untuned' '$tmp/out' && grep -Eq '^speedup +tuned over oneDNN kernels' '$tmp/out'"
 check "tune --ifcompare: per task" "grep -q '^per task ' '$tmp/out' && grep -Eq '^ +1 +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ .*conv2d' '$tmp/out'"

@@ -12,7 +12,9 @@
 
 #include "check.h"
 #include "opbench/graph.h"
+#include "opbench/db.h"
 #include "opbench/runtime.h"
+#include "opbench/tune.h"
 
 static ob_ctx *ctx;
 
@@ -320,9 +322,210 @@ static void test_bad(void) {
   ob_rt_vm_free(NULL);
 }
 
+/* Records of conv2d_winograd.x86 in the database: the runtime runs its
+ * kernels in the blocked layout the Winograd template describes (data
+ * NCHW[icb]c, output NCHW[ocb]c, weights transformed once at load), with no
+ * pack or unpack step around them, and the output still matches the
+ * reference. */
+static void test_winograd_records(void) {
+  char dir[] = "/tmp/ob_rt_wino_XXXXXX", path[64];
+  if (!mkdtemp(dir)) {
+    CHECK_MSG(false, "mkdtemp failed");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/w.db", dir);
+  ob_graph *g = load("simple", "simple", 0, 0, 0, 1);
+  ob_db *db = NULL;
+  ob_target *tg = NULL;
+  ob_host h;
+  io x = {0};
+  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, path, 0, &db) != OB_OK ||
+      ob_target_host(ctx, &tg) != OB_OK || ob_host_detect(ctx, &h) != OB_OK || ob_db_put_host(db, &h, NULL, NULL) ||
+      !io_make(g, 5, &x)) {
+    CHECK_MSG(false, "winograd records: setup: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_measure_opts mo = ob_measure_opts_default();
+  int cores[1] = {0};
+  mo.nthreads = 1;
+  mo.cores = cores;
+  char res[512];
+  ob_tune_resources(&mo, res, sizeof res);
+  int nwino = 0;
+  for (int n = 0; n < ob_graph_node_count(g); n++) {
+    ob_workload wl;
+    if (ob_graph_node_dead(g, n) || ob_graph_node_op(g, n) != OB_GOP_CONV ||
+        ob_graph_node_workload(ctx, g, n, &wl) != OB_OK)
+      continue;
+    ob_task *t = NULL;
+    if (ob_task_new(ctx, &wl, "conv2d_winograd.x86", tg, &t) != OB_OK) { /* not 3x3 stride 1 */
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    ob_config c = ob_task_default_config(t);
+    char key[256], *ent = NULL;
+    ob_workload_key(&wl, key, sizeof key);
+    CHECK(ob_workload_store(db, &wl) == OB_OK && ob_config_to_json(ctx, &c, &ent) == OB_OK);
+    double m = 1e-6; /* faster than any direct record */
+    ob_db_record r = {.host = h.fingerprint, .workload = key, .target = ob_target_str(tg), .resources = res,
+                      .tmpl = "conv2d_winograd.x86", .config_index = c.index, .entity = ent,
+                      .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
+                                 .repeat = 1, .min_repeat_ms = 1.0},
+                      .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
+    CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
+    free(ent);
+    ob_task_free(t);
+    nwino++;
+  }
+  CHECK_MSG(nwino >= 2, "simple has %d 3x3 stride-1 convolutions", nwino);
+  ob_rt_opts o = ob_rt_opts_default();
+  o.kernels = OB_RT_TUNED;
+  o.db = db;
+  o.target = tg;
+  o.build.timeout_s = OB_TEST_TIMEOUT_S;
+  ob_rt *rt = NULL;
+  ob_status st = ob_rt_new(ctx, g, &o, &rt);
+  CHECK_MSG(st == OB_OK, "winograd records: %s", ob_ctx_errmsg(ctx));
+  if (!st && feed(rt, &x)) {
+    CHECK(ob_rt_run(rt) == OB_OK);
+    ob_rt_check_result c;
+    ob_rt_check(rt, (const void *const *)x.ref, 1e-3, &c);
+    CHECK_MSG(c.ok, "winograd records: %s", c.message);
+    int ran = 0, packs = 0;
+    for (int i = 0; i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && !strcmp(si.tmpl, "conv2d_winograd.x86") && si.from_db) ran++;
+      if (si.kind == OB_RT_STEP_CONVERT && (!strcmp(si.op, "pack") || !strcmp(si.op, "unpack"))) packs++;
+    }
+    CHECK_MSG(ran == nwino && packs == 0, "winograd records: %d of %d Winograd kernels ran, %d pack steps", ran,
+              nwino, packs);
+  }
+  ob_rt_free(rt);
+done:
+  io_free(&x);
+  ob_db_close(db);
+  ob_target_free(tg);
+  ob_graph_free(g);
+  unlink(path);
+  rmdir(dir);
+}
+
+/* Puts one record of cfg (template tmpl) for node n's workload. */
+static void put_record(ob_db *db, const ob_host *h, const ob_target *tg, const char *res, const ob_graph *g, int n,
+                       const char *tmpl, const ob_config *cfg, double m) {
+  ob_workload wl;
+  CHECK(ob_graph_node_workload(ctx, g, n, &wl) == OB_OK);
+  char key[256], *ent = NULL;
+  ob_workload_key(&wl, key, sizeof key);
+  CHECK(ob_workload_store(db, &wl) == OB_OK && ob_config_to_json(ctx, cfg, &ent) == OB_OK);
+  ob_db_record r = {.host = h->fingerprint, .workload = key, .target = ob_target_str(tg), .resources = res,
+                    .tmpl = tmpl, .config_index = cfg->index, .entity = ent,
+                    .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
+                               .repeat = 1, .min_repeat_ms = 1.0},
+                    .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
+  CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
+  free(ent);
+}
+
+static int node_named(const ob_graph *g, const char *name) {
+  for (int n = 0; n < ob_graph_node_count(g); n++)
+    if (!ob_graph_node_dead(g, n) && !strcmp(ob_graph_node_name(g, n), name)) return n;
+  return -1;
+}
+
+/* Configs chosen together: conv2's fastest record writes NCHW32c, but
+ * conv3 (reading conv2's output) only has a record reading NCHW16c, and a
+ * conversion of conv2's output costs more than the 1 us conv2's slower
+ * NCHW16c record gives away. Node by node conv2 takes its fastest record
+ * and a conversion runs before conv3; the layout selection takes conv2's
+ * NCHW16c record and no conversion runs between them. The output still
+ * matches the reference. */
+static void test_layout_select(void) {
+  char dir[] = "/tmp/ob_rt_lsel_XXXXXX", path[64];
+  if (!mkdtemp(dir)) {
+    CHECK_MSG(false, "mkdtemp failed");
+    return;
+  }
+  snprintf(path, sizeof path, "%s/l.db", dir);
+  ob_graph *g = load("simple", "simple", 0, 0, 0, 1);
+  ob_db *db = NULL;
+  ob_target *tg = NULL;
+  ob_host h;
+  io x = {0};
+  ob_task *ta = NULL, *tb = NULL;
+  int a = -1, b = -1;
+  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, path, 0, &db) != OB_OK ||
+      ob_target_host(ctx, &tg) != OB_OK || ob_host_detect(ctx, &h) != OB_OK || ob_db_put_host(db, &h, NULL, NULL) ||
+      !io_make(g, 5, &x) || (a = node_named(g, "conv2")) < 0 || (b = node_named(g, "conv3")) < 0) {
+    CHECK_MSG(false, "layout select: setup: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_measure_opts mo = ob_measure_opts_default();
+  int cores[1] = {0};
+  mo.nthreads = 1;
+  mo.cores = cores;
+  char res[512];
+  ob_tune_resources(&mo, res, sizeof res);
+  ob_workload wa, wb;
+  CHECK(ob_graph_node_workload(ctx, g, a, &wa) == OB_OK && ob_graph_node_workload(ctx, g, b, &wb) == OB_OK);
+  CHECK(ob_task_new(ctx, &wa, NULL, tg, &ta) == OB_OK && ob_task_new(ctx, &wb, NULL, tg, &tb) == OB_OK);
+  if (!ta || !tb) goto done;
+  const char *tmpl = ob_task_template(ta);
+  ob_config a32 = ob_task_default_config(ta), a16 = a32, b16 = ob_task_default_config(tb);
+  ob_config_set_split(&a32, "tile_oc", (int64_t[]){32}, 1);
+  ob_config_set_split(&a16, "tile_oc", (int64_t[]){16}, 1);
+  ob_config_set_split(&b16, "tile_ic", (int64_t[]){16}, 1);
+  CHECK(ob_task_arg_layout(ta, &a32, 3).block == 32 && ob_task_arg_layout(ta, &a16, 3).block == 16 &&
+        ob_task_arg_layout(tb, &b16, 0).block == 16);
+  put_record(db, &h, tg, res, g, a, tmpl, &a32, 1e-6);
+  put_record(db, &h, tg, res, g, a, tmpl, &a16, 2e-6);
+  put_record(db, &h, tg, res, g, b, tmpl, &b16, 1e-6);
+  ob_rt_opts o = ob_rt_opts_default();
+  o.kernels = OB_RT_TUNED;
+  o.db = db;
+  o.target = tg;
+  o.build.timeout_s = OB_TEST_TIMEOUT_S;
+  ob_rt *rt = NULL;
+  ob_status st = ob_rt_new(ctx, g, &o, &rt);
+  CHECK_MSG(st == OB_OK, "layout select: %s", ob_ctx_errmsg(ctx));
+  if (!st && feed(rt, &x)) {
+    CHECK(ob_rt_run(rt) == OB_OK);
+    ob_rt_check_result c;
+    ob_rt_check(rt, (const void *const *)x.ref, 1e-3, &c);
+    CHECK_MSG(c.ok, "layout select: %s", c.message);
+    int ia = -1, ib = -1;
+    for (int i = 0; i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && si.node == a) ia = i;
+      if (si.kind == OB_RT_STEP_KERNEL && si.node == b) ib = i;
+    }
+    ob_rt_step_info sa;
+    CHECK(ia >= 0 && ib == ia + 1); /* no conversion between them */
+    if (ia >= 0) {
+      ob_rt_step_get(rt, ia, &sa);
+      CHECK_MSG(sa.from_db && sa.config_index == a16.index, "conv2 ran config %llu (NCHW16c out: %llu)",
+                (unsigned long long)sa.config_index, (unsigned long long)a16.index);
+    }
+  }
+  ob_rt_free(rt);
+done:
+  ob_task_free(ta);
+  ob_task_free(tb);
+  io_free(&x);
+  ob_db_close(db);
+  ob_target_free(tg);
+  ob_graph_free(g);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_bad();
+  test_winograd_records();
+  test_layout_select();
   test_vm();
   test_threads_batch();
   test_zoo();

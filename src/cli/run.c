@@ -609,6 +609,73 @@ static void task_table_print(const task_table *t, const char *const *label) {
          "           with 0 under onednn ran inside a oneDNN step of another workload key, or none)\n");
 }
 
+/* One tuning job of the collector: task `task` of the model under one
+ * template. */
+typedef struct tune_job {
+  int task;
+  ob_task *t;
+} tune_job;
+
+static void tune_jobs_free(tune_job *j, int n) {
+  for (int i = 0; i < n; i++) ob_task_free(j[i].t);
+  free(j);
+}
+
+/* The jobs of tasks[0..keep): each task under its default template, then
+ * under every other template of its operator for the target that accepts
+ * the workload and lays its data input out as the default does (blocked
+ * for convolutions: conv2d_winograd.x86 beside conv2d_NCHWc.x86; a
+ * template whose activations are plain or only its pack hooks know would
+ * cost conversions on every run, and the runtime would rarely pick it). */
+static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const ob_target *target, tune_job **out,
+                      int *nout) {
+  *out = NULL;
+  *nout = 0;
+  int cap = keep * 8 + 1, n = 0;
+  tune_job *j = calloc((size_t)cap, sizeof *j);
+  if (!j) {
+    cli_error("out of memory");
+    return false;
+  }
+  /* every default first: a run cut short (a time limit, ^C) has tuned
+   * every task once before the slower alternatives (Winograd's kernels
+   * take seconds to build) */
+  for (int i = 0; i < keep; i++) {
+    if (ob_task_new(ctx, &tasks[i].wl, NULL, target, &j[n].t) != OB_OK) {
+      cli_error("task %d (%s): %s", i + 1, tasks[i].key, ob_ctx_errmsg(ctx));
+      tune_jobs_free(j, n);
+      return false;
+    }
+    j[n++].task = i;
+  }
+  for (int i = 0; i < keep; i++) {
+    const char *names[8];
+    int nt = ob_op_templates_for(tasks[i].wl.op, target, names, 8);
+    if (nt > 8) nt = 8;
+    const ob_task *d = j[i].t;
+    ob_config c0 = ob_task_default_config(d);
+    for (int k = 1; k < nt && n < cap; k++) {
+      if (!strcmp(names[k], ob_task_template(d))) continue;
+      ob_task *t = NULL;
+      if (ob_task_new(ctx, &tasks[i].wl, names[k], target, &t) != OB_OK) {
+        ob_ctx_clear_error(ctx); /* the template does not take this workload */
+        continue;
+      }
+      /* the data input laid out as the default template lays it (a plain
+       * convolution between blocked ones converts twice per run) */
+      ob_config c = ob_task_default_config(t);
+      if (ob_task_arg_layout(t, &c, 0).kind != ob_task_arg_layout(d, &c0, 0).kind) {
+        ob_task_free(t);
+        continue;
+      }
+      j[n++] = (tune_job){i, t};
+    }
+  }
+  *out = j;
+  *nout = n;
+  return true;
+}
+
 int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   ob_target *target = NULL;
@@ -656,17 +723,22 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
       cli_error("%s", ob_ctx_errmsg(ctx));
       goto done;
     }
+    /* each task under every template whose activations the runtime keeps
+     * in their layout between nodes (the default, and Winograd for 3x3
+     * stride-1 convolutions): the runtime then takes the faster record */
+    tune_job *jobs = NULL;
+    int njobs = 0;
+    if (!tune_jobs(ctx, tasks, keep, target, &jobs, &njobs)) goto done;
     double t0 = ob_now_s();
-    for (int i = 0; i < keep; i++) {
-      ob_task *task = NULL;
+    for (int j = 0; j < njobs; j++) {
+      int i = jobs[j].task;
+      ob_task *task = jobs[j].t;
+      jobs[j].t = NULL;
       ob_tuner *tuner = NULL;
-      if (ob_task_new(ctx, &tasks[i].wl, NULL, target, &task) != OB_OK) {
-        cli_error("task %d (%s): %s", i + 1, tasks[i].key, ob_ctx_errmsg(ctx));
-        goto done;
-      }
       ob_tuner_opts to = {.seed = a->mo.seed, .db_path = a->no_transfer ? NULL : a->db_path};
       if (ob_tuner_new(ctx, a->tuner, task, &to, &tuner) != OB_OK) {
         ob_task_free(task);
+        tune_jobs_free(jobs, njobs);
         cli_error("--tuner: %s", ob_ctx_errmsg(ctx));
         goto done;
       }
@@ -677,25 +749,29 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
       o.measure = a->mo;
       o.host = &host;
       o.progress = stdout;
-      o.task_index = i + 1;
-      o.ntasks = keep;
+      o.task_index = j + 1;
+      o.ntasks = njobs;
       o.remeasure = a->remeasure;
       o.log_path = a->log_path;
       ob_tune_stats s;
       st = ob_tune_task(ctx, task, tuner, measurer, db, &o, &s);
       ob_tuner_free(tuner);
-      ob_task_free(task);
+      const char *tmpl = ob_task_template(task);
       if (st) {
         fflush(stdout);
-        cli_error("task %d (%s): %s (trials stored before the failure are kept in %s)", i + 1, tasks[i].key,
-                  ob_ctx_errmsg(ctx), a->db_path);
+        cli_error("task %d (%s, %s): %s (trials stored before the failure are kept in %s)", i + 1, tasks[i].key,
+                  tmpl, ob_ctx_errmsg(ctx), a->db_path);
+        ob_task_free(task);
+        tune_jobs_free(jobs, njobs);
         goto done;
       }
       if (!s.best_trial)
-        printf("           task %d: no config ran correctly in %d trials; the runtime will use its default\n", i + 1,
-               s.trials);
+        printf("           task %d (%s): no config ran correctly in %d trials; the runtime will use another "
+               "template's record or its default\n", i + 1, tmpl, s.trials);
+      ob_task_free(task);
     }
-    printf("tuned      %d tasks in %.1f s\n", keep, ob_now_s() - t0);
+    tune_jobs_free(jobs, njobs);
+    printf("tuned      %d tasks (%d task-template pairs) in %.1f s\n", keep, njobs, ob_now_s() - t0);
     fflush(stdout);
   }
   if (!a->ifcompare) {

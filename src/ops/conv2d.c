@@ -582,7 +582,7 @@ static const ob_tmpl_def k_tmpls[] = {
     {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
     {.name = "conv2d_winograd.x86", .define = ob_winograd_define, .build = ob_winograd_build,
      .pack = ob_winograd_pack, .unpack = ob_winograd_unpack, .arg_numel = ob_winograd_arg_numel,
-     .tolerance = ob_winograd_config_tolerance},
+     .layout = ob_winograd_layout, .tolerance = ob_winograd_config_tolerance},
     {.name = "conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };
 

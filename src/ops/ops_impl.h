@@ -139,6 +139,7 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
 void ob_winograd_pack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 void ob_winograd_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 int64_t ob_winograd_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
+ob_arg_layout ob_winograd_layout(const ob_workload *wl, const ob_config *cfg, int arg);
 ob_tolerance ob_winograd_config_tolerance(const ob_workload *wl, const ob_config *cfg);
 
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */

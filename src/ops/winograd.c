@@ -579,6 +579,21 @@ void ob_winograd_pack(const ob_workload *wl, const ob_config *cfg, int arg, cons
 void ob_winograd_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst) {
   wino_move(wl, cfg, arg, src, dst, false);
 }
+/* The activations are conv2d_NCHWc.x86's blocked layouts (the blocks divide
+ * their channel counts: no padding), so a graph runtime keeps them blocked
+ * between this kernel and its neighbours; only the transformed weights U
+ * are the template's own (packed once, at load). */
+ob_arg_layout ob_winograd_layout(const ob_workload *wl, const ob_config *cfg, int arg) {
+  wino_cfg w = wino_of(wl, cfg);
+  ob_epilogue e;
+  OB_ASSERT(ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK);
+  int bias_arg = ob_epilogue_has(&e, OB_EPI_BIAS) ? 2 : -1;
+  if (arg == 0) return (ob_arg_layout){OB_ARGL_NCHWC, w.icb};
+  if (arg == 1) return (ob_arg_layout){OB_ARGL_OPAQUE, 0};
+  if (arg == bias_arg) return (ob_arg_layout){OB_ARGL_PLAIN, 0};
+  return (ob_arg_layout){OB_ARGL_NCHWC, w.ocb};
+}
+
 ob_tolerance ob_winograd_config_tolerance(const ob_workload *wl, const ob_config *cfg) {
   (void)wl;
   return ob_winograd_tolerance((int)ob_config_knob(cfg, "tile_m"));

@@ -99,6 +99,12 @@ struct rt_step {
   bool conv_boundary;  /* a conversion between plain and blocked */
 };
 
+/* The layout selection's choice for one node (layout.c). */
+typedef struct rt_lsel {
+  int n, pick;           /* candidates (0: the node is not selected here), the one picked */
+  struct ls_cand *c;     /* arena */
+} rt_lsel;
+
 struct ob_rt {
   ob_ctx *ctx;
   const ob_graph *g;
@@ -123,6 +129,7 @@ struct ob_rt {
   bool par_unshared; /* stages.c placed every activation apart (subsets of steps run) */
   size_t block_bytes;
   int *in_val, *out_val; /* graph inputs and outputs -> value */
+  rt_lsel *lsel;     /* per node, tuned runs only (NULL otherwise) */
   ob_rt_stats st;
   /* notices said once */
   char host[32];
@@ -160,10 +167,21 @@ bool rt_native_takes_blocked(const ob_rt *rt, int node);
 int rt_convert(ob_rt *rt, int src, rt_layout to);
 /* Converts constant data at load (weights into panels, blocks). */
 void rt_convert_const(const ob_graph *g, int t, rt_layout to, const void *src, void *dst);
+/* Estimated seconds of converting `bytes` of activations between channel
+ * blocks from and to (0: plain) (plan.c). */
+double rt_convert_cost(size_t bytes, int64_t from, int64_t to);
 /* The bytes of tensor t in layout lay. */
 size_t rt_layout_bytes(const ob_graph *g, int t, rt_layout lay);
 /* Runs fn over [0, n) on the runtime's pool, or inline for small n. */
 void rt_parallel(ob_rt *rt, int64_t n, int64_t grain, ob_task_fn fn, void *closure);
+
+/* ---- configs chosen together (layout.c) ---------------------------------------------
+ * rt_layout_select: per node, the database's top records as candidates,
+ * picked to minimise their time plus the conversions between channel
+ * blocks of neighbouring nodes. rt_layout_picked: the pick of a node
+ * (template and config index), false if the node has none. */
+ob_status rt_layout_select(ob_rt *rt);
+bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *index);
 
 /* ---- memory (memplan.c) ------------------------------------------------------------- */
 /* Places every activation value (not constant, not a view) by lifetime,

@@ -1,0 +1,226 @@
+/* layout.c: choosing the configs of a tuned model together (as TVM's graph
+ * tuner does), not node by node. Each convolution's configs differ in the
+ * channel block they read (icb) and write (ocb); when a producer writes
+ * NCHW[a]c and its consumer reads NCHW[b]c with a != b, a conversion step
+ * runs between them (17 of them in ResNet-18 when each node takes its own
+ * fastest record). Here every kernel node gets the database's top records
+ * as candidates; the edges join a node's output to the nodes reading it
+ * directly or through layout-following nodes (elementwise kernels, pooling:
+ * they keep their input's layout), and a fused residual joins its producer
+ * to the node's output block. Iterated conditional modes then picks, node
+ * after node until nothing changes, the candidate of least time plus the
+ * estimated conversions on its edges given the neighbours' picks: a local
+ * minimum of the whole graph's estimated time that starts from the fastest
+ * records (so it never does worse than them by its own estimate).
+ * choose_kernel (plan.c) takes the pick. */
+#include "runtime/runtime_impl.h"
+
+#define LS_TOPK 64 /* deep enough to hold configs of every block a short tuning measured */
+#define LS_SWEEPS 8
+
+typedef struct ls_cand {
+  const char *tmpl; /* in the runtime's arena */
+  uint64_t index;
+  double s;
+  int64_t ib, ob; /* data input and output blocks: 0 plain, -1 opaque (packed per run) */
+} ls_cand;
+
+typedef struct ls_edge {
+  int from, to;  /* nodes with candidates */
+  bool out_out;  /* a residual: from's output block against to's output block */
+  size_t bytes;  /* of the tensor */
+} ls_edge;
+
+static int64_t block_of(ob_arg_layout al) {
+  switch (al.kind) {
+  case OB_ARGL_NCHWC: return al.block;
+  case OB_ARGL_PLAIN: return 0;
+  default: return -1;
+  }
+}
+
+/* Nodes that run in their first input's layout (plan.c's layout_free
+ * kernels, native pooling) pass a block through. */
+static bool follows(const ob_graph *g, int n) {
+  switch (ob_graph_node_op(g, n)) {
+  case OB_GOP_RELU:
+  case OB_GOP_ADD:
+  case OB_GOP_MUL:
+  case OB_GOP_CLIP:
+  case OB_GOP_SIGMOID:
+  case OB_GOP_TANH:
+  case OB_GOP_MAXPOOL:
+  case OB_GOP_AVGPOOL: return true;
+  default: return false;
+  }
+}
+
+/* The node with candidates whose output tensor t holds, through
+ * layout-following nodes; -1 if none. */
+static int source_of(const ob_graph *g, const rt_lsel *sel, int t) {
+  for (int hops = 0; hops < 64 && t >= 0; hops++) {
+    int p = ob_graph_tensor_producer(g, t);
+    if (p < 0 || ob_graph_node_dead(g, p)) return -1;
+    if (sel[p].n > 0) return p;
+    if (!follows(g, p) || ob_graph_node_num_inputs(g, p) < 1) return -1;
+    t = ob_graph_node_input(g, p, 0);
+  }
+  return -1;
+}
+
+/* The candidates of one node: its workload's top records for this host,
+ * target and resources, with their blocks. */
+static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
+  const ob_graph *g = rt->g;
+  ob_ctx *ctx = rt->ctx;
+  ob_workload wl;
+  if (ob_graph_node_workload(ctx, g, node, &wl) != OB_OK) {
+    ob_ctx_clear_error(ctx);
+    return;
+  }
+  char key[256];
+  ob_workload_key(&wl, key, sizeof key);
+  ob_db_records *recs = NULL;
+  ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
+  if (ob_db_top_k(rt->o.db, &k, LS_TOPK, &recs) != OB_OK) {
+    ob_ctx_clear_error(ctx); /* choose_kernel reads it again and says why */
+    return;
+  }
+  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)(recs->n + 1));
+  int nc = 0;
+  for (int64_t i = 0; c && i < recs->n; i++) {
+    const ob_db_record *r = &recs->rec[i];
+    ob_task *task = NULL;
+    if (ob_task_new(ctx, &wl, r->tmpl, rt->target, &task) != OB_OK) {
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    ob_config cfg;
+    ob_status st = r->entity ? ob_config_from_json(ctx, ob_task_space(task), r->entity, &cfg) : OB_ERR_NOT_FOUND;
+    if (st) st = ob_space_get(ctx, ob_task_space(task), r->config_index, &cfg);
+    if (st) {
+      ob_ctx_clear_error(ctx);
+      ob_task_free(task);
+      continue;
+    }
+    int out_arg = -1;
+    for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
+      if (!ob_task_arg_is_input(task, a)) out_arg = a;
+    c[nc] = (ls_cand){rt_strdup(rt, r->tmpl), cfg.index, r->timing.median_s,
+                      block_of(ob_task_arg_layout(task, &cfg, 0)),
+                      out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
+    nc++;
+    ob_task_free(task);
+  }
+  ob_db_records_free(recs);
+  if (!nc && c) {
+    /* no record: the default config runs (choose_kernel's fallback); its
+     * blocks still bind the neighbours' picks (its time, unknown, is the
+     * same whatever they pick) */
+    ob_task *task = NULL;
+    if (ob_task_new(ctx, &wl, NULL, rt->target, &task) != OB_OK) {
+      ob_ctx_clear_error(ctx);
+      return;
+    }
+    ob_config cfg = ob_task_default_config(task);
+    int out_arg = -1;
+    for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
+      if (!ob_task_arg_is_input(task, a)) out_arg = a;
+    c[nc++] = (ls_cand){rt_strdup(rt, ob_task_template(task)), cfg.index, 0.0,
+                        block_of(ob_task_arg_layout(task, &cfg, 0)),
+                        out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
+    ob_task_free(task);
+  }
+  /* a node whose candidates all read and write plain data has no choice
+   * to make here (dense, matmul): its fastest record is taken as before */
+  bool blocked = false;
+  for (int i = 0; i < nc; i++) blocked |= c[i].ib > 0 || c[i].ob > 0;
+  if (!blocked) return;
+  out->n = nc;
+  out->c = c;
+  out->pick = 0;
+}
+
+/* A conversion runs unless both sides name the same block; an opaque side
+ * is packed every run whatever the other does (counted alike for every
+ * candidate, at the cheap rate). */
+static double edge_cost(int64_t a, int64_t b, size_t bytes) {
+  if (a >= 0 && b >= 0 && a == b) return 0;
+  return rt_convert_cost(bytes, a < 0 ? 1 : a, b < 0 ? 1 : b);
+}
+
+static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, int cand) {
+  const ls_cand *c = &sel[node].c[cand];
+  double cost = c->s;
+  for (int i = 0; i < ne; i++) {
+    if (e[i].to == node) {
+      const ls_cand *p = &sel[e[i].from].c[sel[e[i].from].pick];
+      cost += edge_cost(p->ob, e[i].out_out ? c->ob : c->ib, e[i].bytes);
+    } else if (e[i].from == node) {
+      const ls_cand *q = &sel[e[i].to].c[sel[e[i].to].pick];
+      cost += edge_cost(c->ob, e[i].out_out ? q->ob : q->ib, e[i].bytes);
+    }
+  }
+  return cost;
+}
+
+ob_status rt_layout_select(ob_rt *rt) {
+  const ob_graph *g = rt->g;
+  int nn = ob_graph_node_count(g);
+  rt->lsel = rt_alloc(rt, sizeof *rt->lsel * (size_t)(nn + 1));
+  if (!rt->lsel) return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
+  rt_lsel *sel = rt->lsel;
+  for (int n = 0; n < nn; n++)
+    if (!ob_graph_node_dead(g, n)) node_cands(rt, n, &sel[n]);
+  /* edges: data input 0 and, for a fused residual (a Conv's fourth
+   * input, a Dense's fourth), the residual */
+  int cap = 2 * nn + 1, ne = 0;
+  ls_edge *e = calloc((size_t)cap, sizeof *e);
+  if (!e) return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
+  for (int n = 0; n < nn; n++) {
+    if (!sel[n].n) continue;
+    int ni = ob_graph_node_num_inputs(g, n);
+    for (int k = 0; k < ni && k < 4; k++) {
+      if (k == 1 || k == 2) continue; /* weights, bias */
+      int t = ob_graph_node_input(g, n, k);
+      if (t < 0 || ob_graph_tensor_kind(g, t) == OB_GT_CONST) continue;
+      int p = source_of(g, sel, t);
+      if (p < 0 || p == n || ne >= cap) continue;
+      e[ne++] = (ls_edge){p, n, k == 3, rt_layout_bytes(g, t, rl_plain())};
+    }
+  }
+  /* start from each node's fastest record, then improve node by node */
+  for (int n = 0; n < nn; n++)
+    for (int c = 1; c < sel[n].n; c++)
+      if (sel[n].c[c].s < sel[n].c[sel[n].pick].s) sel[n].pick = c;
+  for (int sweep = 0; sweep < LS_SWEEPS; sweep++) {
+    bool changed = false;
+    for (int n = 0; n < nn; n++) {
+      if (sel[n].n < 2) continue;
+      int best = sel[n].pick;
+      double bc = local_cost(sel, e, ne, n, best);
+      for (int c = 0; c < sel[n].n; c++) {
+        double x = local_cost(sel, e, ne, n, c);
+        if (x < bc - 1e-12) {
+          bc = x;
+          best = c;
+        }
+      }
+      if (best != sel[n].pick) {
+        sel[n].pick = best;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  free(e);
+  return OB_OK;
+}
+
+bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *index) {
+  if (!rt->lsel || !rt->lsel[node].n) return false;
+  const ls_cand *c = &rt->lsel[node].c[rt->lsel[node].pick];
+  *tmpl = c->tmpl;
+  *index = c->index;
+  return true;
+}
