@@ -91,18 +91,8 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   for (int64_t i = 0; c && i < recs->n; i++) {
     const ob_db_record *r = &recs->rec[i];
     ob_task *task = NULL;
-    if (ob_task_new(ctx, &wl, r->tmpl, rt->target, &task) != OB_OK) {
-      ob_ctx_clear_error(ctx);
-      continue;
-    }
     ob_config cfg;
-    ob_status st = r->entity ? ob_config_from_json(ctx, ob_task_space(task), r->entity, &cfg) : OB_ERR_NOT_FOUND;
-    if (st) st = ob_space_get(ctx, ob_task_space(task), r->config_index, &cfg);
-    if (st) {
-      ob_ctx_clear_error(ctx);
-      ob_task_free(task);
-      continue;
-    }
+    if (!rt_record_task(ctx, rt, &wl, r, &task, &cfg)) continue;
     int out_arg = -1;
     for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
       if (!ob_task_arg_is_input(task, a)) out_arg = a;

@@ -222,6 +222,24 @@ double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
 /* The config of node's workload: the database's fastest record for this
  * host, target and resources (the cost of converting the input into its
  * data layout counted), else the default of the default template. */
+bool rt_record_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, const ob_db_record *r, ob_task **task,
+                    ob_config *cfg) {
+  *task = NULL;
+  if (ob_task_new(ctx, wl, r->tmpl, rt->target, task) != OB_OK) {
+    ob_ctx_clear_error(ctx); /* a template this build lacks */
+    return false;
+  }
+  ob_status st = r->entity ? ob_config_from_json(ctx, ob_task_space(*task), r->entity, cfg) : OB_ERR_NOT_FOUND;
+  if (st) st = ob_space_get(ctx, ob_task_space(*task), r->config_index, cfg);
+  if (st) {
+    ob_ctx_clear_error(ctx);
+    ob_task_free(*task);
+    *task = NULL;
+    return false;
+  }
+  return true;
+}
+
 static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char *key) {
   const ob_graph *g = rt->g;
   ob_ctx *ctx = rt->ctx;
@@ -253,18 +271,8 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   for (int64_t i = 0; recs && i < recs->n; i++) {
     const ob_db_record *r = &recs->rec[i];
     ob_task *task = NULL;
-    if (ob_task_new(ctx, wl, r->tmpl, rt->target, &task) != OB_OK) {
-      ob_ctx_clear_error(ctx); /* a template this build lacks */
-      continue;
-    }
     ob_config cfg;
-    ob_status st = r->entity ? ob_config_from_json(ctx, ob_task_space(task), r->entity, &cfg) : OB_ERR_NOT_FOUND;
-    if (st) st = ob_space_get(ctx, ob_task_space(task), r->config_index, &cfg);
-    if (st) {
-      ob_ctx_clear_error(ctx);
-      ob_task_free(task);
-      continue;
-    }
+    if (!rt_record_task(ctx, rt, wl, r, &task, &cfg)) continue;
     if (picked && (strcmp(r->tmpl, ptmpl) || cfg.index != pidx)) {
       ob_task_free(task);
       continue;

@@ -182,6 +182,11 @@ void rt_parallel(ob_rt *rt, int64_t n, int64_t grain, ob_task_fn fn, void *closu
  * (template and config index), false if the node has none. */
 ob_status rt_layout_select(ob_rt *rt);
 bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *index);
+/* The task and config of database record r for workload wl (plan.c): false,
+ * with the error cleared and nothing to free, when this build lacks the
+ * record's template or its config does not parse. */
+bool rt_record_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, const ob_db_record *r, ob_task **task,
+                    ob_config *cfg);
 
 /* ---- memory (memplan.c) ------------------------------------------------------------- */
 /* Places every activation value (not constant, not a view) by lifetime,

@@ -64,21 +64,32 @@ static bool node_predicted(ob_sched_predictor_model *m, const ob_sched_node_desc
   return ok;
 }
 
+static bool node_predicted_fn(void *user, const ob_sched_node_desc *n, int threads, double *out) {
+  return node_predicted(user, n, threads, out);
+}
+
 ob_status ob_sched_predictor_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds) {
   ob_sched_predictor_model *m = user;
   if (threads < 1 || !m->predictor) return OB_ERR_INVALID_ARG;
+  return ob_sched_sum_nodes(op, threads, node_predicted_fn, m, &m->fallback, &m->predicted, &m->fallbacks,
+                            seconds);
+}
+
+ob_status ob_sched_sum_nodes(const ob_sched_op_desc *op, int threads, ob_sched_node_cost_fn node, void *user,
+                             ob_sched_flops_model *fallback, int64_t *hits, int64_t *fallbacks,
+                             double *seconds) {
   double t = 0;
   for (int i = 0; i < op->nnodes; i++) {
     double v = 0;
-    if (node_predicted(m, &op->nodes[i], threads, &v)) {
-      m->predicted++;
+    if (node(user, &op->nodes[i], threads, &v)) {
+      (*hits)++;
     } else {
       ob_sched_op_desc one = *op;
       one.nnodes = 1;
       one.nodes = &op->nodes[i];
-      ob_status st = ob_sched_flops_latency(&m->fallback, &one, threads, &v);
+      ob_status st = ob_sched_flops_latency(fallback, &one, threads, &v);
       if (st) return st;
-      m->fallbacks++;
+      (*fallbacks)++;
     }
     t += v;
   }

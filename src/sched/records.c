@@ -48,26 +48,15 @@ static bool node_recorded(ob_sched_db_model *m, const ob_sched_node_desc *n, int
   return ok;
 }
 
+static bool node_recorded_fn(void *user, const ob_sched_node_desc *n, int threads, double *out) {
+  return node_recorded(user, n, threads, out);
+}
+
 ob_status ob_sched_db_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds) {
   ob_sched_db_model *m = user;
   if (threads < 1 || !m->db || !m->host || !m->target) return OB_ERR_INVALID_ARG;
-  double t = 0;
-  for (int i = 0; i < op->nnodes; i++) {
-    double v = 0;
-    if (node_recorded(m, &op->nodes[i], threads, &v)) {
-      m->recorded++;
-    } else {
-      ob_sched_op_desc one = *op;
-      one.nnodes = 1;
-      one.nodes = &op->nodes[i];
-      ob_status st = ob_sched_flops_latency(&m->fallback, &one, threads, &v);
-      if (st) return st;
-      m->fallbacks++;
-    }
-    t += v;
-  }
-  *seconds = t;
-  return OB_OK;
+  return ob_sched_sum_nodes(op, threads, node_recorded_fn, m, &m->fallback, &m->recorded, &m->fallbacks,
+                            seconds);
 }
 
 ob_status ob_sched_record_runtime(ob_ctx *ctx, ob_rt *rt, int threads, ob_db *db, const char *host,

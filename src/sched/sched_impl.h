@@ -103,5 +103,13 @@ void ob_schedule_set_origin(ob_schedule *s, const char *scheduler, const ob_stag
  * channel order): its desc (node and key in arena a). */
 ob_status ob_sched_merged_desc(ob_ctx *ctx, const ob_sched_units *u, int n, const int *ids, ob_arena *a,
                                ob_sched_op_desc *out);
+/* An operator's latency as the sum of its nodes': each node through
+ * `node` (true when it could cost it; *hits counted), else through the
+ * FLOPs model `fallback` (*fallbacks counted). The predictor's and the
+ * database's models share it. */
+typedef bool (*ob_sched_node_cost_fn)(void *user, const ob_sched_node_desc *n, int threads, double *out);
+ob_status ob_sched_sum_nodes(const ob_sched_op_desc *op, int threads, ob_sched_node_cost_fn node, void *user,
+                             ob_sched_flops_model *fallback, int64_t *hits, int64_t *fallbacks,
+                             double *seconds);
 
 #endif
