@@ -60,16 +60,15 @@ static void art_clear(art *a) {
 }
 
 /* Builds the configs of workload wi not built yet (only cfg 0 when
- * only_base), in one batch. */
+ * only_base), in one batch, through the tuner's ob_build_configs. */
 static ob_status ensure_built(runner_ctx *R, int wi, bool only_base) {
   pwl *w = &R->p->w[wi];
   int n = only_base ? 1 : w->ncfg;
-  char **src = calloc((size_t)n, sizeof *src), **names = calloc((size_t)n, sizeof *names);
-  ob_build_input *in = calloc((size_t)n, sizeof *in);
-  ob_build_result *br = calloc((size_t)n, sizeof *br);
+  ob_config *cfgs = calloc((size_t)n, sizeof *cfgs);
+  ob_build_report *rep = calloc((size_t)n, sizeof *rep);
   int *slot = calloc((size_t)n, sizeof *slot);
   ob_status st = OB_OK;
-  if (!src || !names || !in || !br || !slot) {
+  if (!cfgs || !rep || !slot) {
     st = ob_fail(R->ctx, OB_ERR_NOMEM, "profile: out of memory");
     goto done;
   }
@@ -78,48 +77,39 @@ static ob_status ensure_built(runner_ctx *R, int wi, bool only_base) {
     art *a = &R->a[wi][c];
     if (a->built) continue;
     a->built = true;
-    ob_config cfg;
-    st = ob_space_get(R->ctx, ob_task_space(w->task), w->cfg[c].index, &cfg);
-    if (!st) st = ob_task_source(w->task, &cfg, &src[c], &names[c]);
+    st = ob_space_get(R->ctx, ob_task_space(w->task), w->cfg[c].index, &cfgs[nb]);
     if (st == OB_ERR_NOMEM) goto done;
-    if (st) { /* the config cannot be turned into code: error 1 */
+    if (st) { /* the config cannot be instantiated: error 1 */
       a->error_no = OB_MERR_INSTANTIATION;
       a->msg = strdup(ob_ctx_errmsg(R->ctx));
       ob_ctx_clear_error(R->ctx);
       st = OB_OK;
       continue;
     }
-    in[nb] = (ob_build_input){.source = src[c], .name = names[c]};
     slot[nb++] = c;
   }
-  if (nb) {
-    ob_build_opts bo = R->o->measure.build;
-    bo.target = R->p->t;
-    if ((st = ob_build_batch(R->ctx, &bo, in, nb, br))) goto done;
-  }
+  ob_measure_opts mo = R->o->measure;
+  if (nb && (st = ob_build_configs(R->ctx, w->task, &mo, cfgs, nb, rep))) goto done;
   for (int b = 0; b < nb; b++) {
     art *a = &R->a[wi][slot[b]];
-    a->build_s = br[b].build_s;
-    if (br[b].error_no) {
-      a->error_no = br[b].error_no;
-      a->msg = strdup(br[b].message ? br[b].message : "build failed");
+    a->build_s = rep[b].build_s;
+    if (rep[b].error_no) { /* instantiation (class 1) or build failure */
+      a->error_no = rep[b].error_no;
+      a->msg = strdup(rep[b].message[0] ? rep[b].message : "build failed");
       continue;
     }
-    a->so = br[b].so_path;
-    br[b].so_path = NULL;
-    a->sym = names[slot[b]];
-    names[slot[b]] = NULL;
+    char sym[256];
+    ob_task_kernel_name(w->task, &cfgs[b], sym, sizeof sym);
+    a->so = strdup(rep[b].path);
+    a->sym = strdup(sym);
+    if (!a->so || !a->sym) {
+      st = ob_fail(R->ctx, OB_ERR_NOMEM, "profile: out of memory");
+      goto done;
+    }
   }
 done:
-  for (int c = 0; src && names && c < n; c++) {
-    free(src[c]);
-    free(names[c]);
-  }
-  for (int b = 0; br && b < n; b++) ob_build_result_clear(&br[b]);
-  free(src);
-  free(names);
-  free(in);
-  free(br);
+  free(cfgs);
+  free(rep);
   free(slot);
   return st;
 }
