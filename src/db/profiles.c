@@ -710,6 +710,27 @@ done:
 
 /* ---- host limits ------------------------------------------------------------------------- */
 
+/* The arena-backed row arrays of host limits and tuning runs: *arr grown
+ * (doubling, copied) to hold one more element of `elem` bytes; false when
+ * the arena is out of memory (then ob_arena_failed says so too). */
+static bool arena_room(ob_arena *a, void **arr, int64_t n, int64_t *cap, size_t elem) {
+  if (n < *cap) return true;
+  int64_t nc = *cap ? *cap * 2 : 32;
+  void *na = ob_arena_alloc(a, (size_t)nc * elem);
+  if (!na) return false;
+  if (n) memcpy(na, *arr, (size_t)n * elem);
+  *arr = na;
+  *cap = nc;
+  return true;
+}
+
+/* The end of such a read: out of memory, a failing step, or OB_OK. */
+static ob_status read_end(ob_db *db, ob_arena *a, int rc, const char *what) {
+  if (ob_arena_failed(a)) return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': %s: out of memory", db->path, what);
+  if (rc != OB_DB_DONE) return ob_db_sqlfail(db, rc, what);
+  return OB_OK;
+}
+
 void ob_db_host_limits_free(ob_db_host_limits *l) {
   if (!l) return;
   ob_arena_free(l->arena);
@@ -782,14 +803,7 @@ ob_status ob_db_get_host_limits(ob_db *db, const char *host, ob_db_host_limits *
   int rc;
   int64_t cap = 0;
   while ((rc = ob_db_step(st)) == OB_DB_ROW) {
-    if (res->n == cap) {
-      int64_t nc = cap ? cap * 2 : 32;
-      ob_db_host_limit *nl = ob_arena_alloc(res->arena, (size_t)nc * sizeof *nl);
-      if (!nl) break;
-      if (res->n) memcpy(nl, res->l, (size_t)res->n * sizeof *nl);
-      res->l = nl;
-      cap = nc;
-    }
+    if (!arena_room(res->arena, (void **)&res->l, res->n, &cap, sizeof *res->l)) break;
     ob_db_host_limit *l = &res->l[res->n++];
     l->host = dup_col(res->arena, st, 0);
     l->name = dup_col(res->arena, st, 1);
@@ -803,13 +817,9 @@ ob_status ob_db_get_host_limits(ob_db *db, const char *host, ob_db_host_limits *
     l->timestamp = ob_db_col_double(st, 9);
   }
   ob_db_reset(st);
-  if (ob_arena_failed(res->arena)) {
+  if ((s = read_end(db, res->arena, rc, "reading host limits"))) {
     ob_db_host_limits_free(res);
-    return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': reading host limits: out of memory", db->path);
-  }
-  if (rc != OB_DB_DONE) {
-    ob_db_host_limits_free(res);
-    return ob_db_sqlfail(db, rc, "reading host limits");
+    return s;
   }
   *out = res;
   return OB_OK;
@@ -897,14 +907,7 @@ ob_status ob_db_get_tuning_runs(ob_db *db, const char *host, ob_db_tuning_runs *
   int rc;
   int64_t cap = 0;
   while ((rc = ob_db_step(st)) == OB_DB_ROW) {
-    if (res->n == cap) {
-      int64_t nc = cap ? cap * 2 : 32;
-      ob_db_tuning_run *nr = ob_arena_alloc(res->arena, (size_t)nc * sizeof *nr);
-      if (!nr) break;
-      if (res->n) memcpy(nr, res->r, (size_t)res->n * sizeof *nr);
-      res->r = nr;
-      cap = nc;
-    }
+    if (!arena_room(res->arena, (void **)&res->r, res->n, &cap, sizeof *res->r)) break;
     ob_db_tuning_run *r = &res->r[res->n++];
     r->key.host = dup_col(res->arena, st, 0);
     r->key.workload = dup_col(res->arena, st, 1);
@@ -917,13 +920,9 @@ ob_status ob_db_get_tuning_runs(ob_db *db, const char *host, ob_db_tuning_runs *
     r->trials = (int)ob_db_col_int(st, 8);
   }
   ob_db_reset(st);
-  if (ob_arena_failed(res->arena)) {
+  if ((s = read_end(db, res->arena, rc, "reading tuning runs"))) {
     ob_db_tuning_runs_free(res);
-    return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': reading tuning runs: out of memory", db->path);
-  }
-  if (rc != OB_DB_DONE) {
-    ob_db_tuning_runs_free(res);
-    return ob_db_sqlfail(db, rc, "reading tuning runs");
+    return s;
   }
   *out = res;
   return OB_OK;
