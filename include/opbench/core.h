@@ -135,6 +135,15 @@ OB_API void ob_str_free(ob_str *s);
  * freed) or "" could not be allocated. */
 OB_API char *ob_str_take(ob_str *s);
 
+/* ---- plots (plot.c) -------------------------------------------------------- */
+/* Runs gnuplot (a program, Debian's gnuplot-nox) on `script`, which sets an
+ * SVG terminal, and appends what it prints to svg. Errors name `who` (the
+ * caller: "report", "timeline") and `what` (the plot; may be NULL), with
+ * gnuplot's own message; a missing gnuplot is OB_ERR_UNSUPPORTED naming the
+ * package. */
+OB_API ob_status ob_gnuplot_svg(ob_ctx *ctx, const char *who, const char *what, const ob_str *script,
+                                ob_str *svg);
+
 /* ---- hashing -------------------------------------------------------------- */
 OB_API uint64_t ob_hash64(const void *data, size_t len, uint64_t seed);
 /* 16 lowercase hex digits + NUL into out[17]. */

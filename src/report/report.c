@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "opbench/report.h"
@@ -53,63 +52,7 @@ static void header(ob_str *s, const char *title, const char *xlabel, const char 
 }
 
 static ob_status run_gnuplot(ob_ctx *ctx, const char *what, const ob_str *script, ob_str *svg) {
-  if (script->failed) return ob_fail(ctx, OB_ERR_NOMEM, "report: out of memory");
-  char spath[] = "/tmp/opbench-report-XXXXXX", epath[] = "/tmp/opbench-report-err-XXXXXX";
-  int sfd = mkstemp(spath), efd = sfd >= 0 ? mkstemp(epath) : -1;
-  ob_status st = OB_OK;
-  FILE *p = NULL;
-  if (sfd < 0 || efd < 0) {
-    st = ob_fail(ctx, OB_ERR_IO, "report: cannot create a temporary file: %s", strerror(errno));
-    goto done;
-  }
-  if (write(sfd, script->data, script->len) != (ssize_t)script->len) {
-    st = ob_fail(ctx, OB_ERR_IO, "report: cannot write the gnuplot script: %s", strerror(errno));
-    goto done;
-  }
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "gnuplot %s 2>%s", spath, epath);
-  p = popen(cmd, "r");
-  if (!p) {
-    st = ob_fail(ctx, OB_ERR_SYSTEM, "report: cannot run gnuplot: %s", strerror(errno));
-    goto done;
-  }
-  char buf[65536];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf - 1, p)) > 0) {
-    buf[k] = '\0';
-    ob_str_append(svg, buf);
-  }
-  int rc = pclose(p);
-  p = NULL;
-  if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0 || !svg->data || !strstr(svg->data, "</svg>")) {
-    char err[512] = "";
-    FILE *ef = fopen(epath, "r");
-    if (ef) {
-      size_t n = fread(err, 1, sizeof err - 1, ef);
-      err[n] = '\0';
-      fclose(ef);
-    }
-    for (char *q = err; *q; q++)
-      if (*q == '\n') *q = ' ';
-    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 127)
-      st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "report: gnuplot is not installed (Debian package gnuplot-nox)");
-    else
-      st = ob_fail(ctx, OB_ERR_IO, "report: gnuplot failed on the %s plot (status %d)%s%.400s", what,
-                   rc != -1 && WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, err[0] ? ": " : "", err);
-  } else if (svg->failed) {
-    st = ob_fail(ctx, OB_ERR_NOMEM, "report: out of memory");
-  }
-done:
-  if (p) pclose(p);
-  if (sfd >= 0) {
-    close(sfd);
-    unlink(spath);
-  }
-  if (efd >= 0) {
-    close(efd);
-    unlink(epath);
-  }
-  return st;
+  return ob_gnuplot_svg(ctx, "report", what, script, svg);
 }
 
 /* ---- the page ----------------------------------------------------------------- */

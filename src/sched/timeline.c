@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sched/sched_impl.h"
@@ -72,68 +71,15 @@ ob_status ob_schedule_timeline(ob_ctx *ctx, const ob_sched_units *u, const ob_sc
                                const char *title) {
   (void)u;
   ob_str sc = {0}, svg = {0};
-  char spath[] = "/tmp/opbench-gnuplot-XXXXXX", epath[] = "/tmp/opbench-gnuplot-err-XXXXXX";
-  int sfd = -1, efd = -1;
-  FILE *p = NULL;
   ob_status st = script(ctx, s, title, &sc);
+  if (!st) st = ob_gnuplot_svg(ctx, "timeline", NULL, &sc, &svg);
   if (st) goto done;
-  sfd = mkstemp(spath);
-  efd = sfd >= 0 ? mkstemp(epath) : -1;
-  if (sfd < 0 || efd < 0) {
-    st = ob_fail(ctx, OB_ERR_IO, "timeline: cannot create a temporary file: %s", strerror(errno));
-    goto done;
-  }
-  if (write(sfd, sc.data, sc.len) != (ssize_t)sc.len) {
-    st = ob_fail(ctx, OB_ERR_IO, "timeline: cannot write the gnuplot script: %s", strerror(errno));
-    goto done;
-  }
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "gnuplot %s 2>%s", spath, epath);
-  p = popen(cmd, "r");
-  if (!p) {
-    st = ob_fail(ctx, OB_ERR_SYSTEM, "timeline: cannot run gnuplot: %s", strerror(errno));
-    goto done;
-  }
-  char buf[65536];
-  size_t k;
-  while ((k = fread(buf, 1, sizeof buf - 1, p)) > 0) {
-    buf[k] = '\0';
-    ob_str_append(&svg, buf);
-  }
-  int rc = pclose(p);
-  p = NULL;
-  if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0 || !svg.data || !strstr(svg.data, "<svg")) {
-    char err[512] = "";
-    FILE *ef = fopen(epath, "r");
-    if (ef) {
-      size_t n = fread(err, 1, sizeof err - 1, ef);
-      err[n] = '\0';
-      fclose(ef);
-    }
-    for (char *q = err; *q; q++)
-      if (*q == '\n') *q = ' ';
-    if (WIFEXITED(rc) && WEXITSTATUS(rc) == 127)
-      st = ob_fail(ctx, OB_ERR_UNSUPPORTED, "timeline: gnuplot is not installed (Debian package gnuplot-nox)");
-    else
-      st = ob_fail(ctx, OB_ERR_IO, "timeline: gnuplot failed (status %d)%s%.400s", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1,
-                   err[0] ? ": " : "", err);
-    goto done;
-  }
   ob_out o;
   if ((st = ob_out_open(ctx, path, NULL, 0, &o))) goto done;
   bool ok = fwrite(svg.data, 1, svg.len, o.f) == svg.len;
   st = ob_out_close(ctx, &o, ok);
   if (!st && !ok) st = ob_fail(ctx, OB_ERR_IO, "%s: write failed", path);
 done:
-  if (p) pclose(p);
-  if (sfd >= 0) {
-    close(sfd);
-    unlink(spath);
-  }
-  if (efd >= 0) {
-    close(efd);
-    unlink(epath);
-  }
   ob_str_free(&sc);
   ob_str_free(&svg);
   return st;
