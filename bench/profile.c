@@ -36,6 +36,8 @@
 #include "opbench/ops.h"
 #include "opbench/profile.h"
 
+#include "bench_util.h"
+
 #define MAX_WL 32
 #define BAR_CV 0.02
 #define BAR_DIFF 0.03
@@ -63,18 +65,12 @@ static int read_suite(ob_ctx *ctx, const char *path, int limit) {
   }
   char line[512];
   while (fgets(line, sizeof line, f) && nes < MAX_WL - 1 && (limit <= 0 || nes < limit)) {
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    char op[32], shape[256];
-    long stride = 1, pad = 0, count = 1;
-    int got = sscanf(line, "%31s %255s %ld %ld %ld", op, shape, &stride, &pad, &count);
-    if (got < 2) continue;
     entry *e = &es[nes];
     memset(e, 0, sizeof *e);
-    if (ob_workload_parse(ctx, op, shape, &e->wl) != OB_OK ||
-        (got >= 3 && ob_workload_set(ctx, &e->wl, "stride", stride) != OB_OK) ||
-        (got >= 4 && ob_workload_set(ctx, &e->wl, "pad", pad) != OB_OK)) {
-      fprintf(stderr, "bench_profile: %s: '%s %s': %s\n", path, op, shape, ob_ctx_errmsg(ctx));
+    long stride, pad;
+    int got = bench_suite_line(ctx, "bench_profile", path, line, &e->wl, &stride, &pad);
+    if (got == 0) continue;
+    if (got < 0) {
       fclose(f);
       return -1;
     }

@@ -42,6 +42,8 @@
 #include "opbench/ops.h"
 #include "opbench/tune.h"
 
+#include "bench_util.h"
+
 #define MAX_WL 64
 #define BAR_CV 0.02
 #define BAR_DIFF 0.03
@@ -99,15 +101,6 @@ static double busy_since(cpu_mark a) {
   return b.total > a.total ? 100.0 * (double)(b.busy - a.busy) / (double)(b.total - a.total) : 0;
 }
 
-static void loadavg(char *buf, size_t cap) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  buf[0] = 0;
-  if (f) {
-    if (!fgets(buf, (int)cap, f)) buf[0] = 0;
-    fclose(f);
-  }
-  buf[strcspn(buf, "\n")] = 0;
-}
 
 /* "conv2d  N=1,...  2  3  1" lines; '#' comments. */
 static int read_suite(ob_ctx *ctx, const char *path, wl_entry *es, int n, int max, int limit) {
@@ -119,18 +112,12 @@ static int read_suite(ob_ctx *ctx, const char *path, wl_entry *es, int n, int ma
   char line[512];
   int taken = 0;
   while (fgets(line, sizeof line, f) && n < max && (limit <= 0 || taken < limit)) {
-    char *hash = strchr(line, '#');
-    if (hash) *hash = 0;
-    char op[32], shape[256];
-    long stride = 1, pad = 0, count = 1;
-    int got = sscanf(line, "%31s %255s %ld %ld %ld", op, shape, &stride, &pad, &count);
-    if (got < 2) continue;
     wl_entry *e = &es[n];
     memset(e, 0, sizeof *e);
-    if (ob_workload_parse(ctx, op, shape, &e->wl) != OB_OK ||
-        (got >= 3 && ob_workload_set(ctx, &e->wl, "stride", stride) != OB_OK) ||
-        (got >= 4 && ob_workload_set(ctx, &e->wl, "pad", pad) != OB_OK)) {
-      fprintf(stderr, "bench_timing: %s: '%s %s': %s\n", path, op, shape, ob_ctx_errmsg(ctx));
+    long stride, pad;
+    int got = bench_suite_line(ctx, "bench_timing", path, line, &e->wl, &stride, &pad);
+    if (got == 0) continue;
+    if (got < 0) {
       fclose(f);
       return -1;
     }
@@ -228,7 +215,7 @@ int main(int argc, char **argv) {
   prime_mo.timing.repeat = 1;
 
   char la[128];
-  loadavg(la, sizeof la);
+  bench_loadavg(la, sizeof la);
   printf("bench_timing: %d workloads (%s), 1 thread; load average before: %s\n", n,
          quick ? "quick" : "full", la);
   printf("protocols: old = number 1, repeat 10, min_repeat_ms 0; defaults = adaptive number "
@@ -349,7 +336,7 @@ int main(int argc, char **argv) {
   }
   double med_cv = median_of(cvs, n), med_cv_old = median_of(cvs_old, n);
   double ratio = t_old > 0 ? t_dflt / t_old : 0;
-  loadavg(la, sizeof la);
+  bench_loadavg(la, sizeof la);
   printf("\nload average after: %s\n", la);
   printf("flags with defaults: %d noisy, %d below 10x the timer overhead (%.1f ns)\n", nnoisy,
          nres, es[0].dflt.timing.timer_overhead_s * 1e9);

@@ -4,10 +4,8 @@
  * gnuplot reads a script from a temporary file and writes SVG on its
  * standard output, which goes to the output through ob_out (a temporary
  * file renamed into place), so a failure leaves nothing half-written. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "sched/sched_impl.h"
 
