@@ -548,22 +548,68 @@ static ob_status plan_copies(ob_rt *rt, int node) {
   return add_step(rt, node, ins, nin, outs, nout, run_copies, p);
 }
 
-/* Concat along the channels of NCHW[b]c inputs with channels divisible by b. */
+/* Concat along the channels of NCHW[b]c inputs. Each input is read in the
+ * block it was made in (a block dividing its channels), and the output is
+ * written in the block its first tuned consumer reads (layout.c), so the
+ * conversions around the concat (a squeeze after a fire module of
+ * squeezenet, an inception branch) are part of the copy instead of two
+ * passes over the tensor each. An output block is filled by segments: runs
+ * of channels contiguous in both the output block and one input's block. */
+typedef struct bcat_seg {
+  int k;         /* input */
+  int64_t src;   /* float offset in input k's image at position 0 */
+  int64_t sb;    /* input k's block: its stride between positions */
+  int64_t lane;  /* first output lane */
+  int64_t len;   /* channels */
+} bcat_seg;
+
 typedef struct bcat_p {
   int nin;
   int64_t n, hw, b, ctot;
-  int64_t *c, *coff;
+  int64_t *cimg;   /* per input: floats per image (C_k * hw) */
+  int64_t *segoff; /* per output block: its segments, segoff[cb] .. segoff[cb + 1] */
+  bcat_seg *seg;
+  const float **x;
+  float *y;
 } bcat_p;
 
+static void bcat_range(void *cl, int64_t begin, int64_t end) {
+  const bcat_p *p = cl;
+  int64_t nb = p->ctot / p->b;
+  for (int64_t u = begin; u < end; u++) {
+    int64_t n = u / nb, cb = u % nb;
+    float *yb = p->y + (n * nb + cb) * p->hw * p->b;
+    for (int64_t q = p->segoff[cb]; q < p->segoff[cb + 1]; q++) {
+      const bcat_seg *g = &p->seg[q];
+      const float *xs = p->x[g->k] + n * p->cimg[g->k] + g->src;
+      if (g->len == p->b && g->sb == p->b) { /* the whole block, one run */
+        memcpy(yb, xs, sizeof(float) * (size_t)(p->hw * p->b));
+        continue;
+      }
+      for (int64_t i = 0; i < p->hw; i++) {
+        float *d = yb + i * p->b + g->lane;
+        const float *sr = xs + i * g->sb;
+        for (int64_t j = 0; j < g->len; j++) d[j] = sr[j];
+      }
+    }
+  }
+}
+
 static int run_bconcat(ob_rt *rt, rt_step *s) {
-  (void)rt;
   bcat_p *p = s->p;
-  float *y = s->pout[0];
-  for (int64_t n = 0; n < p->n; n++)
-    for (int k = 0; k < p->nin; k++)
-      memcpy(y + (n * p->ctot + p->coff[k]) * p->hw, (const float *)s->pin[k] + n * p->c[k] * p->hw,
-             sizeof(float) * (size_t)(p->c[k] * p->hw));
+  for (int k = 0; k < p->nin; k++) p->x[k] = s->pin[k];
+  p->y = s->pout[0];
+  rt_parallel(rt, p->n * (p->ctot / p->b), p->hw * p->b, bcat_range, p);
   return 0;
+}
+
+/* The block input x is read in: the block it was made in when that block
+ * divides its channels, else the output's (0: neither works). */
+static int64_t bcat_in_block(const ob_rt *rt, int x, int64_t out_block) {
+  rt_layout l = primary_lay(rt, x);
+  int64_t c = ob_graph_tensor_dims(rt->g, x)[1];
+  if (l.kind == RL_NCHWC && l.block > 0 && c % l.block == 0) return l.block;
+  return out_block > 0 && c % out_block == 0 ? out_block : 0;
 }
 
 static bool bconcat_ok(const ob_rt *rt, int node, int64_t *block) {
@@ -573,11 +619,15 @@ static bool bconcat_ok(const ob_rt *rt, int node, int64_t *block) {
   if (norm_axis(ob_graph_node_attr_i(g, node, "axis", 0), 4) != 1) return false;
   rt_layout l0 = primary_lay(rt, ob_graph_node_input(g, node, 0));
   if (l0.kind != RL_NCHWC) return false;
+  int64_t ctot = ob_graph_tensor_dims(g, y)[1];
+  int64_t b = rt_layout_wanted_block(rt, y);
+  if (b <= 0 || ctot % b) b = l0.block;
+  if (ctot % b) return false;
   for (int k = 0; k < ob_graph_node_num_inputs(g, node); k++) {
     int x = ob_graph_node_input(g, node, k);
-    if (ob_graph_tensor_dims(g, x)[1] % l0.block) return false;
+    if (x < 0 || ob_graph_tensor_ndim(g, x) != 4 || !bcat_in_block(rt, x, b)) return false;
   }
-  *block = l0.block;
+  *block = b;
   return true;
 }
 
@@ -586,21 +636,47 @@ static ob_status plan_bconcat(ob_rt *rt, int node, int64_t b) {
   int nin = ob_graph_node_num_inputs(g, node), y = ob_graph_node_output(g, node, 0);
   bcat_p *p = rt_alloc(rt, sizeof *p);
   int *ins = rt_alloc(rt, sizeof(int) * (size_t)nin);
-  if (!p || !ins) return nomem(rt);
-  p->c = rt_alloc(rt, sizeof(int64_t) * (size_t)nin);
-  p->coff = rt_alloc(rt, sizeof(int64_t) * (size_t)nin);
-  if (!p->c || !p->coff) return nomem(rt);
+  int64_t *c = rt_alloc(rt, sizeof(int64_t) * (size_t)nin), *coff = rt_alloc(rt, sizeof(int64_t) * (size_t)nin);
+  int64_t *ib = rt_alloc(rt, sizeof(int64_t) * (size_t)nin);
+  if (!p || !ins || !c || !coff || !ib) return nomem(rt);
   const int64_t *yd = ob_graph_tensor_dims(g, y);
   p->nin = nin, p->n = yd[0], p->hw = yd[2] * yd[3], p->b = b, p->ctot = yd[1];
-  int64_t off = 0;
+  p->cimg = rt_alloc(rt, sizeof(int64_t) * (size_t)nin);
+  p->x = rt_alloc(rt, sizeof(float *) * (size_t)nin);
+  int64_t nb = p->ctot / b;
+  p->segoff = rt_alloc(rt, sizeof(int64_t) * (size_t)(nb + 1));
+  if (!p->cimg || !p->x || !p->segoff) return nomem(rt);
+  int64_t off = 0, maxseg = nb;
   for (int k = 0; k < nin; k++) {
     int x = ob_graph_node_input(g, node, k);
-    p->c[k] = ob_graph_tensor_dims(g, x)[1];
-    p->coff[k] = off;
-    off += p->c[k];
-    ins[k] = rt_value_for(rt, x, (rt_layout){RL_NCHWC, b});
+    c[k] = ob_graph_tensor_dims(g, x)[1];
+    coff[k] = off;
+    off += c[k];
+    p->cimg[k] = c[k] * p->hw;
+    ib[k] = bcat_in_block(rt, x, b);
+    maxseg += c[k] / ib[k] + 2; /* each input block starts a new run at most once */
+    ins[k] = rt_value_for(rt, x, (rt_layout){RL_NCHWC, ib[k]});
     if (ins[k] < 0) return OB_ERR_INVALID_ARG;
   }
+  p->seg = rt_alloc(rt, sizeof(bcat_seg) * (size_t)maxseg);
+  if (!p->seg) return nomem(rt);
+  int64_t ns = 0;
+  for (int64_t cb = 0; cb < nb; cb++) {
+    p->segoff[cb] = ns;
+    for (int64_t l = 0; l < b;) {
+      int64_t ch = cb * b + l;
+      int k = 0;
+      while (k + 1 < nin && ch >= coff[k] + c[k]) k++;
+      int64_t ck = ch - coff[k], lane_in = ck % ib[k];
+      int64_t len = b - l;
+      if (ib[k] - lane_in < len) len = ib[k] - lane_in;
+      if (c[k] - ck < len) len = c[k] - ck;
+      OB_ASSERT(ns < maxseg && len > 0);
+      p->seg[ns++] = (bcat_seg){k, (ck / ib[k]) * p->hw * ib[k] + lane_in, ib[k], l, len};
+      l += len;
+    }
+  }
+  p->segoff[nb] = ns;
   int ov = out_value(rt, node, 0, (rt_layout){RL_NCHWC, b});
   if (ov < 0) return nomem(rt);
   return add_step(rt, node, ins, nin, &ov, 1, run_bconcat, p);

@@ -247,7 +247,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   ob_db_records *recs = NULL;
   if (use_db) {
     ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
-    if (ob_db_top_k(rt->o.db, &k, 16, &recs) != OB_OK) {
+    if (ob_db_top_k(rt->o.db, &k, RT_TOPK, &recs) != OB_OK) {
       ob_fail_prefix(ctx, "runtime: reading the database for %s", key);
       return -1;
     }

@@ -24,6 +24,10 @@
 
 #define RT_MAX_IO 24 /* inputs of one step (Concat may have more: it gets its own list) */
 #define RT_ALIGN 64
+/* Records read per workload: the layout selection's candidates, deep enough
+ * to hold configs of every block a short tuning measured; choose_kernel
+ * reads as many, so that it finds the pick among them. */
+#define RT_TOPK 64
 
 /* How a value lays out its tensor. */
 typedef enum rt_lkind {
@@ -182,6 +186,10 @@ void rt_parallel(ob_rt *rt, int64_t n, int64_t grain, ob_task_fn fn, void *closu
  * (template and config index), false if the node has none. */
 ob_status rt_layout_select(ob_rt *rt);
 bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *index);
+/* The channel block the selected consumers of tensor t read it in (its
+ * first consumer with a pick, through layout-following nodes), 0 when
+ * unknown: a native producer free to choose (a blocked Concat) writes it. */
+int64_t rt_layout_wanted_block(const ob_rt *rt, int t);
 /* The task and config of database record r for workload wl (plan.c): false,
  * with the error cleared and nothing to free, when this build lacks the
  * record's template or its config does not parse. */
