@@ -1432,8 +1432,58 @@ typedef struct sm_p {
   float *y;
 } sm_p;
 
+/* exp in float, branch-free for the same reason as fast_erf: 2^n * e^r with
+ * n = round(x / ln 2) (the 1.5 * 2^23 trick rounds), r reduced in two steps
+ * (Cody and Waite) and e^r by its degree-6 Taylor polynomial on
+ * |r| <= ln2 / 2 (within 4e-6 relative); x is clamped so that 2^n stays normal
+ * (e^-87.3 is the smallest normal float: a softmax underflowing to it
+ * instead of 0 is off by 1e-38). */
+static inline float fast_exp(float x) {
+  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  float r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  union { float f; int32_t i; } u = {t}, v = {p};
+  v.i += (u.i - 0x4B400000) << 23; /* the integer n sits in t's low mantissa bits */
+  return v.f;
+}
+
+/* A softmax over one contiguous row: max and sum each in 16 partial
+ * results (a vector's lanes; one running max or sum does not vectorize
+ * without reassociation), exponentials, scale. */
+static RT_SIMD_CLONES void sm_row(const float *x, float *y, int64_t len) {
+  float m16[16], acc[16] = {0};
+  for (int j = 0; j < 16; j++) m16[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + 16 <= len; i += 16)
+    for (int j = 0; j < 16; j++) m16[j] = x[i + j] > m16[j] ? x[i + j] : m16[j];
+  float mx = -INFINITY;
+  for (int j = 0; j < 16; j++) mx = m16[j] > mx ? m16[j] : mx;
+  for (; i < len; i++) mx = x[i] > mx ? x[i] : mx;
+  for (i = 0; i < len; i++) y[i] = fast_exp(x[i] - mx);
+  for (i = 0; i + 16 <= len; i += 16)
+    for (int j = 0; j < 16; j++) acc[j] += y[i + j];
+  float s = 0;
+  for (int j = 0; j < 16; j++) s += acc[j];
+  for (; i < len; i++) s += y[i];
+  float inv = 1.0f / s;
+  for (int64_t k = 0; k < len; k++) y[k] *= inv;
+}
+
 static void sm_range(void *closure, int64_t begin, int64_t end) {
   const sm_p *p = closure;
+  if (p->inner == 1) {
+    for (int64_t u = begin; u < end; u++) sm_row(p->x + u * p->len, p->y + u * p->len, p->len);
+    return;
+  }
   for (int64_t u = begin; u < end; u++) {
     int64_t o = u / p->inner, q = u % p->inner;
     const float *x = p->x + o * p->len * p->inner + q;
