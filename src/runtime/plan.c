@@ -18,6 +18,33 @@ void *rt_alloc(ob_rt *rt, size_t bytes) { return ob_arena_alloc(rt->arena, bytes
 
 const char *rt_strdup(ob_rt *rt, const char *s) { return ob_arena_strdup(rt->arena, s ? s : ""); }
 
+/* Weight chunks: 32 MiB (16 huge pages), or one weight's size when larger. */
+#define RT_WCHUNK ((size_t)32 << 20)
+
+void *rt_weight_alloc(ob_rt *rt, size_t bytes) {
+  bytes = (bytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+  if (!bytes) bytes = RT_ALIGN;
+  if (bytes > rt->wleft) {
+    if (rt->nwchunk == rt->cwchunk) {
+      int nc = rt->cwchunk ? 2 * rt->cwchunk : 8;
+      void **w = realloc(rt->wchunk, sizeof *w * (size_t)nc);
+      if (!w) return NULL;
+      rt->wchunk = w;
+      rt->cwchunk = nc;
+    }
+    size_t size = bytes > RT_WCHUNK ? (bytes + OB_MEM_HUGE_PAGE - 1) / OB_MEM_HUGE_PAGE * OB_MEM_HUGE_PAGE : RT_WCHUNK;
+    char *c = ob_mem_alloc_big(size);
+    if (!c) return NULL;
+    rt->wchunk[rt->nwchunk++] = c;
+    rt->wat = c;
+    rt->wleft = size;
+  }
+  void *p = rt->wat;
+  rt->wat += bytes;
+  rt->wleft -= bytes;
+  return p;
+}
+
 static bool grow(void **p, int *cap, int need, size_t elem) {
   if (need <= *cap) return true;
   int nc = *cap ? *cap * 2 : 64;
@@ -129,13 +156,13 @@ int rt_value_for(ob_rt *rt, int t, rt_layout lay) {
       cv->cdata = data;
       return v;
     }
-    cv->owned = aligned_alloc(RT_ALIGN, (bytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN);
-    if (!cv->owned) {
+    void *w = rt_weight_alloc(rt, bytes);
+    if (!w) {
       nomem(rt);
       return -1;
     }
-    rt_convert_const(g, t, lay, data, cv->owned);
-    cv->cdata = cv->owned;
+    rt_convert_const(g, t, lay, data, w);
+    cv->cdata = w;
     rt->st.npacked++;
     rt->st.packed_bytes += bytes;
     return v;
@@ -396,10 +423,10 @@ static ob_status plan_kernel(ob_rt *rt, int node, const ob_workload *wl) {
         rt_val *pv = &rt->v[v];
         pv->is_const = true;
         pv->def = -1;
-        pv->owned = aligned_alloc(RT_ALIGN, (bytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN);
-        if (!pv->owned) return nomem(rt);
-        ob_task_pack_arg(task, cfg, i, rt->v[src].cdata, pv->owned);
-        pv->cdata = pv->owned;
+        void *w = rt_weight_alloc(rt, bytes);
+        if (!w) return nomem(rt);
+        ob_task_pack_arg(task, cfg, i, rt->v[src].cdata, w);
+        pv->cdata = w;
         rt->st.npacked++;
         rt->st.packed_bytes += bytes;
         vals[i] = v;
@@ -814,10 +841,12 @@ void ob_rt_free(ob_rt *rt) {
     ob_task_free(rt->kern[i].task);
   }
   for (int i = 0; i < rt->nv; i++) free(rt->v[i].owned);
+  for (int i = 0; i < rt->nwchunk; i++) ob_mem_free_big(rt->wchunk[i]);
+  free(rt->wchunk);
   ob_baseline_free(rt->bl);
   ob_pool_free(rt->pool);
   ob_target_free(rt->own_target);
-  free(rt->block);
+  ob_mem_free_big(rt->block);
   free(rt->kern);
   free(rt->v);
   free(rt->s);
