@@ -1467,8 +1467,10 @@ static inline float fast_exp(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  union { float f; int32_t i; } u = {t}, v = {p};
-  v.i += (u.i - 0x4B400000) << 23; /* the integer n sits in t's low mantissa bits */
+  /* the integer n sits in t's low mantissa bits; it is added to p's
+   * exponent in unsigned arithmetic (a negative n shifted is undefined) */
+  union { float f; uint32_t i; } u = {t}, v = {p};
+  v.i += (u.i - 0x4B400000u) << 23;
   return v.f;
 }
 
