@@ -490,6 +490,28 @@ static void test_resnet_passes(void) {
   ob_graph_free(g);
 }
 
+/* The exact GELU as exported (Div by sqrt 2, Erf, Add 1, Mul by x, Mul by
+ * 0.5) becomes one Gelu node per layer; test_passes_agree checks the
+ * result does not change. */
+static void test_gelu_fusion(void) {
+  static const char *const src[2][2] = {{"local", "bert-base"}, {"transformers", "bert-base-uncased"}};
+  for (int i = 0; i < 2; i++) {
+    ob_graph *g = load(src[i][0], src[i][1], 0, 4, 0);
+    if (!g) continue;
+    CHECK_MSG(count_op(g, OB_GOP_ERF) == 12 && count_op(g, OB_GOP_GELU) == 0, "%s: %d Erf before the passes",
+              src[i][1], count_op(g, OB_GOP_ERF));
+    ob_graph_pass_stats ps;
+    CHECK(ob_graph_optimize(ctx, g, 16, &ps) == OB_OK);
+    CHECK_MSG(count_op(g, OB_GOP_ERF) == 0 && count_op(g, OB_GOP_GELU) == 12, "%s: %d Erf, %d Gelu after",
+              src[i][1], count_op(g, OB_GOP_ERF), count_op(g, OB_GOP_GELU));
+    for (int n = 0; n < ob_graph_node_count(g); n++)
+      if (!ob_graph_node_dead(g, n) && ob_graph_node_op(g, n) == OB_GOP_GELU)
+        CHECK(ob_graph_node_num_inputs(g, n) == 1 &&
+              !strcmp(ob_graph_node_attr_s(g, n, "approximate", "none"), "none"));
+    ob_graph_free(g);
+  }
+}
+
 static void test_fold_transformers(void) {
   ob_graph *g = load("transformers", "bert-base-uncased", 0, 8, 0);
   if (!g) return;
@@ -589,6 +611,7 @@ int main(void) {
   test_bad_models();
   test_builder_errors();
   test_resnet_passes();
+  test_gelu_fusion();
   test_fold_transformers();
   test_tasks();
   test_passes_agree();

@@ -350,11 +350,62 @@ static void fold_pads(ob_graph *g, int *count) {
   }
 }
 
+/* The float value of scalar constant t (any shape of one element), or NAN. */
+static double scalar_of(const ob_graph *g, int t) {
+  const gtensor *x = t >= 0 ? g->t[t] : NULL;
+  if (!x || x->kind != OB_GT_CONST || !x->data || x->dtype != OB_F32 || ob_gt_numel(x) != 1) return NAN;
+  return *(const float *)x->data;
+}
+
+static bool near(double v, double want) { return fabs(v - want) <= 1e-6 * fabs(want); }
+
+/* The other input of binary node n than t, -1 if n does not read t. */
+static int other_input(const gnode *n, int t) {
+  if (n->nin != 2) return -1;
+  return n->in[0] == t ? n->in[1] : n->in[1] == t ? n->in[0] : -1;
+}
+
+/* The exact GELU as exporters write it (torch.onnx, Hugging Face, the
+ * zoo's BERT): y = (x * (erf(x / sqrt 2) + 1)) * 0.5, five nodes and four
+ * passes over the tensor, becomes one Gelu node (approximate none), which
+ * the runtime computes in one pass. The first node is rewritten in place
+ * and takes the last one's output; the other four die. */
+static void fuse_gelu(ob_graph *g, int *count) {
+  for (int i = 0; i < g->nn; i++) {
+    gnode *d = g->n[i];
+    if (d->dead || d->nin != 2) continue;
+    double k = scalar_of(g, d->in[1]);
+    if (!(d->op == OB_GOP_DIV && near(k, sqrt(2.0))) && !(d->op == OB_GOP_MUL && near(k, sqrt(0.5)))) continue;
+    int x = d->in[0], di = i, ei, ai, mi, hi;
+    if (g->t[x]->dtype != OB_F32 || ob_graph_is_output(g, d->out[0])) continue;
+    gnode *e = sole_reader(g, d->out[0], &ei);
+    if (!e || e->op != OB_GOP_ERF || ob_graph_is_output(g, e->out[0])) continue;
+    gnode *a = sole_reader(g, e->out[0], &ai);
+    if (!a || a->op != OB_GOP_ADD || !near(scalar_of(g, other_input(a, e->out[0])), 1.0) ||
+        ob_graph_is_output(g, a->out[0]))
+      continue;
+    gnode *m = sole_reader(g, a->out[0], &mi);
+    if (!m || m->op != OB_GOP_MUL || other_input(m, a->out[0]) != x || ob_graph_is_output(g, m->out[0])) continue;
+    gnode *h = sole_reader(g, m->out[0], &hi);
+    if (!h || h->op != OB_GOP_MUL || !near(scalar_of(g, other_input(h, m->out[0])), 0.5)) continue;
+    /* the same shape in and out: no broadcast hides in the chain */
+    const gtensor *xt = g->t[x], *yt = g->t[h->out[0]];
+    if (xt->ndim != yt->ndim || memcmp(xt->dims, yt->dims, sizeof(int64_t) * (size_t)xt->ndim)) continue;
+    d->op = OB_GOP_GELU;
+    d->nin = 1;
+    clear_attrs(d);
+    e->dead = a->dead = m->dead = true;
+    take_output(g, d, di, h);
+    (*count)++;
+  }
+}
+
 ob_status ob_graph_fuse(ob_ctx *ctx, ob_graph *g, int *fused) {
   int cnt = 0;
   ob_status st = to_dense(ctx, g, &cnt);
   if (st) return st;
   fold_pads(g, &cnt);
+  fuse_gelu(g, &cnt);
   bool changed = true;
   while (changed) {
     changed = false;

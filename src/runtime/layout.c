@@ -15,7 +15,6 @@
  * choose_kernel (plan.c) takes the pick. */
 #include "runtime/runtime_impl.h"
 
-#define LS_TOPK 64 /* deep enough to hold configs of every block a short tuning measured */
 #define LS_SWEEPS 8
 
 typedef struct ls_cand {
@@ -82,7 +81,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   ob_workload_key(&wl, key, sizeof key);
   ob_db_records *recs = NULL;
   ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
-  if (ob_db_top_k(rt->o.db, &k, LS_TOPK, &recs) != OB_OK) {
+  if (ob_db_top_k(rt->o.db, &k, RT_TOPK, &recs) != OB_OK) {
     ob_ctx_clear_error(ctx); /* choose_kernel reads it again and says why */
     return;
   }
@@ -213,4 +212,44 @@ bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *in
   *tmpl = c->tmpl;
   *index = c->index;
   return true;
+}
+
+/* The channel block node n's default config reads its data input in (0:
+ * plain, none or not a kernel). */
+static int64_t default_ib(const ob_rt *rt, int n) {
+  ob_workload wl;
+  ob_task *task = NULL;
+  if (ob_graph_node_workload(rt->ctx, rt->g, n, &wl) != OB_OK || ob_task_new(rt->ctx, &wl, NULL, rt->target, &task)) {
+    ob_ctx_clear_error(rt->ctx);
+    return 0;
+  }
+  ob_config cfg = ob_task_default_config(task);
+  int64_t b = block_of(ob_task_arg_layout(task, &cfg, 0));
+  ob_task_free(task);
+  return b;
+}
+
+/* The channel block the first node reading t as its data input, directly
+ * or through layout-following nodes, reads it in: its pick in a tuned run,
+ * its default config's when no selection ran; 0 when none says. */
+static int64_t wanted(const ob_rt *rt, int t, int depth) {
+  const ob_graph *g = rt->g;
+  int nn = ob_graph_node_count(g);
+  for (int n = 0; n < nn && depth < 4; n++) {
+    if (ob_graph_node_dead(g, n) || ob_graph_node_num_inputs(g, n) < 1 || ob_graph_node_input(g, n, 0) != t) continue;
+    if (follows(g, n)) {
+      int64_t b = wanted(rt, ob_graph_node_output(g, n, 0), depth + 1);
+      if (b > 0) return b;
+      continue;
+    }
+    int64_t b = 0;
+    if (rt->lsel && rt->lsel[n].n > 0) b = rt->lsel[n].c[rt->lsel[n].pick].ib;
+    else if (!rt->lsel) b = default_ib(rt, n); /* every kernel at its default */
+    if (b > 0) return b;
+  }
+  return 0;
+}
+
+int64_t rt_layout_wanted_block(const ob_rt *rt, int t) {
+  return rt->o.kernels == OB_RT_ONEDNN ? 0 : wanted(rt, t, 0);
 }

@@ -76,7 +76,7 @@ ob_status rt_memplan(ob_rt *rt) {
       OB_ASSERT(!meet(&sp[i], &sp[j]) || sp[i].off + sp[i].bytes <= sp[j].off || sp[j].off + sp[j].bytes <= sp[i].off);
   free(live);
   rt->block_bytes = peak;
-  rt->block = peak ? aligned_alloc(RT_ALIGN, peak) : NULL;
+  rt->block = peak ? ob_mem_alloc_big(peak) : NULL;
   if (peak && !rt->block) {
     free(sp);
     return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory for %zu bytes of activations", peak);

@@ -24,6 +24,10 @@
 
 #define RT_MAX_IO 24 /* inputs of one step (Concat may have more: it gets its own list) */
 #define RT_ALIGN 64
+/* Records read per workload: the layout selection's candidates, deep enough
+ * to hold configs of every block a short tuning measured; choose_kernel
+ * reads as many, so that it finds the pick among them. */
+#define RT_TOPK 64
 
 /* How a value lays out its tensor. */
 typedef enum rt_lkind {
@@ -53,7 +57,7 @@ typedef struct rt_val {
   int alias;       /* the value whose memory this one is (a view), or -1 */
   bool is_const;   /* fixed at load: a graph constant or a packed copy */
   const void *cdata;
-  void *owned;     /* a packed constant the runtime allocated */
+  void *owned;     /* a constant the runtime allocated on its own (malloc) */
   size_t offset;   /* in the activation block */
   void *ptr;       /* where it is, once planned */
 } rt_val;
@@ -125,7 +129,15 @@ struct ob_rt {
   int nkern, ckern;
   ob_baseline *bl;
   bool bl_inside;    /* between ob_baseline_enter and _leave */
-  void *block;       /* the activation block */
+  void *block;       /* the activation block (ob_mem_alloc_big) */
+  /* packed constants (weights in blocks and panels), one after another in
+   * chunks on huge pages: a model's 10-340 MB of weights on 4 KiB pages
+   * miss the TLB on every read of a layer, and their physical placement
+   * (hence L2 conflicts) changes from process to process */
+  void **wchunk;
+  int nwchunk, cwchunk;
+  char *wat;         /* the next free byte of the last chunk */
+  size_t wleft;
   bool par_unshared; /* stages.c placed every activation apart (subsets of steps run) */
   size_t block_bytes;
   int *in_val, *out_val; /* graph inputs and outputs -> value */
@@ -152,6 +164,9 @@ int rt_primary(const ob_rt *rt, int t);
 /* Records v as holding tensor t. */
 bool rt_bind(ob_rt *rt, int t, int v);
 void *rt_alloc(ob_rt *rt, size_t bytes); /* zeroed, in the runtime's arena */
+/* Room for a packed constant of `bytes`, 64-byte aligned, among the weights
+ * (freed with the runtime); NULL out of memory. */
+void *rt_weight_alloc(ob_rt *rt, size_t bytes);
 const char *rt_strdup(ob_rt *rt, const char *s);
 
 /* ---- natives (native.c) --------------------------------------------------------
@@ -182,6 +197,10 @@ void rt_parallel(ob_rt *rt, int64_t n, int64_t grain, ob_task_fn fn, void *closu
  * (template and config index), false if the node has none. */
 ob_status rt_layout_select(ob_rt *rt);
 bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *index);
+/* The channel block the selected consumers of tensor t read it in (its
+ * first consumer with a pick, through layout-following nodes), 0 when
+ * unknown: a native producer free to choose (a blocked Concat) writes it. */
+int64_t rt_layout_wanted_block(const ob_rt *rt, int t);
 /* The task and config of database record r for workload wl (plan.c): false,
  * with the error cleared and nothing to free, when this build lacks the
  * record's template or its config does not parse. */
