@@ -211,11 +211,86 @@ static double median(double *v, int n) {
   return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
 }
 
+/* The class a held-out point's error is reported under: the operator, and
+ * for a convolution its window and stride ("conv 1x1", "conv 3x3/2",
+ * "depthwise 3x3"). */
+static void class_of(const ob_predict_sample *s, char *buf, size_t cap) {
+  if (!strcmp(s->op, "conv2d") && s->wl) {
+    int64_t g = ob_workload_get(s->wl, "groups"), st = ob_workload_get(s->wl, "stride_h");
+    snprintf(buf, cap, "%s %lldx%lld%s", g > 1 && g == ob_workload_get(s->wl, "C") ? "depthwise" : "conv",
+             (long long)ob_workload_get(s->wl, "R"), (long long)ob_workload_get(s->wl, "S"), st > 1 ? "/2" : "");
+  } else {
+    snprintf(buf, cap, "%s", s->op);
+  }
+}
+
+typedef struct diag_row {
+  int64_t i;
+  double err;
+} diag_row;
+
+static int by_abs_err(const void *a, const void *b) {
+  double x = fabs(((const diag_row *)a)->err), y = fabs(((const diag_row *)b)->err);
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Where the held-out error comes from: per class and thread count (RMSPE,
+ * share within 10 %, and the bias: the geometric mean of predicted over
+ * measured), then the `worst` points with their analytical terms. */
+static void diagnose(const ob_predict_dataset *d, const uint8_t *test, const double *pred, int worst) {
+  char cls[64][32];
+  int ncls = 0;
+  diag_row *rows = malloc(sizeof *rows * ((size_t)d->n + 1));
+  if (!rows) return;
+  int64_t nr = 0;
+  for (int64_t i = 0; i < d->n; i++) {
+    if (!test[i] || isnan(pred[i])) continue;
+    rows[nr++] = (diag_row){i, (pred[i] - d->s[i].seconds) / d->s[i].seconds};
+    char c[32];
+    class_of(&d->s[i], c, sizeof c);
+    bool have = false;
+    for (int k = 0; k < ncls && !have; k++) have = !strcmp(cls[k], c);
+    if (!have && ncls < 64) snprintf(cls[ncls++], sizeof cls[0], "%s", c);
+  }
+  printf("\nheld-out error by class   threads  points   RMSPE%%   +-10%%   pred/meas (geomean)\n");
+  for (int k = 0; k < ncls; k++)
+    for (int th = 1; th <= 2; th++) {
+      double se = 0, lr = 0;
+      int64_t n = 0, in10 = 0;
+      for (int64_t r = 0; r < nr; r++) {
+        char c[32];
+        class_of(&d->s[rows[r].i], c, sizeof c);
+        if (strcmp(c, cls[k]) || d->s[rows[r].i].threads != th) continue;
+        se += rows[r].err * rows[r].err;
+        lr += log1p(rows[r].err);
+        in10 += fabs(rows[r].err) <= 0.1;
+        n++;
+      }
+      if (n)
+        printf("  %-22s %7d %7lld %8.1f %7.1f %10.3f\n", cls[k], th, (long long)n, 100 * sqrt(se / (double)n),
+               100.0 * (double)in10 / (double)n, exp(lr / (double)n));
+    }
+  qsort(rows, (size_t)nr, sizeof *rows, by_abs_err);
+  printf("\nworst held-out points: measured and predicted ms, the analytical base and its tiling terms\n");
+  printf("  %-58s %2s %6s %9s %9s %7s %9s %5s %5s %5s %6s %5s\n", "workload", "th", "config", "meas ms", "pred ms",
+         "err%", "anal ms", "work", "lanes", "step", "chunks", "imbal");
+  for (int64_t r = 0; r < nr && r < worst; r++) {
+    const ob_predict_sample *s = &d->s[rows[r].i];
+    const float *x = s->x;
+    printf("  %-58.58s %2d %6llu %9.4f %9.4f %+7.1f %9.4f %5.2f %5.2f %5.2f %6.0f %5.2f\n", s->workload, s->threads,
+           (unsigned long long)s->config_index, s->seconds * 1e3, pred[rows[r].i] * 1e3, 100 * rows[r].err,
+           exp2((double)x[35]) * 1e3, (double)x[36], (double)x[37], (double)x[38],
+           isfinite(x[39]) ? exp2((double)x[39]) - 1 : NAN, (double)x[40]);
+  }
+  free(rows);
+}
+
 int main(int argc, char **argv) {
   int ntasks = 8, nconfigs = 5;
   int64_t input_size = 56;
   const char *db_path = NULL;
   bool keep = false, reuse = false, no_corun = false, no_models = false, no_100k = false;
+  int worst = 12;
   int64_t seqlen = 32;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
@@ -228,9 +303,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-corun")) no_corun = true;
     else if (!strcmp(argv[i], "--no-models")) no_models = true;
     else if (!strcmp(argv[i], "--no-100k")) no_100k = true;
+    else if (!strcmp(argv[i], "--worst") && i + 1 < argc) worst = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--input-size N] [--seqlen N] [--db FILE] [--keep] [--reuse]\n"
-                      "       [--no-corun] [--no-models] [--no-100k]\n", argv[0]);
+                      "       [--no-corun] [--no-models] [--no-100k] [--worst N]\n", argv[0]);
       return 2;
     }
   }
@@ -312,6 +388,7 @@ int main(int argc, char **argv) {
   ob_predict_dataset *d = NULL;
   if (ob_predict_dataset_load(ctx, db, NULL, &d)) return die("dataset");
   uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1);
+  int64_t nsampled = 0;
   double *pred = malloc(sizeof(double) * (size_t)d->n);
   for (int64_t i = 0; i < d->n; i++) {
     for (int w = first_test; w < nwl; w++) test[i] |= !strcmp(d->s[i].workload, wls[w].key);
@@ -319,6 +396,10 @@ int main(int argc, char **argv) {
     for (int w = 0; w < first_test; w++) in_train |= !strcmp(d->s[i].workload, wls[w].key);
     if (test[i] && in_train) test[i] = 0; /* a shape both models have is not held out */
     train[i] = !test[i];
+    /* sampled kernels (predict_sample.sh) train; a sampled shape that a
+     * held-out model has is neither trained on nor scored */
+    if (d->s[i].from_profile) test[i] = 0;
+    nsampled += d->s[i].from_profile && train[i];
   }
   ob_predict_train_opts to = ob_predict_train_opts_default();
   ob_predictor *p = NULL;
@@ -338,6 +419,9 @@ int main(int argc, char **argv) {
   if (unpredicted)
     printf("not predicted: %lld held-out points of operator kinds no training model has (batch_matmul of bert-base)\n",
            (long long)unpredicted);
+  if (nsampled) printf("training: + %lld sampled kernel points (opbench profile --sizes grids off the held-out shapes)\n",
+                      (long long)nsampled);
+  if (worst > 0) diagnose(d, test, pred, worst);
   printf("\n%-34s %7s %8s %8s %8s %9s %8s %8s\n", "operator latency", "points", "RMSPE%", "MdAPE%", "+-10%",
          "pairwise", "score@1", "score@5");
   printf("%-34s %7lld %8.1f %8.1f %8.1f %9.3f %8.3f %8.3f\n", "held-out models", (long long)mm.n,
@@ -379,7 +463,7 @@ int main(int argc, char **argv) {
     if (ob_predictor_train(ctx, d, train, &to, &q) || ob_predictor_predict_dataset(q, d, test, true, fp))
       return die("workload folds");
     for (int64_t i = 0; i < d->n; i++)
-      if (test[i] && !isnan(fp[i])) {
+      if (test[i] && !isnan(fp[i]) && !d->s[i].from_profile) {
         pw[i] = fp[i];
         all[i] = 1;
       }

@@ -47,6 +47,21 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
   out[32] = isfinite(p->bandwidth_gbps) ? lg(p->bandwidth_gbps) : NAN;
   ob_epilogue e;
   out[33] = ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK ? (float)e.n : NAN;
+  ob_predict_tiling tl;
+  ob_predict_tiling_of(wl, p->task ? ob_task_template(p->task) : NULL, p->task ? p->cfg : NULL,
+                       p->task ? ob_target_get_facts(ob_task_target(p->task))->lanes_f32 : 0, p->threads, &tl);
+  double an = ob_predict_analytic_s(&tl, flops, bytes, p->peak_gflops, p->bandwidth_gbps, p->threads);
+  out[35] = (float)log2(an);
+  if (tl.known) {
+    out[36] = (float)tl.work_ratio;
+    out[37] = (float)tl.lane_util;
+    out[38] = (float)tl.step_eff;
+    out[39] = lg((double)tl.chunks);
+    out[40] = (float)tl.imbalance;
+    out[41] = lg(tl.chunks_per_thread);
+    out[42] = lg(tl.reduction);
+    out[43] = lg(tl.block_bytes);
+  }
   if (p->task && p->cfg) {
     float *iv = out + OB_PREDICT_BASE_FEATURES;
     ob_status st = ob_feature_extract(ctx, p->task, p->cfg, OB_FEATURE_ITERVAR, iv);
@@ -62,7 +77,10 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
 const char *ob_predict_feature_name(int i, char *buf, size_t cap) {
   static const char *const base[] = {"log2_flops", "log2_bytes", "log2_intensity", "template",
                                      "threads", "cores", "pressure_mib", "log2_peak_gflops",
-                                     "log2_bandwidth_gbps", "epilogue_steps", "isa"};
+                                     "log2_bandwidth_gbps", "epilogue_steps", "isa",
+                                     "log2_analytic_s", "work_ratio", "lane_util", "step_eff",
+                                     "log2_chunks", "imbalance", "log2_chunks_per_thread",
+                                     "log2_reduction", "log2_block_bytes"};
   if (i < 24) snprintf(buf, cap, "attr%d", i);
   else if (i < OB_PREDICT_BASE_FEATURES) snprintf(buf, cap, "%s", base[i - 24]);
   else snprintf(buf, cap, "itervar%d", i - OB_PREDICT_BASE_FEATURES);
@@ -94,12 +112,7 @@ void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const 
 static double unlg(float f) { return isfinite(f) ? exp2((double)f) - 1.0 : NAN; }
 
 double ob_predict_bound(const float *x, double flops) {
+  if (isfinite(x[35])) return fmax(exp2((double)x[35]), 1e-12); /* the analytical time (schema 3) */
   double threads = isfinite(x[28]) && x[28] >= 1 ? (double)x[28] : 1;
-  double peak = unlg(x[31]), bw = unlg(x[32]), bytes = unlg(x[25]);
-  if (!(peak > 0)) peak = 50.0 * threads;
-  if (!(bw > 0)) bw = 20.0;
-  if (!(bytes > 0)) bytes = 0;
-  double f = flops > 1 ? flops : 1;
-  double b = fmax(f / (peak * 1e9), bytes / (bw * 1e9));
-  return b > 1e-12 ? b : 1e-12;
+  return ob_predict_analytic_s(NULL, flops, unlg(x[25]), unlg(x[31]), unlg(x[32]), (int)threads);
 }

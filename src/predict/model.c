@@ -343,7 +343,7 @@ ob_status ob_predictor_predict(ob_predictor *p, const char *op, const float *x, 
   double m = 0, sd = 0;
   ob_status st = ob_predict_ensemble_eval(p->ctx, e, x, 1, &m, &sd);
   if (st) return st;
-  double lf = log(ob_predict_bound(x, flops)); /* schema 2: the label is relative to the roofline */
+  double lf = log(ob_predict_bound(x, flops)); /* the label is relative to the analytical base */
   out->seconds = exp(m + lf);
   out->lo = exp(m - Z90 * sd + lf);
   out->hi = exp(m + Z90 * sd + lf);
