@@ -532,9 +532,9 @@ int main(int argc, char **argv) {
       if (m == 0) { /* the calibration model */
         if (ob_predict_overhead_measure(ctx, rt, 1, 10, &ov)) return die("overhead");
         printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
-               "%-34s kernels in the graph x%.3f their db time alone\n",
+               "%-34s kernels in the graph x%.3f their db time alone: + %.4f ms per MiB of parameters\n",
                "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
-               ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor);
+               ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3);
       } else {
         ob_predict_model_result r;
         ob_timing tm;

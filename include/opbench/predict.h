@@ -338,20 +338,26 @@ typedef struct ob_predict_overhead {
   double run_s;            /* per run, beyond the steps (barriers, dispatch) */
   double kernel_factor;    /* a kernel step's time in the graph over its time
                               measured alone (the db's median of the same
-                              config): caches its neighbours left cold; 1 when
-                              the calibration had no such step */
+                              config), reported: caches its neighbours left
+                              cold; 1 when the calibration had no such step */
+  double cold_s_per_mb;    /* what a kernel step takes in the graph beyond its
+                              time alone, per MiB of its parameters (weights
+                              read cold once per run): the prediction adds it */
   int nnative, nconvert;   /* steps the fit saw */
 } ob_predict_overhead;
 
 /* Measures the overhead on a compiled runtime (a calibration model): the
  * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
  * of the native steps' seconds over their output MiB, the mean conversion,
- * the whole run's median beyond the sum of its steps, and the kernel steps'
- * time over the db's medians of their configs (the steps that have one). */
+ * the whole run's median beyond the sum of its steps, the kernel steps'
+ * time over the db's medians of their configs (the steps that have one),
+ * and a least-squares line through the origin of each such step's time
+ * beyond its db median over its parameters' MiB. */
 OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
                                              ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
- * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x, at `threads`; parts measured as 0 left
+ * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
+ * "rt_cold_per_mb" (s/MiB; at `threads`; parts measured as 0 left
  * out, as the db keeps positive limits) and "rt_steps" (steps timed) of
  * host; note says how it was measured. */
 OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,
