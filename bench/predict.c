@@ -409,16 +409,21 @@ int main(int argc, char **argv) {
   if (ob_predictor_predict_dataset(p, d, test, true, pred)) return die("predicting");
   ob_predict_metrics mm, mw;
   int64_t unpredicted = 0;
+  char unkinds[128] = "";
   for (int64_t i = 0; i < d->n; i++)
-    if (test[i] && isnan(pred[i])) test[i] = 0, unpredicted++; /* a kind the training models lack */
+    if (test[i] && isnan(pred[i])) { /* a kind the training data lack */
+      test[i] = 0, unpredicted++;
+      if (!strstr(unkinds, d->s[i].op) && strlen(unkinds) + strlen(d->s[i].op) + 3 < sizeof unkinds)
+        snprintf(unkinds + strlen(unkinds), sizeof unkinds - strlen(unkinds), "%s%s", *unkinds ? ", " : "", d->s[i].op);
+    }
   ob_predict_metrics_compute(d, test, pred, &mm);
   printf("dataset: %lld measurements now (%lld failed configs) + %lld reused from the db, of %d workloads (%d held out:\n"
          "        %s), input size %lld, sequence %lld, 1 and 2 threads, %d configs per workload; measured in %.0f s\n",
          (long long)measured, (long long)failed, (long long)reused, nwl, nwl - first_test, test_model,
          (long long)input_size, (long long)seqlen, 1 + nconfigs, t_measure);
   if (unpredicted)
-    printf("not predicted: %lld held-out points of operator kinds no training model has (batch_matmul of bert-base)\n",
-           (long long)unpredicted);
+    printf("not predicted: %lld held-out points of operator kinds the training data lack (%s)\n",
+           (long long)unpredicted, unkinds);
   if (nsampled) printf("training: + %lld sampled kernel points (opbench profile --sizes grids off the held-out shapes)\n",
                       (long long)nsampled);
   if (worst > 0) diagnose(d, test, pred, worst);

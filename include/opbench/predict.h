@@ -54,9 +54,12 @@ extern "C" {
  *   36..38  the tiling's work ratio, lane utilisation, inner-step efficiency
  *   39..41  log2 parallel chunks, load imbalance, log2 chunks of the busiest thread
  *   42..43  log2 reduction length per output, log2 bytes of one chunk's weights
- *   44..    the tuner's itervar (loop-nest) features of the config, see tune.h */
+ *   44      log2 bytes all chunks read (ob_predict_tiling.traffic_bytes)
+ *   45      log2 bandwidth (GB/s) of the cache level that holds the
+ *           arguments (ob_predict_cache_bandwidth), the analytical time's
+ *   46..    the tuner's itervar (loop-nest) features of the config, see tune.h */
 #define OB_PREDICT_SCHEMA 3
-#define OB_PREDICT_BASE_FEATURES 44
+#define OB_PREDICT_BASE_FEATURES 46
 #define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
 
 /* ---- analytical base (analytic.c) ----------------------------------------------------
@@ -65,7 +68,8 @@ extern "C" {
  * known false elsewhere (the roofline alone). */
 typedef struct ob_predict_tiling {
   bool known;
-  double work_ratio;        /* work computed (whole blocks, padded panels) over the useful work */
+  double work_ratio;        /* work computed (whole blocks, padded panels, less the
+                               padding taps a kernel skips) over the nominal work */
   double lane_util;         /* share of the vector lanes carrying data */
   double step_eff;          /* the inner step's FMA share of its cycles (loads, FMA latency) */
   int64_t chunks;           /* parallel chunks of the outer fused loop */
@@ -73,6 +77,7 @@ typedef struct ob_predict_tiling {
   double imbalance;         /* busiest thread's chunks x threads / chunks (1: even) */
   double reduction;         /* multiply-adds per output element */
   double block_bytes;       /* weights one chunk reads */
+  double traffic_bytes;     /* bytes all chunks read (weights or panel, input rows) */
 } ob_predict_tiling;
 
 OB_API void ob_predict_tiling_of(const ob_workload *wl, const char *tmpl, const ob_config *cfg, int lanes,
@@ -93,6 +98,8 @@ typedef struct ob_predict_point {
   int threads, ncores;
   double pressure_mib;
   double peak_gflops, bandwidth_gbps; /* NAN: unknown */
+  double cache_gbps;  /* bandwidth of the cache level holding the arguments;
+                         <= 0 or NAN: unknown (bandwidth_gbps serves) */
 } ob_predict_point;
 
 /* Features into out[OB_PREDICT_NFEAT]. A config that does not lower gets
@@ -116,6 +123,15 @@ OB_API double ob_predict_bound(const float *x, double flops);
  * where the db holds none. */
 OB_API void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const char *isa,
                                    int threads, double *peak_gflops, double *bandwidth_gbps);
+
+/* The read bandwidth of the smallest cache level whose measured size
+ * (the db's l1_read, l2_read, l3_read limits at the nearest thread count at
+ * or below) holds `bytes`; the memory bandwidth beyond them; NAN when the
+ * db holds none. */
+OB_API double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, int threads, double bytes);
+/* Fills p's peak, memory and cache bandwidths from the db's limits of host
+ * (p->wl, p->task (the ISA; NULL: none) and p->threads set). */
+OB_API void ob_predict_point_limits(const ob_db_host_limits *l, const char *host, ob_predict_point *p);
 
 /* ---- datasets (dataset.c) ---------------------------------------------------------- */
 typedef struct ob_predict_sample {

@@ -7,14 +7,17 @@
  * For the register-blocked templates (conv2d_NCHWc, dense_pack,
  * batch_matmul_pack) the config fixes:
  *  - the work done, rounded up to whole blocks (a panel of 16 columns over
- *    N = 1000 computes 1008; 7 output columns in blocks of 4 compute 8);
+ *    N = 1000 computes 1008; 7 output columns in blocks of 4 compute 8),
+ *    less the window taps on padding when the kernel skips them;
  *  - the share of vector lanes that carry data (a block of 8 output
  *    channels in a 16-lane vector uses half of it);
  *  - the inner step: its multiply-adds against its loads (one broadcast per
  *    row of the block, one load per weight vector) and against the FMA
  *    latency that too few accumulators expose;
  *  - the parallel chunks (the fused outer loop the pool splits), whose
- *    whole-chunk rounding per thread is the load imbalance.
+ *    whole-chunk rounding per thread is the load imbalance;
+ *  - the bytes the chunks read from the caches (weights or panel, input
+ *    rows), a feature: which cache serves them is for the trees to learn.
  * Other templates get the roofline with no tiling terms. */
 #include <math.h>
 #include <string.h>
@@ -47,6 +50,18 @@ static void imbalance(ob_predict_tiling *t, int threads) {
   if (t->imbalance > (double)th) t->imbalance = (double)th; /* fewer chunks than threads */
 }
 
+/* Share of a window's taps along one dimension that land inside the input
+ * (the rest read padding): what a kernel that skips the padding computes. */
+static double tap_share(int64_t in, int64_t out, int64_t win, int64_t stride, int64_t pad, int64_t dil) {
+  int64_t valid = 0;
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t r = 0; r < win; r++) {
+      int64_t i = o * stride - pad + r * dil;
+      valid += i >= 0 && i < in;
+    }
+  return out > 0 && win > 0 ? (double)valid / (double)(out * win) : 1;
+}
+
 static void conv_nchwc(const ob_workload *wl, const ob_config *cfg, int lanes, int threads,
                        ob_predict_tiling *t) {
   int64_t n = ob_workload_get(wl, "N"), c = ob_workload_get(wl, "C"), h = ob_workload_get(wl, "H"),
@@ -67,12 +82,20 @@ static void conv_nchwc(const ob_workload *wl, const ob_config *cfg, int lanes, i
   double vecs = (double)ceil_div(ocb, lanes);
   t->work_ratio = (double)(occ * ocb) / (double)k * (double)(ceil_div(ow, owb) * owb) / (double)ow *
                   (double)(ceil_div(oh, ohb) * ohb) / (double)oh;
+  /* pad_inline 2 skips the taps that read padding: on the small maps of
+   * deep layers most of a 7-wide window (1x7 over 3 columns: 3 of 7) */
+  if (ob_config_knob(cfg, "pad_inline") == 2)
+    t->work_ratio *= tap_share(h, oh, r, sh, ob_workload_get(wl, "pad_t"), dh) *
+                     tap_share(w, ow, s, sw, ob_workload_get(wl, "pad_l"), dw);
   t->lane_util = (double)ocb / (vecs * lanes);
   double rows = (double)(owb * ohb);
   t->step_eff = step_eff(rows * vecs, rows + vecs);
   t->chunks = n * occ * ceil_div(oh, ohb);
   t->reduction = (double)(c / g * r * s);
   t->block_bytes = 4.0 * (double)(c / g * r * s * ocb); /* one chunk's weights */
+  /* a chunk reads its weights and the input rows its output rows need */
+  int64_t in_rows = (ohb - 1) * sh + (r - 1) * dh + 1;
+  t->traffic_bytes = (double)t->chunks * (t->block_bytes + 4.0 * (double)(c / g * in_rows * w));
   imbalance(t, threads);
 }
 
@@ -92,6 +115,7 @@ static void matmul_pack(const ob_workload *wl, const ob_config *cfg, bool batche
   t->chunks = b * (np / tx[1]) * (mp / ty[1]);
   t->reduction = (double)k;
   t->block_bytes = 4.0 * (double)(k * tx[1]); /* one chunk's panel of B */
+  t->traffic_bytes = (double)t->chunks * (t->block_bytes + 4.0 * (double)(k * ty[1])); /* and its rows of A */
   imbalance(t, threads);
 }
 
@@ -99,7 +123,7 @@ void ob_predict_tiling_of(const ob_workload *wl, const char *tmpl, const ob_conf
                           int threads, ob_predict_tiling *t) {
   *t = (ob_predict_tiling){.work_ratio = 1, .lane_util = 1, .step_eff = 1, .chunks = 0,
                            .chunks_per_thread = NAN, .imbalance = 1, .reduction = NAN, .block_bytes = NAN,
-                           .known = false};
+                           .traffic_bytes = NAN, .known = false};
   if (!wl || !tmpl || !cfg || lanes < 1) return;
   if (!strcmp(tmpl, "conv2d_NCHWc.x86") && !strcmp(wl->op, "conv2d")) conv_nchwc(wl, cfg, lanes, threads, t);
   else if (!strcmp(tmpl, "dense_pack.x86") && !strcmp(wl->op, "dense")) matmul_pack(wl, cfg, false, lanes, threads, t);

@@ -50,7 +50,11 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
   ob_predict_tiling tl;
   ob_predict_tiling_of(wl, p->task ? ob_task_template(p->task) : NULL, p->task ? p->cfg : NULL,
                        p->task ? ob_target_get_facts(ob_task_target(p->task))->lanes_f32 : 0, p->threads, &tl);
-  double an = ob_predict_analytic_s(&tl, flops, bytes, p->peak_gflops, p->bandwidth_gbps, p->threads);
+  /* the arguments stream from the cache level that holds them (the
+   * measurements are warm), from memory when none does */
+  double bw = p->cache_gbps > 0 ? p->cache_gbps : p->bandwidth_gbps;
+  double an = ob_predict_analytic_s(&tl, flops, bytes, p->peak_gflops, bw, p->threads);
+  out[45] = p->cache_gbps > 0 ? lg(p->cache_gbps) : NAN;
   out[35] = (float)log2(an);
   if (tl.known) {
     out[36] = (float)tl.work_ratio;
@@ -61,6 +65,7 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
     out[41] = lg(tl.chunks_per_thread);
     out[42] = lg(tl.reduction);
     out[43] = lg(tl.block_bytes);
+    out[44] = lg(tl.traffic_bytes);
   }
   if (p->task && p->cfg) {
     float *iv = out + OB_PREDICT_BASE_FEATURES;
@@ -80,7 +85,8 @@ const char *ob_predict_feature_name(int i, char *buf, size_t cap) {
                                      "log2_bandwidth_gbps", "epilogue_steps", "isa",
                                      "log2_analytic_s", "work_ratio", "lane_util", "step_eff",
                                      "log2_chunks", "imbalance", "log2_chunks_per_thread",
-                                     "log2_reduction", "log2_block_bytes"};
+                                     "log2_reduction", "log2_block_bytes", "log2_traffic_bytes",
+                                     "log2_cache_gbps"};
   if (i < 24) snprintf(buf, cap, "attr%d", i);
   else if (i < OB_PREDICT_BASE_FEATURES) snprintf(buf, cap, "%s", base[i - 24]);
   else snprintf(buf, cap, "itervar%d", i - OB_PREDICT_BASE_FEATURES);
@@ -106,6 +112,39 @@ void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const 
       *bandwidth_gbps = h->value;
     }
   }
+}
+
+double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, int threads, double bytes) {
+  static const char *const levels[] = {"l1_read", "l2_read", "l3_read"};
+  double best_bytes = INFINITY, bw = NAN;
+  for (int k = 0; k < 3; k++) {
+    /* the level's entry at the nearest thread count at or below */
+    int at = 0;
+    double lb = 0, lv = NAN;
+    for (int64_t i = 0; l && i < l->n; i++) {
+      const ob_db_host_limit *h = &l->l[i];
+      if ((host && strcmp(h->host, host)) || strcmp(h->name, levels[k])) continue;
+      if (h->threads < 1 || h->threads > threads || h->threads <= at || !(h->value > 0) || !(h->bytes > 0)) continue;
+      at = h->threads;
+      lb = (double)h->bytes;
+      lv = h->value;
+    }
+    if (at && bytes <= lb && lb < best_bytes) {
+      best_bytes = lb;
+      bw = lv;
+    }
+  }
+  if (isnan(bw)) { /* beyond the caches (or none measured): memory */
+    double peak;
+    ob_predict_host_limits(l, host, NULL, threads, &peak, &bw);
+  }
+  return bw;
+}
+
+void ob_predict_point_limits(const ob_db_host_limits *l, const char *host, ob_predict_point *p) {
+  const char *isa = p->task ? ob_isa_name(ob_target_get_facts(ob_task_target(p->task))->isa) : NULL;
+  ob_predict_host_limits(l, host, isa, p->threads, &p->peak_gflops, &p->bandwidth_gbps);
+  p->cache_gbps = p->wl ? ob_predict_cache_bandwidth(l, host, p->threads, ob_predict_workload_bytes(p->wl)) : NAN;
 }
 
 /* log2(1 + v) back to v; NAN stays NAN. */

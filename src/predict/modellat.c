@@ -150,8 +150,6 @@ ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const 
   memset(out, 0, sizeof *out);
   const ob_graph *g = ob_rt_graph(rt);
   int ns = ob_rt_step_count(rt);
-  double peak = NAN, bw = NAN;
-  ob_predict_host_limits(lim, host, ob_isa_name(ob_target_get_facts(target)->isa), threads, &peak, &bw);
   for (int i = 0; i < ns; i++) {
     ob_rt_step_info si;
     ob_rt_step_get(rt, i, &si);
@@ -168,8 +166,8 @@ ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const 
         ob_task_free(task);
         return s;
       }
-      ob_predict_point pt = {.wl = &wl, .task = task, .cfg = &cfg, .threads = threads, .ncores = threads,
-                             .peak_gflops = peak, .bandwidth_gbps = bw};
+      ob_predict_point pt = {.wl = &wl, .task = task, .cfg = &cfg, .threads = threads, .ncores = threads};
+      ob_predict_point_limits(lim, host, &pt);
       float x[OB_PREDICT_NFEAT];
       ob_prediction pr;
       s = ob_predict_features(ctx, &pt, x);
