@@ -290,7 +290,8 @@ int main(int argc, char **argv) {
   int64_t input_size = 56;
   const char *db_path = NULL;
   bool keep = false, reuse = false, no_corun = false, no_models = false, no_100k = false;
-  int worst = 12;
+  int worst = 12, depth = 0, rounds = 0;
+  double eta = 0;
   int64_t seqlen = 32;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
@@ -304,9 +305,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-models")) no_models = true;
     else if (!strcmp(argv[i], "--no-100k")) no_100k = true;
     else if (!strcmp(argv[i], "--worst") && i + 1 < argc) worst = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--depth") && i + 1 < argc) depth = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--eta") && i + 1 < argc) eta = atof(argv[++i]);
     else {
       fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--input-size N] [--seqlen N] [--db FILE] [--keep] [--reuse]\n"
-                      "       [--no-corun] [--no-models] [--no-100k] [--worst N]\n", argv[0]);
+                      "       [--no-corun] [--no-models] [--no-100k] [--worst N] [--depth N] [--rounds N] [--eta X]\n", argv[0]);
       return 2;
     }
   }
@@ -402,6 +406,9 @@ int main(int argc, char **argv) {
     nsampled += d->s[i].from_profile && train[i];
   }
   ob_predict_train_opts to = ob_predict_train_opts_default();
+  if (depth > 0) to.max_depth = depth;
+  if (rounds > 0) to.rounds = rounds;
+  if (eta > 0) to.eta = eta;
   ob_predictor *p = NULL;
   double t1 = ob_now_s();
   if (ob_predictor_train(ctx, d, train, &to, &p)) return die("training");
