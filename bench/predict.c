@@ -290,7 +290,7 @@ int main(int argc, char **argv) {
   int64_t input_size = 56;
   const char *db_path = NULL;
   bool keep = false, reuse = false, no_corun = false, no_models = false, no_100k = false;
-  int worst = 12, depth = 0, rounds = 0;
+  int worst = 12, depth = 0, rounds = 0, corun_depth = 0, corun_rounds = 0;
   double eta = 0;
   int64_t seqlen = 32;
   for (int i = 1; i < argc; i++) {
@@ -308,9 +308,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--depth") && i + 1 < argc) depth = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--eta") && i + 1 < argc) eta = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--corun-depth") && i + 1 < argc) corun_depth = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--corun-rounds") && i + 1 < argc) corun_rounds = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--input-size N] [--seqlen N] [--db FILE] [--keep] [--reuse]\n"
-                      "       [--no-corun] [--no-models] [--no-100k] [--worst N] [--depth N] [--rounds N] [--eta X]\n", argv[0]);
+                      "       [--no-corun] [--no-models] [--no-100k] [--worst N] [--depth N] [--rounds N] [--eta X]\n"
+                      "       [--corun-depth N] [--corun-rounds N]\n", argv[0]);
       return 2;
     }
   }
@@ -601,6 +604,9 @@ int main(int argc, char **argv) {
       if (isfinite(s) && isfinite(a1)) put_corun(db, pl[i], pl[j], 1, 1, false, a1, s), ncorun++;
       if (isfinite(f) && isfinite(a2)) put_corun(db, pl[i], pl[j], 2, 2, true, a2, f), ncorun++;
     }
+  ob_predict_train_opts co = to;
+  if (corun_depth > 0) co.max_depth = corun_depth;
+  if (corun_rounds > 0) co.rounds = corun_rounds;
   ob_corun_dataset *cd = NULL;
   if (ob_corun_dataset_load(ctx, db, host.fingerprint, &cd)) return die("co-run dataset");
   uint8_t *ct = calloc((size_t)cd->n + 1, 1), *cr = calloc((size_t)cd->n + 1, 1);
@@ -616,7 +622,7 @@ int main(int argc, char **argv) {
     }
     if (!nt || !nr) continue;
     ob_predictor *q = ob_predictor_new(ctx);
-    if (!q || ob_predictor_train_interference(q, cd, cr, &to)) return die("interference");
+    if (!q || ob_predictor_train_interference(q, cd, cr, &co)) return die("interference");
     for (int64_t i = 0; i < cd->n; i++) {
       if (!ct[i]) continue;
       ob_prediction pr;
@@ -634,7 +640,7 @@ int main(int argc, char **argv) {
   printf("%-34s %7lld %8.1f %8.1f %8.1f\n", "co-run slowdown (held-out pairs)", (long long)cn, 100 * c_rmspe,
          100 * c_mdape, 100 * c_within);
   /* the full predictor: latency + interference, for the game */
-  if (cd->n && ob_predictor_train_interference(p, cd, NULL, &to)) return die("interference");
+  if (cd->n && ob_predictor_train_interference(p, cd, NULL, &co)) return die("interference");
   /* 4. the game on this machine, validated by measuring every profile */
   printf("\nplacement game on this machine (2 cores): predicted equilibrium, then every profile measured (ms)\n");
   printf("%-44s %-8s %-8s %10s %10s %10s %7s\n", "pair", "eq(pred)", "opt(meas)", "eq meas", "opt meas",
