@@ -519,54 +519,58 @@ int main(int argc, char **argv) {
   /* model latency: each held-out model compiled by the runtime (the db's
    * best configs of the measured tasks, defaults elsewhere), predicted
    * through its step list with the runtime's overhead measured here on
-   * resnet-18, then timed end to end; 1 thread */
-  double model_err[3] = {NAN, NAN, NAN};
+   * resnet-18, then timed end to end; at 1 and 2 threads */
+  double model_err[3][3] = {{NAN, NAN, NAN}, {NAN, NAN, NAN}, {NAN, NAN, NAN}};
   ob_predict_overhead ov;
   memset(&ov, 0, sizeof ov);
   if (!no_models) {
     const char *names[4] = {"resnet-18", "resnet-50", "inception-v3", "bert-base"};
     ob_db_host_limits *lim = NULL;
     if (ob_db_get_host_limits(db, host.fingerprint, &lim)) return die("host limits");
-    printf("\n%-34s %12s %12s %9s %s\n", "model latency (1 thread)", "predicted ms", "measured ms", "error%",
-           "kernels / other steps (uncovered kinds)");
-    for (int m = 0; m < 4; m++) {
-      ob_model_opts mo = ob_model_opts_default();
-      mo.name = names[m];
-      mo.input_size = !strcmp(names[m], "inception-v3") && input_size < 75 ? 75 : input_size;
-      mo.seqlen = seqlen;
-      ob_graph *g = NULL;
-      ob_rt *rt = NULL;
-      ob_rt_opts ro = ob_rt_opts_default();
-      ro.target = target;
-      ro.db = db;
-      ro.nthreads = 1;
-      ro.build.jobs = 2;
-      if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, ob_target_get_facts(target)->lanes_f32, NULL) ||
-          ob_rt_new(ctx, g, &ro, &rt))
-        return die(names[m]);
-      if (m == 0) { /* the calibration model */
-        if (ob_predict_overhead_measure(ctx, rt, 1, 10, &ov)) return die("overhead");
-        printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
-               "%-34s kernels in the graph x%.3f their db time alone: + %.4f ms per MiB of parameters\n",
-               "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
-               ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3);
-      } else {
-        ob_predict_model_result r;
-        ob_timing tm;
-        ob_timing_opts to2 = ob_timing_default();
-        to2.timeout_s = 300;
-        if (ob_predict_model(ctx, p, rt, target, 1, lim, host.fingerprint, &ov, NULL, &r) ||
-            ob_rt_time(rt, &to2, &tm))
+    for (int th = 1; th <= 2; th++) {
+      char head[64];
+      snprintf(head, sizeof head, "model latency (%d thread%s)", th, th > 1 ? "s" : "");
+      printf("\n%-34s %12s %12s %9s %s\n", head, "predicted ms", "measured ms", "error%",
+             "kernels / other steps (uncovered kinds)");
+      for (int m = 0; m < 4; m++) {
+        ob_model_opts mo = ob_model_opts_default();
+        mo.name = names[m];
+        mo.input_size = !strcmp(names[m], "inception-v3") && input_size < 75 ? 75 : input_size;
+        mo.seqlen = seqlen;
+        ob_graph *g = NULL;
+        ob_rt *rt = NULL;
+        ob_rt_opts ro = ob_rt_opts_default();
+        ro.target = target;
+        ro.db = db;
+        ro.nthreads = th;
+        ro.build.jobs = 2;
+        if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, ob_target_get_facts(target)->lanes_f32, NULL) ||
+            ob_rt_new(ctx, g, &ro, &rt))
           return die(names[m]);
-        model_err[m - 1] = (r.seconds - tm.median_s) / tm.median_s;
-        char label[64];
-        snprintf(label, sizeof label, "  %s", names[m]);
-        printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s\n", label, r.seconds * 1e3, tm.median_s * 1e3,
-               100 * model_err[m - 1], r.nkernels, r.nother, r.nuncovered ? " (" : "", r.uncovered,
-               r.nuncovered ? ")" : "");
+        if (m == 0) { /* the calibration model */
+          if (ob_predict_overhead_measure(ctx, rt, th, 10, &ov)) return die("overhead");
+          printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
+                 "%-34s kernels in the graph x%.3f their db time alone: + %.4f ms per MiB of parameters\n",
+                 "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
+                 ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3);
+        } else {
+          ob_predict_model_result r;
+          ob_timing tm;
+          ob_timing_opts to2 = ob_timing_default();
+          to2.timeout_s = 300;
+          if (ob_predict_model(ctx, p, rt, target, th, lim, host.fingerprint, &ov, NULL, &r) ||
+              ob_rt_time(rt, &to2, &tm))
+            return die(names[m]);
+          model_err[th][m - 1] = (r.seconds - tm.median_s) / tm.median_s;
+          char label[64];
+          snprintf(label, sizeof label, "  %s", names[m]);
+          printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s\n", label, r.seconds * 1e3, tm.median_s * 1e3,
+                 100 * model_err[th][m - 1], r.nkernels, r.nother, r.nuncovered ? " (" : "", r.uncovered,
+                 r.nuncovered ? ")" : "");
+        }
+        ob_rt_free(rt);
+        ob_graph_free(g);
       }
-      ob_rt_free(rt);
-      ob_graph_free(g);
     }
     ob_db_host_limits_free(lim);
   }
@@ -765,9 +769,10 @@ int main(int argc, char **argv) {
            (long long)mpm[m].n, 100 * mpm[m].rmspe, 100 * mpm[m].within10, mpm[m].pairwise, mpm[m].score5);
   printf("  held-out workloads: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%%, pairwise %.3f, score@5 %.3f\n",
          100 * mw.rmspe, 100 * mw.mdape, 100 * mw.within10, mw.pairwise, mw.score5);
-  if (!no_models)
-    printf("  model latency error [within +-10 each]: resnet-50 %+.1f%%, inception-v3 %+.1f%%, bert-base %+.1f%%\n",
-           100 * model_err[0], 100 * model_err[1], 100 * model_err[2]);
+  for (int th = 1; th <= 2 && !no_models; th++)
+    printf("  model latency error at %d thread%s [within +-10 each]: resnet-50 %+.1f%%, inception-v3 %+.1f%%, "
+           "bert-base %+.1f%%\n", th, th > 1 ? "s" : "", 100 * model_err[th][0], 100 * model_err[th][1],
+           100 * model_err[th][2]);
   if (!no_100k) printf("  training on %lld rows: %.1f s [< 60]\n", (long long)n100k, t_100k);
   printf("  co-run slowdown on held-out pairs: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%% (%lld points) [within 10]\n",
          100 * c_rmspe, 100 * c_mdape, 100 * c_within, (long long)cn);
