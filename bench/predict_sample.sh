@@ -9,7 +9,8 @@
 #
 #   bench/predict_sample.sh OPBENCH DB PART
 # PART: conv1 (1x1), conv3 (3x3 and strided), convx (1x7, 7x1, 5x5, 3x3
-# unpadded), mm (dense, batch_matmul, softmax); each well under 5 minutes
+# unpadded), mm (dense, batch_matmul, softmax), ew (elementwise mul, add);
+# each well under 5 minutes
 # once its kernels are in the cache (run it once under `cpu` to build them,
 # into a scratch db, then under `quiet` into the real one).
 set -eu
@@ -58,8 +59,13 @@ mm)
   "$OB" profile batch_matmul --shape B=4,M=16,N=16,K=16 --sizes B=4/16,M=16/48,N=16/48/96,K=16/48/96 $M --limits none >/dev/null
   "$OB" profile softmax --shape M=64,N=16 --sizes M=64/192/768,N=16/48/128 $M --limits none >/dev/null
   ;;
+ew)
+  for op in mul add; do
+    "$OB" profile $op --shape N=1,C=1,H=1,W=1000 --sizes W=1000/5000/30000/150000/600000 $M --limits none >/dev/null
+  done
+  ;;
 *)
-  echo "predict_sample.sh: unknown part '$PART' (conv1, conv3, convx, mm)" >&2
+  echo "predict_sample.sh: unknown part '$PART' (conv1, conv3, convx, mm, ew)" >&2
   exit 2
   ;;
 esac
