@@ -497,7 +497,7 @@ int main(int argc, char **argv) {
   if (!no_100k && d->n > 0) {
     ob_predict_dataset big = {.n = n100k};
     big.s = malloc(sizeof *big.s * (size_t)n100k);
-    big.x = malloc(sizeof(float) * OB_PREDICT_NFEAT * (size_t)n100k);
+    big.x = ob_mem_alloc_big(sizeof(float) * OB_PREDICT_NFEAT * (size_t)n100k);
     if (!big.s || !big.x) return die("out of memory for 100k rows");
     for (int64_t i = 0; i < n100k; i++) {
       big.s[i] = d->s[i % d->n];
@@ -512,7 +512,7 @@ int main(int argc, char **argv) {
     t_100k = ob_now_s() - tb;
     ob_predictor_free(q);
     free(big.s);
-    free(big.x);
+    ob_mem_free_big(big.x);
     printf("%-34s %7lld rows (%lld measured points repeated), %d members x %d rounds, 2 threads: %.1f s\n",
            "training time", (long long)n100k, (long long)d->n, bo.members, bo.rounds, t_100k);
   }
