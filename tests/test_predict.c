@@ -424,6 +424,22 @@ static void test_analytic(void) {
     CHECK(fabs(tl.reduction - 16.0 * 9.0) < 1e-9);
   }
   ob_task_free(task);
+  /* the cache level holding the arguments: capacity 2x the bytes the L1
+   * and L2 limits were measured with, 4x for L3; memory beyond */
+  ob_db_host_limit lims[] = {
+      {.host = "h", .name = "l1_read", .isa = "", .threads = 1, .bytes = 24576, .value = 300},
+      {.host = "h", .name = "l2_read", .isa = "", .threads = 1, .bytes = 1048576, .value = 130},
+      {.host = "h", .name = "l2_read", .isa = "", .threads = 2, .bytes = 2097152, .value = 250},
+      {.host = "h", .name = "l3_read", .isa = "", .threads = 1, .bytes = 8388608, .value = 30},
+      {.host = "h", .name = "mem_triad", .isa = "", .threads = 1, .bytes = 1e9, .value = 15},
+      {.host = "other", .name = "l1_read", .isa = "", .threads = 1, .bytes = 1e9, .value = 999}};
+  ob_db_host_limits hl = {.n = 6, .l = lims};
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 40000) == 300);
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 1.5 * 1048576) == 130);
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 2, 3.0 * 1048576) == 250); /* the 2-thread L2 entry */
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 3.0 * 1048576) == 30);
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 64.0 * 1048576) == 15);
+  CHECK(isnan(ob_predict_cache_bandwidth(NULL, "h", 1, 1000)));
   /* a template without a tiling model: the roofline */
   CHECK(ob_workload_parse(ctx, "relu", "N=1,C=8,H=4,W=4", &wl) == OB_OK);
   ob_predict_tiling tl;

@@ -124,10 +124,11 @@ OB_API double ob_predict_bound(const float *x, double flops);
 OB_API void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const char *isa,
                                    int threads, double *peak_gflops, double *bandwidth_gbps);
 
-/* The read bandwidth of the smallest cache level whose measured size
- * (the db's l1_read, l2_read, l3_read limits at the nearest thread count at
- * or below) holds `bytes`; the memory bandwidth beyond them; NAN when the
- * db holds none. */
+/* The read bandwidth of the smallest cache level that holds `bytes` (the
+ * db's l1_read, l2_read, l3_read limits at the nearest thread count at or
+ * below; a level's capacity is 2x (L1, L2) or 4x (L3) the bytes its limit
+ * was measured with, as the profiler sizes them); the memory bandwidth
+ * beyond them; NAN when the db holds none. */
 OB_API double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, int threads, double bytes);
 /* Fills p's peak, memory and cache bandwidths from the db's limits of host
  * (p->wl, p->task (the ISA; NULL: none) and p->threads set). */
@@ -354,11 +355,12 @@ typedef struct ob_predict_overhead {
   double run_s;            /* per run, beyond the steps (barriers, dispatch) */
   double kernel_factor;    /* a kernel step's time in the graph over its time
                               measured alone (the db's median of the same
-                              config), reported: caches its neighbours left
-                              cold; 1 when the calibration had no such step */
+                              config): caches its neighbours left cold; 1 when
+                              the calibration had no such step */
   double cold_s_per_mb;    /* what a kernel step takes in the graph beyond its
                               time alone, per MiB of its parameters (weights
-                              read cold once per run): the prediction adds it */
+                              read cold once per run): reported, not used (see
+                              ob_predict_model) */
   int nnative, nconvert;   /* steps the fit saw */
 } ob_predict_overhead;
 

@@ -116,6 +116,10 @@ void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const 
 
 double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, int threads, double bytes) {
   static const char *const levels[] = {"l1_read", "l2_read", "l3_read"};
+  /* the profiler reads half of L1d and of L2 and a quarter of L3 (at most
+   * 64 MiB) to measure a level: its capacity is that many times the bytes
+   * the limit records */
+  static const double capacity[] = {2, 2, 4};
   double best_bytes = INFINITY, bw = NAN;
   for (int k = 0; k < 3; k++) {
     /* the level's entry at the nearest thread count at or below */
@@ -126,7 +130,7 @@ double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, 
       if ((host && strcmp(h->host, host)) || strcmp(h->name, levels[k])) continue;
       if (h->threads < 1 || h->threads > threads || h->threads <= at || !(h->value > 0) || !(h->bytes > 0)) continue;
       at = h->threads;
-      lb = (double)h->bytes;
+      lb = capacity[k] * (double)h->bytes;
       lv = h->value;
     }
     if (at && bytes <= lb && lb < best_bytes) {
