@@ -211,11 +211,87 @@ static double median(double *v, int n) {
   return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
 }
 
+/* The class a held-out point's error is reported under: the operator, and
+ * for a convolution its window and stride ("conv 1x1", "conv 3x3/2",
+ * "depthwise 3x3"). */
+static void class_of(const ob_predict_sample *s, char *buf, size_t cap) {
+  if (!strcmp(s->op, "conv2d") && s->wl) {
+    int64_t g = ob_workload_get(s->wl, "groups"), st = ob_workload_get(s->wl, "stride_h");
+    snprintf(buf, cap, "%s %lldx%lld%s", g > 1 && g == ob_workload_get(s->wl, "C") ? "depthwise" : "conv",
+             (long long)ob_workload_get(s->wl, "R"), (long long)ob_workload_get(s->wl, "S"), st > 1 ? "/2" : "");
+  } else {
+    snprintf(buf, cap, "%s", s->op);
+  }
+}
+
+typedef struct diag_row {
+  int64_t i;
+  double err;
+} diag_row;
+
+static int by_abs_err(const void *a, const void *b) {
+  double x = fabs(((const diag_row *)a)->err), y = fabs(((const diag_row *)b)->err);
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Where the held-out error comes from: per class and thread count (RMSPE,
+ * share within 10 %, and the bias: the geometric mean of predicted over
+ * measured), then the `worst` points with their analytical terms. */
+static void diagnose(const ob_predict_dataset *d, const uint8_t *test, const double *pred, int worst) {
+  char cls[64][32];
+  int ncls = 0;
+  diag_row *rows = malloc(sizeof *rows * ((size_t)d->n + 1));
+  if (!rows) return;
+  int64_t nr = 0;
+  for (int64_t i = 0; i < d->n; i++) {
+    if (!test[i] || isnan(pred[i])) continue;
+    rows[nr++] = (diag_row){i, (pred[i] - d->s[i].seconds) / d->s[i].seconds};
+    char c[32];
+    class_of(&d->s[i], c, sizeof c);
+    bool have = false;
+    for (int k = 0; k < ncls && !have; k++) have = !strcmp(cls[k], c);
+    if (!have && ncls < 64) snprintf(cls[ncls++], sizeof cls[0], "%s", c);
+  }
+  printf("\nheld-out error by class   threads  points   RMSPE%%   +-10%%   pred/meas (geomean)\n");
+  for (int k = 0; k < ncls; k++)
+    for (int th = 1; th <= 2; th++) {
+      double se = 0, lr = 0;
+      int64_t n = 0, in10 = 0;
+      for (int64_t r = 0; r < nr; r++) {
+        char c[32];
+        class_of(&d->s[rows[r].i], c, sizeof c);
+        if (strcmp(c, cls[k]) || d->s[rows[r].i].threads != th) continue;
+        se += rows[r].err * rows[r].err;
+        lr += log1p(rows[r].err);
+        in10 += fabs(rows[r].err) <= 0.1;
+        n++;
+      }
+      if (n)
+        printf("  %-22s %7d %7lld %8.1f %7.1f %10.3f\n", cls[k], th, (long long)n, 100 * sqrt(se / (double)n),
+               100.0 * (double)in10 / (double)n, exp(lr / (double)n));
+    }
+  qsort(rows, (size_t)nr, sizeof *rows, by_abs_err);
+  printf("\nworst held-out points: measured and predicted ms, the analytical base and its tiling terms\n");
+  printf("  %-58s %2s %6s %9s %9s %7s %9s %5s %5s %5s %6s %5s\n", "workload", "th", "config", "meas ms", "pred ms",
+         "err%", "anal ms", "work", "lanes", "step", "chunks", "imbal");
+  for (int64_t r = 0; r < nr && r < worst; r++) {
+    const ob_predict_sample *s = &d->s[rows[r].i];
+    const float *x = s->x;
+    printf("  %-58.58s %2d %6llu %9.4f %9.4f %+7.1f %9.4f %5.2f %5.2f %5.2f %6.0f %5.2f\n", s->workload, s->threads,
+           (unsigned long long)s->config_index, s->seconds * 1e3, pred[rows[r].i] * 1e3, 100 * rows[r].err,
+           exp2((double)x[35]) * 1e3, (double)x[36], (double)x[37], (double)x[38],
+           isfinite(x[39]) ? exp2((double)x[39]) - 1 : NAN, (double)x[40]);
+  }
+  free(rows);
+}
+
 int main(int argc, char **argv) {
   int ntasks = 8, nconfigs = 5;
   int64_t input_size = 56;
   const char *db_path = NULL;
   bool keep = false, reuse = false, no_corun = false, no_models = false, no_100k = false;
+  int worst = 12, depth = 0, rounds = 0, corun_depth = 0, corun_rounds = 0;
+  double eta = 0;
   int64_t seqlen = 32;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
@@ -228,9 +304,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-corun")) no_corun = true;
     else if (!strcmp(argv[i], "--no-models")) no_models = true;
     else if (!strcmp(argv[i], "--no-100k")) no_100k = true;
+    else if (!strcmp(argv[i], "--worst") && i + 1 < argc) worst = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--depth") && i + 1 < argc) depth = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--eta") && i + 1 < argc) eta = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--corun-depth") && i + 1 < argc) corun_depth = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--corun-rounds") && i + 1 < argc) corun_rounds = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--input-size N] [--seqlen N] [--db FILE] [--keep] [--reuse]\n"
-                      "       [--no-corun] [--no-models] [--no-100k]\n", argv[0]);
+                      "       [--no-corun] [--no-models] [--no-100k] [--worst N] [--depth N] [--rounds N] [--eta X]\n"
+                      "       [--corun-depth N] [--corun-rounds N]\n", argv[0]);
       return 2;
     }
   }
@@ -312,6 +395,7 @@ int main(int argc, char **argv) {
   ob_predict_dataset *d = NULL;
   if (ob_predict_dataset_load(ctx, db, NULL, &d)) return die("dataset");
   uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1);
+  int64_t nsampled = 0;
   double *pred = malloc(sizeof(double) * (size_t)d->n);
   for (int64_t i = 0; i < d->n; i++) {
     for (int w = first_test; w < nwl; w++) test[i] |= !strcmp(d->s[i].workload, wls[w].key);
@@ -319,8 +403,15 @@ int main(int argc, char **argv) {
     for (int w = 0; w < first_test; w++) in_train |= !strcmp(d->s[i].workload, wls[w].key);
     if (test[i] && in_train) test[i] = 0; /* a shape both models have is not held out */
     train[i] = !test[i];
+    /* sampled kernels (predict_sample.sh) train; a sampled shape that a
+     * held-out model has is neither trained on nor scored */
+    if (d->s[i].from_profile) test[i] = 0;
+    nsampled += d->s[i].from_profile && train[i];
   }
   ob_predict_train_opts to = ob_predict_train_opts_default();
+  if (depth > 0) to.max_depth = depth;
+  if (rounds > 0) to.rounds = rounds;
+  if (eta > 0) to.eta = eta;
   ob_predictor *p = NULL;
   double t1 = ob_now_s();
   if (ob_predictor_train(ctx, d, train, &to, &p)) return die("training");
@@ -328,16 +419,24 @@ int main(int argc, char **argv) {
   if (ob_predictor_predict_dataset(p, d, test, true, pred)) return die("predicting");
   ob_predict_metrics mm, mw;
   int64_t unpredicted = 0;
+  char unkinds[128] = "";
   for (int64_t i = 0; i < d->n; i++)
-    if (test[i] && isnan(pred[i])) test[i] = 0, unpredicted++; /* a kind the training models lack */
+    if (test[i] && isnan(pred[i])) { /* a kind the training data lack */
+      test[i] = 0, unpredicted++;
+      if (!strstr(unkinds, d->s[i].op) && strlen(unkinds) + strlen(d->s[i].op) + 3 < sizeof unkinds)
+        snprintf(unkinds + strlen(unkinds), sizeof unkinds - strlen(unkinds), "%s%s", *unkinds ? ", " : "", d->s[i].op);
+    }
   ob_predict_metrics_compute(d, test, pred, &mm);
   printf("dataset: %lld measurements now (%lld failed configs) + %lld reused from the db, of %d workloads (%d held out:\n"
          "        %s), input size %lld, sequence %lld, 1 and 2 threads, %d configs per workload; measured in %.0f s\n",
          (long long)measured, (long long)failed, (long long)reused, nwl, nwl - first_test, test_model,
          (long long)input_size, (long long)seqlen, 1 + nconfigs, t_measure);
   if (unpredicted)
-    printf("not predicted: %lld held-out points of operator kinds no training model has (batch_matmul of bert-base)\n",
-           (long long)unpredicted);
+    printf("not predicted: %lld held-out points of operator kinds the training data lack (%s)\n",
+           (long long)unpredicted, unkinds);
+  if (nsampled) printf("training: + %lld sampled kernel points (opbench profile --sizes grids off the held-out shapes)\n",
+                      (long long)nsampled);
+  if (worst > 0) diagnose(d, test, pred, worst);
   printf("\n%-34s %7s %8s %8s %8s %9s %8s %8s\n", "operator latency", "points", "RMSPE%", "MdAPE%", "+-10%",
          "pairwise", "score@1", "score@5");
   printf("%-34s %7lld %8.1f %8.1f %8.1f %9.3f %8.3f %8.3f\n", "held-out models", (long long)mm.n,
@@ -379,7 +478,7 @@ int main(int argc, char **argv) {
     if (ob_predictor_train(ctx, d, train, &to, &q) || ob_predictor_predict_dataset(q, d, test, true, fp))
       return die("workload folds");
     for (int64_t i = 0; i < d->n; i++)
-      if (test[i] && !isnan(fp[i])) {
+      if (test[i] && !isnan(fp[i]) && !d->s[i].from_profile) {
         pw[i] = fp[i];
         all[i] = 1;
       }
@@ -398,7 +497,7 @@ int main(int argc, char **argv) {
   if (!no_100k && d->n > 0) {
     ob_predict_dataset big = {.n = n100k};
     big.s = malloc(sizeof *big.s * (size_t)n100k);
-    big.x = malloc(sizeof(float) * OB_PREDICT_NFEAT * (size_t)n100k);
+    big.x = ob_mem_alloc_big(sizeof(float) * OB_PREDICT_NFEAT * (size_t)n100k);
     if (!big.s || !big.x) return die("out of memory for 100k rows");
     for (int64_t i = 0; i < n100k; i++) {
       big.s[i] = d->s[i % d->n];
@@ -413,61 +512,65 @@ int main(int argc, char **argv) {
     t_100k = ob_now_s() - tb;
     ob_predictor_free(q);
     free(big.s);
-    free(big.x);
+    ob_mem_free_big(big.x);
     printf("%-34s %7lld rows (%lld measured points repeated), %d members x %d rounds, 2 threads: %.1f s\n",
            "training time", (long long)n100k, (long long)d->n, bo.members, bo.rounds, t_100k);
   }
   /* model latency: each held-out model compiled by the runtime (the db's
    * best configs of the measured tasks, defaults elsewhere), predicted
    * through its step list with the runtime's overhead measured here on
-   * resnet-18, then timed end to end; 1 thread */
-  double model_err[3] = {NAN, NAN, NAN};
+   * resnet-18, then timed end to end; at 1 and 2 threads */
+  double model_err[3][3] = {{NAN, NAN, NAN}, {NAN, NAN, NAN}, {NAN, NAN, NAN}};
   ob_predict_overhead ov;
   memset(&ov, 0, sizeof ov);
   if (!no_models) {
     const char *names[4] = {"resnet-18", "resnet-50", "inception-v3", "bert-base"};
     ob_db_host_limits *lim = NULL;
     if (ob_db_get_host_limits(db, host.fingerprint, &lim)) return die("host limits");
-    printf("\n%-34s %12s %12s %9s %s\n", "model latency (1 thread)", "predicted ms", "measured ms", "error%",
-           "kernels / other steps (uncovered kinds)");
-    for (int m = 0; m < 4; m++) {
-      ob_model_opts mo = ob_model_opts_default();
-      mo.name = names[m];
-      mo.input_size = !strcmp(names[m], "inception-v3") && input_size < 75 ? 75 : input_size;
-      mo.seqlen = seqlen;
-      ob_graph *g = NULL;
-      ob_rt *rt = NULL;
-      ob_rt_opts ro = ob_rt_opts_default();
-      ro.target = target;
-      ro.db = db;
-      ro.nthreads = 1;
-      ro.build.jobs = 2;
-      if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, ob_target_get_facts(target)->lanes_f32, NULL) ||
-          ob_rt_new(ctx, g, &ro, &rt))
-        return die(names[m]);
-      if (m == 0) { /* the calibration model */
-        if (ob_predict_overhead_measure(ctx, rt, 1, 10, &ov)) return die("overhead");
-        printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
-               "%-34s kernels in the graph x%.3f their db time alone\n",
-               "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
-               ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor);
-      } else {
-        ob_predict_model_result r;
-        ob_timing tm;
-        ob_timing_opts to2 = ob_timing_default();
-        to2.timeout_s = 300;
-        if (ob_predict_model(ctx, p, rt, target, 1, lim, host.fingerprint, &ov, NULL, &r) ||
-            ob_rt_time(rt, &to2, &tm))
+    for (int th = 1; th <= 2; th++) {
+      char head[64];
+      snprintf(head, sizeof head, "model latency (%d thread%s)", th, th > 1 ? "s" : "");
+      printf("\n%-34s %12s %12s %9s %s\n", head, "predicted ms", "measured ms", "error%",
+             "kernels / other steps (uncovered kinds)");
+      for (int m = 0; m < 4; m++) {
+        ob_model_opts mo = ob_model_opts_default();
+        mo.name = names[m];
+        mo.input_size = !strcmp(names[m], "inception-v3") && input_size < 75 ? 75 : input_size;
+        mo.seqlen = seqlen;
+        ob_graph *g = NULL;
+        ob_rt *rt = NULL;
+        ob_rt_opts ro = ob_rt_opts_default();
+        ro.target = target;
+        ro.db = db;
+        ro.nthreads = th;
+        ro.build.jobs = 2;
+        if (ob_model_load(ctx, &mo, &g) || ob_graph_optimize(ctx, g, ob_target_get_facts(target)->lanes_f32, NULL) ||
+            ob_rt_new(ctx, g, &ro, &rt))
           return die(names[m]);
-        model_err[m - 1] = (r.seconds - tm.median_s) / tm.median_s;
-        char label[64];
-        snprintf(label, sizeof label, "  %s", names[m]);
-        printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s\n", label, r.seconds * 1e3, tm.median_s * 1e3,
-               100 * model_err[m - 1], r.nkernels, r.nother, r.nuncovered ? " (" : "", r.uncovered,
-               r.nuncovered ? ")" : "");
+        if (m == 0) { /* the calibration model */
+          if (ob_predict_overhead_measure(ctx, rt, th, 10, &ov)) return die("overhead");
+          printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
+                 "%-34s kernels in the graph x%.3f their db time alone: + %.4f ms per MiB of parameters\n",
+                 "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
+                 ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3);
+        } else {
+          ob_predict_model_result r;
+          ob_timing tm;
+          ob_timing_opts to2 = ob_timing_default();
+          to2.timeout_s = 300;
+          if (ob_predict_model(ctx, p, rt, target, th, lim, host.fingerprint, &ov, NULL, &r) ||
+              ob_rt_time(rt, &to2, &tm))
+            return die(names[m]);
+          model_err[th][m - 1] = (r.seconds - tm.median_s) / tm.median_s;
+          char label[64];
+          snprintf(label, sizeof label, "  %s", names[m]);
+          printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s\n", label, r.seconds * 1e3, tm.median_s * 1e3,
+                 100 * model_err[th][m - 1], r.nkernels, r.nother, r.nuncovered ? " (" : "", r.uncovered,
+                 r.nuncovered ? ")" : "");
+        }
+        ob_rt_free(rt);
+        ob_graph_free(g);
       }
-      ob_rt_free(rt);
-      ob_graph_free(g);
     }
     ob_db_host_limits_free(lim);
   }
@@ -505,6 +608,9 @@ int main(int argc, char **argv) {
       if (isfinite(s) && isfinite(a1)) put_corun(db, pl[i], pl[j], 1, 1, false, a1, s), ncorun++;
       if (isfinite(f) && isfinite(a2)) put_corun(db, pl[i], pl[j], 2, 2, true, a2, f), ncorun++;
     }
+  ob_predict_train_opts co = to;
+  if (corun_depth > 0) co.max_depth = corun_depth;
+  if (corun_rounds > 0) co.rounds = corun_rounds;
   ob_corun_dataset *cd = NULL;
   if (ob_corun_dataset_load(ctx, db, host.fingerprint, &cd)) return die("co-run dataset");
   uint8_t *ct = calloc((size_t)cd->n + 1, 1), *cr = calloc((size_t)cd->n + 1, 1);
@@ -520,7 +626,7 @@ int main(int argc, char **argv) {
     }
     if (!nt || !nr) continue;
     ob_predictor *q = ob_predictor_new(ctx);
-    if (!q || ob_predictor_train_interference(q, cd, cr, &to)) return die("interference");
+    if (!q || ob_predictor_train_interference(q, cd, cr, &co)) return die("interference");
     for (int64_t i = 0; i < cd->n; i++) {
       if (!ct[i]) continue;
       ob_prediction pr;
@@ -538,7 +644,7 @@ int main(int argc, char **argv) {
   printf("%-34s %7lld %8.1f %8.1f %8.1f\n", "co-run slowdown (held-out pairs)", (long long)cn, 100 * c_rmspe,
          100 * c_mdape, 100 * c_within);
   /* the full predictor: latency + interference, for the game */
-  if (cd->n && ob_predictor_train_interference(p, cd, NULL, &to)) return die("interference");
+  if (cd->n && ob_predictor_train_interference(p, cd, NULL, &co)) return die("interference");
   /* 4. the game on this machine, validated by measuring every profile */
   printf("\nplacement game on this machine (2 cores): predicted equilibrium, then every profile measured (ms)\n");
   printf("%-44s %-8s %-8s %10s %10s %10s %7s\n", "pair", "eq(pred)", "opt(meas)", "eq meas", "opt meas",
@@ -663,9 +769,10 @@ int main(int argc, char **argv) {
            (long long)mpm[m].n, 100 * mpm[m].rmspe, 100 * mpm[m].within10, mpm[m].pairwise, mpm[m].score5);
   printf("  held-out workloads: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%%, pairwise %.3f, score@5 %.3f\n",
          100 * mw.rmspe, 100 * mw.mdape, 100 * mw.within10, mw.pairwise, mw.score5);
-  if (!no_models)
-    printf("  model latency error [within +-10 each]: resnet-50 %+.1f%%, inception-v3 %+.1f%%, bert-base %+.1f%%\n",
-           100 * model_err[0], 100 * model_err[1], 100 * model_err[2]);
+  for (int th = 1; th <= 2 && !no_models; th++)
+    printf("  model latency error at %d thread%s [within +-10 each]: resnet-50 %+.1f%%, inception-v3 %+.1f%%, "
+           "bert-base %+.1f%%\n", th, th > 1 ? "s" : "", 100 * model_err[th][0], 100 * model_err[th][1],
+           100 * model_err[th][2]);
   if (!no_100k) printf("  training on %lld rows: %.1f s [< 60]\n", (long long)n100k, t_100k);
   printf("  co-run slowdown on held-out pairs: RMSPE %.1f%%, MdAPE %.1f%%, within +-10%% %.1f%% (%lld points) [within 10]\n",
          100 * c_rmspe, 100 * c_mdape, 100 * c_within, (long long)cn);

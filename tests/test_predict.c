@@ -358,6 +358,96 @@ static void test_nash(void) {
   CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_OK && s.profiles == 9);
 }
 
+/* The analytical base: the tiling terms of a config, computed here by hand
+ * from the factors the config holds (8 lanes: AVX2), and the time they
+ * give against the roofline. */
+static void test_analytic(void) {
+  ob_target *t = NULL;
+  CHECK(ob_target_parse(ctx, TARGET, &t) == OB_OK);
+  if (!t) return;
+  /* dense 3 x 100 x 64: panels of 16 columns over 100 compute 112, blocks of
+   * 2 rows over 3 compute 4 */
+  ob_workload wl;
+  ob_task *task = NULL;
+  CHECK(ob_workload_parse(ctx, "dense", "M=3,N=100,K=64", &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, "dense_pack.x86", t, &task) == OB_OK);
+  if (task) {
+    ob_config c = ob_space_first(ob_task_space(task));
+    ob_config_set_split(&c, "tile_x", (int64_t[]){16}, 1);
+    ob_config_set_split(&c, "tile_y", (int64_t[]){2}, 1);
+    int64_t ty[2], tx[2];
+    ob_config_split(&c, "tile_y", ty);
+    ob_config_split(&c, "tile_x", tx);
+    CHECK(tx[1] == 16 && ty[1] == 2);
+    ob_predict_tiling tl;
+    ob_predict_tiling_of(&wl, "dense_pack.x86", &c, 8, 2, &tl);
+    CHECK(tl.known);
+    CHECK(fabs(tl.work_ratio - (4.0 * 112.0) / (3.0 * 100.0)) < 1e-9);
+    CHECK(fabs(tl.lane_util - 1.0) < 1e-9);
+    CHECK(tl.chunks == 7 * 2);
+    CHECK(fabs(tl.imbalance - 1.0) < 1e-9); /* 14 chunks on 2 threads */
+    /* 2 rows x 2 vectors: 4 FMAs and 4 loads a step, under the FMA latency */
+    CHECK(fabs(tl.step_eff - 0.5) < 1e-9);
+    ob_predict_tiling_of(&wl, "dense_pack.x86", &c, 8, 3, &tl); /* 14 chunks on 3 threads: 5 + 5 + 4 */
+    CHECK(fabs(tl.imbalance - 15.0 / 14.0) < 1e-9 && tl.chunks_per_thread == 5);
+    double f = ob_workload_flops(&wl), b = ob_predict_workload_bytes(&wl);
+    double roof = ob_predict_analytic_s(NULL, f, b, 100, 1000, 2);
+    double an = ob_predict_analytic_s(&tl, f, b, 100, 1000, 3);
+    CHECK(fabs(roof - f / 100e9) < 1e-15);
+    CHECK(fabs(an - f * tl.work_ratio * tl.imbalance / 3 / (100e9 / 3 * tl.step_eff)) < 1e-15);
+    /* the features carry it, and the label's base is it */
+    float x[OB_PREDICT_NFEAT];
+    ob_predict_point pt = {.wl = &wl, .task = task, .cfg = &c, .threads = 3, .ncores = 3,
+                           .peak_gflops = 100, .bandwidth_gbps = 1000};
+    CHECK(ob_predict_features(ctx, &pt, x) == OB_OK);
+    CHECK(fabs(ob_predict_bound(x, f) / an - 1) < 1e-5);
+    CHECK(fabs(x[36] - tl.work_ratio) < 1e-6 && fabs(x[40] - tl.imbalance) < 1e-6);
+  }
+  ob_task_free(task);
+  task = NULL;
+  /* conv2d K = 24 in blocks of 16 output channels: 32 computed; 1 chunk per
+   * output row of the 2 blocks */
+  CHECK(ob_workload_parse(ctx, "conv2d", "N=1,C=16,H=7,W=7,K=24,R=3,S=3", &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, "conv2d_NCHWc.x86", t, &task) == OB_OK);
+  if (task) {
+    ob_config c = ob_space_first(ob_task_space(task));
+    ob_config_set_split(&c, "tile_oc", (int64_t[]){16}, 1);
+    ob_config_set_split(&c, "tile_ow", (int64_t[]){1}, 1);
+    ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
+    int64_t oc[2];
+    ob_config_split(&c, "tile_oc", oc);
+    CHECK(oc[1] == 16);
+    ob_predict_tiling tl;
+    ob_predict_tiling_of(&wl, "conv2d_NCHWc.x86", &c, 8, 1, &tl);
+    CHECK(tl.known && fabs(tl.work_ratio - 32.0 / 24.0) < 1e-9);
+    CHECK(tl.chunks == 2 * 5); /* 5 x 5 output rows, unpadded */
+    CHECK(fabs(tl.reduction - 16.0 * 9.0) < 1e-9);
+  }
+  ob_task_free(task);
+  /* the cache level holding the arguments: capacity 2x the bytes the L1
+   * and L2 limits were measured with, 4x for L3; memory beyond */
+  ob_db_host_limit lims[] = {
+      {.host = "h", .name = "l1_read", .isa = "", .threads = 1, .bytes = 24576, .value = 300},
+      {.host = "h", .name = "l2_read", .isa = "", .threads = 1, .bytes = 1048576, .value = 130},
+      {.host = "h", .name = "l2_read", .isa = "", .threads = 2, .bytes = 2097152, .value = 250},
+      {.host = "h", .name = "l3_read", .isa = "", .threads = 1, .bytes = 8388608, .value = 30},
+      {.host = "h", .name = "mem_triad", .isa = "", .threads = 1, .bytes = 1e9, .value = 15},
+      {.host = "other", .name = "l1_read", .isa = "", .threads = 1, .bytes = 1e9, .value = 999}};
+  ob_db_host_limits hl = {.n = 6, .l = lims};
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 40000) == 300);
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 1.5 * 1048576) == 130);
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 2, 3.0 * 1048576) == 250); /* the 2-thread L2 entry */
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 3.0 * 1048576) == 30);
+  CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 64.0 * 1048576) == 15);
+  CHECK(isnan(ob_predict_cache_bandwidth(NULL, "h", 1, 1000)));
+  /* a template without a tiling model: the roofline */
+  CHECK(ob_workload_parse(ctx, "relu", "N=1,C=8,H=4,W=4", &wl) == OB_OK);
+  ob_predict_tiling tl;
+  ob_predict_tiling_of(&wl, "elemwise.x86", NULL, 8, 1, &tl);
+  CHECK(!tl.known && tl.work_ratio == 1);
+  ob_target_free(t);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   snprintf(dir, sizeof dir, "/tmp/obpredict-XXXXXX");
@@ -368,6 +458,7 @@ int main(void) {
   test_metrics();
   test_correlation();
   test_nash();
+  test_analytic();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

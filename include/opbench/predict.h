@@ -39,9 +39,10 @@ extern "C" {
 #endif
 
 /* ---- features (features.c) ---------------------------------------------------------
- * Schema 2 (the features of schema 1; the label changed, see
- * ob_predict_bound), in this order (log2 means log2(1 + x); NAN: unknown, which
- * XGBoost treats as missing):
+ * Schema 3 (schema 2's features plus the analytical tiling terms; the label
+ * is now relative to the analytical time, see ob_predict_bound), in this
+ * order (log2 means log2(1 + x); NAN: unknown, which XGBoost treats as
+ * missing):
  *   0..23   the workload's attributes in the operator's order, log2
  *   24..26  log2 FLOPs, log2 bytes of the arguments, log2 arithmetic intensity
  *   27      template index among the operator's templates
@@ -49,10 +50,44 @@ extern "C" {
  *   31..32  log2 of the host's measured FMA peak (GFLOP/s) at the thread count
  *           and of its memory bandwidth (GB/s), from the db's host limits
  *   33..34  epilogue steps, the target's ISA (ob_isa)
- *   35..    the tuner's itervar (loop-nest) features of the config, see tune.h */
-#define OB_PREDICT_SCHEMA 2
-#define OB_PREDICT_BASE_FEATURES 35
+ *   35      log2 of the analytical seconds (ob_predict_analytic_s; plain log2)
+ *   36..38  the tiling's work ratio, lane utilisation, inner-step efficiency
+ *   39..41  log2 parallel chunks, load imbalance, log2 chunks of the busiest thread
+ *   42..43  log2 reduction length per output, log2 bytes of one chunk's weights
+ *   44      log2 bytes all chunks read (ob_predict_tiling.traffic_bytes)
+ *   45      log2 bandwidth (GB/s) of the cache level that holds the
+ *           arguments (ob_predict_cache_bandwidth), the analytical time's
+ *   46..    the tuner's itervar (loop-nest) features of the config, see tune.h */
+#define OB_PREDICT_SCHEMA 3
+#define OB_PREDICT_BASE_FEATURES 46
 #define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
+
+/* ---- analytical base (analytic.c) ----------------------------------------------------
+ * What a config's tiling makes of the work, for the register-blocked
+ * templates (conv2d_NCHWc.x86, dense_pack.x86, batch_matmul_pack.x86):
+ * known false elsewhere (the roofline alone). */
+typedef struct ob_predict_tiling {
+  bool known;
+  double work_ratio;        /* work computed (whole blocks, padded panels, less the
+                               padding taps a kernel skips) over the nominal work */
+  double lane_util;         /* share of the vector lanes carrying data */
+  double step_eff;          /* the inner step's FMA share of its cycles (loads, FMA latency) */
+  int64_t chunks;           /* parallel chunks of the outer fused loop */
+  double chunks_per_thread; /* of the busiest thread */
+  double imbalance;         /* busiest thread's chunks x threads / chunks (1: even) */
+  double reduction;         /* multiply-adds per output element */
+  double block_bytes;       /* weights one chunk reads */
+  double traffic_bytes;     /* bytes all chunks read (weights or panel, input rows) */
+} ob_predict_tiling;
+
+OB_API void ob_predict_tiling_of(const ob_workload *wl, const char *tmpl, const ob_config *cfg, int lanes,
+                                 int threads, ob_predict_tiling *t);
+/* Seconds: the busiest thread's share of the padded work at its share of
+ * the peak, times lanes and inner-step efficiency, or the memory time when
+ * longer (bytes / bandwidth); the roofline when t is NULL or unknown. peak
+ * and bandwidth <= 0 or NAN: a nominal 50 GFLOP/s per thread and 20 GB/s. */
+OB_API double ob_predict_analytic_s(const ob_predict_tiling *t, double flops, double bytes, double peak_gflops,
+                                    double bandwidth_gbps, int threads);
 
 /* A point to describe. task and cfg give the loop-nest features (task NULL:
  * those are NAN). */
@@ -63,6 +98,8 @@ typedef struct ob_predict_point {
   int threads, ncores;
   double pressure_mib;
   double peak_gflops, bandwidth_gbps; /* NAN: unknown */
+  double cache_gbps;  /* bandwidth of the cache level holding the arguments;
+                         <= 0 or NAN: unknown (bandwidth_gbps serves) */
 } ob_predict_point;
 
 /* Features into out[OB_PREDICT_NFEAT]. A config that does not lower gets
@@ -72,13 +109,12 @@ OB_API ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, flo
 OB_API const char *ob_predict_feature_name(int i, char *buf, size_t cap);
 /* Bytes of the workload's arguments (float32). */
 OB_API double ob_predict_workload_bytes(const ob_workload *wl);
-/* The roofline bound of a point from its features and FLOPs: max(FLOPs /
- * peak, bytes / bandwidth) seconds, with the host's peak and bandwidth
- * from the features (a nominal 50 GFLOP/s per thread and 20 GB/s where the
- * db held none). Schema 2 predicts log(seconds / bound): a ratio to what
- * the hardware allows extrapolates to shapes (a dense layer of 32 rows
- * after ones of 1) better than seconds per FLOP, which changes by the
- * shape's arithmetic intensity. */
+/* The base the label is relative to: the analytical seconds of feature 35
+ * when known, else max(FLOPs / peak, bytes / bandwidth) from the features
+ * (nominal limits where the db held none). Schema 3 predicts log(seconds /
+ * base): a ratio to what the tiling allows extrapolates to new shapes
+ * better than seconds, and a ratio to the plain roofline (schema 2) left
+ * the trees to learn the tiling waste from the loop-nest features. */
 OB_API double ob_predict_bound(const float *x, double flops);
 
 /* The host's limits from the database for the features: the FMA peak of
@@ -87,6 +123,16 @@ OB_API double ob_predict_bound(const float *x, double flops);
  * where the db holds none. */
 OB_API void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const char *isa,
                                    int threads, double *peak_gflops, double *bandwidth_gbps);
+
+/* The read bandwidth of the smallest cache level that holds `bytes` (the
+ * db's l1_read, l2_read, l3_read limits at the nearest thread count at or
+ * below; a level's capacity is 2x (L1, L2) or 4x (L3) the bytes its limit
+ * was measured with, as the profiler sizes them); the memory bandwidth
+ * beyond them; NAN when the db holds none. */
+OB_API double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, int threads, double bytes);
+/* Fills p's peak, memory and cache bandwidths from the db's limits of host
+ * (p->wl, p->task (the ISA; NULL: none) and p->threads set). */
+OB_API void ob_predict_point_limits(const ob_db_host_limits *l, const char *host, ob_predict_point *p);
 
 /* ---- datasets (dataset.c) ---------------------------------------------------------- */
 typedef struct ob_predict_sample {
@@ -311,18 +357,25 @@ typedef struct ob_predict_overhead {
                               measured alone (the db's median of the same
                               config): caches its neighbours left cold; 1 when
                               the calibration had no such step */
+  double cold_s_per_mb;    /* what a kernel step takes in the graph beyond its
+                              time alone, per MiB of its parameters (weights
+                              read cold once per run): reported, not used (see
+                              ob_predict_model) */
   int nnative, nconvert;   /* steps the fit saw */
 } ob_predict_overhead;
 
 /* Measures the overhead on a compiled runtime (a calibration model): the
  * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
  * of the native steps' seconds over their output MiB, the mean conversion,
- * the whole run's median beyond the sum of its steps, and the kernel steps'
- * time over the db's medians of their configs (the steps that have one). */
+ * the whole run's median beyond the sum of its steps, the kernel steps'
+ * time over the db's medians of their configs (the steps that have one),
+ * and a least-squares line through the origin of each such step's time
+ * beyond its db median over its parameters' MiB. */
 OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
                                              ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
- * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x, at `threads`; parts measured as 0 left
+ * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
+ * "rt_cold_per_mb" (s/MiB; at `threads`; parts measured as 0 left
  * out, as the db keeps positive limits) and "rt_steps" (steps timed) of
  * host; note says how it was measured. */
 OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,

@@ -129,8 +129,7 @@ static int predict_point(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
   ob_predict_point pt = {.wl = wl, .task = task, .cfg = &cfg, .threads = threads, .ncores = ncores};
-  ob_predict_host_limits(lim, h.fingerprint, ob_isa_name(ob_target_get_facts(target)->isa), threads,
-                         &pt.peak_gflops, &pt.bandwidth_gbps);
+  ob_predict_point_limits(lim, h.fingerprint, &pt);
   float x[OB_PREDICT_NFEAT];
   ob_prediction pr;
   if (ob_predict_features(ctx, &pt, x) != OB_OK ||
@@ -671,8 +670,7 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
     printf("  %d %-10s %-40s", i + 1, e[i].op, e[i].shape);
     for (int k = 1; k <= (here > 2 ? here : 2); k++) {
       ob_predict_point pt = {.wl = &e[i].wl, .task = task, .cfg = &cfg, .threads = k, .ncores = k};
-      ob_predict_host_limits(lim, h.fingerprint, ob_isa_name(ob_target_get_facts(target)->isa), k,
-                             &pt.peak_gflops, &pt.bandwidth_gbps);
+      ob_predict_point_limits(lim, h.fingerprint, &pt);
       float x[OB_PREDICT_NFEAT];
       ob_prediction pr;
       if (ob_predict_features(ctx, &pt, x) != OB_OK ||
@@ -831,8 +829,9 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
     crt = NULL;
   }
   printf("overhead   per native step %.4f ms + %.4f ms/MiB of output; per layout conversion %.4f ms; per run %.4f ms; "
-         "kernels in the graph x%.3f their time alone (%s%s%s)\n",
+         "kernels in the graph x%.3f their time alone: + %.4f ms per MiB of parameters (%s%s%s)\n",
          ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, ov.kernel_factor,
+         ov.cold_s_per_mb * 1e3,
          stored ? "stored" : "measured now on ", stored ? "" : calib, stored ? "" : ", stored in the db");
   ob_rt_stats rs;
   ob_rt_get_stats(rt, &rs);

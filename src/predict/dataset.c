@@ -129,9 +129,7 @@ static ob_status add_point(builder *b, const char *op, const char *attrs, const 
   p->wl = b->wl_copy;
   ob_predict_point pt = {.wl = &b->wl, .task = b->task, .cfg = &cfg, .threads = p->threads,
                          .ncores = p->ncores, .pressure_mib = pressure};
-  ob_predict_host_limits(b->limits, host,
-                         ob_isa_name(ob_target_get_facts(ob_task_target(b->task))->isa),
-                         p->threads, &pt.peak_gflops, &pt.bandwidth_gbps);
+  ob_predict_point_limits(b->limits, host, &pt);
   float *x = d->x + (size_t)d->n * OB_PREDICT_NFEAT;
   ob_status st = ob_predict_features(b->ctx, &pt, x);
   if (st) return st;

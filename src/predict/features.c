@@ -47,6 +47,26 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
   out[32] = isfinite(p->bandwidth_gbps) ? lg(p->bandwidth_gbps) : NAN;
   ob_epilogue e;
   out[33] = ob_epilogue_parse(NULL, wl->epilogue, &e) == OB_OK ? (float)e.n : NAN;
+  ob_predict_tiling tl;
+  ob_predict_tiling_of(wl, p->task ? ob_task_template(p->task) : NULL, p->task ? p->cfg : NULL,
+                       p->task ? ob_target_get_facts(ob_task_target(p->task))->lanes_f32 : 0, p->threads, &tl);
+  /* the arguments stream from the cache level that holds them (the
+   * measurements are warm), from memory when none does */
+  double bw = p->cache_gbps > 0 ? p->cache_gbps : p->bandwidth_gbps;
+  double an = ob_predict_analytic_s(&tl, flops, bytes, p->peak_gflops, bw, p->threads);
+  out[45] = p->cache_gbps > 0 ? lg(p->cache_gbps) : NAN;
+  out[35] = (float)log2(an);
+  if (tl.known) {
+    out[36] = (float)tl.work_ratio;
+    out[37] = (float)tl.lane_util;
+    out[38] = (float)tl.step_eff;
+    out[39] = lg((double)tl.chunks);
+    out[40] = (float)tl.imbalance;
+    out[41] = lg(tl.chunks_per_thread);
+    out[42] = lg(tl.reduction);
+    out[43] = lg(tl.block_bytes);
+    out[44] = lg(tl.traffic_bytes);
+  }
   if (p->task && p->cfg) {
     float *iv = out + OB_PREDICT_BASE_FEATURES;
     ob_status st = ob_feature_extract(ctx, p->task, p->cfg, OB_FEATURE_ITERVAR, iv);
@@ -62,7 +82,11 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
 const char *ob_predict_feature_name(int i, char *buf, size_t cap) {
   static const char *const base[] = {"log2_flops", "log2_bytes", "log2_intensity", "template",
                                      "threads", "cores", "pressure_mib", "log2_peak_gflops",
-                                     "log2_bandwidth_gbps", "epilogue_steps", "isa"};
+                                     "log2_bandwidth_gbps", "epilogue_steps", "isa",
+                                     "log2_analytic_s", "work_ratio", "lane_util", "step_eff",
+                                     "log2_chunks", "imbalance", "log2_chunks_per_thread",
+                                     "log2_reduction", "log2_block_bytes", "log2_traffic_bytes",
+                                     "log2_cache_gbps"};
   if (i < 24) snprintf(buf, cap, "attr%d", i);
   else if (i < OB_PREDICT_BASE_FEATURES) snprintf(buf, cap, "%s", base[i - 24]);
   else snprintf(buf, cap, "itervar%d", i - OB_PREDICT_BASE_FEATURES);
@@ -90,16 +114,48 @@ void ob_predict_host_limits(const ob_db_host_limits *l, const char *host, const 
   }
 }
 
+double ob_predict_cache_bandwidth(const ob_db_host_limits *l, const char *host, int threads, double bytes) {
+  static const char *const levels[] = {"l1_read", "l2_read", "l3_read"};
+  /* the profiler reads half of L1d and of L2 and a quarter of L3 (at most
+   * 64 MiB) to measure a level: its capacity is that many times the bytes
+   * the limit records */
+  static const double capacity[] = {2, 2, 4};
+  double best_bytes = INFINITY, bw = NAN;
+  for (int k = 0; k < 3; k++) {
+    /* the level's entry at the nearest thread count at or below */
+    int at = 0;
+    double lb = 0, lv = NAN;
+    for (int64_t i = 0; l && i < l->n; i++) {
+      const ob_db_host_limit *h = &l->l[i];
+      if ((host && strcmp(h->host, host)) || strcmp(h->name, levels[k])) continue;
+      if (h->threads < 1 || h->threads > threads || h->threads <= at || !(h->value > 0) || !(h->bytes > 0)) continue;
+      at = h->threads;
+      lb = capacity[k] * (double)h->bytes;
+      lv = h->value;
+    }
+    if (at && bytes <= lb && lb < best_bytes) {
+      best_bytes = lb;
+      bw = lv;
+    }
+  }
+  if (isnan(bw)) { /* beyond the caches (or none measured): memory */
+    double peak;
+    ob_predict_host_limits(l, host, NULL, threads, &peak, &bw);
+  }
+  return bw;
+}
+
+void ob_predict_point_limits(const ob_db_host_limits *l, const char *host, ob_predict_point *p) {
+  const char *isa = p->task ? ob_isa_name(ob_target_get_facts(ob_task_target(p->task))->isa) : NULL;
+  ob_predict_host_limits(l, host, isa, p->threads, &p->peak_gflops, &p->bandwidth_gbps);
+  p->cache_gbps = p->wl ? ob_predict_cache_bandwidth(l, host, p->threads, ob_predict_workload_bytes(p->wl)) : NAN;
+}
+
 /* log2(1 + v) back to v; NAN stays NAN. */
 static double unlg(float f) { return isfinite(f) ? exp2((double)f) - 1.0 : NAN; }
 
 double ob_predict_bound(const float *x, double flops) {
+  if (isfinite(x[35])) return fmax(exp2((double)x[35]), 1e-12); /* the analytical time (schema 3) */
   double threads = isfinite(x[28]) && x[28] >= 1 ? (double)x[28] : 1;
-  double peak = unlg(x[31]), bw = unlg(x[32]), bytes = unlg(x[25]);
-  if (!(peak > 0)) peak = 50.0 * threads;
-  if (!(bw > 0)) bw = 20.0;
-  if (!(bytes > 0)) bytes = 0;
-  double f = flops > 1 ? flops : 1;
-  double b = fmax(f / (peak * 1e9), bytes / (bw * 1e9));
-  return b > 1e-12 ? b : 1e-12;
+  return ob_predict_analytic_s(NULL, flops, unlg(x[25]), unlg(x[31]), unlg(x[32]), (int)threads);
 }

@@ -177,7 +177,8 @@ ob_status ob_predict_train_ensemble(ob_ctx *ctx, ob_predictor *p, const char *na
   for (int64_t i = 0; i < n && ngroups < 2; i++)
     if (group[i] != group[0]) ngroups = 2;
   bool folds = ngroups >= 2 && M >= 2;
-  float *xs = malloc(sizeof(float) * (size_t)n * (size_t)nfeat);
+  /* the feature matrices of 100k rows are tens of MiB: on huge pages */
+  float *xs = ob_mem_alloc_big(sizeof(float) * (size_t)n * (size_t)nfeat);
   float *ys = malloc(sizeof(float) * (size_t)n);
   double *oof = malloc(sizeof(double) * (size_t)n), *mv = malloc(sizeof(double) * (size_t)n),
          *vv = malloc(sizeof(double) * (size_t)n);
@@ -244,7 +245,7 @@ ob_status ob_predict_train_ensemble(ob_ctx *ctx, ob_predictor *p, const char *na
   ob_log(ctx, OB_LOG_INFO, "predict: %s: %d members on %lld records, out-of-fold log RMS %.3f", name,
          e->members, (long long)n, e->sigma);
 done:
-  free(xs);
+  ob_mem_free_big(xs);
   free(ys);
   free(oof);
   free(mv);
@@ -277,7 +278,7 @@ ob_status ob_predictor_train(ob_ctx *ctx, const ob_predict_dataset *d, const uin
                              const ob_predict_train_opts *o, ob_predictor **out) {
   *out = NULL;
   ob_predictor *p = predictor_new(ctx);
-  float *x = malloc(sizeof(float) * ((size_t)d->n * OB_PREDICT_NFEAT + 1));
+  float *x = ob_mem_alloc_big(sizeof(float) * ((size_t)d->n * OB_PREDICT_NFEAT + 1));
   float *y = malloc(sizeof(float) * ((size_t)d->n + 1));
   uint64_t *g = malloc(sizeof(uint64_t) * ((size_t)d->n + 1));
   uint8_t *done = calloc((size_t)d->n + 1, 1);
@@ -307,7 +308,7 @@ ob_status ob_predictor_train(ob_ctx *ctx, const ob_predict_dataset *d, const uin
   if (p->n == 0) st = ob_fail(ctx, OB_ERR_NOT_FOUND, "no training records (the dataset has %lld usable points)",
                               (long long)d->n);
 out:
-  free(x);
+  ob_mem_free_big(x);
   free(y);
   free(g);
   free(done);
@@ -343,7 +344,7 @@ ob_status ob_predictor_predict(ob_predictor *p, const char *op, const float *x, 
   double m = 0, sd = 0;
   ob_status st = ob_predict_ensemble_eval(p->ctx, e, x, 1, &m, &sd);
   if (st) return st;
-  double lf = log(ob_predict_bound(x, flops)); /* schema 2: the label is relative to the roofline */
+  double lf = log(ob_predict_bound(x, flops)); /* the label is relative to the analytical base */
   out->seconds = exp(m + lf);
   out->lo = exp(m - Z90 * sd + lf);
   out->hi = exp(m + Z90 * sd + lf);
