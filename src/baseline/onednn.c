@@ -347,28 +347,14 @@ static void dn_error(ob_baseline_result *res, dnnl_status_t s, const char *op, c
     }                                                                                              \
   } while (0)
 
-/* TEMPORARY until core's ob_mem_alloc_big lands */
-#define TMP_BIG_MIN ((size_t)1 << 20)
-#define TMP_HUGE ((size_t)2 << 20)
-#include <sys/mman.h>
-static void *tmp_big_alloc(size_t bytes) {
-  size_t len = (bytes + TMP_HUGE - 1) / TMP_HUGE * TMP_HUGE;
-  void *p = NULL;
-  if (posix_memalign(&p, TMP_HUGE, len)) return NULL;
-  madvise(p, len, MADV_HUGEPAGE);
-  return p;
-}
-static void tmp_big_free(void *p, size_t bytes) { (void)bytes; free(p); }
-
 /* The memories the timed primitive reads and writes (its own formats, the
  * destination, the scratchpad) on huge pages where they are big, as
  * ob_runner times opbench's kernels: the same pages for both sides. Falls
  * back to oneDNN's own allocation. *own is the block to free (or NULL). */
 static dnnl_status_t mem_create_big(dnnl_memory_t *m, const dnnl_memory_desc_t *md, dnnl_engine_t eng,
-                                    void **own, size_t *own_bytes) {
+                                    void **own) {
   size_t sz = dnnl_memory_desc_get_size(md);
-  *own = sz >= TMP_BIG_MIN ? tmp_big_alloc(sz) : NULL;
-  *own_bytes = sz;
+  *own = sz >= OB_MEM_BIG_MIN ? ob_mem_alloc_big(sz) : NULL;
   return dnnl_memory_create(m, md, eng, *own ? *own : DNNL_MEMORY_ALLOCATE);
 }
 
@@ -383,7 +369,6 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
   dnnl_memory_t umem[OB_BL_MAX_ARGS] = {0}, pmem[OB_BL_MAX_ARGS] = {0};
   dnnl_memory_t dst = NULL, scratch = NULL;
   void *own[OB_BL_MAX_ARGS + 2] = {0}; /* huge-page blocks: pmem[], dst, scratch */
-  size_t own_bytes[OB_BL_MAX_ARGS + 2] = {0};
   dnnl_primitive_desc_t pd = NULL;
   dn_run run;
   memset(&run, 0, sizeof run);
@@ -419,7 +404,7 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
   }
   const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_DST);
   DN(dmd ? dnnl_success : dnnl_runtime_error, "querying the destination format");
-  DN(mem_create_big(&dst, dmd, d->eng, &own[OB_BL_MAX_ARGS], &own_bytes[OB_BL_MAX_ARGS]),
+  DN(mem_create_big(&dst, dmd, d->eng, &own[OB_BL_MAX_ARGS]),
      "allocating the destination");
   for (int i = 0; i < o; i++) {
     ob_bl_role role = p->args[i].role;
@@ -430,7 +415,7 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
     int arg = dnnl_arg_of(role);
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
     DN(md ? dnnl_success : dnnl_runtime_error, "querying an argument's format");
-    DN(mem_create_big(&pmem[i], md, d->eng, &own[i], &own_bytes[i]), "allocating an argument");
+    DN(mem_create_big(&pmem[i], md, d->eng, &own[i]), "allocating an argument");
     DN(reorder(d, umem[i], pmem[i]), "reordering an input");
     run.args[run.nargs++] = (dnnl_exec_arg_t){arg, pmem[i]};
     void *h = NULL;
@@ -447,7 +432,7 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
   }
   const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && dnnl_memory_desc_get_size(smd) > 0) {
-    DN(mem_create_big(&scratch, smd, d->eng, &own[OB_BL_MAX_ARGS + 1], &own_bytes[OB_BL_MAX_ARGS + 1]),
+    DN(mem_create_big(&scratch, smd, d->eng, &own[OB_BL_MAX_ARGS + 1]),
        "allocating the scratchpad");
     run.args[run.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
   }
@@ -487,8 +472,7 @@ out:
     dnnl_memory_destroy(umem[i]);
     free(ubuf[i]);
   }
-  for (int i = 0; i < OB_BL_MAX_ARGS + 2; i++)
-    if (own[i]) tmp_big_free(own[i], own_bytes[i]);
+  for (int i = 0; i < OB_BL_MAX_ARGS + 2; i++) ob_mem_free_big(own[i]);
   dnnl_primitive_desc_destroy(pd);
   ob_bl_checker_clear(&ck);
   threads_leave(d, &ts);

@@ -102,17 +102,6 @@ typedef struct wire_rep {
 } wire_rep;
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-/* TEMPORARY until core's ob_mem_alloc_big lands */
-#define TMP_BIG_MIN ((size_t)1 << 20)
-#define TMP_HUGE ((size_t)2 << 20)
-static void *tmp_big_alloc(size_t bytes) {
-  size_t len = align_up(bytes, TMP_HUGE);
-  void *p = NULL;
-  if (posix_memalign(&p, TMP_HUGE, len)) return NULL;
-  madvise(p, len, MADV_HUGEPAGE);
-  return p;
-}
-static void tmp_big_free(void *p, size_t bytes) { (void)bytes; free(p); }
 
 /* ---- the worker (a forked child; never returns into the caller) ------------ */
 
@@ -541,7 +530,7 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   }
   for (size_t i = 0; i < nb; i++) {
     tbufs[i] = bufs[i];
-    if (bytes[i] >= TMP_BIG_MIN && (big[i] = tmp_big_alloc(bytes[i]))) {
+    if (bytes[i] >= OB_MEM_BIG_MIN && (big[i] = ob_mem_alloc_big(bytes[i]))) {
       memcpy(big[i], bufs[i], bytes[i]);
       tbufs[i] = big[i];
     }
@@ -574,7 +563,7 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   worker_send(w, &rep);
 out:
   bg_stop(&bg);
-  for (size_t i = 0; big && i < nb; i++) tmp_big_free(big[i], bytes[i]);
+  for (size_t i = 0; big && i < nb; i++) ob_mem_free_big(big[i]);
   free(big);
   free(tbufs);
   if (map != MAP_FAILED) munmap(map, q.map_bytes ? q.map_bytes : 1);
