@@ -123,7 +123,8 @@ run bench --suite "$tmp/suite.txt" --vs onednn --search random:2
 if [ "$rc" -eq 0 ] && tail -n 2 "$tmp/out" | head -n 1 | grep -Eq '^geomean speed ratio opbench/vendor-best: [0-9]+\.[0-9]+' &&
   tail -n 1 "$tmp/out" | grep -Eq '^geomean speed ratio opbench/onednn: [0-9]+\.[0-9]+ \(default: [0-9]+\.[0-9]+\)' &&
   grep -q '^worst layer vs vendor best: ' "$tmp/out" && grep -q 'dnn-wino' "$tmp/out" &&
-  grep -q "count the direct convolution's nominal FLOPs" "$tmp/out"; then
+  grep -q "count the direct convolution's nominal FLOPs" "$tmp/out" &&
+  grep -q "random:2 per template (each template's default among them, re-measured beside the best 3)" "$tmp/out"; then
   ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
 else
   not_ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
@@ -131,6 +132,9 @@ fi
 json_check "bench --vs onednn --json: oneDNN Winograd where it applies" \
   '"onednn_winograd_error_no" in d["workloads"][0] and "onednn_winograd_error_no" not in d["workloads"][1] and d["geomean_ratio_vendor_best"] > 0' \
   bench --suite "$tmp/suite.txt" --vs onednn --json
+json_check "bench --search --json: every searched template's default re-measured" \
+  'all(w["templates_searched"] >= 1 and w["defaults_remeasured"] == w["templates_searched"] for w in d["workloads"])' \
+  bench --suite "$tmp/suite.txt" --search random:2 --json
 run bench --suite resnet18 --dry-run
 if [ "$rc" -eq 0 ] && [ "$(grep -Ec '^ *[0-9]+ conv2d ' "$tmp/out")" -eq 11 ]; then
   ok "built-in suite resnet18 has 11 workloads"

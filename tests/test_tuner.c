@@ -293,6 +293,7 @@ typedef struct synth_run {
   int calls;
   int last_trial;
   bool order_ok;
+  uint64_t first_index; /* trial 1's config */
 } synth_run;
 
 static ob_status synth_measure(void *user, ob_task *task, const ob_config *cfgs, int n,
@@ -306,10 +307,10 @@ static ob_status synth_measure(void *user, ob_task *task, const ob_config *cfgs,
 
 static bool synth_trial(void *user, int trial, const ob_config *cfg, const ob_measure_result *res,
                         bool resumed) {
-  (void)cfg;
   (void)res;
   (void)resumed;
   synth_run *r = user;
+  if (trial == 1) r->first_index = cfg->index;
   if (trial != r->last_trial + 1) r->order_ok = false;
   r->last_trial = trial;
   return true;
@@ -341,7 +342,13 @@ static void test_loop_synthetic(void) {
   CHECK_MSG(s.early_stopped && s.trials < 1000 && s.trials - s.best_trial >= 40 &&
                 s.trials - s.best_trial < 40 + 10,
             "trials %d, best at %d", s.trials, s.best_trial);
-  CHECK(s.measured == s.trials && s.resumed == 0 && s.confirmed && s.confirm_candidates == 5);
+  /* the default is trial 1 and re-measured beside the 5 best, whatever
+   * gridsearch proposes (it starts at index 0) */
+  uint64_t dflt = ob_task_default_config(task).index;
+  CHECK_MSG(sr.first_index == dflt && dflt != 0, "trial 1: config %llu, default %llu",
+            (unsigned long long)sr.first_index, (unsigned long long)dflt);
+  CHECK(s.measured == s.trials && s.resumed == 0 && s.confirmed && s.default_confirmed);
+  CHECK(s.confirm_candidates == 5 || s.confirm_candidates == 6); /* 6: the default ranked lower */
   CHECK(sr.order_ok && sr.last_trial == s.trials);
   rewind(prog);
   char line[256];
@@ -434,7 +441,8 @@ static void test_loop_real(void) {
   CHECK_MSG(s.trials == 12 && s.measured == 12 && s.resumed == 0, "trials %d measured %d",
             s.trials, s.measured);
   CHECK(s.best_trial > 0 && s.best_result.gflops > 0);
-  CHECK(s.confirmed && s.confirm_candidates == 5 && s.confirmed_result.timing.median_s > 0);
+  CHECK(s.confirmed && s.default_confirmed && s.confirm_candidates >= 5 && s.confirm_candidates <= 6 &&
+        s.confirmed_result.timing.median_s > 0);
   CHECK(db_count(dbpath, "measurements") == 12);
   CHECK(count_lines(log) == 12);
 

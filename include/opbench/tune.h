@@ -131,11 +131,16 @@ typedef struct ob_search_result {
   ob_measure_result best_result; /* from the full-protocol re-measurement */
   int measured, failed;
   bool exhaustive;
+  bool default_remeasured;          /* the default ran correctly and was re-measured */
+  ob_measure_result default_result; /* its full-protocol result (when re-measured) */
   double seconds;
 } ob_search_result;
 
-/* Best config of a task within the budget (the default config always takes
- * part). OB_ERR_RUNTIME when no config ran correctly. */
+/* Best config of a task within the budget. The default config is measured
+ * first and, when it ran correctly, re-measured with the full protocol
+ * beside the top_k best of the short runs, so the best is never a config
+ * that measured slower than the default side by side. OB_ERR_RUNTIME when
+ * no config ran correctly. */
 OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_measurer *measurer,
                                 const ob_measure_opts *opts, const ob_search_opts *so,
                                 ob_search_result *out);
@@ -328,6 +333,9 @@ typedef struct ob_tune_stats {
   bool confirmed;     /* confirmed_* hold the best re-measured config (now,
                          or by an earlier run that measured the same trials) */
   int confirm_candidates;
+  bool default_confirmed; /* the default config was among them (the loop
+                             measures it as its first trial and always
+                             re-measures it, once it ran correctly) */
   ob_config confirmed_cfg;
   ob_measure_result confirmed_result;
   double seconds;     /* wall time of the call */

@@ -347,6 +347,17 @@ static void dn_error(ob_baseline_result *res, dnnl_status_t s, const char *op, c
     }                                                                                              \
   } while (0)
 
+/* The memories the timed primitive reads and writes (its own formats, the
+ * destination, the scratchpad) on huge pages where they are big, as
+ * ob_runner times opbench's kernels: the same pages for both sides. Falls
+ * back to oneDNN's own allocation. *own is the block to free (or NULL). */
+static dnnl_status_t mem_create_big(dnnl_memory_t *m, const dnnl_memory_desc_t *md, dnnl_engine_t eng,
+                                    void **own) {
+  size_t sz = dnnl_memory_desc_get_size(md);
+  *own = sz >= OB_MEM_BIG_MIN ? ob_mem_alloc_big(sz) : NULL;
+  return dnnl_memory_create(m, md, eng, *own ? *own : DNNL_MEMORY_ALLOCATE);
+}
+
 static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_problem *p,
                             const ob_timing_opts *t, uint64_t seed, ob_baseline_result *res) {
   onednn *d = self;
@@ -357,6 +368,7 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
   void *ubuf[OB_BL_MAX_ARGS] = {0};
   dnnl_memory_t umem[OB_BL_MAX_ARGS] = {0}, pmem[OB_BL_MAX_ARGS] = {0};
   dnnl_memory_t dst = NULL, scratch = NULL;
+  void *own[OB_BL_MAX_ARGS + 2] = {0}; /* huge-page blocks: pmem[], dst, scratch */
   dnnl_primitive_desc_t pd = NULL;
   dn_run run;
   memset(&run, 0, sizeof run);
@@ -392,7 +404,8 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
   }
   const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_DST);
   DN(dmd ? dnnl_success : dnnl_runtime_error, "querying the destination format");
-  DN(dnnl_memory_create(&dst, dmd, d->eng, DNNL_MEMORY_ALLOCATE), "allocating the destination");
+  DN(mem_create_big(&dst, dmd, d->eng, &own[OB_BL_MAX_ARGS]),
+     "allocating the destination");
   for (int i = 0; i < o; i++) {
     ob_bl_role role = p->args[i].role;
     if (role == OB_BL_RESIDUAL) {
@@ -402,7 +415,7 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
     int arg = dnnl_arg_of(role);
     const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, arg);
     DN(md ? dnnl_success : dnnl_runtime_error, "querying an argument's format");
-    DN(dnnl_memory_create(&pmem[i], md, d->eng, DNNL_MEMORY_ALLOCATE), "allocating an argument");
+    DN(mem_create_big(&pmem[i], md, d->eng, &own[i]), "allocating an argument");
     DN(reorder(d, umem[i], pmem[i]), "reordering an input");
     run.args[run.nargs++] = (dnnl_exec_arg_t){arg, pmem[i]};
     void *h = NULL;
@@ -419,7 +432,8 @@ static ob_status dn_measure(void *self, const ob_workload *wl, const ob_bl_probl
   }
   const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
   if (smd && dnnl_memory_desc_get_size(smd) > 0) {
-    DN(dnnl_memory_create(&scratch, smd, d->eng, DNNL_MEMORY_ALLOCATE), "allocating the scratchpad");
+    DN(mem_create_big(&scratch, smd, d->eng, &own[OB_BL_MAX_ARGS + 1]),
+       "allocating the scratchpad");
     run.args[run.nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, scratch};
   }
   DN(dnnl_primitive_create(&run.prim, pd), "creating the primitive");
@@ -458,6 +472,7 @@ out:
     dnnl_memory_destroy(umem[i]);
     free(ubuf[i]);
   }
+  for (int i = 0; i < OB_BL_MAX_ARGS + 2; i++) ob_mem_free_big(own[i]);
   dnnl_primitive_desc_destroy(pd);
   ob_bl_checker_clear(&ck);
   threads_leave(d, &ts);

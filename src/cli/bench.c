@@ -44,6 +44,7 @@ typedef struct bench_entry {
   ob_tolerance best_tol;          /* what the best config was checked with */
   double search_s;
   int measured;
+  int searched_tmpls, dflt_remeasured; /* templates searched; whose default was re-measured */
   bool have_base, have_wino;
   ob_baseline_result base;        /* oneDNN direct (or cuDNN/cuBLAS) */
   ob_baseline_result wino;        /* oneDNN Winograd (error 1 where it has none) */
@@ -391,6 +392,13 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   bool wide = a->vs || a->search_budget;
   int nok = 0, nfail = 0, nratio = 0, nnoisy = 0, nbelow = 0, nemu = 0, nvb = 0, worst_vb = -1, worst_dnn = -1;
   const ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
+  char search_text[160] = "off";
+  if (a->search_budget >= 1 << 30)
+    snprintf(search_text, sizeof search_text, "exhaustive per template");
+  else if (a->search_budget)
+    snprintf(search_text, sizeof search_text,
+             "random:%d per template (each template's default among them, re-measured beside the best 3)",
+             a->search_budget);
   char number_text[48];
   if (asked.number > 0) snprintf(number_text, sizeof number_text, "%d", asked.number);
   else snprintf(number_text, sizeof number_text, "adaptive (floor %g ms)", asked.min_repeat_ms);
@@ -426,6 +434,8 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         if (st == OB_OK) {
           e->search_s += sr.seconds;
           e->measured += sr.measured;
+          e->searched_tmpls++;
+          e->dflt_remeasured += sr.default_remeasured;
           if (e->best.error_no || sr.best_result.timing.median_s < e->best.timing.median_s) {
             e->best = sr.best_result;
             e->best_tol = ob_task_tolerance(tk, &sr.best);
@@ -478,7 +488,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
                "search %s, templates %s%s, baseline %s; GFLOPS columns, ratios = %s time / opbench time\n",
                strcmp(file, "resnet18") == 0 ? "resnet18 (built in)" : file, n, ob_target_str(target),
                a->mo.nthreads, number_text, asked.repeat, asked.flush ? "cold" : "warm",
-               a->search_budget ? "on" : "off", a->tmpl ? a->tmpl : "all", a->no_winograd ? " (no Winograd)" : "",
+               search_text, a->tmpl ? a->tmpl : "all", a->no_winograd ? " (no Winograd)" : "",
                base ? ob_baseline_describe(base) : "none", gpu_vs ? "cuDNN/cuBLAS" : "oneDNN");
         if (tnote) printf("device: %s\n", tnote);
         ob_tolerance dt = ob_tolerance_default(), w2 = ob_winograd_tolerance(2), w4 = ob_winograd_tolerance(4),
@@ -576,6 +586,8 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         cJSON_AddStringToObject(o, "best_config", e->best_cfg);
         cJSON_AddNumberToObject(o, "search_s", e->search_s);
         cJSON_AddNumberToObject(o, "configs_measured", e->measured);
+        cJSON_AddNumberToObject(o, "templates_searched", e->searched_tmpls);
+        cJSON_AddNumberToObject(o, "defaults_remeasured", e->dflt_remeasured);
       }
       if (e->searched) {
         cJSON_AddNumberToObject(o, "best_rtol", e->best_tol.rtol);

@@ -240,6 +240,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     if (s.confirmed) {
       put_config(root, "confirmed", &s.confirmed_cfg, &s.confirmed_result);
       cJSON_AddNumberToObject(root, "confirm_candidates", s.confirm_candidates);
+      cJSON_AddBoolToObject(root, "default_confirmed", s.default_confirmed);
     }
     cJSON_AddNumberToObject(root, "seconds", s.seconds);
     cJSON_AddNumberToObject(root, "build_s", s.build_s);
@@ -269,10 +270,11 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
              (unsigned long long)s.best.index, best_str ? best_str : "", s.best_result.gflops,
              s.best_result.timing.median_s * 1e3, s.best_trial);
     if (s.confirmed)
-      printf("confirmed  #%llu %s: %.2f GFLOPS, %.4g ms, CV %.2f %% (best of %d re-measured)\n",
+      printf("confirmed  #%llu %s: %.2f GFLOPS, %.4g ms, CV %.2f %% (best of %d re-measured%s)\n",
              (unsigned long long)s.confirmed_cfg.index, conf_str ? conf_str : "",
              s.confirmed_result.gflops, s.confirmed_result.timing.median_s * 1e3,
-             s.confirmed_result.timing.cv * 100, s.confirm_candidates);
+             s.confirmed_result.timing.cv * 100, s.confirm_candidates,
+             s.default_confirmed ? ", the template's default among them" : "");
     if (s.confirmed && s.confirmed_result.timing.repeat > 0) {
       ob_timing_opts asked = ob_timing_resolve(&a->mo.timing, target);
       cli_timing_text(&s.confirmed_result.timing, &asked, a->mo.nthreads);

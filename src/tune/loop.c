@@ -17,6 +17,12 @@
  * results (ga between generations) proposes fewer and the loop asks again
  * after the update.
  *
+ * The template's default config is the first trial (unless the database
+ * holds it already) and always takes part in the confirmation, so tuning
+ * can only improve on the default: a tuner that never samples it, or one
+ * unlucky short trial of it, cannot leave a config slower than the default
+ * as the confirmed best.
+ *
  * Every trial is stored in the database as soon as it is measured (one
  * transaction each), so a process killed at any moment loses at most the
  * trial in flight. The loop owns everything it allocates and frees it on
@@ -281,6 +287,8 @@ typedef struct loop {
   int64_t run_id;      /* the db's tuning_runs row of this call (0: none) */
   bool gpu;            /* a GPU target: ob_measure_configs builds (NVRTC) and runs (the
                           GPU runner) each batch; the build pool is the C compiler's */
+  ob_config dflt;      /* the task's default config */
+  bool dflt_pending;   /* not yet a trial: the next batch starts with it */
 } loop;
 
 static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
@@ -446,12 +454,35 @@ done:
 
 /* ---- proposing and building --------------------------------------------------------- */
 
+/* Asks the tuner for up to `want` configs into b after its first b->n,
+ * leaving out the default config (the loop measures it on its own; the
+ * tuner hears of it through update, but may propose it before that in the
+ * pipelined batch, and then never again). */
+static ob_status ask_tuner(loop *L, batch *b, int want) {
+  for (int round = 0; round < 2 && b->n < want && ob_tuner_has_next(L->tuner); round++) {
+    int got = 0;
+    ob_status st = ob_tuner_next_batch(L->tuner, want - b->n, b->cfg + b->n, &got);
+    if (st) return st;
+    int kept = b->n;
+    for (int i = b->n; i < b->n + got; i++)
+      if (b->cfg[i].index != L->dflt.index) b->cfg[kept++] = b->cfg[i];
+    bool dropped = kept < b->n + got;
+    b->n = kept;
+    if (!dropped) break; /* the tuner gave what it had */
+  }
+  return OB_OK;
+}
+
 static ob_status propose(loop *L, batch *b, int pending) {
   batch_clear(b);
   int want = L->o->n_trial - L->stats->trials - pending;
   if (want > L->batch_cap) want = L->batch_cap;
-  if (want <= 0 || L->stop || !ob_tuner_has_next(L->tuner)) return OB_OK;
-  return ob_tuner_next_batch(L->tuner, want, b->cfg, &b->n);
+  if (want <= 0 || L->stop) return OB_OK;
+  if (L->dflt_pending) {
+    b->cfg[b->n++] = L->dflt;
+    L->dflt_pending = false;
+  }
+  return ask_tuner(L, b, want);
 }
 
 /* Builds b on every allowed core (nothing measures meanwhile). */
@@ -559,12 +590,22 @@ static ob_status confirm(loop *L, batch *b) {
   memcpy(sorted, L->trials, (size_t)L->ntrials * sizeof *sorted);
   qsort(sorted, (size_t)L->ntrials, sizeof *sorted, cmp_trial_desc);
   batch_clear(b);
-  for (int i = 0; i < L->ntrials && b->n < top && b->n < L->alloc; i++) {
+  bool have_dflt = false;
+  for (int i = 0; i < L->ntrials && b->n < top && b->n < L->alloc - 1; i++) {
     if (sorted[i].gflops <= 0) break;
     bool dup = false;
     for (int j = 0; j < b->n; j++) dup = dup || b->cfg[j].index == sorted[i].index;
     if (!dup) ob_space_get(L->ctx, ob_task_space(L->task), sorted[i].index, &b->cfg[b->n++]);
+    have_dflt |= sorted[i].index == L->dflt.index;
   }
+  /* the default beside the best trials, if it ran correctly: the slot
+   * after them is kept free for it */
+  for (int i = 0; i < L->ntrials && !have_dflt; i++)
+    if (L->trials[i].index == L->dflt.index && L->trials[i].gflops > 0) {
+      b->cfg[b->n++] = L->dflt;
+      have_dflt = true;
+    }
+  s->default_confirmed = have_dflt;
   free(sorted);
   ob_status st = OB_OK;
   if (!L->local) {
@@ -907,6 +948,7 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_me
   if (L.batch_cap > OB_TUNE_MAX_BATCH) L.batch_cap = OB_TUNE_MAX_BATCH;
   int cap = L.batch_cap > OB_TUNE_CONFIRM_TOP ? L.batch_cap : OB_TUNE_CONFIRM_TOP;
   if (opts->confirm_top > cap) cap = opts->confirm_top;
+  cap++; /* the confirmation's slot for the default */
   if (cap > OB_TUNE_MAX_BATCH) cap = OB_TUNE_MAX_BATCH;
   L.alloc = cap;
   batch bufs[2];
@@ -920,6 +962,9 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_me
   if ((st = setup_keys(&L))) goto done;
   if (L.local && !L.gpu && (st = setup_pool(&L))) goto done;
   if (db && !opts->remeasure && (st = resume(&L))) goto done;
+  L.dflt = ob_task_default_config(task);
+  L.dflt_pending = true;
+  for (int i = 0; i < L.ntrials && L.dflt_pending; i++) L.dflt_pending = L.trials[i].index != L.dflt.index;
   if (stats->resumed) report(&L, false);
   /* which tuner the trials from now on come from (the report's tuning curves) */
   if (db && (st = ob_db_begin_tuning_run(db, &L.key, ob_tuner_name(tuner), &L.run_id))) goto done;
