@@ -867,40 +867,66 @@ static void test_corun_file(void) {
   CHECK(ob_sched_corun_read(ctx, path, "abc123", &back, &found) == OB_OK && !found);
 }
 
-/* Measuring the best few: the measured fastest is picked (the first of
- * equals), whatever the predictions said; a failing measurement fails. */
+/* Measuring the best few: the fastest median over interleaved rounds is
+ * picked (the first of equals), whatever the predictions said; one slow
+ * round cannot decide it; a candidate equal to an earlier one is not
+ * measured again; a failing measurement fails. */
 typedef struct fake_times {
   ob_schedule *s[4];
   double t[4];
-  int calls;
+  int calls, order[64];
+  int slow_call; /* this call (from 0) is a slow episode: 10x */
 } fake_times;
-static ob_status fake_measure(void *user, const ob_schedule *s, double *sec) {
+static ob_status fake_measure(void *user, int i, const ob_schedule *s, double *sec) {
   fake_times *f = user;
+  if (i < 0 || i >= 4 || f->s[i] != s) return OB_ERR_INVALID_ARG;
+  if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
+  if (f->calls < 64) f->order[f->calls] = i;
+  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : 1);
   f->calls++;
-  for (int i = 0; i < 4; i++)
-    if (f->s[i] == s) {
-      if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
-      *sec = f->t[i];
-      return OB_OK;
-    }
-  return OB_ERR_INVALID_ARG;
+  return OB_OK;
 }
 static void test_pick(void) {
-  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}};
+  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}, .slow_call = -1};
+  /* four different programs: one stage each, on core 0 or 1, unit 0 or 1 */
   for (int i = 0; i < 4; i++) {
-    CHECK(ob_schedule_new(ctx, 2, &f.s[i]) == OB_OK);
-    ob_schedule_free(NULL);
+    int op = i / 2, core = i % 2;
+    CHECK(ob_schedule_new(ctx, 2, &f.s[i]) == OB_OK && ob_schedule_add_stage(f.s[i], OB_SCHED_STAGE_PARALLEL) == OB_OK &&
+          ob_schedule_add_group(f.s[i], 1, &op, 1, &core) == OB_OK);
   }
+  CHECK(!ob_schedule_same(f.s[0], f.s[1]) && ob_schedule_same(f.s[2], f.s[2]));
   double sec[4];
   int best = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, sec, &best) == OB_OK);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, fake_measure, &f, sec, &best) == OB_OK);
   CHECK(best == 1 && f.calls == 4 && sec[0] == 3e-3 && sec[3] == 1e-3);
-  f.t[0] = 0.5e-3;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, NULL, &best) == OB_OK && best == 0);
+  /* interleaved: round r starts at candidate r; a slow episode hitting
+   * candidate 0's first sample leaves its median alone */
+  f.calls = 0;
+  f.slow_call = 0;
+  f.t[0] = 0.9e-3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 3, fake_measure, &f, sec, &best) == OB_OK && best == 0 && f.calls == 12);
+  CHECK(f.order[0] == 0 && f.order[1] == 1 && f.order[4] == 1 && f.order[5] == 2 && f.order[8] == 2 && f.order[11] == 1);
+  CHECK(sec[0] == 0.9e-3 && sec[1] == 1e-3);
+  /* without rounds, the one slow sample decides */
+  f.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, fake_measure, &f, sec, &best) == OB_OK && best == 1 && sec[0] == 9e-3);
+  f.slow_call = -1;
+  /* a duplicate takes its original's samples and is never measured */
+  ob_schedule *dup[4] = {f.s[0], f.s[1], f.s[2], NULL};
+  int one = 1, zero = 0;
+  CHECK(ob_schedule_new(ctx, 2, &dup[3]) == OB_OK && ob_schedule_add_stage(dup[3], OB_SCHED_STAGE_PARALLEL) == OB_OK &&
+        ob_schedule_add_group(dup[3], 1, &zero, 1, &one) == OB_OK && ob_schedule_same(dup[3], f.s[1]));
+  fake_times g = f;
+  g.s[3] = dup[3];
+  g.t[3] = 1e-6; /* would win if measured */
+  g.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, dup, 3, fake_measure, &g, sec, &best) == OB_OK && best == 0 && g.calls == 9 &&
+        sec[3] == sec[1]);
+  ob_schedule_free(dup[3]);
   f.t[2] = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, NULL, &best) == OB_ERR_TIMEOUT &&
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 2, fake_measure, &f, NULL, &best) == OB_ERR_TIMEOUT &&
         strstr(ob_ctx_errmsg(ctx), "candidate 3"));
-  CHECK(ob_sched_pick_measured(ctx, 0, f.s, fake_measure, &f, NULL, &best) == OB_ERR_INVALID_ARG && best == -1);
+  CHECK(ob_sched_pick_measured(ctx, 0, f.s, 2, fake_measure, &f, NULL, &best) == OB_ERR_INVALID_ARG && best == -1);
   for (int i = 0; i < 4; i++) ob_schedule_free(f.s[i]);
 }
 

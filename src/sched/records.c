@@ -241,25 +241,59 @@ ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt
 }
 
 /* ---- measuring the best few -------------------------------------------------------------------------- */
-ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, ob_sched_measure_fn fn, void *user,
-                                 double *seconds, int *best) {
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds, ob_sched_measure_fn fn,
+                                 void *user, double *seconds, int *best) {
   *best = -1;
   if (n < 1 || !fn) return ob_fail(ctx, OB_ERR_INVALID_ARG, "no candidate schedules to measure");
+  if (rounds < 1) rounds = 1;
+  /* a candidate equal to an earlier one is the same program: it shares
+   * that one's samples instead of drawing its own noise */
+  int *same = malloc(sizeof(int) * (size_t)n);
+  double *smp = malloc(sizeof(double) * (size_t)n * (size_t)rounds);
+  ob_status st = OB_OK;
+  if (!same || !smp) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    same[i] = i;
+    for (int j = 0; j < i && same[i] == i; j++)
+      if (same[j] == j && ob_schedule_same(cands[i], cands[j])) same[i] = j;
+  }
+  /* rounds, each candidate once in turn, the order turned by one each
+   * round: a slow episode of the machine lands on one round of every
+   * candidate, not on all the repeats of one */
+  for (int r = 0; r < rounds && !st; r++)
+    for (int k = 0; k < n && !st; k++) {
+      int i = (k + r) % n;
+      if (same[i] != i) continue;
+      double v = NAN;
+      if ((st = fn(user, i, cands[i], &v))) {
+        ob_fail_prefix(ctx, "measuring candidate %d (%s)", i + 1, ob_schedule_scheduler(cands[i]));
+      } else if (!(v >= 0) || !isfinite(v)) {
+        st = ob_fail(ctx, OB_ERR_INVALID_ARG, "candidate %d (%s) measured %g s", i + 1, ob_schedule_scheduler(cands[i]), v);
+      }
+      smp[(size_t)i * (size_t)rounds + (size_t)r] = v;
+    }
+  if (st) goto done;
   double bv = INFINITY;
   for (int i = 0; i < n; i++) {
-    double v = NAN;
-    ob_status st = fn(user, cands[i], &v);
-    if (st) {
-      ob_fail_prefix(ctx, "measuring candidate %d (%s)", i + 1, ob_schedule_scheduler(cands[i]));
-      return st;
-    }
-    if (!(v >= 0) || !isfinite(v))
-      return ob_fail(ctx, OB_ERR_INVALID_ARG, "candidate %d (%s) measured %g s", i + 1, ob_schedule_scheduler(cands[i]), v);
-    if (seconds) seconds[i] = v;
-    if (v < bv) {
-      bv = v;
+    double *x = smp + (size_t)same[i] * (size_t)rounds, med;
+    if (same[i] == i) qsort(x, (size_t)rounds, sizeof *x, cmp_double);
+    med = rounds % 2 ? x[rounds / 2] : (x[rounds / 2 - 1] + x[rounds / 2]) / 2;
+    if (seconds) seconds[i] = med;
+    if (med < bv) {
+      bv = med;
       *best = i;
     }
   }
-  return OB_OK;
+done:
+  free(same);
+  free(smp);
+  return st;
 }

@@ -173,3 +173,83 @@ done:
   free(nodes);
   return st;
 }
+
+/* ---- a schedule compiled once, timed many times ---------------------------------------------------------- */
+struct ob_sched_compiled {
+  ob_ctx *ctx;
+  ob_graph *g;
+  ob_sched_units *u;
+  ob_schedule *s;
+  ob_rt *rt;
+  ob_rt_par *par;
+};
+
+void ob_sched_compiled_free(ob_sched_compiled *c) {
+  if (!c) return;
+  ob_rt_par_free(c->par);
+  ob_rt_free(c->rt);
+  ob_schedule_free(c->s);
+  ob_sched_units_free(c->u);
+  ob_graph_free(c->g);
+  free(c);
+}
+
+ob_status ob_sched_compiled_new(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g, int max_part,
+                                int lanes, const ob_rt_opts *o, ob_sched_compiled **out) {
+  *out = NULL;
+  ob_sched_compiled *c = calloc(1, sizeof *c);
+  ob_str js = {0};
+  void **ref = NULL;
+  ob_status st = OB_OK;
+  if (!c) {
+    ob_graph_free(g);
+    return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  }
+  c->ctx = ctx;
+  c->g = g;
+  /* the schedule goes over by its JSON: units are named, so it fits the
+   * fresh graph's units whatever their numbering */
+  if ((st = ob_sched_units_from_graph(ctx, g, max_part, &c->u)) || (st = ob_schedule_to_json(ctx, u, s, &js)) ||
+      (st = ob_schedule_from_json(ctx, c->u, js.data, "schedule", ob_schedule_cores(s), &c->s)) ||
+      (st = ob_schedule_compile(ctx, c->u, c->s, g, lanes, o, &c->rt, &c->par)) || (st = ob_rt_run(c->rt)))
+    goto done;
+  int no = ob_graph_output_count(g);
+  if (!(ref = calloc((size_t)no + 1, sizeof *ref))) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < no; i++) {
+    size_t b = ob_rt_output_bytes(c->rt, i);
+    if (!(ref[i] = malloc(b + 1))) {
+      st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    memcpy(ref[i], ob_rt_output(c->rt, i), b);
+  }
+  if ((st = ob_rt_par_run(c->par))) goto done;
+  ob_rt_check_result chk;
+  ob_rt_check(c->rt, (const void *const *)ref, 1e-5, &chk);
+  if (!chk.ok)
+    st = ob_fail(ctx, OB_ERR_WRONG_ANSWER, "the %s schedule by stages differs from the sequential run: %s",
+                 ob_schedule_scheduler(s), chk.message);
+done:
+  for (int i = 0; ref && i < ob_graph_output_count(g); i++) free(ref[i]);
+  free(ref);
+  ob_str_free(&js);
+  if (st) {
+    ob_sched_compiled_free(c);
+    return st;
+  }
+  *out = c;
+  return OB_OK;
+}
+
+ob_status ob_sched_compiled_time(ob_sched_compiled *c, const ob_timing_opts *t, double *seconds) {
+  ob_timing tm;
+  ob_status st = ob_rt_par_time(c->par, t, &tm);
+  if (!st) *seconds = tm.median_s;
+  return st;
+}
+
+ob_rt *ob_sched_compiled_rt(const ob_sched_compiled *c) { return c->rt; }
+ob_rt_par *ob_sched_compiled_par(const ob_sched_compiled *c) { return c->par; }
