@@ -68,12 +68,22 @@ typedef struct timed_set {
   int64_t size;
   int lanes, cores;
   const ob_sched_units *u;
-  ob_sched_compiled *c[8];
-  ob_timing_opts t; /* one sample: repeat 1 */
+  ob_rt *rt;             /* the model compiled once: merge-free schedules run on it */
+  ob_sched_compiled *c[8]; /* schedules with merges, each compiled on first use */
+  ob_timing_opts t;      /* one sample: repeat 1 */
 } timed_set;
+
+static bool has_merges(const ob_schedule *s) {
+  for (int i = 0; i < ob_schedule_stage_count(s); i++)
+    if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE) return true;
+  return false;
+}
 
 static ob_status time_one(void *user, int i, const ob_schedule *s, double *seconds) {
   timed_set *ts = user;
+  /* each sample starts the stages afresh on the shared model (its memory
+   * placed again), so no one placement of pages decides a schedule */
+  if (!has_merges(s)) return ob_schedule_time_on(ctx, ts->u, s, ts->rt, &ts->t, seconds);
   if (!ts->c[i]) {
     ob_graph *g = load(ts->name, ts->size, ts->lanes);
     if (!g) return OB_ERR_INVALID_ARG;
@@ -93,8 +103,8 @@ static void timed_free(timed_set *ts) {
   }
 }
 
-/* A schedule run whole, its stages timed inside the runs
- * (ob_rt_par_profile, 20 runs): what the in-context model learns. Each
+/* A schedule run whole on the shared model, its stages timed inside the
+ * runs (ob_schedule_profile_on, 20 runs): what the in-context model learns. Each
  * run is logged: the schedule's cost as the model gave it against the sum
  * of its stages inside the runs. */
 typedef struct run_log {
@@ -105,29 +115,13 @@ typedef struct run_log {
 
 static ob_status run_stages(void *user, const ob_schedule *s, double *stage_s) {
   run_log *rl = user;
-  timed_set *ts = rl->ts;
-  ob_graph *g = load(ts->name, ts->size, ts->lanes);
-  if (!g) return OB_ERR_INVALID_ARG;
-  ob_rt_opts o = ob_rt_opts_default();
-  o.kernels = OB_RT_DEFAULT;
-  o.nthreads = ts->cores;
-  ob_sched_compiled *c = NULL;
-  ob_status st = ob_sched_compiled_new(ctx, ts->u, s, g, 0, ts->lanes, &o, &c);
-  if (st) return st;
-  ob_rt_par *par = ob_sched_compiled_par(c);
-  int n = ob_rt_par_stage_count(par), ns = ob_schedule_stage_count(s);
-  double *x = malloc(sizeof(double) * (size_t)(n + 1));
-  if (!x) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
-  else if (!(st = ob_rt_par_profile(par, 20, x))) {
+  ob_status st = ob_schedule_profile_on(ctx, rl->ts->u, s, rl->ts->rt, 20, stage_s);
+  if (!st && rl->n < 8) {
     double sum = 0;
-    for (int i = 0; i < ns; i++) sum += stage_s[i] = x[n - ns + i]; /* a prologue stage of its own comes first */
-    if (rl->n < 8) {
-      rl->costed[rl->n] = ob_schedule_seconds(s);
-      rl->ran[rl->n++] = sum;
-    }
+    for (int i = 0; i < ob_schedule_stage_count(s); i++) sum += stage_s[i];
+    rl->costed[rl->n] = ob_schedule_seconds(s);
+    rl->ran[rl->n++] = sum;
   }
-  free(x);
-  ob_sched_compiled_free(c);
   return st;
 }
 
@@ -300,16 +294,27 @@ int main(int argc, char **argv) {
     cand[ncand] = gr;
     cand_name[ncand++] = "greedy";
     double t_dp = ob_now_s() - t0, ctimes[8];
-    int best = -1;
+    int best = -1, prounds = 0;
     /* the candidates measured as programs of their own, in interleaved
      * rounds, medians: a slow episode of the machine lands on one round
      * of each, so it cannot pick the winner */
-    timed_set cs = {.name = models[m].name, .size = size, .lanes = lanes, .cores = cores, .u = u, .t = ob_timing_default()};
+    timed_set cs = {.name = models[m].name, .size = size, .lanes = lanes, .cores = cores, .u = u, .rt = rt, .t = ob_timing_default()};
     cs.t.repeat = 1;
     cs.t.max_cv = 0;
-    cs.t.min_repeat_ms = 20;
     cs.t.timeout_s = 900;
-    if (ob_sched_pick_measured(ctx, ncand, cand, pick_rounds, time_one, &cs, ctimes, &best)) {
+    /* a fixed number of runs a sample, about 20 ms of them (an adaptive
+     * count calibrates anew every sample: most of a short sample's time) */
+    ob_timing est;
+    ob_timing_opts eo = cs.t;
+    eo.repeat = 3;
+    if (ob_rt_time(rt, &eo, &est)) {
+      fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+      return 2;
+    }
+    cs.t.number = (int)ceil(0.020 / fmax(est.median_s, 1e-6));
+    cs.t.min_repeat_ms = -1;
+    if (ob_sched_pick_measured(ctx, ncand, cand, pick_rounds, models[m].budget_s / 2, time_one, &cs, ctimes, &best,
+                               &prounds)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
@@ -366,7 +371,7 @@ int main(int argc, char **argv) {
       mcand[nm++] = msq;
       mname[nm] = "greedy";
       mcand[nm++] = mgr;
-      if (ob_sched_pick_measured(ctx, nm, mcand, pick_rounds, time_one, &cs, mtimes, &mbest)) {
+      if (ob_sched_pick_measured(ctx, nm, mcand, pick_rounds, 0, time_one, &cs, mtimes, &mbest, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
@@ -375,19 +380,28 @@ int main(int argc, char **argv) {
       t_optm = ob_now_s() - t1;
     }
     int64_t measured = ob_stage_cost_measured_count(&mc, NULL);
-    /* the final latencies: every schedule compiled afresh and checked, then
-     * timed in interleaved rounds, medians (the same schedule twice, e.g.
-     * IOS keeping sequential, is one program: timed once) */
+    /* the final latencies: every schedule checked against the sequential
+     * run, then timed in interleaved rounds, medians, each sample started
+     * afresh on the shared model (with merges: compiled once on its own
+     * graph); the same schedule twice, e.g. IOS keeping sequential, is one
+     * program: timed once */
     double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1, fin_s[4];
     int fbest;
     timed_set fs = cs;
-    fs.t.min_repeat_ms = 100;
+    fs.t.number = (int)ceil(0.100 / fmax(est.median_s, 1e-6));
     ob_schedule *fin[4] = {sq, gr, (ob_schedule *)ip, (ob_schedule *)imk};
     ob_timing tall;
     ob_timing_opts ta = fs.t;
     ta.repeat = 5;
-    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, repeat, time_one, &fs, fin_s, &fbest) ||
-        ob_rt_time(ob_sched_compiled_rt(fs.c[0]), &ta, &tall)) {
+    ta.number = 0; /* adaptive, at least 100 ms a repeat */
+    ta.min_repeat_ms = 100;
+    for (int i = 0; i < (imk ? 4 : 3); i++) /* each checked against the sequential run first */
+      if (!has_merges(fin[i]) && ob_schedule_check_on(ctx, u, fin[i], rt)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, repeat, 0, time_one, &fs, fin_s, &fbest, NULL) ||
+        ob_rt_time(rt, &ta, &tall)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
@@ -423,10 +437,10 @@ int main(int argc, char **argv) {
            "pairs measured now)\n",
            models[m].name, ob_sched_units_count(u), sp.blocks, sp.parts, sp.max_part, t_prep, (long long)stored, pairs);
     printf("  predicted: %lld node latencies from records, %lld from the FLOPs model; 4 DPs %.3f s (%lld states, %lld "
-           "distinct stages costed, none measured), then %d candidates compiled and measured in %d interleaved "
-           "rounds, medians (%.3f s):",
+           "distinct stages costed, none measured), then %d candidates measured in %d interleaved rounds (at most "
+           "%d, within half the budget), medians (%.3f s):",
            (long long)dm.recorded, (long long)dm.fallbacks, t_dp, (long long)states, (long long)costed, ncand,
-           pick_rounds, t_optp - t_dp);
+           prounds, pick_rounds, t_optp - t_dp);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == best ? "[" : "", cand_name[c], ctimes[c] * 1e3, c == best ? "]" : "");
     printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
@@ -449,8 +463,8 @@ int main(int argc, char **argv) {
              mname[mbest], mtimes[mbest] / mtimes[nm - 2], mtimes[mbest] / mtimes[nm - 1], mtimes[mbest] / mtimes[0],
              t_optm);
     }
-    printf("  timeline %s; final latencies: each schedule compiled afresh, checked, timed in %d interleaved rounds "
-           "of at least 100 ms, medians%s\n",
+    printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds of at least "
+           "100 ms, medians%s\n",
            drawn ? svg : ob_ctx_errmsg(ctx), repeat,
            imk && ob_schedule_same(imk, sq)   ? " (iosM kept sequential: one program, timed once)"
            : imk && ob_schedule_same(imk, gr) ? " (iosM kept greedy: one program, timed once)"

@@ -897,19 +897,19 @@ static void test_pick(void) {
   CHECK(!ob_schedule_same(f.s[0], f.s[1]) && ob_schedule_same(f.s[2], f.s[2]));
   double sec[4];
   int best = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, fake_measure, &f, sec, &best) == OB_OK);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, 0, fake_measure, &f, sec, &best, NULL) == OB_OK);
   CHECK(best == 1 && f.calls == 4 && sec[0] == 3e-3 && sec[3] == 1e-3);
   /* interleaved: round r starts at candidate r; a slow episode hitting
    * candidate 0's first sample leaves its median alone */
   f.calls = 0;
   f.slow_call = 0;
   f.t[0] = 0.9e-3;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 3, fake_measure, &f, sec, &best) == OB_OK && best == 0 && f.calls == 12);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 3, 0, fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0 && f.calls == 12);
   CHECK(f.order[0] == 0 && f.order[1] == 1 && f.order[4] == 1 && f.order[5] == 2 && f.order[8] == 2 && f.order[11] == 1);
   CHECK(sec[0] == 0.9e-3 && sec[1] == 1e-3);
   /* without rounds, the one slow sample decides */
   f.calls = 0;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, fake_measure, &f, sec, &best) == OB_OK && best == 1 && sec[0] == 9e-3);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, 0, fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1 && sec[0] == 9e-3);
   f.slow_call = -1;
   /* a duplicate takes its original's samples and is never measured */
   ob_schedule *dup[4] = {f.s[0], f.s[1], f.s[2], NULL};
@@ -920,13 +920,19 @@ static void test_pick(void) {
   g.s[3] = dup[3];
   g.t[3] = 1e-6; /* would win if measured */
   g.calls = 0;
-  CHECK(ob_sched_pick_measured(ctx, 4, dup, 3, fake_measure, &g, sec, &best) == OB_OK && best == 0 && g.calls == 9 &&
+  CHECK(ob_sched_pick_measured(ctx, 4, dup, 3, 0, fake_measure, &g, sec, &best, NULL) == OB_OK && best == 0 && g.calls == 9 &&
         sec[3] == sec[1]);
   ob_schedule_free(dup[3]);
+  /* a time bound: the first round always, no second one past it */
+  int done_r = 0;
+  f.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 5, 1e-12, fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 1 &&
+        f.calls == 4 && best == 0);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 5, 100, fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 5);
   f.t[2] = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 2, fake_measure, &f, NULL, &best) == OB_ERR_TIMEOUT &&
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 2, 0, fake_measure, &f, NULL, &best, NULL) == OB_ERR_TIMEOUT &&
         strstr(ob_ctx_errmsg(ctx), "candidate 3"));
-  CHECK(ob_sched_pick_measured(ctx, 0, f.s, 2, fake_measure, &f, NULL, &best) == OB_ERR_INVALID_ARG && best == -1);
+  CHECK(ob_sched_pick_measured(ctx, 0, f.s, 2, 0, fake_measure, &f, NULL, &best, NULL) == OB_ERR_INVALID_ARG && best == -1);
   for (int i = 0; i < 4; i++) ob_schedule_free(f.s[i]);
 }
 

@@ -300,16 +300,20 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * first of equals), so that a slow episode of the machine cannot favour
  * one: `rounds` rounds (< 1: 1), each measuring every candidate once in
  * turn (the order turned by one each round), and each candidate's median
- * over the rounds compared. A candidate equal to an earlier one
- * (ob_schedule_same) is not measured: it takes that one's samples. seconds
+ * over the rounds compared. max_s > 0 bounds the time: after the first
+ * round, another only when one more of the mean round so far still fits
+ * (*rounds_done, may be NULL, says how many ran). A candidate equal to an
+ * earlier one (ob_schedule_same) is not measured: it takes that one's
+ * samples. seconds
  * (n entries, may be NULL) gets every candidate's median. A failing
  * measurement fails the call, naming the candidate. */
 typedef struct ob_schedule ob_schedule;
 typedef ob_status (*ob_sched_measure_fn)(void *user, int i, const ob_schedule *s, double *seconds);
 
 /* ---- schedules ------------------------------------------------------------------------ */
-OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds,
-                                        ob_sched_measure_fn fn, void *user, double *seconds, int *best);
+OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds, double max_s,
+                                        ob_sched_measure_fn fn, void *user, double *seconds, int *best,
+                                        int *rounds_done);
 
 /* An empty schedule for `cores` cores (builders: schedulers, parsers, tests). */
 OB_API ob_status ob_schedule_new(ob_ctx *ctx, int cores, ob_schedule **out);
@@ -397,6 +401,17 @@ OB_API ob_status ob_schedule_compile(ob_ctx *ctx, const ob_sched_units *u, const
  * candidate schedules this way compiles the model once. */
 OB_API ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
                                      const ob_timing_opts *t, double *seconds);
+
+/* The same schedule's stages timed inside `runs` whole runs on rt
+ * (ob_rt_par_profile): stage_s[i] the median seconds of stage i
+ * (ob_schedule_stage_count entries; a prologue stage the runtime adds for
+ * a graph input's conversion is left out). What ob_sched_learn_run takes. */
+OB_API ob_status ob_schedule_profile_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt, int runs,
+                                        double *stage_s);
+
+/* The same schedule run by stages on rt against rt's sequential run: the
+ * outputs must agree (1e-5), else OB_ERR_WRONG_ANSWER naming it. */
+OB_API ob_status ob_schedule_check_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt);
 
 /* A schedule compiled once to be timed many times, as its own program
  * (measuring candidates in interleaved rounds, final latencies): g (taken:

@@ -7,6 +7,7 @@
  * printing only. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,9 +283,10 @@ static void prep_free(cost_prep *cp) {
   ob_db_close(cp->db);
 }
 
-/* Schedules timed in interleaved rounds (ob_sched_pick_measured): each
- * compiled once as a program of its own on first use, then one sample
- * (at least 20 ms) per round. */
+/* Schedules timed in interleaved rounds (ob_sched_pick_measured), one
+ * sample (a fixed number of runs, about 20 ms) per round: merge-free ones started afresh on
+ * the model compiled once, others compiled as programs of their own on
+ * first use. */
 enum { k_pick_rounds = 5 };
 
 typedef struct cand_ctx {
@@ -292,6 +294,8 @@ typedef struct cand_ctx {
   const cli_args *a;
   const ob_sched_units *u;
   int lanes;
+  ob_rt *rt; /* the model compiled once: merge-free schedules are started on it */
+  int number; /* runs a sample: about 20 ms of them */
   ob_sched_compiled *c[8];
   bool reported; /* compile_e2e said why it failed */
 } cand_ctx;
@@ -299,15 +303,32 @@ typedef struct cand_ctx {
 static ob_status time_cand(void *user, int i, const ob_schedule *s, double *seconds) {
   cand_ctx *c = user;
   if (i < 0 || i >= 8) return ob_fail(c->ctx, OB_ERR_INVALID_ARG, "candidate %d of 8", i + 1);
+  ob_timing_opts t = ob_timing_default();
+  t.repeat = 1;
+  t.max_cv = 0;
+  t.number = c->number; /* fixed: an adaptive count calibrates anew every sample */
+  t.min_repeat_ms = -1;
+  bool merges = false;
+  for (int k = 0; k < ob_schedule_stage_count(s); k++) merges |= ob_schedule_stage_kind(s, k) == OB_SCHED_STAGE_MERGE;
+  if (!merges) return ob_schedule_time_on(c->ctx, c->u, s, c->rt, &t, seconds); /* started afresh each sample */
   if (!c->c[i] && !compile_e2e(c->ctx, c->a, c->u, s, c->lanes, &c->c[i])) {
     c->reported = true;
     return OB_ERR_INVALID_ARG;
   }
-  ob_timing_opts t = ob_timing_default();
-  t.repeat = 1;
-  t.max_cv = 0;
-  t.min_repeat_ms = 20;
   return ob_sched_compiled_time(c->c[i], &t, seconds);
+}
+
+/* A plan's stages timed inside whole runs on the model compiled once
+ * (what the in-context model learns). */
+typedef struct run_ctx {
+  ob_ctx *ctx;
+  const ob_sched_units *u;
+  ob_rt *rt;
+} run_ctx;
+
+static ob_status run_on(void *user, const ob_schedule *s, double *stage_s) {
+  run_ctx *r = user;
+  return ob_schedule_profile_on(r->ctx, r->u, s, r->rt, 20, stage_s);
 }
 
 static void cand_free(cand_ctx *c) {
@@ -333,8 +354,9 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   ob_sched_predictor_model pm = {0};
   cost_prep cp;
   memset(&cp, 0, sizeof cp);
-  ob_stage_cost guide = {0};
-  ob_schedule *cands[8] = {0};
+  ob_stage_cost guide = {0}, ctxc = {0};
+  ob_schedule *cands[8] = {0}, *plans[3] = {0};
+  int nplans = 0;
   const char *cand_names[8] = {0};
   char cand_buf[4][48];
   double cand_s[8] = {0};
@@ -442,17 +464,34 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     so.guide = &guide;
     so.guide_slack = 0.05;
   }
+  run_ctx rcx = {ctx, u, cp.rts[cores]};
   for (int i = 0; i < 3; i++) {
     int64_t before = ob_stage_cost_measured_count(&cost, NULL);
-    ob_status st = i == 0   ? ob_sched_sequential(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
-                   : i == 1 ? ob_sched_greedy(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
-                            : ob_sched_ios(ctx, u, &so, &cost, &rows[i].s, &rows[i].st);
+    ob_stage_cost *use = measured ? &ctxc : &cost;
+    ob_status st = OB_OK;
+    if (measured && !ctxc.vt) st = ob_stage_cost_in_context(ctx, &cost, &ctxc);
+    if (!st)
+      st = i == 0   ? ob_sched_sequential(ctx, u, &so, use, &rows[i].s, &rows[i].st)
+           : i == 1 ? ob_sched_greedy(ctx, u, &so, use, &rows[i].s, &rows[i].st)
+           : measured
+               /* stages alone corrected by whole runs: the baselines run
+                * first, then IOS planned, run and planned again */
+               ? ob_sched_ios_in_context(ctx, u, &so, use, 3, run_on, &rcx, plans, &nplans, &rows[i].st)
+               : ob_sched_ios(ctx, u, &so, use, &rows[i].s, &rows[i].st);
+    if (!st && measured && i < 2) {
+      double *x = malloc(sizeof(double) * (size_t)(ob_schedule_stage_count(rows[i].s) + 1));
+      st = !x ? ob_fail(ctx, OB_ERR_NOMEM, "out of memory")
+              : (st = run_on(&rcx, rows[i].s, x)) ? st : ob_sched_learn_run(ctx, use, u, rows[i].s, x);
+      free(x);
+    }
+    if (!st && measured && i == 2) rows[2].s = plans[--nplans]; /* the final plan; the earlier ones are candidates */
     if (st) {
       cli_error("%s scheduler: %s", rows[i].name, ob_ctx_errmsg(ctx));
       goto done;
     }
     rows[i].measured = ob_stage_cost_measured_count(&cost, NULL) - before;
   }
+
   if (a->sched_cost) {
     /* the best few, measured as programs of their own in interleaved
      * rounds, the fastest median kept: with predicted costs IOS as asked,
@@ -462,7 +501,15 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     int rs[3] = {so.r, so.r > 2 ? 2 : so.r, 1};
     for (int v = 0; v < 4; v++) {
       ob_sched_opts vo = so;
-      if (measured && v > 0) break;
+      if (measured && v > 0) {
+        for (int q = nplans - 1; q >= 0 && v < 4; q--, v++) { /* the earlier plans, latest first */
+          snprintf(cand_buf[v], sizeof cand_buf[v], "ios plan %d", q + 1);
+          cand_names[ncand] = cand_buf[v];
+          cands[ncand++] = plans[q];
+          plans[q] = NULL;
+        }
+        break;
+      }
       if (v == 1 && !so.merge) continue;
       if (v == 1) vo.merge = false;
       if (v >= 2) vo.r = rs[v - 1];
@@ -474,15 +521,25 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
         cli_error("ios scheduler: %s", ob_ctx_errmsg(ctx));
         goto done;
       }
-      snprintf(cand_buf[v], sizeof cand_buf[v], "ios r=%d%s", vo.r, vo.merge ? "" : " no merge");
+      snprintf(cand_buf[v], sizeof cand_buf[v], "ios %s%d%s", measured ? "plan " : "r=", measured ? nplans + 1 : vo.r,
+               vo.merge || measured ? "" : " no merge");
       cand_names[ncand++] = cand_buf[v];
     }
     cands[ncand] = rows[1].s;
     cand_names[ncand++] = "greedy";
     cands[ncand] = rows[0].s;
     cand_names[ncand++] = "sequential";
-    cand_ctx cc = {.ctx = ctx, .a = a, .u = u, .lanes = lanes};
-    ob_status pst = ob_sched_pick_measured(ctx, ncand, cands, k_pick_rounds, time_cand, &cc, cand_s, &picked);
+    cand_ctx cc = {.ctx = ctx, .a = a, .u = u, .lanes = lanes, .rt = cp.rts[cores]};
+    ob_timing_opts eo = ob_timing_default();
+    eo.repeat = 3;
+    eo.max_cv = 0;
+    ob_timing est;
+    if (ob_rt_time(cc.rt, &eo, &est) != OB_OK) {
+      cli_error("measuring the model: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    cc.number = (int)ceil(0.020 / (est.median_s > 1e-6 ? est.median_s : 1e-6));
+    ob_status pst = ob_sched_pick_measured(ctx, ncand, cands, k_pick_rounds, 0, time_cand, &cc, cand_s, &picked, NULL);
     cand_free(&cc);
     if (pst != OB_OK) {
       if (!cc.reported) cli_error("measuring the candidates: %s", ob_ctx_errmsg(ctx));
@@ -493,7 +550,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     ob_schedule *three[3] = {rows[0].s, rows[1].s, rows[2].s};
     double e2e[3];
     int fastest;
-    pst = ob_sched_pick_measured(ctx, 3, three, k_pick_rounds, time_cand, &cc, e2e, &fastest);
+    pst = ob_sched_pick_measured(ctx, 3, three, k_pick_rounds, 0, time_cand, &cc, e2e, &fastest, NULL);
     cand_free(&cc);
     if (pst != OB_OK) {
       if (!cc.reported) cli_error("measuring the schedules: %s", ob_ctx_errmsg(ctx));
@@ -621,8 +678,9 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
          "same workloads share a cost), %lld calls into the cost model\n",
          (double)rows[2].st.states, rows[2].st.state_bound, (long long)rows[2].st.cost_calls);
   if (a->sched_cost)
-    printf("measured   end to end on this machine by the stage executor (default kernel configs, each schedule "
-           "compiled once, %d interleaved rounds of at least 20 ms, medians)%s\n",
+    printf("measured   end to end on this machine by the stage executor (default kernel configs, %d interleaved "
+           "rounds of about 20 ms, medians; merge-free schedules started afresh on one compiled model, others "
+           "compiled once)%s\n",
            k_pick_rounds, measured ? "" : "; planning ran nothing, then the candidates below were measured");
   if (a->sched_cost)
     printf("prepared   %.2f s once: %lld per-operator records stored now, %d co-run pairs measured now%s\n", cp.seconds,
@@ -634,8 +692,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     printf("guided     %lld endings ruled out by the prediction (never measured); %lld distinct stages measured\n",
            (long long)rows[2].st.pruned, (long long)rows[2].measured);
   if (picked >= 0) {
-    printf("candidates %d measured on this machine (each compiled once, %d interleaved rounds, medians):", ncand,
-           k_pick_rounds);
+    printf("candidates %d measured on this machine (%d interleaved rounds, medians):", ncand, k_pick_rounds);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == picked ? "[" : "", cand_names[c], cand_s[c] * 1e3, c == picked ? "]" : "");
     printf("\npicked     %s, the measured fastest: %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
@@ -656,8 +713,10 @@ done:
   cJSON_Delete(j);
   for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
   ob_schedule_free(given);
+  ob_stage_cost_free(&ctxc);
   ob_stage_cost_free(&cost);
   ob_stage_cost_free(&guide);
+  for (int q = 0; q < nplans; q++) ob_schedule_free(plans[q]);
   for (int c = 0; c < ncand; c++)
     if (cands[c] != rows[0].s && cands[c] != rows[1].s && cands[c] != rows[2].s) ob_schedule_free(cands[c]);
   prep_free(&cp);

@@ -246,8 +246,8 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds, ob_sched_measure_fn fn,
-                                 void *user, double *seconds, int *best) {
+ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds, double max_s,
+                                 ob_sched_measure_fn fn, void *user, double *seconds, int *best, int *rounds_done) {
   *best = -1;
   if (n < 1 || !fn) return ob_fail(ctx, OB_ERR_INVALID_ARG, "no candidate schedules to measure");
   if (rounds < 1) rounds = 1;
@@ -268,7 +268,13 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   /* rounds, each candidate once in turn, the order turned by one each
    * round: a slow episode of the machine lands on one round of every
    * candidate, not on all the repeats of one */
-  for (int r = 0; r < rounds && !st; r++)
+  double t0 = ob_now_s();
+  int done_r = 0;
+  for (int r = 0; r < rounds && !st; r++) {
+    /* within the time given: another round only if one more of the
+     * rounds so far fits */
+    double spent = ob_now_s() - t0;
+    if (r > 0 && max_s > 0 && spent + spent / r > max_s) break;
     for (int k = 0; k < n && !st; k++) {
       int i = (k + r) % n;
       if (same[i] != i) continue;
@@ -280,10 +286,15 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
       }
       smp[(size_t)i * (size_t)rounds + (size_t)r] = v;
     }
+    done_r = r + 1;
+  }
   if (st) goto done;
+  if (rounds_done) *rounds_done = done_r;
+  size_t stride = (size_t)rounds;
+  rounds = done_r;
   double bv = INFINITY;
   for (int i = 0; i < n; i++) {
-    double *x = smp + (size_t)same[i] * (size_t)rounds, med;
+    double *x = smp + (size_t)same[i] * stride, med;
     if (same[i] == i) qsort(x, (size_t)rounds, sizeof *x, cmp_double);
     med = rounds % 2 ? x[rounds / 2] : (x[rounds / 2 - 1] + x[rounds / 2]) / 2;
     if (seconds) seconds[i] = med;

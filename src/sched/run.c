@@ -120,8 +120,9 @@ done:
   return st;
 }
 
-ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
-                              const ob_timing_opts *t, double *seconds) {
+/* s's stages started on rt (ob_rt_par_new: rt's memory placed again) and run once. */
+static ob_status par_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt, ob_rt_par **out) {
+  *out = NULL;
   int ns = ob_schedule_stage_count(s), total = 0, nn = 0;
   for (int i = 0; i < ns; i++) {
     if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE)
@@ -163,14 +164,72 @@ ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_sch
       groups[k].ncores = ob_schedule_group_cores(s, i, j, &groups[k].cores);
     }
   }
-  ob_timing tm;
-  if (!(st = ob_rt_par_new(rt, ns, stages, &par)) && !(st = ob_rt_par_run(par)) && !(st = ob_rt_par_time(par, t, &tm)))
-    *seconds = tm.median_s;
+  if (!(st = ob_rt_par_new(rt, ns, stages, &par)) && !(st = ob_rt_par_run(par))) {
+    *out = par;
+    par = NULL;
+  }
 done:
   ob_rt_par_free(par);
   free(stages);
   free(groups);
   free(nodes);
+  return st;
+}
+
+ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
+                              const ob_timing_opts *t, double *seconds) {
+  ob_rt_par *par = NULL;
+  ob_timing tm;
+  ob_status st = par_on(ctx, u, s, rt, &par);
+  if (!st && !(st = ob_rt_par_time(par, t, &tm))) *seconds = tm.median_s;
+  ob_rt_par_free(par);
+  return st;
+}
+
+ob_status ob_schedule_profile_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt, int runs,
+                                 double *stage_s) {
+  ob_rt_par *par = NULL;
+  ob_status st = par_on(ctx, u, s, rt, &par);
+  double *x = NULL;
+  if (!st) {
+    int n = ob_rt_par_stage_count(par), ns = ob_schedule_stage_count(s);
+    if (!(x = malloc(sizeof(double) * (size_t)(n + 1)))) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    else if (!(st = ob_rt_par_profile(par, runs, x)))
+      for (int i = 0; i < ns; i++) stage_s[i] = x[n - ns + i]; /* a prologue stage of the runtime's own comes first */
+  }
+  free(x);
+  ob_rt_par_free(par);
+  return st;
+}
+
+/* rt run sequentially, then par (started on rt): the outputs must agree
+ * (1e-5), else OB_ERR_WRONG_ANSWER naming the schedule. */
+static ob_status check_par(ob_ctx *ctx, ob_rt *rt, ob_rt_par *par, const ob_schedule *s) {
+  int no = ob_graph_output_count(ob_rt_graph(rt));
+  void **ref = calloc((size_t)no + 1, sizeof *ref);
+  ob_status st = ref ? ob_rt_run(rt) : ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < no && !st; i++) {
+    size_t b = ob_rt_output_bytes(rt, i);
+    if (!(ref[i] = malloc(b + 1))) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    else memcpy(ref[i], ob_rt_output(rt, i), b);
+  }
+  if (!st && !(st = ob_rt_par_run(par))) {
+    ob_rt_check_result chk;
+    ob_rt_check(rt, (const void *const *)ref, 1e-5, &chk);
+    if (!chk.ok)
+      st = ob_fail(ctx, OB_ERR_WRONG_ANSWER, "the %s schedule by stages differs from the sequential run: %s",
+                   ob_schedule_scheduler(s), chk.message);
+  }
+  for (int i = 0; ref && i < no; i++) free(ref[i]);
+  free(ref);
+  return st;
+}
+
+ob_status ob_schedule_check_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt) {
+  ob_rt_par *par = NULL;
+  ob_status st = par_on(ctx, u, s, rt, &par);
+  if (!st) st = check_par(ctx, rt, par, s);
+  ob_rt_par_free(par);
   return st;
 }
 
@@ -199,7 +258,6 @@ ob_status ob_sched_compiled_new(ob_ctx *ctx, const ob_sched_units *u, const ob_s
   *out = NULL;
   ob_sched_compiled *c = calloc(1, sizeof *c);
   ob_str js = {0};
-  void **ref = NULL;
   ob_status st = OB_OK;
   if (!c) {
     ob_graph_free(g);
@@ -213,28 +271,8 @@ ob_status ob_sched_compiled_new(ob_ctx *ctx, const ob_sched_units *u, const ob_s
       (st = ob_schedule_from_json(ctx, c->u, js.data, "schedule", ob_schedule_cores(s), &c->s)) ||
       (st = ob_schedule_compile(ctx, c->u, c->s, g, lanes, o, &c->rt, &c->par)) || (st = ob_rt_run(c->rt)))
     goto done;
-  int no = ob_graph_output_count(g);
-  if (!(ref = calloc((size_t)no + 1, sizeof *ref))) {
-    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  for (int i = 0; i < no; i++) {
-    size_t b = ob_rt_output_bytes(c->rt, i);
-    if (!(ref[i] = malloc(b + 1))) {
-      st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
-      goto done;
-    }
-    memcpy(ref[i], ob_rt_output(c->rt, i), b);
-  }
-  if ((st = ob_rt_par_run(c->par))) goto done;
-  ob_rt_check_result chk;
-  ob_rt_check(c->rt, (const void *const *)ref, 1e-5, &chk);
-  if (!chk.ok)
-    st = ob_fail(ctx, OB_ERR_WRONG_ANSWER, "the %s schedule by stages differs from the sequential run: %s",
-                 ob_schedule_scheduler(s), chk.message);
+  st = check_par(ctx, c->rt, c->par, s);
 done:
-  for (int i = 0; ref && i < ob_graph_output_count(g); i++) free(ref[i]);
-  free(ref);
   ob_str_free(&js);
   if (st) {
     ob_sched_compiled_free(c);
