@@ -833,6 +833,106 @@ static void test_guide(void) {
          (long long)fewer);
 }
 
+/* In-context stage costs on a fake machine whose runs cost what the
+ * table says, three times that for stages that run groups side by side
+ * (cold inputs, pools to wake): unlearned, the model answers as its base
+ * (measured once per structure, never again when planning again); learned
+ * stages answer with their in-run times; planning in context stops when a
+ * plan repeats, every run plan's stages hold their in-run times, and the
+ * final plan costs no more than any learned schedule as it ran. */
+typedef struct fake_machine {
+  const ob_sched_units *u;
+  ob_stage_cost *truth;
+  int runs;
+  int64_t base_calls;
+  ob_stage_cost *base;
+} fake_machine;
+static ob_status slow_parallel(void *self, ob_sched_stage_desc *d, double *v) {
+  ob_stage_cost *c = self;
+  ob_status st = c->vt->cost(c->self, d, v);
+  if (!st && d->ngroups > 1) *v *= 3;
+  return st;
+}
+static const ob_stage_cost_i k_slow_parallel = {.name = "in runs", .cost = slow_parallel};
+static ob_status counting(void *self, ob_sched_stage_desc *d, double *v) {
+  fake_machine *f = self;
+  f->base_calls++;
+  return f->base->vt->cost(f->base->self, d, v);
+}
+static const ob_stage_cost_i k_counting = {.name = "alone", .cost = counting};
+static ob_status fake_machine_run(void *user, const ob_schedule *s, double *stage_s) {
+  fake_machine *f = user;
+  ob_schedule *c = copy_of(s, -1, -1);
+  f->runs++;
+  ob_status st = ob_schedule_cost(ctx, f->u, c, f->truth, NULL);
+  for (int i = 0; !st && i < ob_schedule_stage_count(c); i++) stage_s[i] = ob_schedule_stage_seconds(c, i);
+  ob_schedule_free(c);
+  return st;
+}
+static double truth_of(fake_machine *f, const ob_schedule *s) {
+  ob_schedule *c = copy_of(s, -1, -1);
+  double v = -1;
+  CHECK(ob_schedule_cost(ctx, f->u, c, f->truth, &v) == OB_OK);
+  ob_schedule_free(c);
+  return v;
+}
+static void test_in_context(void) {
+  ob_rng r = {777};
+  int changed = 0;
+  for (int t = 0; t < 8; t++) {
+    ob_sched_units *u = random_dag(&r, 9, 0.2, 0, t % 2);
+    table tb = {.seed = (uint64_t)t + 300, .monotone = true};
+    ob_stage_cost pc, nosplit = {&k_nosplit, &pc}, truth = {&k_slow_parallel, &nosplit}, ic;
+    predicted(&tb, (uint64_t)t + 5, &pc);
+    fake_machine f = {.u = u, .truth = &truth, .base = &nosplit};
+    ob_stage_cost base = {&k_counting, &f};
+    CHECK(ob_stage_cost_in_context(ctx, &base, &ic) == OB_OK);
+    ob_sched_opts o = ob_sched_opts_default();
+    o.cores = 2 + t % 2;
+    o.merge = false;
+    ob_schedule *ref = NULL, *sq = NULL, *plans[4] = {0};
+    int np = 0;
+    /* unlearned: the base model's optimum, each structure asked once */
+    CHECK(ob_sched_ios(ctx, u, &o, &nosplit, &ref, NULL) == OB_OK && ob_sched_sequential(ctx, u, &o, &ic, &sq, NULL) == OB_OK);
+    int64_t calls = f.base_calls;
+    ob_schedule *again = NULL;
+    CHECK(ob_sched_sequential(ctx, u, &o, &ic, &again, NULL) == OB_OK && f.base_calls == calls);
+    ob_schedule_free(again);
+    double seq_run = truth_of(&f, sq), st_s[64];
+    CHECK(ob_schedule_stage_count(sq) <= 64 && fake_machine_run(&f, sq, st_s) == OB_OK &&
+          ob_sched_learn_run(ctx, &ic, u, sq, st_s) == OB_OK);
+    CHECK(fabs(ob_schedule_seconds(sq) - seq_run) <= 1e-12 * seq_run && ob_stage_cost_in_context_learned(&ic) > 0);
+    ob_sched_stats ss;
+    CHECK(ob_sched_ios_in_context(ctx, u, &o, &ic, 4, fake_machine_run, &f, plans, &np, &ss) == OB_OK && np >= 1);
+    for (int q = 0; q + 1 < np; q++) { /* run and learned: as costed is as ran */
+      double tr = truth_of(&f, plans[q]);
+      CHECK_MSG(fabs(ob_schedule_seconds(plans[q]) - tr) <= 1e-9 * tr, "plan %d: %.9g as costed, %.9g as run", q + 1,
+                ob_schedule_seconds(plans[q]), tr);
+      CHECK(ob_schedule_seconds(plans[np - 1]) <= tr * (1 + 1e-9));
+      CHECK(!ob_schedule_same(plans[q], plans[np - 1]));
+    }
+    if (np > 0) {
+      CHECK_MSG(ob_schedule_seconds(plans[np - 1]) <= seq_run * (1 + 1e-9), "final plan %.9g, sequential ran %.9g",
+                ob_schedule_seconds(plans[np - 1]), seq_run);
+      CHECK(ob_schedule_validate(ctx, u, plans[np - 1], o.cores) == OB_OK);
+      changed += np > 1;
+    }
+    CHECK(f.runs == 1 + (np < 4 ? np : 3) && ss.states > 0);
+    ob_schedule *bad[2];
+    int nb = 0;
+    CHECK(ob_sched_ios_in_context(ctx, u, &o, &ic, 0, fake_machine_run, &f, bad, &nb, NULL) == OB_ERR_INVALID_ARG && !nb);
+    CHECK(ob_sched_learn_run(ctx, &pc, u, sq, st_s) == OB_ERR_INVALID_ARG);
+    for (int q = 0; q < np; q++) ob_schedule_free(plans[q]);
+    ob_schedule_free(ref);
+    ob_schedule_free(sq);
+    ob_stage_cost_free(&ic);
+    ob_stage_cost_free(&pc);
+    ob_sched_units_free(u);
+  }
+  CHECK_MSG(changed > 0, "in-run times never changed a plan");
+  printf("in context: a plan changed by in-run times in %d of 8 DAGs\n", changed);
+}
+
 /* The co-run factor cache file: round trip, another host's, a missing one,
  * malformed ones (named with the line). */
 static void test_corun_file(void) {
@@ -992,6 +1092,7 @@ int main(void) {
   test_guide();
   test_corun_file();
   test_pick();
+  test_in_context();
   test_db_latency();
   ob_ctx_free(ctx);
   return CHECK_DONE();
