@@ -20,9 +20,10 @@
  * Predicted cost: per-operator records of the database (--db, default
  * ./interop.db) at each thread count, stored from the runtime's per-step
  * profile when missing; co-run factors per pair of kinds measured once and
- * kept in --corun FILE; the 4 IOS variants, greedy and sequential each
- * compiled and measured in --pick-rounds interleaved rounds, the fastest
- * median kept. Measured cost: the DP guided by the predicted one (only
+ * kept in --corun FILE; the 4 IOS variants, greedy and sequential
+ * measured in --pick-rounds interleaved rounds (within half the time
+ * budget), the fastest median kept, except that sequential stays unless
+ * beaten by more than --margin (3 %) and in two thirds of the rounds. Measured cost: the DP guided by the predicted one (only
  * endings within --slack of a state's predicted best are measured), its
  * schedule then measured against sequential and greedy the same way and
  * the fastest kept (both pipelines choose among the same baselines). The
@@ -140,6 +141,7 @@ static bool listed(const char *list, const char *name) {
 
 int main(int argc, char **argv) {
   int cores = 2, repeat = 9, pick_rounds = 7, max_plans = 3;
+  double margin = 0.03;
   bool full = false, skip_measured = false;
   double slack = 0.05;
   const char *only = NULL, *svg_dir = ".", *db_path = "interop.db", *corun_path = "interop-corun.txt";
@@ -147,6 +149,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--cores") && i + 1 < argc) cores = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--pick-rounds") && i + 1 < argc) pick_rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--margin") && i + 1 < argc) margin = atof(argv[++i]);
     else if (!strcmp(argv[i], "--full")) full = true;
     else if (!strcmp(argv[i], "--skip-measured")) skip_measured = true;
     else if ((!strcmp(argv[i], "--models") || !strcmp(argv[i], "--model")) && i + 1 < argc) only = argv[++i];
@@ -156,15 +159,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--slack") && i + 1 < argc) slack = atof(argv[++i]);
     else {
       fprintf(stderr,
-              "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--full] [--models A,B] [--svg-dir DIR]\n"
+              "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--margin X] [--full] [--models A,B] [--svg-dir DIR]\n"
               "          [--skip-measured]\n"
               "          [--db FILE] [--corun FILE] [--slack X]\n",
               argv[0]);
       return 2;
     }
   }
-  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0)) {
-    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative\n");
+  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0) || !(margin >= 0 && margin < 1)) {
+    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative, --margin in [0, 1)\n");
     return 2;
   }
   static const struct {
@@ -313,8 +316,12 @@ int main(int argc, char **argv) {
     }
     cs.t.number = (int)ceil(0.020 / fmax(est.median_s, 1e-6));
     cs.t.min_repeat_ms = -1;
-    if (ob_sched_pick_measured(ctx, ncand, cand, pick_rounds, models[m].budget_s / 2, time_one, &cs, ctimes, &best,
-                               &prounds)) {
+    ob_sched_pick_opts pko = ob_sched_pick_opts_default();
+    pko.rounds = pick_rounds;
+    pko.max_s = models[m].budget_s / 2;
+    pko.prefer = ncand - 2; /* sequential */
+    pko.margin = margin;
+    if (ob_sched_pick_measured(ctx, ncand, cand, &pko, time_one, &cs, ctimes, &best, &prounds)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
@@ -371,7 +378,11 @@ int main(int argc, char **argv) {
       mcand[nm++] = msq;
       mname[nm] = "greedy";
       mcand[nm++] = mgr;
-      if (ob_sched_pick_measured(ctx, nm, mcand, pick_rounds, 0, time_one, &cs, mtimes, &mbest, NULL)) {
+      ob_sched_pick_opts mko = ob_sched_pick_opts_default();
+      mko.rounds = pick_rounds;
+      mko.prefer = nm - 2; /* sequential */
+      mko.margin = margin;
+      if (ob_sched_pick_measured(ctx, nm, mcand, &mko, time_one, &cs, mtimes, &mbest, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
@@ -400,7 +411,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
-    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, repeat, 0, time_one, &fs, fin_s, &fbest, NULL) ||
+    ob_sched_pick_opts fko = ob_sched_pick_opts_default();
+    fko.rounds = repeat;
+    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, &fko, time_one, &fs, fin_s, &fbest, NULL) ||
         ob_rt_time(rt, &ta, &tall)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
@@ -444,8 +457,10 @@ int main(int argc, char **argv) {
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == best ? "[" : "", cand_name[c], ctimes[c] * 1e3, c == best ? "]" : "");
     printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
-           "measured while picking)\n",
-           cand_name[best], ctimes[best] / ctimes[ncand - 2], ctimes[best] / ctimes[ncand - 1], ctimes[best] / ctimes[0]);
+           "measured while picking; sequential stays unless beaten by more than %.0f %% and in two thirds of the "
+           "rounds)\n",
+           cand_name[best], ctimes[best] / ctimes[ncand - 2], ctimes[best] / ctimes[ncand - 1], ctimes[best] / ctimes[0],
+           margin * 100);
     if (imk) {
       printf("  measured: %lld states, %lld endings ruled out by the prediction, %lld distinct stages costed, %lld "
              "measured alone, %lld corrected by whole runs; %d plans (the final one %d stages); %.2f s\n",
@@ -458,8 +473,8 @@ int main(int argc, char **argv) {
       printf("\n  measured pipeline, %d candidates in %d interleaved rounds:", nm, pick_rounds);
       for (int c = 0; c < nm; c++)
         printf(" %s%s %.3f ms%s", c == mbest ? "[" : "", mname[c], mtimes[c] * 1e3, c == mbest ? "]" : "");
-      printf("\n  measured pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the final plan; %.2f s in "
-             "all\n",
+      printf("\n  measured pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the final plan (the same "
+             "rule); %.2f s in all\n",
              mname[mbest], mtimes[mbest] / mtimes[nm - 2], mtimes[mbest] / mtimes[nm - 1], mtimes[mbest] / mtimes[0],
              t_optm);
     }

@@ -976,18 +976,28 @@ typedef struct fake_times {
   double t[4];
   int calls, order[64];
   int slow_call; /* this call (from 0) is a slow episode: 10x */
+  int fast_call; /* this one a lucky sample: 0.1x */
 } fake_times;
 static ob_status fake_measure(void *user, int i, const ob_schedule *s, double *sec) {
   fake_times *f = user;
   if (i < 0 || i >= 4 || f->s[i] != s) return OB_ERR_INVALID_ARG;
   if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
   if (f->calls < 64) f->order[f->calls] = i;
-  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : 1);
+  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : f->calls == f->fast_call ? 0.1 : 1);
   f->calls++;
   return OB_OK;
 }
+static const ob_sched_pick_opts *popts(int rounds, double max_s, int prefer, double margin) {
+  static ob_sched_pick_opts o;
+  o = ob_sched_pick_opts_default();
+  o.rounds = rounds;
+  o.max_s = max_s;
+  o.prefer = prefer;
+  o.margin = margin;
+  return &o;
+}
 static void test_pick(void) {
-  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}, .slow_call = -1};
+  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}, .slow_call = -1, .fast_call = -1};
   /* four different programs: one stage each, on core 0 or 1, unit 0 or 1 */
   for (int i = 0; i < 4; i++) {
     int op = i / 2, core = i % 2;
@@ -997,19 +1007,19 @@ static void test_pick(void) {
   CHECK(!ob_schedule_same(f.s[0], f.s[1]) && ob_schedule_same(f.s[2], f.s[2]));
   double sec[4];
   int best = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, 0, fake_measure, &f, sec, &best, NULL) == OB_OK);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(1, 0, -1, 0), fake_measure, &f, sec, &best, NULL) == OB_OK);
   CHECK(best == 1 && f.calls == 4 && sec[0] == 3e-3 && sec[3] == 1e-3);
   /* interleaved: round r starts at candidate r; a slow episode hitting
    * candidate 0's first sample leaves its median alone */
   f.calls = 0;
   f.slow_call = 0;
   f.t[0] = 0.9e-3;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 3, 0, fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0 && f.calls == 12);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, -1, 0), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0 && f.calls == 12);
   CHECK(f.order[0] == 0 && f.order[1] == 1 && f.order[4] == 1 && f.order[5] == 2 && f.order[8] == 2 && f.order[11] == 1);
   CHECK(sec[0] == 0.9e-3 && sec[1] == 1e-3);
   /* without rounds, the one slow sample decides */
   f.calls = 0;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 1, 0, fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1 && sec[0] == 9e-3);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(1, 0, -1, 0), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1 && sec[0] == 9e-3);
   f.slow_call = -1;
   /* a duplicate takes its original's samples and is never measured */
   ob_schedule *dup[4] = {f.s[0], f.s[1], f.s[2], NULL};
@@ -1020,19 +1030,33 @@ static void test_pick(void) {
   g.s[3] = dup[3];
   g.t[3] = 1e-6; /* would win if measured */
   g.calls = 0;
-  CHECK(ob_sched_pick_measured(ctx, 4, dup, 3, 0, fake_measure, &g, sec, &best, NULL) == OB_OK && best == 0 && g.calls == 9 &&
+  CHECK(ob_sched_pick_measured(ctx, 4, dup, popts(3, 0, -1, 0), fake_measure, &g, sec, &best, NULL) == OB_OK && best == 0 && g.calls == 9 &&
         sec[3] == sec[1]);
   ob_schedule_free(dup[3]);
+  /* an incumbent (3, at 1 ms) stays against a fastest (0, 0.9 ms) that is
+   * not faster by the margin, and gives way when it is */
+  f.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.2), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
+  /* ... nor when it won the median but not two thirds of the rounds:
+   * candidate 0 slow in round 1, the incumbent lucky in round 2 */
+  f.calls = 0;
+  f.slow_call = 0;
+  f.fast_call = 6;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3 &&
+        sec[0] == 0.9e-3 && sec[3] == 1e-3);
+  f.slow_call = f.fast_call = -1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 4, 0.05), fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
   /* a time bound: the first round always, no second one past it */
   int done_r = 0;
   f.calls = 0;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 5, 1e-12, fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 1 &&
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 1e-12, -1, 0), fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 1 &&
         f.calls == 4 && best == 0);
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 5, 100, fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 5);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 100, -1, 0), fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 5);
   f.t[2] = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, 2, 0, fake_measure, &f, NULL, &best, NULL) == OB_ERR_TIMEOUT &&
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(2, 0, -1, 0), fake_measure, &f, NULL, &best, NULL) == OB_ERR_TIMEOUT &&
         strstr(ob_ctx_errmsg(ctx), "candidate 3"));
-  CHECK(ob_sched_pick_measured(ctx, 0, f.s, 2, 0, fake_measure, &f, NULL, &best, NULL) == OB_ERR_INVALID_ARG && best == -1);
+  CHECK(ob_sched_pick_measured(ctx, 0, f.s, popts(2, 0, -1, 0), fake_measure, &f, NULL, &best, NULL) == OB_ERR_INVALID_ARG && best == -1);
   for (int i = 0; i < 4; i++) ob_schedule_free(f.s[i]);
 }
 

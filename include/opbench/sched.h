@@ -298,20 +298,30 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
 /* Measures each candidate with fn (end to end, the caller's way; i is
  * the candidate's index) and gives the index of the fastest in *best (the
  * first of equals), so that a slow episode of the machine cannot favour
- * one: `rounds` rounds (< 1: 1), each measuring every candidate once in
- * turn (the order turned by one each round), and each candidate's median
- * over the rounds compared. max_s > 0 bounds the time: after the first
- * round, another only when one more of the mean round so far still fits
- * (*rounds_done, may be NULL, says how many ran). A candidate equal to an
- * earlier one (ob_schedule_same) is not measured: it takes that one's
- * samples. seconds
- * (n entries, may be NULL) gets every candidate's median. A failing
- * measurement fails the call, naming the candidate. */
+ * one: `rounds` rounds, each measuring every candidate once in turn (the
+ * order turned by one each round), and each candidate's median over the
+ * rounds compared. max_s > 0 bounds the time: after the first round,
+ * another only when one more of the mean round so far still fits
+ * (*rounds_done, may be NULL, says how many ran). prefer >= 0 names an
+ * incumbent (sequential: IOS's space holds it) that the fastest replaces
+ * only when clearly faster: its median below the incumbent's by more than
+ * margin and faster in at least two thirds of the rounds (paired by
+ * round); a pick among near-equals is won by noise. A candidate equal to
+ * an earlier one (ob_schedule_same) is not measured: it takes that one's
+ * samples. seconds (n entries, may be NULL) gets every candidate's median.
+ * A failing measurement fails the call, naming the candidate. */
+typedef struct ob_sched_pick_opts {
+  int rounds;    /* (< 1: 1) */
+  double max_s;  /* <= 0: no bound */
+  int prefer;    /* the incumbent's index, -1: none */
+  double margin; /* 0 <= margin < 1 */
+} ob_sched_pick_opts;
+OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no bound, no incumbent */
 typedef struct ob_schedule ob_schedule;
 typedef ob_status (*ob_sched_measure_fn)(void *user, int i, const ob_schedule *s, double *seconds);
 
 /* ---- schedules ------------------------------------------------------------------------ */
-OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds, double max_s,
+OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
                                         ob_sched_measure_fn fn, void *user, double *seconds, int *best,
                                         int *rounds_done);
 

@@ -288,6 +288,8 @@ static void prep_free(cost_prep *cp) {
  * the model compiled once, others compiled as programs of their own on
  * first use. */
 enum { k_pick_rounds = 5 };
+/* how much faster than sequential a candidate must be to replace it */
+static const double k_pick_margin = 0.03;
 
 typedef struct cand_ctx {
   ob_ctx *ctx;
@@ -539,7 +541,11 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
     cc.number = (int)ceil(0.020 / (est.median_s > 1e-6 ? est.median_s : 1e-6));
-    ob_status pst = ob_sched_pick_measured(ctx, ncand, cands, k_pick_rounds, 0, time_cand, &cc, cand_s, &picked, NULL);
+    ob_sched_pick_opts pko = ob_sched_pick_opts_default();
+    pko.rounds = k_pick_rounds;
+    pko.prefer = ncand - 1; /* sequential stays unless clearly beaten */
+    pko.margin = k_pick_margin;
+    ob_status pst = ob_sched_pick_measured(ctx, ncand, cands, &pko, time_cand, &cc, cand_s, &picked, NULL);
     cand_free(&cc);
     if (pst != OB_OK) {
       if (!cc.reported) cli_error("measuring the candidates: %s", ob_ctx_errmsg(ctx));
@@ -550,7 +556,8 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     ob_schedule *three[3] = {rows[0].s, rows[1].s, rows[2].s};
     double e2e[3];
     int fastest;
-    pst = ob_sched_pick_measured(ctx, 3, three, k_pick_rounds, 0, time_cand, &cc, e2e, &fastest, NULL);
+    pko.prefer = -1;
+    pst = ob_sched_pick_measured(ctx, 3, three, &pko, time_cand, &cc, e2e, &fastest, NULL);
     cand_free(&cc);
     if (pst != OB_OK) {
       if (!cc.reported) cli_error("measuring the schedules: %s", ob_ctx_errmsg(ctx));
@@ -695,7 +702,8 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     printf("candidates %d measured on this machine (%d interleaved rounds, medians):", ncand, k_pick_rounds);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == picked ? "[" : "", cand_names[c], cand_s[c] * 1e3, c == picked ? "]" : "");
-    printf("\npicked     %s, the measured fastest: %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
+    printf("\npicked     %s, the measured fastest (sequential stays unless beaten by more than 3 %% and in two "
+           "thirds of the rounds): %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
            "optimisation %.3f s (%lld states, %lld distinct stages costed by %s, %d schedules measured)\n",
            cand_names[picked], cand_s[picked] / cand_s[ncand - 1], cand_s[picked] / cand_s[ncand - 2],
            cand_s[picked] / cand_s[0], rows[2].st.seconds + pipeline_s, (long long)rows[2].st.states,

@@ -246,11 +246,19 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, int rounds, double max_s,
+ob_sched_pick_opts ob_sched_pick_opts_default(void) {
+  return (ob_sched_pick_opts){.rounds = 5, .max_s = 0, .prefer = -1, .margin = 0};
+}
+
+ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
                                  ob_sched_measure_fn fn, void *user, double *seconds, int *best, int *rounds_done) {
   *best = -1;
   if (n < 1 || !fn) return ob_fail(ctx, OB_ERR_INVALID_ARG, "no candidate schedules to measure");
-  if (rounds < 1) rounds = 1;
+  ob_sched_pick_opts po = o ? *o : ob_sched_pick_opts_default();
+  if (po.prefer >= n || !(po.margin >= 0 && po.margin < 1))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "picking: preferred candidate %d of %d, margin %g", po.prefer + 1, n, po.margin);
+  int rounds = po.rounds < 1 ? 1 : po.rounds;
+  double max_s = po.max_s;
   /* a candidate equal to an earlier one is the same program: it shares
    * that one's samples instead of drawing its own noise */
   int *same = malloc(sizeof(int) * (size_t)n);
@@ -292,17 +300,40 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   if (rounds_done) *rounds_done = done_r;
   size_t stride = (size_t)rounds;
   rounds = done_r;
-  double bv = INFINITY;
+  /* paired by round (measured close in time): how often each beat the
+   * preferred one, before the samples are sorted */
+  int *wins = calloc((size_t)n, sizeof *wins);
+  double *med = malloc(sizeof(double) * (size_t)n);
+  if (!wins || !med) {
+    free(wins);
+    free(med);
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; po.prefer >= 0 && i < n; i++)
+    for (int r = 0; r < rounds; r++)
+      wins[i] += smp[(size_t)same[i] * stride + (size_t)r] < smp[(size_t)same[po.prefer] * stride + (size_t)r];
   for (int i = 0; i < n; i++) {
-    double *x = smp + (size_t)same[i] * stride, med;
+    double *x = smp + (size_t)same[i] * stride;
     if (same[i] == i) qsort(x, (size_t)rounds, sizeof *x, cmp_double);
-    med = rounds % 2 ? x[rounds / 2] : (x[rounds / 2 - 1] + x[rounds / 2]) / 2;
-    if (seconds) seconds[i] = med;
-    if (med < bv) {
-      bv = med;
+    med[i] = rounds % 2 ? x[rounds / 2] : (x[rounds / 2 - 1] + x[rounds / 2]) / 2;
+    if (seconds) seconds[i] = med[i];
+  }
+  double bv = INFINITY;
+  for (int i = 0; i < n; i++)
+    if (med[i] < bv) {
+      bv = med[i];
       *best = i;
     }
-  }
+  /* the incumbent stays unless the fastest beats it clearly: by more than
+   * the margin in the medians and in at least two thirds of the rounds
+   * (a pick among near-equals is won by noise, and the noise is gone
+   * when the winner is measured again) */
+  if (po.prefer >= 0 && *best != po.prefer && same[*best] != same[po.prefer] &&
+      !(med[*best] < med[po.prefer] * (1 - po.margin) && 3 * wins[*best] >= 2 * rounds))
+    *best = po.prefer;
+  free(wins);
+  free(med);
 done:
   free(same);
   free(smp);
