@@ -155,6 +155,19 @@ OB_API uint64_t ob_rng_next(ob_rng *r);
 /* Uniform in [-1, 1] and never exactly 0. */
 OB_API float ob_rng_float(ob_rng *r);
 
+/* ---- big buffers on huge pages --------------------------------------------- */
+/* Weights, activations and measurement buffers of 1 MiB or more are placed on
+ * transparent huge pages (2 MiB aligned, madvise(MADV_HUGEPAGE); the kernel may
+ * still decline). On 4 KiB pages a buffer's physical placement, and with it
+ * which L2 sets it maps to, changes from process to process, and a few MiB of
+ * weights overflow the TLB: the same kernel then runs up to 1.4x slower in one
+ * process than in the next. Smaller buffers are 64-byte aligned. Both kinds
+ * are released with ob_mem_free_big (which is free()). */
+#define OB_MEM_BIG_MIN ((size_t)1 << 20)
+#define OB_MEM_HUGE_PAGE ((size_t)2 << 20)
+OB_API void *ob_mem_alloc_big(size_t bytes); /* NULL: out of memory */
+OB_API void ob_mem_free_big(void *p);        /* accepts NULL */
+
 /* ---- time ----------------------------------------------------------------- */
 OB_API double ob_now_s(void); /* CLOCK_MONOTONIC seconds */
 
