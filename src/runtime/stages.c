@@ -370,7 +370,10 @@ static ob_status replan_memory(ob_rt *rt, const where *step_at, bool share) {
   }
   free(live);
   /* the inputs' bytes are copied over; the rest starts at zero as before */
-  void *block = peak ? aligned_alloc(RT_ALIGN, (peak + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN) : NULL;
+  /* on huge pages when big: a schedule's samples each place the
+   * activations again, and on 4 KiB pages every placement maps them to
+   * other L2 sets (ob_mem_alloc_big) */
+  void *block = peak ? ob_mem_alloc_big((peak + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN) : NULL;
   if (peak && !block) {
     st = ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory for %zu bytes of activations", peak);
     goto done;
@@ -380,7 +383,7 @@ static ob_status replan_memory(ob_rt *rt, const where *step_at, bool share) {
     int v = val_root(rt, rt->in_val[i]);
     if (!rt->v[v].is_const && rt->v[v].bytes) memcpy((char *)block + off[v], rt->v[v].ptr, rt->v[v].bytes);
   }
-  free(rt->block);
+  ob_mem_free_big(rt->block); /* free() underneath: memplan's block too */
   rt->block = block;
   rt->block_bytes = peak;
   for (int i = 0; i < n; i++) {
