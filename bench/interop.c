@@ -22,8 +22,9 @@
  * profile when missing; co-run factors per pair of kinds measured once and
  * kept in --corun FILE; the 4 IOS variants, greedy and sequential
  * measured in --pick-rounds interleaved rounds (within half the time
- * budget), the fastest median kept, except that sequential stays unless
- * beaten by more than --margin (3 %) and in two thirds of the rounds. Measured cost: the DP guided by the predicted one (only
+ * budget), the fastest median kept, except that the faster of sequential
+ * and greedy stays unless beaten by more than --margin (3 %) and in two
+ * thirds of the rounds. Measured cost: the DP guided by the predicted one (only
  * endings within --slack of a state's predicted best are measured), its
  * schedule then measured against sequential and greedy the same way and
  * the fastest kept (both pipelines choose among the same baselines). The
@@ -201,15 +202,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_interop: --corun: %s\n", ob_ctx_errmsg(ctx));
     return 2;
   }
-  printf("inter-operator scheduling end to end, batch 1, %d cores, default kernel configs, median of %d repeats%s\n",
+  printf("inter-operator scheduling end to end, batch 1, %d cores, default kernel configs, medians of %d interleaved "
+         "rounds%s\n",
          cores, repeat, full ? "" : "; input sizes reduced (--full for the models' own)");
   printf("predicted cost: per-operator records of %s at 1..%d threads (the runtime's per-step profile, stored once), "
          "FLOPs model for nodes without one; co-run factors per pair of kinds from %s (measured once); candidates "
-         "(IOS r3/s8 with and without merges, r2/s8, r1, greedy, sequential) measured, the fastest kept\n",
-         db_path, cores, corun_path);
+         "(IOS r3/s8 with and without merges, r2/s8, r1, greedy, sequential) measured in up to %d interleaved rounds, "
+         "the fastest kept, but the faster of sequential and greedy stays unless beaten by more than %.0f %% and in two "
+         "thirds of the rounds\n",
+         db_path, cores, corun_path, pick_rounds, margin * 100);
   printf("measured cost: every stage the predicted DP finds within %.0f %% of a state's best measured by the stage "
-         "executor (timing floor 0.2 ms, 3 repeats), cached by structure and core split; no merges\n\n",
-         slack * 100);
+         "executor (timing floor 0.2 ms, 3 repeats), cached by structure and core split, then corrected by whole runs "
+         "(sequential and greedy run, IOS planned, run and planned again, at most %d plans); the plans, sequential and "
+         "greedy measured, the fastest kept by the same rule; no merges\n\n",
+         slack * 100, max_plans);
   printf("%-15s %5s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s %9s %7s %8s %7s\n", "model", "size", "seq ms", "greedy ms",
          "iosP ms", "iosM ms", "seq(all)", "greedy x", "iosP x", "iosM x", "statesP", "costedP", "costed+measM",
          "optP s", "optM s", "P/M");
@@ -319,7 +325,9 @@ int main(int argc, char **argv) {
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = pick_rounds;
     pko.max_s = models[m].budget_s / 2;
-    pko.prefer = ncand - 2; /* sequential */
+    pko.nprefer = 2; /* sequential and greedy */
+    pko.prefer[0] = ncand - 2;
+    pko.prefer[1] = ncand - 1;
     pko.margin = margin;
     if (ob_sched_pick_measured(ctx, ncand, cand, &pko, time_one, &cs, ctimes, &best, &prounds)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
@@ -380,7 +388,9 @@ int main(int argc, char **argv) {
       mcand[nm++] = mgr;
       ob_sched_pick_opts mko = ob_sched_pick_opts_default();
       mko.rounds = pick_rounds;
-      mko.prefer = nm - 2; /* sequential */
+      mko.nprefer = 2; /* sequential and greedy */
+      mko.prefer[0] = nm - 2;
+      mko.prefer[1] = nm - 1;
       mko.margin = margin;
       if (ob_sched_pick_measured(ctx, nm, mcand, &mko, time_one, &cs, mtimes, &mbest, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
@@ -457,8 +467,8 @@ int main(int argc, char **argv) {
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == best ? "[" : "", cand_name[c], ctimes[c] * 1e3, c == best ? "]" : "");
     printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
-           "measured while picking; sequential stays unless beaten by more than %.0f %% and in two thirds of the "
-           "rounds)\n",
+           "measured while picking; the faster of sequential and greedy stays unless beaten by more than %.0f %% and "
+           "in two thirds of the rounds)\n",
            cand_name[best], ctimes[best] / ctimes[ncand - 2], ctimes[best] / ctimes[ncand - 1], ctimes[best] / ctimes[0],
            margin * 100);
     if (imk) {
@@ -498,9 +508,10 @@ int main(int argc, char **argv) {
     ob_sched_units_free(u);
     ob_graph_free(g);
   }
-  printf("columns: seq/greedy/iosP/iosM: the schedules by stages, each compiled afresh and checked against the\n"
-         "sequential run, then timed in interleaved rounds, medians (sequential: each operator on all cores; iosP:\n"
-         "the predicted-cost pipeline's pick; iosM: the measured-cost pipeline's pick);\n"
+  printf("columns: seq/greedy/iosP/iosM: the schedules by stages, each checked against the sequential run, then\n"
+         "timed in interleaved rounds, medians (each sample started afresh on one compiled model; schedules with\n"
+         "merges compiled once on their own graph; sequential: each operator on all cores; iosP: the predicted-cost\n"
+         "pipeline's pick; iosM: the measured-cost pipeline's pick);\n"
          "seq(all): the runtime's own sequential run; x: speedup over seq; statesP/costedP: the 4 predicted DPs' states\n"
          "and distinct stages; costed+measM: distinct stages of the measured DP and how many were run; optP s: the\n"
          "predicted pipeline (DPs + candidates measured); optM s: the measured pipeline (DP + baselines costed +\n"

@@ -992,7 +992,8 @@ static const ob_sched_pick_opts *popts(int rounds, double max_s, int prefer, dou
   o = ob_sched_pick_opts_default();
   o.rounds = rounds;
   o.max_s = max_s;
-  o.prefer = prefer;
+  o.nprefer = prefer >= 0;
+  o.prefer[0] = prefer;
   o.margin = margin;
   return &o;
 }
@@ -1047,6 +1048,11 @@ static void test_pick(void) {
         sec[0] == 0.9e-3 && sec[3] == 1e-3);
   f.slow_call = f.fast_call = -1;
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 4, 0.05), fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
+  /* of two baselines, the faster is the incumbent: 1 (1 ms) against 2 (2 ms) */
+  ob_sched_pick_opts two = *popts(3, 0, 2, 0.2);
+  two.nprefer = 2;
+  two.prefer[1] = 1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &two, fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1);
   /* a time bound: the first round always, no second one past it */
   int done_r = 0;
   f.calls = 0;

@@ -302,18 +302,21 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * order turned by one each round), and each candidate's median over the
  * rounds compared. max_s > 0 bounds the time: after the first round,
  * another only when one more of the mean round so far still fits
- * (*rounds_done, may be NULL, says how many ran). prefer >= 0 names an
- * incumbent (sequential: IOS's space holds it) that the fastest replaces
- * only when clearly faster: its median below the incumbent's by more than
- * margin and faster in at least two thirds of the rounds (paired by
- * round); a pick among near-equals is won by noise. A candidate equal to
+ * (*rounds_done, may be NULL, says how many ran). prefer names baselines
+ * (sequential and greedy: IOS's space holds both); the fastest of them is
+ * the incumbent, which the fastest candidate replaces only when clearly
+ * faster: its median below the incumbent's by more than margin and faster
+ * in at least two thirds of the rounds (paired by round); a pick among
+ * near-equals is won by noise. A candidate equal to
  * an earlier one (ob_schedule_same) is not measured: it takes that one's
  * samples. seconds (n entries, may be NULL) gets every candidate's median.
  * A failing measurement fails the call, naming the candidate. */
+#define OB_SCHED_PICK_MAX_PREFER 8
 typedef struct ob_sched_pick_opts {
   int rounds;    /* (< 1: 1) */
   double max_s;  /* <= 0: no bound */
-  int prefer;    /* the incumbent's index, -1: none */
+  int nprefer;   /* baselines named in prefer (0: none) */
+  int prefer[OB_SCHED_PICK_MAX_PREFER];
   double margin; /* 0 <= margin < 1 */
 } ob_sched_pick_opts;
 OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no bound, no incumbent */

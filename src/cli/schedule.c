@@ -543,7 +543,9 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     cc.number = (int)ceil(0.020 / (est.median_s > 1e-6 ? est.median_s : 1e-6));
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = k_pick_rounds;
-    pko.prefer = ncand - 1; /* sequential stays unless clearly beaten */
+    pko.nprefer = 2; /* the faster of greedy and sequential stays unless clearly beaten */
+    pko.prefer[0] = ncand - 2;
+    pko.prefer[1] = ncand - 1;
     pko.margin = k_pick_margin;
     ob_status pst = ob_sched_pick_measured(ctx, ncand, cands, &pko, time_cand, &cc, cand_s, &picked, NULL);
     cand_free(&cc);
@@ -556,7 +558,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     ob_schedule *three[3] = {rows[0].s, rows[1].s, rows[2].s};
     double e2e[3];
     int fastest;
-    pko.prefer = -1;
+    pko.nprefer = 0;
     pst = ob_sched_pick_measured(ctx, 3, three, &pko, time_cand, &cc, e2e, &fastest, NULL);
     cand_free(&cc);
     if (pst != OB_OK) {
@@ -702,7 +704,8 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     printf("candidates %d measured on this machine (%d interleaved rounds, medians):", ncand, k_pick_rounds);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == picked ? "[" : "", cand_names[c], cand_s[c] * 1e3, c == picked ? "]" : "");
-    printf("\npicked     %s, the measured fastest (sequential stays unless beaten by more than 3 %% and in two "
+    printf("\npicked     %s, the measured fastest (the faster of sequential and greedy stays unless beaten by "
+           "more than 3 %% and in two "
            "thirds of the rounds): %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
            "optimisation %.3f s (%lld states, %lld distinct stages costed by %s, %d schedules measured)\n",
            cand_names[picked], cand_s[picked] / cand_s[ncand - 1], cand_s[picked] / cand_s[ncand - 2],

@@ -247,7 +247,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 ob_sched_pick_opts ob_sched_pick_opts_default(void) {
-  return (ob_sched_pick_opts){.rounds = 5, .max_s = 0, .prefer = -1, .margin = 0};
+  return (ob_sched_pick_opts){.rounds = 5, .max_s = 0, .nprefer = 0, .margin = 0};
 }
 
 ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
@@ -255,8 +255,11 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   *best = -1;
   if (n < 1 || !fn) return ob_fail(ctx, OB_ERR_INVALID_ARG, "no candidate schedules to measure");
   ob_sched_pick_opts po = o ? *o : ob_sched_pick_opts_default();
-  if (po.prefer >= n || !(po.margin >= 0 && po.margin < 1))
-    return ob_fail(ctx, OB_ERR_INVALID_ARG, "picking: preferred candidate %d of %d, margin %g", po.prefer + 1, n, po.margin);
+  if (po.nprefer < 0 || po.nprefer > OB_SCHED_PICK_MAX_PREFER || !(po.margin >= 0 && po.margin < 1))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "picking: %d incumbents, margin %g", po.nprefer, po.margin);
+  for (int k = 0; k < po.nprefer; k++)
+    if (po.prefer[k] < 0 || po.prefer[k] >= n)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "picking: incumbent %d of %d candidates", po.prefer[k] + 1, n);
   int rounds = po.rounds < 1 ? 1 : po.rounds;
   double max_s = po.max_s;
   /* a candidate equal to an earlier one is the same program: it shares
@@ -300,25 +303,30 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   if (rounds_done) *rounds_done = done_r;
   size_t stride = (size_t)rounds;
   rounds = done_r;
-  /* paired by round (measured close in time): how often each beat the
-   * preferred one, before the samples are sorted */
   int *wins = calloc((size_t)n, sizeof *wins);
-  double *med = malloc(sizeof(double) * (size_t)n);
-  if (!wins || !med) {
+  double *med = malloc(sizeof(double) * (size_t)n), *sorted = malloc(sizeof(double) * (size_t)rounds);
+  if (!wins || !med || !sorted) {
     free(wins);
     free(med);
+    free(sorted);
     st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
     goto done;
   }
-  for (int i = 0; po.prefer >= 0 && i < n; i++)
-    for (int r = 0; r < rounds; r++)
-      wins[i] += smp[(size_t)same[i] * stride + (size_t)r] < smp[(size_t)same[po.prefer] * stride + (size_t)r];
   for (int i = 0; i < n; i++) {
-    double *x = smp + (size_t)same[i] * stride;
-    if (same[i] == i) qsort(x, (size_t)rounds, sizeof *x, cmp_double);
-    med[i] = rounds % 2 ? x[rounds / 2] : (x[rounds / 2 - 1] + x[rounds / 2]) / 2;
+    memcpy(sorted, smp + (size_t)same[i] * stride, sizeof(double) * (size_t)rounds);
+    qsort(sorted, (size_t)rounds, sizeof *sorted, cmp_double);
+    med[i] = rounds % 2 ? sorted[rounds / 2] : (sorted[rounds / 2 - 1] + sorted[rounds / 2]) / 2;
     if (seconds) seconds[i] = med[i];
   }
+  free(sorted);
+  /* the incumbent: the fastest of those named */
+  int inc = -1;
+  for (int k = 0; k < po.nprefer; k++)
+    if (inc < 0 || med[po.prefer[k]] < med[inc]) inc = po.prefer[k];
+  /* paired by round (measured close in time): how often each beat it */
+  for (int i = 0; inc >= 0 && i < n; i++)
+    for (int r = 0; r < rounds; r++)
+      wins[i] += smp[(size_t)same[i] * stride + (size_t)r] < smp[(size_t)same[inc] * stride + (size_t)r];
   double bv = INFINITY;
   for (int i = 0; i < n; i++)
     if (med[i] < bv) {
@@ -329,9 +337,9 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
    * the margin in the medians and in at least two thirds of the rounds
    * (a pick among near-equals is won by noise, and the noise is gone
    * when the winner is measured again) */
-  if (po.prefer >= 0 && *best != po.prefer && same[*best] != same[po.prefer] &&
-      !(med[*best] < med[po.prefer] * (1 - po.margin) && 3 * wins[*best] >= 2 * rounds))
-    *best = po.prefer;
+  if (inc >= 0 && *best != inc && same[*best] != same[inc] &&
+      !(med[*best] < med[inc] * (1 - po.margin) && 3 * wins[*best] >= 2 * rounds))
+    *best = inc;
   free(wins);
   free(med);
 done:
