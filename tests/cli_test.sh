@@ -47,11 +47,11 @@ good "--version" '^opbench [0-9]+\.[0-9]+' --version
 good "op dense: error class 0" '^error +0 \(NO_ERROR\)' op dense $DENSE
 good "op dense: GFLOPS" '^GFLOPS +[0-9]' op dense $DENSE
 json_check "op dense --json parses, error_no 0" \
-  'd["error_no"] == 0 and d["gflops"] > 0 and d["median_ms"] > 0 and len(d["costs_ms"]) == 10 and all(k in d for k in ("op","workload","template","config","config_index","error","message","mean_ms","cv","threads","build_s"))' \
+  'd["error_no"] == 0 and d["gflops"] > 0 and d["median_ms"] > 0 and len(d["costs_ms"]) == 5 and all(k in d for k in ("op","workload","template","config","config_index","error","message","mean_ms","cv","threads","build_s"))' \
   op dense $DENSE --json
-# issue 17: --json says how it was timed; every kept repeat lasts the 1 ms floor
+# issue 17: --json says how it was timed; every kept repeat lasts the 2 ms floor
 json_check "op --json: the protocol used (adaptive number, floor, cache, overhead, flags)" \
-  'd["number"] >= 1 and d["repeats_kept"] == 10 and d["repeat"] == 10 + d["extra_repeats"] and d["min_repeat_ms"] == 1 and d["cache"] == "warm" and not d["flush"] and d["timer_overhead_ns"] > 0 and d["noisy"] in (True, False) and d["below_resolution"] in (True, False) and d["max_cv"] == 0.05 and all(c * d["number"] >= 0.999 for c in d["costs_ms"])' \
+  'd["number"] >= 1 and d["repeats_kept"] == 5 and d["repeat"] == 5 + d["extra_repeats"] and d["min_repeat_ms"] == 2 and d["cache"] == "warm" and not d["flush"] and d["timer_overhead_ns"] > 0 and d["noisy"] in (True, False) and d["below_resolution"] in (True, False) and d["max_cv"] == 0.05 and all(c * d["number"] >= 1.999 for c in d["costs_ms"])' \
   op dense $DENSE --json
 json_check "op --number 3: fixed, no floor" 'd["number"] == 3 and d["min_repeat_ms"] == 0' \
   op dense $DENSE --number 3 --json
@@ -67,7 +67,7 @@ json_check "op: the off-CPU rule's default is 1 %" 'd["max_offcpu"] == 0.01 and 
 json_check "op --max-offcpu 0: no retakes" 'd["max_offcpu"] == 0 and d["retaken"] == 0' \
   op dense $DENSE --max-offcpu 0 --repeat 3 --json
 bad "op --max-offcpu 150: out of range" '--max-offcpu: bad value' op dense $DENSE --max-offcpu 150
-good "op prints the protocol" '^timing +threads 1, number [0-9]+ \(adaptive\), repeat [0-9]+, min_repeat_ms 1, warm caches, timer overhead' \
+good "op prints the protocol" '^timing +threads 1, number [0-9]+ \(adaptive\), repeat [0-9]+, min_repeat_ms 2, warm caches, timer overhead' \
   op dense $DENSE
 good "op relu 16x4x4 is flagged below the timer resolution" '^resolution median .* below 10x the timer overhead' \
   op relu --shape N=1,C=16,H=4,W=4 --max-cv 0
@@ -105,7 +105,7 @@ if [ "$rc" -eq 0 ] && tail -n 1 "$tmp/out" | grep -Eq '^geomean GFLOPS \(default
 else
   not_ok "bench on a suite file"
 fi
-json_check "bench --json" 'len(d["workloads"]) == 2 and d["geomean_gflops"] > 0 and d["failed"] == 0 and d["number"] == 0 and d["min_repeat_ms"] == 1 and all(w["number"] >= 1 and w["cache"] == "warm" and w["timer_overhead_ns"] > 0 and "noisy" in w and "below_resolution" in w for w in d["workloads"])' \
+json_check "bench --json" 'len(d["workloads"]) == 2 and d["geomean_gflops"] > 0 and d["failed"] == 0 and d["number"] == 0 and d["min_repeat_ms"] == 2 and all(w["number"] >= 1 and w["cache"] == "warm" and w["timer_overhead_ns"] > 0 and "noisy" in w and "below_resolution" in w for w in d["workloads"])' \
   bench --suite "$tmp/suite.txt" --json
 # templates: --template narrows the operators it names templates of; --no-winograd
 json_check "bench --template: the listed default, other operators keep theirs" \

@@ -92,7 +92,7 @@ check "db stats counts every record" \
 used=$(q "$db" "SELECT min(number) || ' ' || min(min_repeat_ms) || ' ' || max(flush) || ' ' ||
   (min(timer_overhead_s) > 0) FROM measurements WHERE error_no = 0")
 check "records store the number used, the floor, the cache state and the timer overhead" \
-  $(set -- $used; [ "${1:-0}" -gt 1 ] && [ "$2" = "1.0" ] && [ "$3" = "0" ] && [ "$4" = "1" ]; echo $?) \
+  $(set -- $used; [ "${1:-0}" -gt 1 ] && [ "$2" = "2.0" ] && [ "$3" = "0" ] && [ "$4" = "1" ]; echo $?) \
   "sqlite3: number, floor, flush, overhead > 0: $used"
 nnoisy=$(q "$db" "SELECT count(*) FROM measurements WHERE error_no = 0 AND noisy")
 check "db stats counts the noisy records" \

@@ -285,6 +285,8 @@ static ob_timing_opts fake_opts(void) {
   ob_timing_opts o = ob_timing_default();
   o.clock = fake_clock;
   o.timer_overhead_s = 2e-8;
+  o.repeat = 10; /* the loop's mechanics, with the figures below, not the defaults */
+  o.min_repeat_ms = 1.0;
   return o;
 }
 
@@ -317,6 +319,7 @@ static void test_time_loop(void) {
   o = fake_opts();
   o.number = 3;
   o.repeat = 4;
+  o.min_repeat_ms = -1;
   CHECK(ob_time_loop(&o, 1e9, fake_call, NULL, &f, &t) == 0);
   CHECK(t.number == 3 && t.ncosts == 4 && t.min_repeat_ms == 0 && f.calls == 12);
 
@@ -396,9 +399,9 @@ static void test_time_loop(void) {
 
 static void test_options_and_stats(void) {
   ob_timing_opts d = ob_timing_default();
-  CHECK(d.number == 0 && d.repeat == 10 && d.min_repeat_ms < 0 && !d.flush && d.max_cv == 0.05);
+  CHECK(d.number == 0 && d.repeat == OB_TIMING_DEFAULT_REPEAT && d.min_repeat_ms < 0 && !d.flush && d.max_cv == 0.05);
   ob_timing_opts n = ob_timing_resolve(NULL, NULL);
-  CHECK(n.number == 0 && n.repeat == 10 && n.min_repeat_ms == OB_TIMING_DEFAULT_FLOOR_MS);
+  CHECK(n.number == 0 && n.repeat == OB_TIMING_DEFAULT_REPEAT && n.min_repeat_ms == OB_TIMING_DEFAULT_FLOOR_MS);
   CHECK(n.timeout_s == OB_TIMING_DEFAULT_TIMEOUT_S && n.max_cv == 0.05);
   ob_timing_opts in = d;
   in.number = 5;

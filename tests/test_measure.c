@@ -530,7 +530,7 @@ static void test_stats(void) {
   CHECK(strcmp(ob_merr_str(OB_MERR_RUN_TIMEOUT), "RUN_TIMEOUT") == 0);
   CHECK(ob_merr_str(99) != NULL && ob_merr_str(-1) != NULL);
   ob_timing_opts t = ob_timing_default();
-  CHECK(t.number == 0 && t.repeat == 10 && t.min_repeat_ms < 0 && !t.flush &&
+  CHECK(t.number == 0 && t.repeat == OB_TIMING_DEFAULT_REPEAT && t.min_repeat_ms < 0 && !t.flush &&
         t.timeout_s == 10 && t.max_cv == 0.05);
 }
 

@@ -421,7 +421,7 @@ ob_status ob_target_parse(ob_ctx *ctx, const char *text, ob_target **out) {
   }
   f->native = !cross && features_missing(hi->h.isa, f->cpu_features, NULL, 0);
   f->emulated = cross;
-  f->min_repeat_ms = 1.0;
+  f->min_repeat_ms = 2.0;
   snprintf(f->cc, sizeof f->cc, "%s", cc);
   if (llvm && t->cpu[0] && strcmp(t->cpu, "native")) {
     if (!strcmp(arch, "x86_64"))
