@@ -5,7 +5,9 @@
  * with measured stage costs (every distinct stage run by the stage
  * executor while planning; no merges), each compiled (default kernel
  * configs), run by stages, checked against the sequential run of the same
- * steps and timed (median of --repeat). Prints the table, the speedups
+ * steps and timed in --repeat interleaved rounds (one sample of at least
+ * 100 ms of every schedule per round, medians: a slow episode of the
+ * machine cannot favour one). Prints the table, the speedups
  * over sequential, the DP's statistics, the bars and a timeline SVG of
  * each measured-cost IOS schedule, and exits 1 when a bar is missed:
  *   IOS (measured cost) at most sequential and greedy, end to end;
@@ -18,12 +20,19 @@
  * Predicted cost: per-operator records of the database (--db, default
  * ./interop.db) at each thread count, stored from the runtime's per-step
  * profile when missing; co-run factors per pair of kinds measured once and
- * kept in --corun FILE; the 4 IOS variants, greedy and sequential measured
- * and the fastest kept. Measured cost: the DP guided by the predicted one
- * (only endings within --slack of a state's predicted best are measured).
+ * kept in --corun FILE; the 4 IOS variants, greedy and sequential
+ * measured in --pick-rounds interleaved rounds (within half the time
+ * budget), the fastest median kept, except that the faster of sequential
+ * and greedy stays unless beaten by more than --margin (3 %) and in two
+ * thirds of the rounds. Measured cost: the DP guided by the predicted one (only
+ * endings within --slack of a state's predicted best are measured), its
+ * schedule then measured against sequential and greedy the same way and
+ * the fastest kept (both pipelines choose among the same baselines). The
+ * stages of the measured DP's schedule and of sequential are compared as
+ * costed (alone) and inside whole runs (ob_rt_par_profile).
  * --skip-measured leaves out the measured-cost DP; its column and bars are
  * then "-". --models A,B runs only those (one quiet run per model).
- *   build/bench_interop [--cores N] [--repeat K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]
+ *   build/bench_interop [--cores N] [--repeat K] [--pick-rounds K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]
  *                       [--db FILE] [--corun FILE] [--slack X] */
 #include <math.h>
 #include <stdio.h>
@@ -51,81 +60,71 @@ static ob_graph *load(const char *name, int64_t size, int lanes) {
   return g;
 }
 
-/* s (planned on units u) run end to end: a fresh graph (merges rewrite
- * it), the schedule carried over by JSON, compiled, checked against the
- * sequential run of the same steps, timed. */
-static bool e2e(const char *name, int64_t size, int lanes, const ob_sched_units *u, const ob_schedule *s, int repeat,
-                double *median, double *seq_median) {
-  bool ok = false;
-  ob_graph *g = load(name, size, lanes);
-  ob_sched_units *u2 = NULL;
-  ob_schedule *s2 = NULL;
-  ob_rt *rt = NULL;
-  ob_rt_par *par = NULL;
-  ob_str js = {0};
-  void *seq = NULL;
-  if (!g) return false;
-  ob_rt_opts o = ob_rt_opts_default();
-  o.kernels = OB_RT_DEFAULT;
-  o.nthreads = ob_schedule_cores(s);
-  ob_timing_opts t = ob_timing_default();
-  t.repeat = repeat;
-  t.max_cv = 0;
-  t.min_repeat_ms = 100; /* several runs a repeat: one run of a small model is a few ms, and the first
-                            runs after a quiet spell run at a lower clock */
-  t.timeout_s = 900; /* a large model by stages takes seconds a run here */
-  ob_timing tp, ts;
-  if (ob_sched_units_from_graph(ctx, g, 0, &u2) || ob_schedule_to_json(ctx, u, s, &js) ||
-      ob_schedule_from_json(ctx, u2, js.data, "schedule", ob_schedule_cores(s), &s2) ||
-      ob_schedule_compile(ctx, u2, s2, g, lanes, &o, &rt, &par) || ob_rt_run(rt))
-    goto done;
-  size_t b = ob_rt_output_bytes(rt, 0);
-  if (!(seq = malloc(b + 1))) goto done;
-  memcpy(seq, ob_rt_output(rt, 0), b);
-  if (ob_rt_par_run(par)) goto done;
-  const void *ref[1] = {seq};
-  ob_rt_check_result c;
-  ob_rt_check(rt, ref, 1e-5, &c);
-  if (!c.ok) {
-    fprintf(stderr, "bench_interop: %s, %s schedule: by stages differs from the sequential run: %s\n", name,
-            ob_schedule_scheduler(s), c.message);
-    goto done;
-  }
-  if (ob_rt_par_time(par, &t, &tp)) goto done;
-  if (seq_median && ob_rt_time(rt, &t, &ts)) goto done;
-  *median = tp.median_s;
-  if (seq_median) *seq_median = ts.median_s;
-  ok = true;
-done:
-  if (!ok) fprintf(stderr, "bench_interop: %s, %s schedule: %s\n", name, ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
-  free(seq);
-  ob_rt_par_free(par);
-  ob_rt_free(rt);
-  ob_schedule_free(s2);
-  ob_sched_units_free(u2);
-  ob_str_free(&js);
-  ob_graph_free(g);
-  return ok;
-}
-
-/* A candidate measured for the predicted-cost pipeline: merge-free ones on
- * the model compiled once (ob_schedule_time_on), ones with merges compiled
- * from a fresh graph (e2e). */
-typedef struct cand_ctx {
+/* Schedules timed as programs of their own: each compiled once from a
+ * fresh graph (merges rewrite it), checked against the sequential run of
+ * the same steps, then timed in interleaved rounds (ob_sched_pick_measured:
+ * one sample of every schedule per round, medians; a schedule equal to an
+ * earlier one shares its samples). */
+typedef struct timed_set {
   const char *name;
   int64_t size;
-  int lanes;
+  int lanes, cores;
   const ob_sched_units *u;
-  ob_rt *rt;
-  ob_timing_opts t;
-} cand_ctx;
+  ob_rt *rt;             /* the model compiled once: merge-free schedules run on it */
+  ob_sched_compiled *c[8]; /* schedules with merges, each compiled on first use */
+  ob_timing_opts t;      /* one sample: repeat 1 */
+} timed_set;
 
-static ob_status measure_cand(void *user, const ob_schedule *s, double *seconds) {
-  cand_ctx *c = user;
-  bool merges = false;
-  for (int i = 0; i < ob_schedule_stage_count(s); i++) merges |= ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE;
-  if (!merges) return ob_schedule_time_on(ctx, c->u, s, c->rt, &c->t, seconds);
-  return e2e(c->name, c->size, c->lanes, c->u, s, c->t.repeat, seconds, NULL) ? OB_OK : OB_ERR_INVALID_ARG;
+static bool has_merges(const ob_schedule *s) {
+  for (int i = 0; i < ob_schedule_stage_count(s); i++)
+    if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE) return true;
+  return false;
+}
+
+static ob_status time_one(void *user, int i, const ob_schedule *s, double *seconds) {
+  timed_set *ts = user;
+  /* each sample starts the stages afresh on the shared model (its memory
+   * placed again), so no one placement of pages decides a schedule */
+  if (!has_merges(s)) return ob_schedule_time_on(ctx, ts->u, s, ts->rt, &ts->t, seconds);
+  if (!ts->c[i]) {
+    ob_graph *g = load(ts->name, ts->size, ts->lanes);
+    if (!g) return OB_ERR_INVALID_ARG;
+    ob_rt_opts o = ob_rt_opts_default();
+    o.kernels = OB_RT_DEFAULT;
+    o.nthreads = ts->cores;
+    ob_status st = ob_sched_compiled_new(ctx, ts->u, s, g, 0, ts->lanes, &o, &ts->c[i]);
+    if (st) return st;
+  }
+  return ob_sched_compiled_time(ts->c[i], &ts->t, seconds);
+}
+
+static void timed_free(timed_set *ts) {
+  for (int i = 0; i < 8; i++) {
+    ob_sched_compiled_free(ts->c[i]);
+    ts->c[i] = NULL;
+  }
+}
+
+/* A schedule run whole on the shared model, its stages timed inside the
+ * runs (ob_schedule_profile_on, 20 runs): what the in-context model learns. Each
+ * run is logged: the schedule's cost as the model gave it against the sum
+ * of its stages inside the runs. */
+typedef struct run_log {
+  timed_set *ts;
+  int n;
+  double costed[8], ran[8];
+} run_log;
+
+static ob_status run_stages(void *user, const ob_schedule *s, double *stage_s) {
+  run_log *rl = user;
+  ob_status st = ob_schedule_profile_on(ctx, rl->ts->u, s, rl->ts->rt, 20, stage_s);
+  if (!st && rl->n < 8) {
+    double sum = 0;
+    for (int i = 0; i < ob_schedule_stage_count(s); i++) sum += stage_s[i];
+    rl->costed[rl->n] = ob_schedule_seconds(s);
+    rl->ran[rl->n++] = sum;
+  }
+  return st;
 }
 
 static bool listed(const char *list, const char *name) {
@@ -142,13 +141,16 @@ static bool listed(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  int cores = 2, repeat = 5;
+  int cores = 2, repeat = 9, pick_rounds = 7, max_plans = 3;
+  double margin = 0.03;
   bool full = false, skip_measured = false;
   double slack = 0.05;
   const char *only = NULL, *svg_dir = ".", *db_path = "interop.db", *corun_path = "interop-corun.txt";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--cores") && i + 1 < argc) cores = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pick-rounds") && i + 1 < argc) pick_rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--margin") && i + 1 < argc) margin = atof(argv[++i]);
     else if (!strcmp(argv[i], "--full")) full = true;
     else if (!strcmp(argv[i], "--skip-measured")) skip_measured = true;
     else if ((!strcmp(argv[i], "--models") || !strcmp(argv[i], "--model")) && i + 1 < argc) only = argv[++i];
@@ -158,14 +160,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--slack") && i + 1 < argc) slack = atof(argv[++i]);
     else {
       fprintf(stderr,
-              "usage: %s [--cores N] [--repeat K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]\n"
+              "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--margin X] [--full] [--models A,B] [--svg-dir DIR]\n"
+              "          [--skip-measured]\n"
               "          [--db FILE] [--corun FILE] [--slack X]\n",
               argv[0]);
       return 2;
     }
   }
-  if (cores < 1 || repeat < 1 || !(slack >= 0)) {
-    fprintf(stderr, "bench_interop: --cores and --repeat must be positive, --slack not negative\n");
+  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0) || !(margin >= 0 && margin < 1)) {
+    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative, --margin in [0, 1)\n");
     return 2;
   }
   static const struct {
@@ -199,15 +202,20 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_interop: --corun: %s\n", ob_ctx_errmsg(ctx));
     return 2;
   }
-  printf("inter-operator scheduling end to end, batch 1, %d cores, default kernel configs, median of %d repeats%s\n",
+  printf("inter-operator scheduling end to end, batch 1, %d cores, default kernel configs, medians of %d interleaved "
+         "rounds%s\n",
          cores, repeat, full ? "" : "; input sizes reduced (--full for the models' own)");
   printf("predicted cost: per-operator records of %s at 1..%d threads (the runtime's per-step profile, stored once), "
          "FLOPs model for nodes without one; co-run factors per pair of kinds from %s (measured once); candidates "
-         "(IOS r3/s8 with and without merges, r2/s8, r1, greedy, sequential) measured, the fastest kept\n",
-         db_path, cores, corun_path);
+         "(IOS r3/s8 with and without merges, r2/s8, r1, greedy, sequential) measured in up to %d interleaved rounds, "
+         "the fastest kept, but the faster of sequential and greedy stays unless beaten by more than %.0f %% and in two "
+         "thirds of the rounds\n",
+         db_path, cores, corun_path, pick_rounds, margin * 100);
   printf("measured cost: every stage the predicted DP finds within %.0f %% of a state's best measured by the stage "
-         "executor (timing floor 0.2 ms, 3 repeats), cached by structure and core split; no merges\n\n",
-         slack * 100);
+         "executor (timing floor 0.2 ms, 3 repeats), cached by structure and core split, then corrected by whole runs "
+         "(sequential and greedy run, IOS planned, run and planned again, at most %d plans); the plans, sequential and "
+         "greedy measured, the fastest kept by the same rule; no merges\n\n",
+         slack * 100, max_plans);
   printf("%-15s %5s %9s %9s %9s %9s %9s %8s %8s %8s %8s %8s %9s %7s %8s %7s\n", "model", "size", "seq ms", "greedy ms",
          "iosP ms", "iosM ms", "seq(all)", "greedy x", "iosP x", "iosM x", "statesP", "costedP", "costed+measM",
          "optP s", "optM s", "P/M");
@@ -295,20 +303,53 @@ int main(int argc, char **argv) {
     cand[ncand] = gr;
     cand_name[ncand++] = "greedy";
     double t_dp = ob_now_s() - t0, ctimes[8];
-    int best = -1;
-    cand_ctx cc = {.name = models[m].name, .size = size, .lanes = lanes, .u = u, .rt = rt, .t = ob_timing_default()};
-    cc.t.repeat = 3;
-    cc.t.max_cv = 0;
-    cc.t.min_repeat_ms = 30;
-    cc.t.timeout_s = 900;
-    if (ob_sched_pick_measured(ctx, ncand, cand, measure_cand, &cc, ctimes, &best)) {
+    int best = -1, prounds = 0;
+    /* the candidates measured as programs of their own, in interleaved
+     * rounds, medians: a slow episode of the machine lands on one round
+     * of each, so it cannot pick the winner */
+    timed_set cs = {.name = models[m].name, .size = size, .lanes = lanes, .cores = cores, .u = u, .rt = rt, .t = ob_timing_default()};
+    cs.t.repeat = 1;
+    cs.t.max_cv = 0;
+    cs.t.timeout_s = 900;
+    /* a fixed number of runs a sample, about 20 ms of them (an adaptive
+     * count calibrates anew every sample: most of a short sample's time) */
+    ob_timing est;
+    ob_timing_opts eo = cs.t;
+    eo.repeat = 3;
+    if (ob_rt_time(rt, &eo, &est)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
+    cs.t.number = (int)ceil(0.020 / fmax(est.median_s, 1e-6));
+    cs.t.min_repeat_ms = -1;
+    ob_sched_pick_opts pko = ob_sched_pick_opts_default();
+    pko.rounds = pick_rounds;
+    pko.max_s = models[m].budget_s / 2;
+    pko.nprefer = 2; /* sequential and greedy */
+    pko.prefer[0] = ncand - 2;
+    pko.prefer[1] = ncand - 1;
+    pko.margin = margin;
+    if (ob_sched_pick_measured(ctx, ncand, cand, &pko, time_one, &cs, ctimes, &best, &prounds)) {
+      fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+      return 2;
+    }
+    timed_free(&cs);
     double t_optp = ob_now_s() - t0;
     const ob_schedule *ip = cand[best];
-    /* the measured-cost DP, guided by the predicted one */
+    /* the measured-cost pipeline: the DP guided by the predicted one, then
+     * its schedule measured against the same baselines (sequential and
+     * greedy, their stages costed by the same measured model) in the same
+     * interleaved rounds, the fastest kept */
+    ob_schedule *msq = NULL, *mgr = NULL, *mcand[8] = {0}, *plans[4] = {0};
+    const char *mname[8] = {0};
+    char pname[4][32];
+    const ob_schedule *imk = NULL;
+    double mtimes[8] = {0}, t_optm = 0;
+    int mbest = -1, nplans = 0, nm = 0;
+    run_log rl = {.ts = &cs};
+    ob_stage_cost ic = {0};
     if (!skip_measured) {
+      double t1 = ob_now_s();
       ob_timing_opts st = ob_timing_default();
       st.repeat = 3;
       st.max_cv = 0;
@@ -318,83 +359,98 @@ int main(int argc, char **argv) {
       som.guide = &pc;
       som.guide_slack = slack;
       ro.nthreads = cores;
+      /* stage costs alone (measured), corrected by whole runs: the
+       * baselines run first, then IOS planned, run and planned again */
       if (ob_rt_new(ctx, g, &ro, &mrt) || ob_rt_run(mrt) || ob_stage_cost_measured(ctx, u, mrt, &st, &mc) ||
-          ob_sched_ios(ctx, u, &som, &mc, &im, &sm)) {
+          ob_stage_cost_in_context(ctx, &mc, &ic) || ob_sched_sequential(ctx, u, &som, &ic, &msq, NULL) ||
+          ob_sched_greedy(ctx, u, &som, &ic, &mgr, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
+      double stage_s[4096];
+      if (ob_schedule_stage_count(msq) > 4096 || run_stages(&rl, msq, stage_s) ||
+          ob_sched_learn_run(ctx, &ic, u, msq, stage_s) || run_stages(&rl, mgr, stage_s) ||
+          ob_sched_learn_run(ctx, &ic, u, mgr, stage_s) ||
+          ob_sched_ios_in_context(ctx, u, &som, &ic, max_plans, run_stages, &rl, plans, &nplans, &sm)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+      im = plans[nplans - 1];
+      /* the final plan first, the earlier ones, then the baselines */
+      for (int q = nplans - 1; q >= 0; q--) {
+        snprintf(pname[q], sizeof pname[q], "ios plan %d", q + 1);
+        mname[nm] = pname[q];
+        mcand[nm++] = plans[q];
+      }
+      mname[nm] = "sequential";
+      mcand[nm++] = msq;
+      mname[nm] = "greedy";
+      mcand[nm++] = mgr;
+      ob_sched_pick_opts mko = ob_sched_pick_opts_default();
+      mko.rounds = pick_rounds;
+      mko.nprefer = 2; /* sequential and greedy */
+      mko.prefer[0] = nm - 2;
+      mko.prefer[1] = nm - 1;
+      mko.margin = margin;
+      if (ob_sched_pick_measured(ctx, nm, mcand, &mko, time_one, &cs, mtimes, &mbest, NULL)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+      timed_free(&cs);
+      imk = mcand[mbest];
+      t_optm = ob_now_s() - t1;
     }
     int64_t measured = ob_stage_cost_measured_count(&mc, NULL);
-    double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1;
-    bool side_by_side = false;
-    if (!e2e(models[m].name, size, lanes, u, sq, repeat, &t_sq, &t_all) ||
-        !e2e(models[m].name, size, lanes, u, gr, repeat, &t_gr, NULL) ||
-        !e2e(models[m].name, size, lanes, u, ip, repeat, &t_ip, NULL) ||
-        (im && !e2e(models[m].name, size, lanes, u, im, repeat, &t_im, NULL)))
-      return 2;
-    /* side by side: the merge-free schedules timed in turns on one compiled
-     * model, round after round, medians (the end-to-end runs above each
-     * compiled their own: same-schedule timings there differed by up to a
-     * quarter from run to run on this shared machine; interleaving puts
-     * every schedule under the same conditions). A schedule with merges
-     * keeps its end-to-end time. */
-    {
-      ob_rt *frt = NULL;
-      ro.nthreads = cores;
-      if (ob_rt_new(ctx, g, &ro, &frt) || ob_rt_run(frt)) {
+    /* the final latencies: every schedule checked against the sequential
+     * run, then timed in interleaved rounds, medians, each sample started
+     * afresh on the shared model (with merges: compiled once on its own
+     * graph); the same schedule twice, e.g. IOS keeping sequential, is one
+     * program: timed once */
+    double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1, fin_s[4];
+    int fbest;
+    timed_set fs = cs;
+    fs.t.number = (int)ceil(0.100 / fmax(est.median_s, 1e-6));
+    ob_schedule *fin[4] = {sq, gr, (ob_schedule *)ip, (ob_schedule *)imk};
+    ob_timing tall;
+    ob_timing_opts ta = fs.t;
+    ta.repeat = 5;
+    ta.number = 0; /* adaptive, at least 100 ms a repeat */
+    ta.min_repeat_ms = 100;
+    for (int i = 0; i < (imk ? 4 : 3); i++) /* each checked against the sequential run first */
+      if (!has_merges(fin[i]) && ob_schedule_check_on(ctx, u, fin[i], rt)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
-      const ob_schedule *fin[4] = {sq, gr, ip, im};
-      double *out[4] = {&t_sq, &t_gr, &t_ip, &t_im}, smp[4][16];
-      int rounds = repeat < 16 ? repeat : 16;
-      bool fm_ok[4];
-      for (int i = 0; i < 4; i++) {
-        fm_ok[i] = fin[i] != NULL;
-        for (int k = 0; fin[i] && k < ob_schedule_stage_count(fin[i]); k++)
-          if (ob_schedule_stage_kind(fin[i], k) == OB_SCHED_STAGE_MERGE) fm_ok[i] = false;
-      }
-      ob_timing_opts ft = ob_timing_default();
-      ft.repeat = 1;
-      ft.max_cv = 0;
-      ft.min_repeat_ms = 100;
-      ft.timeout_s = 900;
-      for (int r = 0; r < rounds; r++)
-        for (int i = 0; i < 4; i++)
-          if (fm_ok[i] && ob_schedule_time_on(ctx, u, fin[i], frt, &ft, &smp[i][r])) {
-            fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
-            return 2;
-          }
-      for (int i = 0; i < 4; i++) {
-        if (!fm_ok[i]) continue;
-        for (int a = 1; a < rounds; a++)
-          for (int b = a; b > 0 && smp[i][b - 1] > smp[i][b]; b--) {
-            double x = smp[i][b];
-            smp[i][b] = smp[i][b - 1];
-            smp[i][b - 1] = x;
-          }
-        *out[i] = smp[i][rounds / 2];
-      }
-      side_by_side = fm_ok[0] && fm_ok[1] && fm_ok[2] && (!im || fm_ok[3]);
-      ob_rt_free(frt);
+    ob_sched_pick_opts fko = ob_sched_pick_opts_default();
+    fko.rounds = repeat;
+    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, &fko, time_one, &fs, fin_s, &fbest, NULL) ||
+        ob_rt_time(rt, &ta, &tall)) {
+      fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+      return 2;
     }
-    const ob_schedule *drawn_s = im ? im : ip;
+    t_sq = fin_s[0];
+    t_gr = fin_s[1];
+    t_ip = fin_s[2];
+    if (imk) t_im = fin_s[3];
+    t_all = tall.median_s;
+    timed_free(&fs);
+    const ob_schedule *drawn_s = imk ? imk : ip;
     char svg[1024], title[256];
     snprintf(svg, sizeof svg, "%s/interop-%s.svg", svg_dir, models[m].name);
     snprintf(title, sizeof title, "%s: IOS schedule with %s stage costs, %d cores, %.3f ms (stage sum)", models[m].name,
-             im ? "measured" : "predicted", cores, ob_schedule_seconds(drawn_s) * 1e3);
+             imk ? "measured" : "predicted", cores, ob_schedule_seconds(drawn_s) * 1e3);
     bool drawn = ob_schedule_timeline(ctx, u, drawn_s, svg, title) == OB_OK;
     double opt_ratio = t_optp / models[m].budget_s;
     if (opt_ratio > worst_opt) worst_opt = opt_ratio;
     char cm[48] = "-", tim[32] = "-", xim[32] = "-", optm[32] = "-", pmt[32] = "-";
-    if (im) {
+    if (imk) {
       double ios_ratio = t_im / fmin(t_sq, t_gr), pm = t_ip / t_im;
       if (ios_ratio > worst_ios) worst_ios = ios_ratio;
       if (pm > worst_pm) worst_pm = pm;
       snprintf(cm, sizeof cm, "%lld+%lld", (long long)sm.stages_costed, (long long)measured);
       snprintf(tim, sizeof tim, "%.3f", t_im * 1e3);
       snprintf(xim, sizeof xim, "%.2fx", t_sq / t_im);
-      snprintf(optm, sizeof optm, "%.2f", sm.seconds);
+      snprintf(optm, sizeof optm, "%.2f", t_optm);
       snprintf(pmt, sizeof pmt, "%.3f", pm);
     }
     printf("%-15s %5lld %9.3f %9.3f %9.3f %9s %9.3f %7.2fx %7.2fx %8s %8lld %8lld %9s %7.3f %8s %7s\n", models[m].name,
@@ -404,24 +460,46 @@ int main(int argc, char **argv) {
            "pairs measured now)\n",
            models[m].name, ob_sched_units_count(u), sp.blocks, sp.parts, sp.max_part, t_prep, (long long)stored, pairs);
     printf("  predicted: %lld node latencies from records, %lld from the FLOPs model; 4 DPs %.3f s (%lld states, %lld "
-           "distinct stages costed, none measured), then %d candidates measured end to end (%.3f s):",
+           "distinct stages costed, none measured), then %d candidates measured in %d interleaved rounds (at most "
+           "%d, within half the budget), medians (%.3f s):",
            (long long)dm.recorded, (long long)dm.fallbacks, t_dp, (long long)states, (long long)costed, ncand,
-           t_optp - t_dp);
+           prounds, pick_rounds, t_optp - t_dp);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == best ? "[" : "", cand_name[c], ctimes[c] * 1e3, c == best ? "]" : "");
-    printf("\n");
-    if (im)
+    printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
+           "measured while picking; the faster of sequential and greedy stays unless beaten by more than %.0f %% and "
+           "in two thirds of the rounds)\n",
+           cand_name[best], ctimes[best] / ctimes[ncand - 2], ctimes[best] / ctimes[ncand - 1], ctimes[best] / ctimes[0],
+           margin * 100);
+    if (imk) {
       printf("  measured: %lld states, %lld endings ruled out by the prediction, %lld distinct stages costed, %lld "
-             "measured (%lld guide states), %d stages chosen, %.2f s\n",
+             "measured alone, %lld corrected by whole runs; %d plans (the final one %d stages); %.2f s\n",
              (long long)sm.states, (long long)sm.pruned, (long long)sm.stages_costed, (long long)measured,
-             (long long)sm.guide_states, ob_schedule_stage_count(im), sm.seconds);
-    printf("  chosen predicted-pipeline schedule: %s, %d stages; timeline %s; %s\n", cand_name[best],
-           ob_schedule_stage_count(ip), drawn ? svg : ob_ctx_errmsg(ctx),
-           side_by_side ? "latencies side by side (interleaved rounds on one compiled model)"
-                        : "a schedule with merges timed end to end on its own compile");
+             (long long)ob_stage_cost_in_context_learned(&ic), nplans, ob_schedule_stage_count(im), sm.seconds);
+      printf("  in context (as costed -> inside whole runs, ms):");
+      for (int q = 0; q < rl.n; q++)
+        printf(" %s %.3f -> %.3f%s", q == 0 ? "sequential" : q == 1 ? "greedy" : "plan", rl.costed[q] * 1e3,
+               rl.ran[q] * 1e3, q + 1 < rl.n ? ";" : "");
+      printf("\n  measured pipeline, %d candidates in %d interleaved rounds:", nm, pick_rounds);
+      for (int c = 0; c < nm; c++)
+        printf(" %s%s %.3f ms%s", c == mbest ? "[" : "", mname[c], mtimes[c] * 1e3, c == mbest ? "]" : "");
+      printf("\n  measured pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the final plan (the same "
+             "rule); %.2f s in all\n",
+             mname[mbest], mtimes[mbest] / mtimes[nm - 2], mtimes[mbest] / mtimes[nm - 1], mtimes[mbest] / mtimes[0],
+             t_optm);
+    }
+    printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds of at least "
+           "100 ms, medians%s\n",
+           drawn ? svg : ob_ctx_errmsg(ctx), repeat,
+           imk && ob_schedule_same(imk, sq)   ? " (iosM kept sequential: one program, timed once)"
+           : imk && ob_schedule_same(imk, gr) ? " (iosM kept greedy: one program, timed once)"
+                                              : "");
     fflush(stdout);
     for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq and gr among them */
-    ob_schedule_free(im);
+    for (int q = 0; q < nplans; q++) ob_schedule_free(plans[q]); /* im among them */
+    ob_stage_cost_free(&ic);
+    ob_schedule_free(msq);
+    ob_schedule_free(mgr);
     ob_stage_cost_free(&fc);
     ob_stage_cost_free(&pc);
     ob_stage_cost_free(&mc);
@@ -430,12 +508,14 @@ int main(int argc, char **argv) {
     ob_sched_units_free(u);
     ob_graph_free(g);
   }
-  printf("columns: seq/greedy/iosP/iosM: the schedules by stages, each compiled afresh and checked against the\n"
-         "sequential run, then timed in interleaved rounds on one compiled model, medians (sequential:\n"
-         "each operator on all cores; iosP: the predicted-cost pipeline's pick; iosM: IOS with measured stage costs);\n"
+  printf("columns: seq/greedy/iosP/iosM: the schedules by stages, each checked against the sequential run, then\n"
+         "timed in interleaved rounds, medians (each sample started afresh on one compiled model; schedules with\n"
+         "merges compiled once on their own graph; sequential: each operator on all cores; iosP: the predicted-cost\n"
+         "pipeline's pick; iosM: the measured-cost pipeline's pick);\n"
          "seq(all): the runtime's own sequential run; x: speedup over seq; statesP/costedP: the 4 predicted DPs' states\n"
          "and distinct stages; costed+measM: distinct stages of the measured DP and how many were run; optP s: the\n"
-         "predicted pipeline (DPs + candidates measured); optM s: the measured DP; P/M: iosP / iosM latency\n");
+         "predicted pipeline (DPs + candidates measured); optM s: the measured pipeline (DP + baselines costed +\n"
+         "candidates measured); P/M: iosP / iosM latency\n");
   if (skip_measured) {
     printf("bars: predicted optimisation / budget, worst: %.3f (<= 1); the measured-cost bars were not run "
            "(--skip-measured)\n",

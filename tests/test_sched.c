@@ -833,6 +833,106 @@ static void test_guide(void) {
          (long long)fewer);
 }
 
+/* In-context stage costs on a fake machine whose runs cost what the
+ * table says, three times that for stages that run groups side by side
+ * (cold inputs, pools to wake): unlearned, the model answers as its base
+ * (measured once per structure, never again when planning again); learned
+ * stages answer with their in-run times; planning in context stops when a
+ * plan repeats, every run plan's stages hold their in-run times, and the
+ * final plan costs no more than any learned schedule as it ran. */
+typedef struct fake_machine {
+  const ob_sched_units *u;
+  ob_stage_cost *truth;
+  int runs;
+  int64_t base_calls;
+  ob_stage_cost *base;
+} fake_machine;
+static ob_status slow_parallel(void *self, ob_sched_stage_desc *d, double *v) {
+  ob_stage_cost *c = self;
+  ob_status st = c->vt->cost(c->self, d, v);
+  if (!st && d->ngroups > 1) *v *= 3;
+  return st;
+}
+static const ob_stage_cost_i k_slow_parallel = {.name = "in runs", .cost = slow_parallel};
+static ob_status counting(void *self, ob_sched_stage_desc *d, double *v) {
+  fake_machine *f = self;
+  f->base_calls++;
+  return f->base->vt->cost(f->base->self, d, v);
+}
+static const ob_stage_cost_i k_counting = {.name = "alone", .cost = counting};
+static ob_status fake_machine_run(void *user, const ob_schedule *s, double *stage_s) {
+  fake_machine *f = user;
+  ob_schedule *c = copy_of(s, -1, -1);
+  f->runs++;
+  ob_status st = ob_schedule_cost(ctx, f->u, c, f->truth, NULL);
+  for (int i = 0; !st && i < ob_schedule_stage_count(c); i++) stage_s[i] = ob_schedule_stage_seconds(c, i);
+  ob_schedule_free(c);
+  return st;
+}
+static double truth_of(fake_machine *f, const ob_schedule *s) {
+  ob_schedule *c = copy_of(s, -1, -1);
+  double v = -1;
+  CHECK(ob_schedule_cost(ctx, f->u, c, f->truth, &v) == OB_OK);
+  ob_schedule_free(c);
+  return v;
+}
+static void test_in_context(void) {
+  ob_rng r = {777};
+  int changed = 0;
+  for (int t = 0; t < 8; t++) {
+    ob_sched_units *u = random_dag(&r, 9, 0.2, 0, t % 2);
+    table tb = {.seed = (uint64_t)t + 300, .monotone = true};
+    ob_stage_cost pc, nosplit = {&k_nosplit, &pc}, truth = {&k_slow_parallel, &nosplit}, ic;
+    predicted(&tb, (uint64_t)t + 5, &pc);
+    fake_machine f = {.u = u, .truth = &truth, .base = &nosplit};
+    ob_stage_cost base = {&k_counting, &f};
+    CHECK(ob_stage_cost_in_context(ctx, &base, &ic) == OB_OK);
+    ob_sched_opts o = ob_sched_opts_default();
+    o.cores = 2 + t % 2;
+    o.merge = false;
+    ob_schedule *ref = NULL, *sq = NULL, *plans[4] = {0};
+    int np = 0;
+    /* unlearned: the base model's optimum, each structure asked once */
+    CHECK(ob_sched_ios(ctx, u, &o, &nosplit, &ref, NULL) == OB_OK && ob_sched_sequential(ctx, u, &o, &ic, &sq, NULL) == OB_OK);
+    int64_t calls = f.base_calls;
+    ob_schedule *again = NULL;
+    CHECK(ob_sched_sequential(ctx, u, &o, &ic, &again, NULL) == OB_OK && f.base_calls == calls);
+    ob_schedule_free(again);
+    double seq_run = truth_of(&f, sq), st_s[64];
+    CHECK(ob_schedule_stage_count(sq) <= 64 && fake_machine_run(&f, sq, st_s) == OB_OK &&
+          ob_sched_learn_run(ctx, &ic, u, sq, st_s) == OB_OK);
+    CHECK(fabs(ob_schedule_seconds(sq) - seq_run) <= 1e-12 * seq_run && ob_stage_cost_in_context_learned(&ic) > 0);
+    ob_sched_stats ss;
+    CHECK(ob_sched_ios_in_context(ctx, u, &o, &ic, 4, fake_machine_run, &f, plans, &np, &ss) == OB_OK && np >= 1);
+    for (int q = 0; q + 1 < np; q++) { /* run and learned: as costed is as ran */
+      double tr = truth_of(&f, plans[q]);
+      CHECK_MSG(fabs(ob_schedule_seconds(plans[q]) - tr) <= 1e-9 * tr, "plan %d: %.9g as costed, %.9g as run", q + 1,
+                ob_schedule_seconds(plans[q]), tr);
+      CHECK(ob_schedule_seconds(plans[np - 1]) <= tr * (1 + 1e-9));
+      CHECK(!ob_schedule_same(plans[q], plans[np - 1]));
+    }
+    if (np > 0) {
+      CHECK_MSG(ob_schedule_seconds(plans[np - 1]) <= seq_run * (1 + 1e-9), "final plan %.9g, sequential ran %.9g",
+                ob_schedule_seconds(plans[np - 1]), seq_run);
+      CHECK(ob_schedule_validate(ctx, u, plans[np - 1], o.cores) == OB_OK);
+      changed += np > 1;
+    }
+    CHECK(f.runs == 1 + (np < 4 ? np : 3) && ss.states > 0);
+    ob_schedule *bad[2];
+    int nb = 0;
+    CHECK(ob_sched_ios_in_context(ctx, u, &o, &ic, 0, fake_machine_run, &f, bad, &nb, NULL) == OB_ERR_INVALID_ARG && !nb);
+    CHECK(ob_sched_learn_run(ctx, &pc, u, sq, st_s) == OB_ERR_INVALID_ARG);
+    for (int q = 0; q < np; q++) ob_schedule_free(plans[q]);
+    ob_schedule_free(ref);
+    ob_schedule_free(sq);
+    ob_stage_cost_free(&ic);
+    ob_stage_cost_free(&pc);
+    ob_sched_units_free(u);
+  }
+  CHECK_MSG(changed > 0, "in-run times never changed a plan");
+  printf("in context: a plan changed by in-run times in %d of 8 DAGs\n", changed);
+}
+
 /* The co-run factor cache file: round trip, another host's, a missing one,
  * malformed ones (named with the line). */
 static void test_corun_file(void) {
@@ -867,40 +967,102 @@ static void test_corun_file(void) {
   CHECK(ob_sched_corun_read(ctx, path, "abc123", &back, &found) == OB_OK && !found);
 }
 
-/* Measuring the best few: the measured fastest is picked (the first of
- * equals), whatever the predictions said; a failing measurement fails. */
+/* Measuring the best few: the fastest median over interleaved rounds is
+ * picked (the first of equals), whatever the predictions said; one slow
+ * round cannot decide it; a candidate equal to an earlier one is not
+ * measured again; a failing measurement fails. */
 typedef struct fake_times {
   ob_schedule *s[4];
   double t[4];
-  int calls;
+  int calls, order[64];
+  int slow_call; /* this call (from 0) is a slow episode: 10x */
+  int fast_call; /* this one a lucky sample: 0.1x */
 } fake_times;
-static ob_status fake_measure(void *user, const ob_schedule *s, double *sec) {
+static ob_status fake_measure(void *user, int i, const ob_schedule *s, double *sec) {
   fake_times *f = user;
+  if (i < 0 || i >= 4 || f->s[i] != s) return OB_ERR_INVALID_ARG;
+  if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
+  if (f->calls < 64) f->order[f->calls] = i;
+  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : f->calls == f->fast_call ? 0.1 : 1);
   f->calls++;
-  for (int i = 0; i < 4; i++)
-    if (f->s[i] == s) {
-      if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
-      *sec = f->t[i];
-      return OB_OK;
-    }
-  return OB_ERR_INVALID_ARG;
+  return OB_OK;
+}
+static const ob_sched_pick_opts *popts(int rounds, double max_s, int prefer, double margin) {
+  static ob_sched_pick_opts o;
+  o = ob_sched_pick_opts_default();
+  o.rounds = rounds;
+  o.max_s = max_s;
+  o.nprefer = prefer >= 0;
+  o.prefer[0] = prefer;
+  o.margin = margin;
+  return &o;
 }
 static void test_pick(void) {
-  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}};
+  fake_times f = {.t = {3e-3, 1e-3, 2e-3, 1e-3}, .slow_call = -1, .fast_call = -1};
+  /* four different programs: one stage each, on core 0 or 1, unit 0 or 1 */
   for (int i = 0; i < 4; i++) {
-    CHECK(ob_schedule_new(ctx, 2, &f.s[i]) == OB_OK);
-    ob_schedule_free(NULL);
+    int op = i / 2, core = i % 2;
+    CHECK(ob_schedule_new(ctx, 2, &f.s[i]) == OB_OK && ob_schedule_add_stage(f.s[i], OB_SCHED_STAGE_PARALLEL) == OB_OK &&
+          ob_schedule_add_group(f.s[i], 1, &op, 1, &core) == OB_OK);
   }
+  CHECK(!ob_schedule_same(f.s[0], f.s[1]) && ob_schedule_same(f.s[2], f.s[2]));
   double sec[4];
   int best = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, sec, &best) == OB_OK);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(1, 0, -1, 0), fake_measure, &f, sec, &best, NULL) == OB_OK);
   CHECK(best == 1 && f.calls == 4 && sec[0] == 3e-3 && sec[3] == 1e-3);
-  f.t[0] = 0.5e-3;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, NULL, &best) == OB_OK && best == 0);
+  /* interleaved: round r starts at candidate r; a slow episode hitting
+   * candidate 0's first sample leaves its median alone */
+  f.calls = 0;
+  f.slow_call = 0;
+  f.t[0] = 0.9e-3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, -1, 0), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0 && f.calls == 12);
+  CHECK(f.order[0] == 0 && f.order[1] == 1 && f.order[4] == 1 && f.order[5] == 2 && f.order[8] == 2 && f.order[11] == 1);
+  CHECK(sec[0] == 0.9e-3 && sec[1] == 1e-3);
+  /* without rounds, the one slow sample decides */
+  f.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(1, 0, -1, 0), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1 && sec[0] == 9e-3);
+  f.slow_call = -1;
+  /* a duplicate takes its original's samples and is never measured */
+  ob_schedule *dup[4] = {f.s[0], f.s[1], f.s[2], NULL};
+  int one = 1, zero = 0;
+  CHECK(ob_schedule_new(ctx, 2, &dup[3]) == OB_OK && ob_schedule_add_stage(dup[3], OB_SCHED_STAGE_PARALLEL) == OB_OK &&
+        ob_schedule_add_group(dup[3], 1, &zero, 1, &one) == OB_OK && ob_schedule_same(dup[3], f.s[1]));
+  fake_times g = f;
+  g.s[3] = dup[3];
+  g.t[3] = 1e-6; /* would win if measured */
+  g.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, dup, popts(3, 0, -1, 0), fake_measure, &g, sec, &best, NULL) == OB_OK && best == 0 && g.calls == 9 &&
+        sec[3] == sec[1]);
+  ob_schedule_free(dup[3]);
+  /* an incumbent (3, at 1 ms) stays against a fastest (0, 0.9 ms) that is
+   * not faster by the margin, and gives way when it is */
+  f.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.2), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
+  /* ... nor when it won the median but not two thirds of the rounds:
+   * candidate 0 slow in round 1, the incumbent lucky in round 2 */
+  f.calls = 0;
+  f.slow_call = 0;
+  f.fast_call = 6;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3 &&
+        sec[0] == 0.9e-3 && sec[3] == 1e-3);
+  f.slow_call = f.fast_call = -1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 4, 0.05), fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
+  /* of two baselines, the faster is the incumbent: 1 (1 ms) against 2 (2 ms) */
+  ob_sched_pick_opts two = *popts(3, 0, 2, 0.2);
+  two.nprefer = 2;
+  two.prefer[1] = 1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &two, fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1);
+  /* a time bound: the first round always, no second one past it */
+  int done_r = 0;
+  f.calls = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 1e-12, -1, 0), fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 1 &&
+        f.calls == 4 && best == 0);
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 100, -1, 0), fake_measure, &f, sec, &best, &done_r) == OB_OK && done_r == 5);
   f.t[2] = -1;
-  CHECK(ob_sched_pick_measured(ctx, 4, f.s, fake_measure, &f, NULL, &best) == OB_ERR_TIMEOUT &&
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(2, 0, -1, 0), fake_measure, &f, NULL, &best, NULL) == OB_ERR_TIMEOUT &&
         strstr(ob_ctx_errmsg(ctx), "candidate 3"));
-  CHECK(ob_sched_pick_measured(ctx, 0, f.s, fake_measure, &f, NULL, &best) == OB_ERR_INVALID_ARG && best == -1);
+  CHECK(ob_sched_pick_measured(ctx, 0, f.s, popts(2, 0, -1, 0), fake_measure, &f, NULL, &best, NULL) == OB_ERR_INVALID_ARG && best == -1);
   for (int i = 0; i < 4; i++) ob_schedule_free(f.s[i]);
 }
 
@@ -960,6 +1122,7 @@ int main(void) {
   test_guide();
   test_corun_file();
   test_pick();
+  test_in_context();
   test_db_latency();
   ob_ctx_free(ctx);
   return CHECK_DONE();

@@ -276,6 +276,42 @@ static void test_cost_inputs(int cores) {
     double secs[2] = {0};
     for (int i = 0; i < 2 && c[i]; i++) {
       CHECK_MSG(ob_schedule_time_on(ctx, u, c[i], rt, &to, &secs[i]) == OB_OK && secs[i] > 0, "%s", ob_ctx_errmsg(ctx));
+      /* by stages as the sequential run; its stages inside whole runs,
+       * learned by an in-context model: the schedule then costs as it ran */
+      CHECK_MSG(ob_schedule_check_on(ctx, u, c[i], rt) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+      int ns = ob_schedule_stage_count(c[i]);
+      double *stage_s = calloc((size_t)ns + 1, sizeof *stage_s), sum = 0;
+      CHECK_MSG(stage_s && ob_schedule_profile_on(ctx, u, c[i], rt, 3, stage_s) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+      for (int k = 0; stage_s && k < ns; k++) {
+        CHECK(stage_s[k] >= 0);
+        sum += stage_s[k];
+      }
+      ob_stage_cost ic = {0};
+      CHECK(sum > 0 && ob_stage_cost_in_context(ctx, &pc, &ic) == OB_OK &&
+            ob_sched_learn_run(ctx, &ic, u, c[i], stage_s) == OB_OK && ob_stage_cost_in_context_learned(&ic) > 0);
+      /* each stage costs the mean of its structure's in-run times (fire
+       * modules of one shape share one) */
+      double lo = INFINITY, hi = 0;
+      for (int k = 0; stage_s && k < ns; k++) {
+        lo = fmin(lo, stage_s[k]);
+        hi = fmax(hi, stage_s[k]);
+      }
+      for (int k = 0; k < ns; k++)
+        CHECK_MSG(ob_schedule_stage_seconds(c[i], k) >= lo && ob_schedule_stage_seconds(c[i], k) <= hi,
+                  "stage %d: %g as costed, in-run times %g..%g", k + 1, ob_schedule_stage_seconds(c[i], k), lo, hi);
+      ob_stage_cost_free(&ic);
+      free(stage_s);
+    }
+    /* compiled as a program of its own from a fresh graph, checked, timed */
+    ob_graph *g2 = c[1] ? load("local", "squeezenet-1.1", 64, 0, 0) : NULL;
+    ob_sched_compiled *comp = NULL;
+    double ct = 0;
+    if (g2) {
+      CHECK_MSG(ob_sched_compiled_new(ctx, u, c[1], g2, 0, 0, &o, &comp) == OB_OK &&
+                    ob_sched_compiled_time(comp, &to, &ct) == OB_OK && ct > 0 && ob_sched_compiled_rt(comp) &&
+                    ob_sched_compiled_par(comp),
+                "%s", ob_ctx_errmsg(ctx));
+      ob_sched_compiled_free(comp);
     }
     /* a merge stage needs a compiled merge */
     int ids[2] = {-1, -1}, n = 0;

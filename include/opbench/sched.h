@@ -215,6 +215,36 @@ OB_API ob_status ob_stage_cost_measured(ob_ctx *ctx, const ob_sched_units *u, ob
  * another model. */
 OB_API int64_t ob_stage_cost_measured_count(const ob_stage_cost *c, double *seconds);
 
+/* Stage costs corrected by whole runs (context.c). A stage measured alone
+ * and repeated is not that stage inside a run: there its inputs were just
+ * written by other cores, its weights were evicted since the last run, and
+ * it starts on a barrier. This model gives base's cost (cached here by
+ * structure, so planning again measures nothing again) unless the stage
+ * was seen inside whole runs (ob_sched_learn_run), then the mean of its
+ * in-run times. base is borrowed and must outlive *out. */
+OB_API ob_status ob_stage_cost_in_context(ob_ctx *ctx, ob_stage_cost *base, ob_stage_cost *out);
+/* Distinct stages with in-run times so far (0 for another model). */
+OB_API int64_t ob_stage_cost_in_context_learned(const ob_stage_cost *c);
+/* Teaches c (an in-context model) the stages of s as they ran inside whole
+ * runs: stage_s[i] the seconds of stage i (ob_rt_par_profile of s
+ * compiled, its own stages only); s's stage costs become those times. */
+typedef struct ob_schedule ob_schedule;
+OB_API ob_status ob_sched_learn_run(ob_ctx *ctx, ob_stage_cost *c, const ob_sched_units *u, ob_schedule *s,
+                                    const double *stage_s);
+/* Runs s on the machine, whole: stage_s gets each of its stages' seconds
+ * inside the runs (ob_schedule_stage_count entries). */
+typedef ob_status (*ob_sched_run_fn)(void *user, const ob_schedule *s, double *stage_s);
+typedef struct ob_sched_opts ob_sched_opts;
+typedef struct ob_sched_stats ob_sched_stats;
+/* IOS planned in context: plan with c (an in-context model), run the plan
+ * (run), learn its stages' in-run times, plan again, until a plan repeats
+ * or max_plans plans were made (the last one is not run). plans (at least
+ * max_plans entries) gets every distinct plan in order, the last the final
+ * one; the caller frees them. stats: the first DP's, with the whole time. */
+OB_API ob_status ob_sched_ios_in_context(ob_ctx *ctx, const ob_sched_units *u, const ob_sched_opts *o,
+                                         ob_stage_cost *c, int max_plans, ob_sched_run_fn run, void *user,
+                                         ob_schedule **plans, int *nplans, ob_sched_stats *stats);
+
 /* ---- the predicted cost from the database (records.c) ------------------------------------ */
 /* Per-unit latencies from the database's per-operator profile records
  * (ob_db_profile, as `opbench profile` and ob_sched_record_runtime store
@@ -265,16 +295,38 @@ OB_API ob_status ob_sched_corun_read(ob_ctx *ctx, const char *path, const char *
                                      bool *found);
 OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char *host, const ob_sched_corun_table *t);
 
-/* Measures each candidate with fn (end to end, the caller's way) and
- * gives the index of the fastest in *best (the first of equals); seconds
- * (n entries, may be NULL) gets every candidate's time. A failing
- * measurement fails the call, naming the candidate. */
+/* Measures each candidate with fn (end to end, the caller's way; i is
+ * the candidate's index) and gives the index of the fastest in *best (the
+ * first of equals), so that a slow episode of the machine cannot favour
+ * one: `rounds` rounds, each measuring every candidate once in turn (the
+ * order turned by one each round), and each candidate's median over the
+ * rounds compared. max_s > 0 bounds the time: after the first round,
+ * another only when one more of the mean round so far still fits
+ * (*rounds_done, may be NULL, says how many ran). prefer names baselines
+ * (sequential and greedy: IOS's space holds both); the fastest of them is
+ * the incumbent, which the fastest candidate replaces only when clearly
+ * faster: its median below the incumbent's by more than margin and faster
+ * in at least two thirds of the rounds (paired by round); a pick among
+ * near-equals is won by noise. A candidate equal to
+ * an earlier one (ob_schedule_same) is not measured: it takes that one's
+ * samples. seconds (n entries, may be NULL) gets every candidate's median.
+ * A failing measurement fails the call, naming the candidate. */
+#define OB_SCHED_PICK_MAX_PREFER 8
+typedef struct ob_sched_pick_opts {
+  int rounds;    /* (< 1: 1) */
+  double max_s;  /* <= 0: no bound */
+  int nprefer;   /* baselines named in prefer (0: none) */
+  int prefer[OB_SCHED_PICK_MAX_PREFER];
+  double margin; /* 0 <= margin < 1 */
+} ob_sched_pick_opts;
+OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no bound, no incumbent */
 typedef struct ob_schedule ob_schedule;
-typedef ob_status (*ob_sched_measure_fn)(void *user, const ob_schedule *s, double *seconds);
+typedef ob_status (*ob_sched_measure_fn)(void *user, int i, const ob_schedule *s, double *seconds);
 
 /* ---- schedules ------------------------------------------------------------------------ */
-OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, ob_sched_measure_fn fn,
-                                        void *user, double *seconds, int *best);
+OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
+                                        ob_sched_measure_fn fn, void *user, double *seconds, int *best,
+                                        int *rounds_done);
 
 /* An empty schedule for `cores` cores (builders: schedulers, parsers, tests). */
 OB_API ob_status ob_schedule_new(ob_ctx *ctx, int cores, ob_schedule **out);
@@ -294,6 +346,9 @@ OB_API int ob_schedule_group_cores(const ob_schedule *s, int stage, int group, c
 OB_API double ob_schedule_stage_seconds(const ob_schedule *s, int stage);
 OB_API double ob_schedule_group_seconds(const ob_schedule *s, int stage, int group);
 OB_API double ob_schedule_seconds(const ob_schedule *s);
+/* The same program: equal core counts and stages (kinds, groups in
+ * order, each group's units in order and cores); costs and names aside. */
+OB_API bool ob_schedule_same(const ob_schedule *a, const ob_schedule *b);
 /* Who made it ("sequential", "greedy", "ios"; a file's own) and with what cost model. */
 OB_API const char *ob_schedule_scheduler(const ob_schedule *s);
 OB_API const char *ob_schedule_cost_name(const ob_schedule *s);
@@ -360,8 +415,36 @@ OB_API ob_status ob_schedule_compile(ob_ctx *ctx, const ob_sched_units *u, const
 OB_API ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
                                      const ob_timing_opts *t, double *seconds);
 
+/* The same schedule's stages timed inside `runs` whole runs on rt
+ * (ob_rt_par_profile): stage_s[i] the median seconds of stage i
+ * (ob_schedule_stage_count entries; a prologue stage the runtime adds for
+ * a graph input's conversion is left out). What ob_sched_learn_run takes. */
+OB_API ob_status ob_schedule_profile_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt, int runs,
+                                        double *stage_s);
+
+/* The same schedule run by stages on rt against rt's sequential run: the
+ * outputs must agree (1e-5), else OB_ERR_WRONG_ANSWER naming it. */
+OB_API ob_status ob_schedule_check_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt);
+
+/* A schedule compiled once to be timed many times, as its own program
+ * (measuring candidates in interleaved rounds, final latencies): g (taken:
+ * freed with the result, even on failure) is the model loaded and passed
+ * afresh; its units (max_part as ob_sched_units_from_graph) take the
+ * schedule planned on u by its JSON (units named), it is compiled
+ * (ob_schedule_compile, merges applied), run sequentially and by stages,
+ * and the two outputs compared (1e-5: OB_ERR_WRONG_ANSWER naming the
+ * schedule otherwise). time: ob_rt_par_time's median with t (NULL: the
+ * defaults). rt: the compiled model (its sequential run, ob_rt_time). */
+typedef struct ob_sched_compiled ob_sched_compiled;
+OB_API ob_status ob_sched_compiled_new(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g,
+                                       int max_part, int lanes, const ob_rt_opts *o, ob_sched_compiled **out);
+OB_API ob_status ob_sched_compiled_time(ob_sched_compiled *c, const ob_timing_opts *t, double *seconds);
+OB_API ob_rt *ob_sched_compiled_rt(const ob_sched_compiled *c);
+OB_API ob_rt_par *ob_sched_compiled_par(const ob_sched_compiled *c);
+OB_API void ob_sched_compiled_free(ob_sched_compiled *c); /* accepts NULL */
+
 /* ---- schedulers ----------------------------------------------------------------------- */
-typedef struct ob_sched_opts {
+struct ob_sched_opts {
   int cores;         /* cores to plan for (>= 1) */
   int r;             /* IOS: most units in a group (default 3) */
   int s;             /* IOS: most groups in a stage (default 8; never more than cores) */
@@ -381,10 +464,10 @@ typedef struct ob_sched_opts {
    * state is always costed, so a schedule is always found. Borrowed. */
   ob_stage_cost *guide;
   double guide_slack;
-} ob_sched_opts;
+};
 OB_API ob_sched_opts ob_sched_opts_default(void); /* cores 1, r 3, s 8 */
 
-typedef struct ob_sched_stats {
+struct ob_sched_stats {
   int64_t states;        /* DP states (sets of units left), over all parts */
   int64_t transitions;   /* endings evaluated */
   int64_t stages_costed; /* distinct stages (by structure) costed: cache misses */
@@ -395,7 +478,7 @@ typedef struct ob_sched_stats {
   int64_t guide_states, guide_stages; /* the guide DP's states and distinct stages */
   int blocks, parts, max_part;
   double seconds;        /* optimisation time */
-} ob_sched_stats;
+};
 
 /* Each fills *out (a new schedule with stage and group costs) and *stats
  * (may be NULL). */

@@ -7,6 +7,7 @@
  * printing only. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,69 +28,42 @@ typedef struct row {
   double e2e_s;     /* measured end to end (--cost), -1 when not */
 } row;
 
-/* The schedule measured end to end on this machine: the model loaded and
+/* The schedule compiled end to end on this machine: the model loaded and
  * passed again (the merges rewrite a graph), the schedule carried over by
  * its JSON (units named, not numbered), compiled with default kernel
- * configs, run by stages, checked against the sequential run of the same
- * steps, timed. */
-static bool measure_e2e(ob_ctx *ctx, const cli_args *a, const ob_sched_units *u, const ob_schedule *s, int lanes,
-                        double *median) {
-  bool ok = false;
-  ob_str js = {0};
-  ob_sched_units *u2 = NULL;
-  ob_schedule *s2 = NULL;
-  ob_rt *rt = NULL;
-  ob_rt_par *par = NULL;
-  void *seq = NULL;
+ * configs, run by stages and checked against the sequential run of the
+ * same steps (ob_sched_compiled_new). */
+static bool compile_e2e(ob_ctx *ctx, const cli_args *a, const ob_sched_units *u, const ob_schedule *s, int lanes,
+                        ob_sched_compiled **out) {
   ob_graph *g = cli_model_load(ctx, a, true);
   if (!g) return false;
-  if ((!a->no_passes && ob_graph_optimize(ctx, g, lanes, NULL) != OB_OK) ||
-      ob_sched_units_from_graph(ctx, g, a->max_part, &u2) != OB_OK || ob_schedule_to_json(ctx, u, s, &js) != OB_OK ||
-      ob_schedule_from_json(ctx, u2, js.data, "schedule", ob_schedule_cores(s), &s2) != OB_OK) {
+  if (!a->no_passes && ob_graph_optimize(ctx, g, lanes, NULL) != OB_OK) {
+    ob_graph_free(g);
     cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
-    goto done;
+    return false;
   }
   ob_rt_opts o = ob_rt_opts_default();
   o.kernels = OB_RT_DEFAULT;
   o.nthreads = ob_schedule_cores(s);
   o.build = a->mo.build;
-  if (ob_schedule_compile(ctx, u2, s2, g, lanes, &o, &rt, &par) != OB_OK || ob_rt_run(rt) != OB_OK) {
+  if (ob_sched_compiled_new(ctx, u, s, g, a->max_part, lanes, &o, out) != OB_OK) {
     cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
-    goto done;
+    return false;
   }
-  size_t b = ob_rt_output_bytes(rt, 0);
-  if (!(seq = malloc(b + 1))) {
-    cli_error("out of memory");
-    goto done;
-  }
-  memcpy(seq, ob_rt_output(rt, 0), b);
-  const void *ref[1] = {seq};
-  ob_rt_check_result c;
+  return true;
+}
+
+/* ... and timed (median of 5 repeats). */
+static bool measure_e2e(ob_ctx *ctx, const cli_args *a, const ob_sched_units *u, const ob_schedule *s, int lanes,
+                        double *median) {
+  ob_sched_compiled *c = NULL;
+  if (!compile_e2e(ctx, a, u, s, lanes, &c)) return false;
   ob_timing_opts t = ob_timing_default();
   t.repeat = 5;
   t.max_cv = 0;
-  ob_timing tm;
-  if (ob_rt_par_run(par) != OB_OK || ob_rt_par_time(par, &t, &tm) != OB_OK) {
-    cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
-    goto done;
-  }
-  if (ob_graph_output_count(g) == 1) {
-    ob_rt_check(rt, ref, 1e-5, &c);
-    if (!c.ok) {
-      cli_error("the %s schedule by stages differs from the sequential run: %s", ob_schedule_scheduler(s), c.message);
-      goto done;
-    }
-  }
-  *median = tm.median_s;
-  ok = true;
-done:
-  free(seq);
-  ob_rt_par_free(par);
-  ob_rt_free(rt);
-  ob_schedule_free(s2);
-  ob_sched_units_free(u2);
-  ob_str_free(&js);
-  ob_graph_free(g);
+  bool ok = ob_sched_compiled_time(c, &t, median) == OB_OK;
+  if (!ok) cli_error("measuring the %s schedule: %s", ob_schedule_scheduler(s), ob_ctx_errmsg(ctx));
+  ob_sched_compiled_free(c);
   return ok;
 }
 
@@ -309,29 +283,61 @@ static void prep_free(cost_prep *cp) {
   ob_db_close(cp->db);
 }
 
+/* Schedules timed in interleaved rounds (ob_sched_pick_measured), one
+ * sample (a fixed number of runs, about 20 ms) per round: merge-free ones started afresh on
+ * the model compiled once, others compiled as programs of their own on
+ * first use. */
+enum { k_pick_rounds = 5 };
+/* how much faster than sequential a candidate must be to replace it */
+static const double k_pick_margin = 0.03;
+
 typedef struct cand_ctx {
   ob_ctx *ctx;
   const cli_args *a;
   const ob_sched_units *u;
-  ob_rt *rt;
   int lanes;
-  bool reported; /* measure_e2e said why it failed */
+  ob_rt *rt; /* the model compiled once: merge-free schedules are started on it */
+  int number; /* runs a sample: about 20 ms of them */
+  ob_sched_compiled *c[8];
+  bool reported; /* compile_e2e said why it failed */
 } cand_ctx;
 
-/* A candidate timed: merge-free ones on the model compiled once, others
- * compiled from a fresh graph. */
-static ob_status time_cand(void *user, const ob_schedule *s, double *seconds) {
+static ob_status time_cand(void *user, int i, const ob_schedule *s, double *seconds) {
   cand_ctx *c = user;
-  for (int i = 0; i < ob_schedule_stage_count(s); i++)
-    if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE) {
-      if (measure_e2e(c->ctx, c->a, c->u, s, c->lanes, seconds)) return OB_OK;
-      c->reported = true;
-      return OB_ERR_INVALID_ARG;
-    }
+  if (i < 0 || i >= 8) return ob_fail(c->ctx, OB_ERR_INVALID_ARG, "candidate %d of 8", i + 1);
   ob_timing_opts t = ob_timing_default();
-  t.repeat = 3;
+  t.repeat = 1;
   t.max_cv = 0;
-  return ob_schedule_time_on(c->ctx, c->u, s, c->rt, &t, seconds);
+  t.number = c->number; /* fixed: an adaptive count calibrates anew every sample */
+  t.min_repeat_ms = -1;
+  bool merges = false;
+  for (int k = 0; k < ob_schedule_stage_count(s); k++) merges |= ob_schedule_stage_kind(s, k) == OB_SCHED_STAGE_MERGE;
+  if (!merges) return ob_schedule_time_on(c->ctx, c->u, s, c->rt, &t, seconds); /* started afresh each sample */
+  if (!c->c[i] && !compile_e2e(c->ctx, c->a, c->u, s, c->lanes, &c->c[i])) {
+    c->reported = true;
+    return OB_ERR_INVALID_ARG;
+  }
+  return ob_sched_compiled_time(c->c[i], &t, seconds);
+}
+
+/* A plan's stages timed inside whole runs on the model compiled once
+ * (what the in-context model learns). */
+typedef struct run_ctx {
+  ob_ctx *ctx;
+  const ob_sched_units *u;
+  ob_rt *rt;
+} run_ctx;
+
+static ob_status run_on(void *user, const ob_schedule *s, double *stage_s) {
+  run_ctx *r = user;
+  return ob_schedule_profile_on(r->ctx, r->u, s, r->rt, 20, stage_s);
+}
+
+static void cand_free(cand_ctx *c) {
+  for (int i = 0; i < 8; i++) {
+    ob_sched_compiled_free(c->c[i]);
+    c->c[i] = NULL;
+  }
 }
 
 int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
@@ -350,8 +356,9 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   ob_sched_predictor_model pm = {0};
   cost_prep cp;
   memset(&cp, 0, sizeof cp);
-  ob_stage_cost guide = {0};
-  ob_schedule *cands[8] = {0};
+  ob_stage_cost guide = {0}, ctxc = {0};
+  ob_schedule *cands[8] = {0}, *plans[3] = {0};
+  int nplans = 0;
   const char *cand_names[8] = {0};
   char cand_buf[4][48];
   double cand_s[8] = {0};
@@ -459,24 +466,52 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     so.guide = &guide;
     so.guide_slack = 0.05;
   }
+  run_ctx rcx = {ctx, u, cp.rts[cores]};
   for (int i = 0; i < 3; i++) {
     int64_t before = ob_stage_cost_measured_count(&cost, NULL);
-    ob_status st = i == 0   ? ob_sched_sequential(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
-                   : i == 1 ? ob_sched_greedy(ctx, u, &so, &cost, &rows[i].s, &rows[i].st)
-                            : ob_sched_ios(ctx, u, &so, &cost, &rows[i].s, &rows[i].st);
+    ob_stage_cost *use = measured ? &ctxc : &cost;
+    ob_status st = OB_OK;
+    if (measured && !ctxc.vt) st = ob_stage_cost_in_context(ctx, &cost, &ctxc);
+    if (!st)
+      st = i == 0   ? ob_sched_sequential(ctx, u, &so, use, &rows[i].s, &rows[i].st)
+           : i == 1 ? ob_sched_greedy(ctx, u, &so, use, &rows[i].s, &rows[i].st)
+           : measured
+               /* stages alone corrected by whole runs: the baselines run
+                * first, then IOS planned, run and planned again */
+               ? ob_sched_ios_in_context(ctx, u, &so, use, 3, run_on, &rcx, plans, &nplans, &rows[i].st)
+               : ob_sched_ios(ctx, u, &so, use, &rows[i].s, &rows[i].st);
+    if (!st && measured && i < 2) {
+      double *x = malloc(sizeof(double) * (size_t)(ob_schedule_stage_count(rows[i].s) + 1));
+      st = !x ? ob_fail(ctx, OB_ERR_NOMEM, "out of memory")
+              : (st = run_on(&rcx, rows[i].s, x)) ? st : ob_sched_learn_run(ctx, use, u, rows[i].s, x);
+      free(x);
+    }
+    if (!st && measured && i == 2) rows[2].s = plans[--nplans]; /* the final plan; the earlier ones are candidates */
     if (st) {
       cli_error("%s scheduler: %s", rows[i].name, ob_ctx_errmsg(ctx));
       goto done;
     }
     rows[i].measured = ob_stage_cost_measured_count(&cost, NULL) - before;
   }
-  if (a->sched_cost && !measured) {
-    /* the best few by the prediction, measured: IOS as asked, without
-     * merges, with smaller r, greedy and sequential; the fastest is kept */
+
+  if (a->sched_cost) {
+    /* the best few, measured as programs of their own in interleaved
+     * rounds, the fastest median kept: with predicted costs IOS as asked,
+     * without merges, with smaller r; with measured costs the DP's
+     * schedule; in both, greedy and sequential (both lie in IOS's space) */
     double t0 = ob_now_s();
     int rs[3] = {so.r, so.r > 2 ? 2 : so.r, 1};
     for (int v = 0; v < 4; v++) {
       ob_sched_opts vo = so;
+      if (measured && v > 0) {
+        for (int q = nplans - 1; q >= 0 && v < 4; q--, v++) { /* the earlier plans, latest first */
+          snprintf(cand_buf[v], sizeof cand_buf[v], "ios plan %d", q + 1);
+          cand_names[ncand] = cand_buf[v];
+          cands[ncand++] = plans[q];
+          plans[q] = NULL;
+        }
+        break;
+      }
       if (v == 1 && !so.merge) continue;
       if (v == 1) vo.merge = false;
       if (v >= 2) vo.r = rs[v - 1];
@@ -488,22 +523,50 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
         cli_error("ios scheduler: %s", ob_ctx_errmsg(ctx));
         goto done;
       }
-      snprintf(cand_buf[v], sizeof cand_buf[v], "ios r=%d%s", vo.r, vo.merge ? "" : " no merge");
+      snprintf(cand_buf[v], sizeof cand_buf[v], "ios %s%d%s", measured ? "plan " : "r=", measured ? nplans + 1 : vo.r,
+               vo.merge || measured ? "" : " no merge");
       cand_names[ncand++] = cand_buf[v];
     }
     cands[ncand] = rows[1].s;
     cand_names[ncand++] = "greedy";
     cands[ncand] = rows[0].s;
     cand_names[ncand++] = "sequential";
-    cand_ctx cc = {.ctx = ctx, .a = a, .u = u, .rt = cp.rts[cores], .lanes = lanes};
-    if (ob_sched_pick_measured(ctx, ncand, cands, time_cand, &cc, cand_s, &picked) != OB_OK) {
+    cand_ctx cc = {.ctx = ctx, .a = a, .u = u, .lanes = lanes, .rt = cp.rts[cores]};
+    ob_timing_opts eo = ob_timing_default();
+    eo.repeat = 3;
+    eo.max_cv = 0;
+    ob_timing est;
+    if (ob_rt_time(cc.rt, &eo, &est) != OB_OK) {
+      cli_error("measuring the model: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    cc.number = (int)ceil(0.020 / (est.median_s > 1e-6 ? est.median_s : 1e-6));
+    ob_sched_pick_opts pko = ob_sched_pick_opts_default();
+    pko.rounds = k_pick_rounds;
+    pko.nprefer = 2; /* the faster of greedy and sequential stays unless clearly beaten */
+    pko.prefer[0] = ncand - 2;
+    pko.prefer[1] = ncand - 1;
+    pko.margin = k_pick_margin;
+    ob_status pst = ob_sched_pick_measured(ctx, ncand, cands, &pko, time_cand, &cc, cand_s, &picked, NULL);
+    cand_free(&cc);
+    if (pst != OB_OK) {
       if (!cc.reported) cli_error("measuring the candidates: %s", ob_ctx_errmsg(ctx));
       goto done;
     }
     pipeline_s = ob_now_s() - t0;
+    /* the three schedules' latencies, side by side the same way */
+    ob_schedule *three[3] = {rows[0].s, rows[1].s, rows[2].s};
+    double e2e[3];
+    int fastest;
+    pko.nprefer = 0;
+    pst = ob_sched_pick_measured(ctx, 3, three, &pko, time_cand, &cc, e2e, &fastest, NULL);
+    cand_free(&cc);
+    if (pst != OB_OK) {
+      if (!cc.reported) cli_error("measuring the schedules: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    for (int i = 0; i < 3; i++) rows[i].e2e_s = e2e[i];
   }
-  for (int i = 0; a->sched_cost && i < 3; i++)
-    if (!measure_e2e(ctx, a, u, rows[i].s, lanes, &rows[i].e2e_s)) goto done;
   double given_s = -1;
   if (a->schedule_in) {
     if (ob_schedule_read(ctx, u, a->schedule_in, cores, &given) != OB_OK ||
@@ -624,9 +687,10 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
          "same workloads share a cost), %lld calls into the cost model\n",
          (double)rows[2].st.states, rows[2].st.state_bound, (long long)rows[2].st.cost_calls);
   if (a->sched_cost)
-    printf("measured   end to end on this machine by the stage executor (default kernel configs, median of 5 "
-           "repeats; timings on a shared machine are noisy)%s\n",
-           measured ? "" : "; only these three schedules were measured, planning ran nothing");
+    printf("measured   end to end on this machine by the stage executor (default kernel configs, %d interleaved "
+           "rounds of about 20 ms, medians; merge-free schedules started afresh on one compiled model, others "
+           "compiled once)%s\n",
+           k_pick_rounds, measured ? "" : "; planning ran nothing, then the candidates below were measured");
   if (a->sched_cost)
     printf("prepared   %.2f s once: %lld per-operator records stored now, %d co-run pairs measured now%s\n", cp.seconds,
            (long long)cp.stored, cp.pairs, a->predictor ? "" : "");
@@ -637,14 +701,16 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     printf("guided     %lld endings ruled out by the prediction (never measured); %lld distinct stages measured\n",
            (long long)rows[2].st.pruned, (long long)rows[2].measured);
   if (picked >= 0) {
-    printf("candidates %d measured on this machine (merge-free ones on one compiled model, 3 repeats; others compiled):",
-           ncand);
+    printf("candidates %d measured on this machine (%d interleaved rounds, medians):", ncand, k_pick_rounds);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == picked ? "[" : "", cand_names[c], cand_s[c] * 1e3, c == picked ? "]" : "");
-    printf("\npicked     %s, the measured fastest; optimisation %.3f s (%lld states, %lld distinct stages costed by "
-           "prediction, %d schedules measured)\n",
-           cand_names[picked], rows[2].st.seconds + pipeline_s, (long long)rows[2].st.states,
-           (long long)rows[2].st.stages_costed, ncand);
+    printf("\npicked     %s, the measured fastest (the faster of sequential and greedy stays unless beaten by "
+           "more than 3 %% and in two "
+           "thirds of the rounds): %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
+           "optimisation %.3f s (%lld states, %lld distinct stages costed by %s, %d schedules measured)\n",
+           cand_names[picked], cand_s[picked] / cand_s[ncand - 1], cand_s[picked] / cand_s[ncand - 2],
+           cand_s[picked] / cand_s[0], rows[2].st.seconds + pipeline_s, (long long)rows[2].st.states,
+           (long long)rows[2].st.stages_costed, measured ? "measurement" : "prediction", ncand);
   }
   if (a->print_stages) print_stages(u, chosen);
   if (a->schedule_out) printf("wrote %s: the %s schedule (%d stages)\n", a->schedule_out, pick, ob_schedule_stage_count(chosen));
@@ -658,8 +724,10 @@ done:
   cJSON_Delete(j);
   for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
   ob_schedule_free(given);
+  ob_stage_cost_free(&ctxc);
   ob_stage_cost_free(&cost);
   ob_stage_cost_free(&guide);
+  for (int q = 0; q < nplans; q++) ob_schedule_free(plans[q]);
   for (int c = 0; c < ncand; c++)
     if (cands[c] != rows[0].s && cands[c] != rows[1].s && cands[c] != rows[2].s) ob_schedule_free(cands[c]);
   prep_free(&cp);

@@ -241,25 +241,109 @@ ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt
 }
 
 /* ---- measuring the best few -------------------------------------------------------------------------- */
-ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, ob_sched_measure_fn fn, void *user,
-                                 double *seconds, int *best) {
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+ob_sched_pick_opts ob_sched_pick_opts_default(void) {
+  return (ob_sched_pick_opts){.rounds = 5, .max_s = 0, .nprefer = 0, .margin = 0};
+}
+
+ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
+                                 ob_sched_measure_fn fn, void *user, double *seconds, int *best, int *rounds_done) {
   *best = -1;
   if (n < 1 || !fn) return ob_fail(ctx, OB_ERR_INVALID_ARG, "no candidate schedules to measure");
-  double bv = INFINITY;
+  ob_sched_pick_opts po = o ? *o : ob_sched_pick_opts_default();
+  if (po.nprefer < 0 || po.nprefer > OB_SCHED_PICK_MAX_PREFER || !(po.margin >= 0 && po.margin < 1))
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "picking: %d incumbents, margin %g", po.nprefer, po.margin);
+  for (int k = 0; k < po.nprefer; k++)
+    if (po.prefer[k] < 0 || po.prefer[k] >= n)
+      return ob_fail(ctx, OB_ERR_INVALID_ARG, "picking: incumbent %d of %d candidates", po.prefer[k] + 1, n);
+  int rounds = po.rounds < 1 ? 1 : po.rounds;
+  double max_s = po.max_s;
+  /* a candidate equal to an earlier one is the same program: it shares
+   * that one's samples instead of drawing its own noise */
+  int *same = malloc(sizeof(int) * (size_t)n);
+  double *smp = malloc(sizeof(double) * (size_t)n * (size_t)rounds);
+  ob_status st = OB_OK;
+  if (!same || !smp) {
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
   for (int i = 0; i < n; i++) {
-    double v = NAN;
-    ob_status st = fn(user, cands[i], &v);
-    if (st) {
-      ob_fail_prefix(ctx, "measuring candidate %d (%s)", i + 1, ob_schedule_scheduler(cands[i]));
-      return st;
+    same[i] = i;
+    for (int j = 0; j < i && same[i] == i; j++)
+      if (same[j] == j && ob_schedule_same(cands[i], cands[j])) same[i] = j;
+  }
+  /* rounds, each candidate once in turn, the order turned by one each
+   * round: a slow episode of the machine lands on one round of every
+   * candidate, not on all the repeats of one */
+  double t0 = ob_now_s();
+  int done_r = 0;
+  for (int r = 0; r < rounds && !st; r++) {
+    /* within the time given: another round only if one more of the
+     * rounds so far fits */
+    double spent = ob_now_s() - t0;
+    if (r > 0 && max_s > 0 && spent + spent / r > max_s) break;
+    for (int k = 0; k < n && !st; k++) {
+      int i = (k + r) % n;
+      if (same[i] != i) continue;
+      double v = NAN;
+      if ((st = fn(user, i, cands[i], &v))) {
+        ob_fail_prefix(ctx, "measuring candidate %d (%s)", i + 1, ob_schedule_scheduler(cands[i]));
+      } else if (!(v >= 0) || !isfinite(v)) {
+        st = ob_fail(ctx, OB_ERR_INVALID_ARG, "candidate %d (%s) measured %g s", i + 1, ob_schedule_scheduler(cands[i]), v);
+      }
+      smp[(size_t)i * (size_t)rounds + (size_t)r] = v;
     }
-    if (!(v >= 0) || !isfinite(v))
-      return ob_fail(ctx, OB_ERR_INVALID_ARG, "candidate %d (%s) measured %g s", i + 1, ob_schedule_scheduler(cands[i]), v);
-    if (seconds) seconds[i] = v;
-    if (v < bv) {
-      bv = v;
+    done_r = r + 1;
+  }
+  if (st) goto done;
+  if (rounds_done) *rounds_done = done_r;
+  size_t stride = (size_t)rounds;
+  rounds = done_r;
+  int *wins = calloc((size_t)n, sizeof *wins);
+  double *med = malloc(sizeof(double) * (size_t)n), *sorted = malloc(sizeof(double) * (size_t)rounds);
+  if (!wins || !med || !sorted) {
+    free(wins);
+    free(med);
+    free(sorted);
+    st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    memcpy(sorted, smp + (size_t)same[i] * stride, sizeof(double) * (size_t)rounds);
+    qsort(sorted, (size_t)rounds, sizeof *sorted, cmp_double);
+    med[i] = rounds % 2 ? sorted[rounds / 2] : (sorted[rounds / 2 - 1] + sorted[rounds / 2]) / 2;
+    if (seconds) seconds[i] = med[i];
+  }
+  free(sorted);
+  /* the incumbent: the fastest of those named */
+  int inc = -1;
+  for (int k = 0; k < po.nprefer; k++)
+    if (inc < 0 || med[po.prefer[k]] < med[inc]) inc = po.prefer[k];
+  /* paired by round (measured close in time): how often each beat it */
+  for (int i = 0; inc >= 0 && i < n; i++)
+    for (int r = 0; r < rounds; r++)
+      wins[i] += smp[(size_t)same[i] * stride + (size_t)r] < smp[(size_t)same[inc] * stride + (size_t)r];
+  double bv = INFINITY;
+  for (int i = 0; i < n; i++)
+    if (med[i] < bv) {
+      bv = med[i];
       *best = i;
     }
-  }
-  return OB_OK;
+  /* the incumbent stays unless the fastest beats it clearly: by more than
+   * the margin in the medians and in at least two thirds of the rounds
+   * (a pick among near-equals is won by noise, and the noise is gone
+   * when the winner is measured again) */
+  if (inc >= 0 && *best != inc && same[*best] != same[inc] &&
+      !(med[*best] < med[inc] * (1 - po.margin) && 3 * wins[*best] >= 2 * rounds))
+    *best = inc;
+  free(wins);
+  free(med);
+done:
+  free(same);
+  free(smp);
+  return st;
 }

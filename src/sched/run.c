@@ -120,8 +120,9 @@ done:
   return st;
 }
 
-ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
-                              const ob_timing_opts *t, double *seconds) {
+/* s's stages started on rt (ob_rt_par_new: rt's memory placed again) and run once. */
+static ob_status par_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt, ob_rt_par **out) {
+  *out = NULL;
   int ns = ob_schedule_stage_count(s), total = 0, nn = 0;
   for (int i = 0; i < ns; i++) {
     if (ob_schedule_stage_kind(s, i) == OB_SCHED_STAGE_MERGE)
@@ -163,9 +164,10 @@ ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_sch
       groups[k].ncores = ob_schedule_group_cores(s, i, j, &groups[k].cores);
     }
   }
-  ob_timing tm;
-  if (!(st = ob_rt_par_new(rt, ns, stages, &par)) && !(st = ob_rt_par_run(par)) && !(st = ob_rt_par_time(par, t, &tm)))
-    *seconds = tm.median_s;
+  if (!(st = ob_rt_par_new(rt, ns, stages, &par)) && !(st = ob_rt_par_run(par))) {
+    *out = par;
+    par = NULL;
+  }
 done:
   ob_rt_par_free(par);
   free(stages);
@@ -173,3 +175,119 @@ done:
   free(nodes);
   return st;
 }
+
+ob_status ob_schedule_time_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt,
+                              const ob_timing_opts *t, double *seconds) {
+  ob_rt_par *par = NULL;
+  ob_timing tm;
+  ob_status st = par_on(ctx, u, s, rt, &par);
+  if (!st && !(st = ob_rt_par_time(par, t, &tm))) *seconds = tm.median_s;
+  ob_rt_par_free(par);
+  return st;
+}
+
+ob_status ob_schedule_profile_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt, int runs,
+                                 double *stage_s) {
+  ob_rt_par *par = NULL;
+  ob_status st = par_on(ctx, u, s, rt, &par);
+  double *x = NULL;
+  if (!st) {
+    int n = ob_rt_par_stage_count(par), ns = ob_schedule_stage_count(s);
+    if (!(x = malloc(sizeof(double) * (size_t)(n + 1)))) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    else if (!(st = ob_rt_par_profile(par, runs, x)))
+      for (int i = 0; i < ns; i++) stage_s[i] = x[n - ns + i]; /* a prologue stage of the runtime's own comes first */
+  }
+  free(x);
+  ob_rt_par_free(par);
+  return st;
+}
+
+/* rt run sequentially, then par (started on rt): the outputs must agree
+ * (1e-5), else OB_ERR_WRONG_ANSWER naming the schedule. */
+static ob_status check_par(ob_ctx *ctx, ob_rt *rt, ob_rt_par *par, const ob_schedule *s) {
+  int no = ob_graph_output_count(ob_rt_graph(rt));
+  void **ref = calloc((size_t)no + 1, sizeof *ref);
+  ob_status st = ref ? ob_rt_run(rt) : ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < no && !st; i++) {
+    size_t b = ob_rt_output_bytes(rt, i);
+    if (!(ref[i] = malloc(b + 1))) st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+    else memcpy(ref[i], ob_rt_output(rt, i), b);
+  }
+  if (!st && !(st = ob_rt_par_run(par))) {
+    ob_rt_check_result chk;
+    ob_rt_check(rt, (const void *const *)ref, 1e-5, &chk);
+    if (!chk.ok)
+      st = ob_fail(ctx, OB_ERR_WRONG_ANSWER, "the %s schedule by stages differs from the sequential run: %s",
+                   ob_schedule_scheduler(s), chk.message);
+  }
+  for (int i = 0; ref && i < no; i++) free(ref[i]);
+  free(ref);
+  return st;
+}
+
+ob_status ob_schedule_check_on(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_rt *rt) {
+  ob_rt_par *par = NULL;
+  ob_status st = par_on(ctx, u, s, rt, &par);
+  if (!st) st = check_par(ctx, rt, par, s);
+  ob_rt_par_free(par);
+  return st;
+}
+
+/* ---- a schedule compiled once, timed many times ---------------------------------------------------------- */
+struct ob_sched_compiled {
+  ob_ctx *ctx;
+  ob_graph *g;
+  ob_sched_units *u;
+  ob_schedule *s;
+  ob_rt *rt;
+  ob_rt_par *par;
+};
+
+void ob_sched_compiled_free(ob_sched_compiled *c) {
+  if (!c) return;
+  ob_rt_par_free(c->par);
+  ob_rt_free(c->rt);
+  ob_schedule_free(c->s);
+  ob_sched_units_free(c->u);
+  ob_graph_free(c->g);
+  free(c);
+}
+
+ob_status ob_sched_compiled_new(ob_ctx *ctx, const ob_sched_units *u, const ob_schedule *s, ob_graph *g, int max_part,
+                                int lanes, const ob_rt_opts *o, ob_sched_compiled **out) {
+  *out = NULL;
+  ob_sched_compiled *c = calloc(1, sizeof *c);
+  ob_str js = {0};
+  ob_status st = OB_OK;
+  if (!c) {
+    ob_graph_free(g);
+    return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  }
+  c->ctx = ctx;
+  c->g = g;
+  /* the schedule goes over by its JSON: units are named, so it fits the
+   * fresh graph's units whatever their numbering */
+  if ((st = ob_sched_units_from_graph(ctx, g, max_part, &c->u)) || (st = ob_schedule_to_json(ctx, u, s, &js)) ||
+      (st = ob_schedule_from_json(ctx, c->u, js.data, "schedule", ob_schedule_cores(s), &c->s)) ||
+      (st = ob_schedule_compile(ctx, c->u, c->s, g, lanes, o, &c->rt, &c->par)) || (st = ob_rt_run(c->rt)))
+    goto done;
+  st = check_par(ctx, c->rt, c->par, s);
+done:
+  ob_str_free(&js);
+  if (st) {
+    ob_sched_compiled_free(c);
+    return st;
+  }
+  *out = c;
+  return OB_OK;
+}
+
+ob_status ob_sched_compiled_time(ob_sched_compiled *c, const ob_timing_opts *t, double *seconds) {
+  ob_timing tm;
+  ob_status st = ob_rt_par_time(c->par, t, &tm);
+  if (!st) *seconds = tm.median_s;
+  return st;
+}
+
+ob_rt *ob_sched_compiled_rt(const ob_sched_compiled *c) { return c->rt; }
+ob_rt_par *ob_sched_compiled_par(const ob_sched_compiled *c) { return c->par; }

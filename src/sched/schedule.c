@@ -4,6 +4,7 @@
  * merge stages. A schedule owns its arena; arrays grow by copying into it. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
@@ -105,6 +106,22 @@ double ob_schedule_seconds(const ob_schedule *s) {
     t += s->st[i].seconds;
   }
   return t;
+}
+
+bool ob_schedule_same(const ob_schedule *a, const ob_schedule *b) {
+  if (a->cores != b->cores || a->n != b->n) return false;
+  for (int i = 0; i < a->n; i++) {
+    const sstage *x = &a->st[i], *y = &b->st[i];
+    if (x->kind != y->kind || x->ngroups != y->ngroups) return false;
+    for (int g = 0; g < x->ngroups; g++) {
+      const sgroup *p = &x->groups[g], *q = &y->groups[g];
+      if (p->nops != q->nops || p->ncores != q->ncores ||
+          (p->nops && memcmp(p->ops, q->ops, sizeof(int) * (size_t)p->nops)) ||
+          (p->ncores && memcmp(p->cores, q->cores, sizeof(int) * (size_t)p->ncores)))
+        return false;
+    }
+  }
+  return true;
 }
 
 /* ---- validation ------------------------------------------------------------------------------ */
