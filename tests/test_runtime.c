@@ -76,6 +76,28 @@ static bool feed(ob_rt *rt, const io *x) {
   return true;
 }
 
+/* A runtime of g on db's tuned configs, fed x, run once and checked against
+ * x's reference (what names the test in failures). NULL when a step failed. */
+static ob_rt *tuned_run_checked(const ob_graph *g, ob_db *db, const ob_target *tg, const io *x, const char *what) {
+  ob_rt_opts o = ob_rt_opts_default();
+  o.kernels = OB_RT_TUNED;
+  o.db = db;
+  o.target = tg;
+  o.build.timeout_s = OB_TEST_TIMEOUT_S;
+  ob_rt *rt = NULL;
+  ob_status st = ob_rt_new(ctx, g, &o, &rt);
+  CHECK_MSG(st == OB_OK, "%s: %s", what, ob_ctx_errmsg(ctx));
+  if (st || !feed(rt, x)) {
+    ob_rt_free(rt);
+    return NULL;
+  }
+  CHECK(ob_rt_run(rt) == OB_OK);
+  ob_rt_check_result c;
+  ob_rt_check(rt, (const void *const *)x->ref, 1e-3, &c);
+  CHECK_MSG(c.ok, "%s: %s", what, c.message);
+  return rt;
+}
+
 /* The plan's invariant: buffers whose byte ranges intersect have disjoint
  * lifetimes; every buffer lies inside the planned block. */
 static void check_memplan(const ob_rt *rt, const char *name) {
@@ -378,19 +400,8 @@ static void test_winograd_records(void) {
     nwino++;
   }
   CHECK_MSG(nwino >= 2, "simple has %d 3x3 stride-1 convolutions", nwino);
-  ob_rt_opts o = ob_rt_opts_default();
-  o.kernels = OB_RT_TUNED;
-  o.db = db;
-  o.target = tg;
-  o.build.timeout_s = OB_TEST_TIMEOUT_S;
-  ob_rt *rt = NULL;
-  ob_status st = ob_rt_new(ctx, g, &o, &rt);
-  CHECK_MSG(st == OB_OK, "winograd records: %s", ob_ctx_errmsg(ctx));
-  if (!st && feed(rt, &x)) {
-    CHECK(ob_rt_run(rt) == OB_OK);
-    ob_rt_check_result c;
-    ob_rt_check(rt, (const void *const *)x.ref, 1e-3, &c);
-    CHECK_MSG(c.ok, "winograd records: %s", c.message);
+  ob_rt *rt = tuned_run_checked(g, db, tg, &x, "winograd records");
+  if (rt) {
     int ran = 0, packs = 0;
     for (int i = 0; i < ob_rt_step_count(rt); i++) {
       ob_rt_step_info si;
@@ -481,19 +492,8 @@ static void test_layout_select(void) {
   put_record(db, &h, tg, res, g, a, tmpl, &a32, 1e-6);
   put_record(db, &h, tg, res, g, a, tmpl, &a16, 2e-6);
   put_record(db, &h, tg, res, g, b, tmpl, &b16, 1e-6);
-  ob_rt_opts o = ob_rt_opts_default();
-  o.kernels = OB_RT_TUNED;
-  o.db = db;
-  o.target = tg;
-  o.build.timeout_s = OB_TEST_TIMEOUT_S;
-  ob_rt *rt = NULL;
-  ob_status st = ob_rt_new(ctx, g, &o, &rt);
-  CHECK_MSG(st == OB_OK, "layout select: %s", ob_ctx_errmsg(ctx));
-  if (!st && feed(rt, &x)) {
-    CHECK(ob_rt_run(rt) == OB_OK);
-    ob_rt_check_result c;
-    ob_rt_check(rt, (const void *const *)x.ref, 1e-3, &c);
-    CHECK_MSG(c.ok, "layout select: %s", c.message);
+  ob_rt *rt = tuned_run_checked(g, db, tg, &x, "layout select");
+  if (rt) {
     int ia = -1, ib = -1;
     for (int i = 0; i < ob_rt_step_count(rt); i++) {
       ob_rt_step_info si;
@@ -604,19 +604,8 @@ static void test_blocked_concat(void) {
     nfast++;
   }
   CHECK_MSG(nfast == 20, "%d configs of the squeeze write NCHW16c", nfast);
-  ob_rt_opts o = ob_rt_opts_default();
-  o.kernels = OB_RT_TUNED;
-  o.db = db;
-  o.target = tg;
-  o.build.timeout_s = OB_TEST_TIMEOUT_S;
-  ob_rt *rt = NULL;
-  ob_status st = ob_rt_new(ctx, g, &o, &rt);
-  CHECK_MSG(st == OB_OK, "blocked concat: %s", ob_ctx_errmsg(ctx));
-  if (!st && feed(rt, &x)) {
-    CHECK(ob_rt_run(rt) == OB_OK);
-    ob_rt_check_result c;
-    ob_rt_check(rt, (const void *const *)x.ref, 1e-3, &c);
-    CHECK_MSG(c.ok, "blocked concat: %s", c.message);
+  ob_rt *rt = tuned_run_checked(g, db, tg, &x, "blocked concat");
+  if (rt) {
     int i1 = -1, iq = -1, around = 0;
     for (int i = 0; i < ob_rt_step_count(rt); i++) {
       ob_rt_step_info si;
