@@ -115,6 +115,8 @@ typedef struct worker {
   int next_evict;
   double timer_overhead_s; /* measured once, when the worker starts */
   ob_ctx *bg_ctx;          /* the background thread's (co-runner pool errors) */
+  unsigned char *big;      /* huge-page block for the timing's copies of big buffers */
+  size_t big_cap;
 } worker;
 
 static void worker_send(worker *w, const wire_rep *rep) {
@@ -409,7 +411,7 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   uint64_t *off = malloc((nb + cnb + 1) * sizeof *off), *bytes = malloc((nb + cnb + 1) * sizeof *bytes);
   int32_t *cores = malloc((nt + cnt) * sizeof *cores);
   void **bufs = malloc((nb + cnb + 1) * sizeof *bufs);
-  void **big = NULL, **tbufs = NULL; /* huge-page copies of the big buffers for the timing */
+  void **tbufs = NULL; /* what the timing runs on: bufs, or huge-page copies of the big ones */
   void *map = MAP_FAILED;
   bg_job bg;
   memset(&bg, 0, sizeof bg);
@@ -524,15 +526,25 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
    * 4 KiB pages, and their physical placement, new in every process, moves
    * the L2's conflict misses and the TLB's misses from run to run. The
    * copies hold what the checked warm-up saw; outputs go back after. */
-  if (!(big = calloc(nb + 1, sizeof *big)) || !(tbufs = malloc((nb + 1) * sizeof *tbufs))) {
+  if (!(tbufs = malloc((nb + 1) * sizeof *tbufs))) {
     worker_err(w, "worker out of memory");
     goto out;
   }
-  for (size_t i = 0; i < nb; i++) {
+  /* one block, kept across requests: no new pages to fault in per measurement */
+  size_t big_need = 0;
+  for (size_t i = 0; i < nb; i++)
+    if (bytes[i] >= OB_MEM_BIG_MIN) big_need += (bytes[i] + 63) / 64 * 64;
+  if (big_need > w->big_cap) {
+    ob_mem_free_big(w->big);
+    w->big = ob_mem_alloc_big(big_need);
+    w->big_cap = w->big ? big_need : 0;
+  }
+  for (size_t i = 0, at = 0; i < nb; i++) {
     tbufs[i] = bufs[i];
-    if (bytes[i] >= OB_MEM_BIG_MIN && (big[i] = ob_mem_alloc_big(bytes[i]))) {
-      memcpy(big[i], bufs[i], bytes[i]);
-      tbufs[i] = big[i];
+    if (w->big && bytes[i] >= OB_MEM_BIG_MIN) {
+      tbufs[i] = w->big + at;
+      memcpy(tbufs[i], bufs[i], bytes[i]);
+      at += (bytes[i] + 63) / 64 * 64;
     }
   }
   timed_call tc = {kern, tbufs, w->pool, bytes, is_input, q.nbufs};
@@ -559,12 +571,10 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
     rep.code = rc;
   }
   for (size_t i = 0; i < nb; i++)
-    if (big[i] && !is_input[i]) memcpy(bufs[i], big[i], bytes[i]);
+    if (tbufs[i] != bufs[i] && !is_input[i]) memcpy(bufs[i], tbufs[i], bytes[i]);
   worker_send(w, &rep);
 out:
   bg_stop(&bg);
-  for (size_t i = 0; big && i < nb; i++) ob_mem_free_big(big[i]);
-  free(big);
   free(tbufs);
   if (map != MAP_FAILED) munmap(map, q.map_bytes ? q.map_bytes : 1);
   free(off);

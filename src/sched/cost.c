@@ -38,7 +38,8 @@ ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, int thr
 }
 
 /* ---- per-unit latencies from a trained predictor ------------------------------------------------ */
-static bool node_predicted(ob_sched_predictor_model *m, const ob_sched_node_desc *n, int threads, double *out) {
+static bool node_predicted(void *user, const ob_sched_node_desc *n, int threads, double *out) {
+  ob_sched_predictor_model *m = user;
   if (!n->has_workload) return false;
   bool known = false; /* asked only for kinds it has, so its ctx gets no message */
   for (int i = 0; i < ob_predictor_kinds(m->predictor) && !known; i++)
@@ -64,14 +65,10 @@ static bool node_predicted(ob_sched_predictor_model *m, const ob_sched_node_desc
   return ok;
 }
 
-static bool node_predicted_fn(void *user, const ob_sched_node_desc *n, int threads, double *out) {
-  return node_predicted(user, n, threads, out);
-}
-
 ob_status ob_sched_predictor_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds) {
   ob_sched_predictor_model *m = user;
   if (threads < 1 || !m->predictor) return OB_ERR_INVALID_ARG;
-  return ob_sched_sum_nodes(op, threads, node_predicted_fn, m, &m->fallback, &m->predicted, &m->fallbacks,
+  return ob_sched_sum_nodes(op, threads, node_predicted, m, &m->fallback, &m->predicted, &m->fallbacks,
                             seconds);
 }
 

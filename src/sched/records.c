@@ -14,17 +14,20 @@
 
 #include "opbench/db.h"
 #include "opbench/target.h"
+#include "opbench/tune.h"
 #include "sched/sched_impl.h"
 
 /* "threads=k;cores=0,1,...,k-1": the resources of a run on the first k cores,
- * as the runtime and the profiler write them. */
+ * written as the runtime and the tuner write them. */
 static void resources_text(int k, char *buf, size_t cap) {
-  size_t at = (size_t)snprintf(buf, cap, "threads=%d;cores=", k);
-  for (int i = 0; i < k && at < cap; i++) at += (size_t)snprintf(buf + at, cap - at, i ? ",%d" : "%d", i);
+  ob_measure_opts mo = ob_measure_opts_default();
+  mo.nthreads = k;
+  ob_tune_resources(&mo, buf, cap);
 }
 
 /* ---- latencies from the database's records ------------------------------------------------------ */
-static bool node_recorded(ob_sched_db_model *m, const ob_sched_node_desc *n, int threads, double *out) {
+static bool node_recorded(void *user, const ob_sched_node_desc *n, int threads, double *out) {
+  ob_sched_db_model *m = user;
   if (!n->has_workload) return false;
   ob_ctx *ctx = NULL;
   ob_task *task = NULL;
@@ -48,14 +51,10 @@ static bool node_recorded(ob_sched_db_model *m, const ob_sched_node_desc *n, int
   return ok;
 }
 
-static bool node_recorded_fn(void *user, const ob_sched_node_desc *n, int threads, double *out) {
-  return node_recorded(user, n, threads, out);
-}
-
 ob_status ob_sched_db_latency(void *user, const ob_sched_op_desc *op, int threads, double *seconds) {
   ob_sched_db_model *m = user;
   if (threads < 1 || !m->db || !m->host || !m->target) return OB_ERR_INVALID_ARG;
-  return ob_sched_sum_nodes(op, threads, node_recorded_fn, m, &m->fallback, &m->recorded, &m->fallbacks,
+  return ob_sched_sum_nodes(op, threads, node_recorded, m, &m->fallback, &m->recorded, &m->fallbacks,
                             seconds);
 }
 
