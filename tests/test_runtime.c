@@ -76,6 +76,54 @@ static bool feed(ob_rt *rt, const io *x) {
   return true;
 }
 
+/* The world of a test of tuned records: a temporary database that knows this
+ * host, the host target, g optimised, and inputs with their reference.
+ * fixture_close releases whatever fixture_open got (g always). */
+typedef struct rt_fixture {
+  char dir[64], path[96];
+  ob_graph *g;
+  ob_db *db;
+  ob_target *tg;
+  ob_host h;
+  io x;
+  char res[512]; /* the resources of a 1-thread run on core 0, as records carry them */
+} rt_fixture;
+
+static bool fixture_open(rt_fixture *f, ob_graph *g, const char *what) {
+  memset(f, 0, sizeof *f);
+  f->g = g;
+  snprintf(f->dir, sizeof f->dir, "/tmp/ob_rt_fx_XXXXXX");
+  if (!mkdtemp(f->dir)) {
+    f->dir[0] = '\0';
+    CHECK_MSG(false, "%s: mkdtemp failed", what);
+    return false;
+  }
+  snprintf(f->path, sizeof f->path, "%s/r.db", f->dir);
+  ob_measure_opts mo = ob_measure_opts_default();
+  int cores[1] = {0};
+  mo.nthreads = 1;
+  mo.cores = cores;
+  ob_tune_resources(&mo, f->res, sizeof f->res);
+  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, f->path, 0, &f->db) != OB_OK ||
+      ob_target_host(ctx, &f->tg) != OB_OK || ob_host_detect(ctx, &f->h) != OB_OK ||
+      ob_db_put_host(f->db, &f->h, NULL, NULL) || !io_make(g, 5, &f->x)) {
+    CHECK_MSG(false, "%s: setup: %s", what, ob_ctx_errmsg(ctx));
+    return false;
+  }
+  return true;
+}
+
+static void fixture_close(rt_fixture *f) {
+  io_free(&f->x);
+  ob_db_close(f->db);
+  ob_target_free(f->tg);
+  ob_graph_free(f->g);
+  if (f->dir[0]) {
+    unlink(f->path);
+    rmdir(f->dir);
+  }
+}
+
 /* A runtime of g on db's tuned configs, fed x, run once and checked against
  * x's reference (what names the test in failures). NULL when a step failed. */
 static ob_rt *tuned_run_checked(const ob_graph *g, ob_db *db, const ob_target *tg, const io *x, const char *what) {
@@ -350,29 +398,14 @@ static void test_bad(void) {
  * pack or unpack step around them, and the output still matches the
  * reference. */
 static void test_winograd_records(void) {
-  char dir[] = "/tmp/ob_rt_wino_XXXXXX", path[64];
-  if (!mkdtemp(dir)) {
-    CHECK_MSG(false, "mkdtemp failed");
-    return;
-  }
-  snprintf(path, sizeof path, "%s/w.db", dir);
-  ob_graph *g = load("simple", "simple", 0, 0, 0, 1);
-  ob_db *db = NULL;
-  ob_target *tg = NULL;
-  ob_host h;
-  io x = {0};
-  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, path, 0, &db) != OB_OK ||
-      ob_target_host(ctx, &tg) != OB_OK || ob_host_detect(ctx, &h) != OB_OK || ob_db_put_host(db, &h, NULL, NULL) ||
-      !io_make(g, 5, &x)) {
-    CHECK_MSG(false, "winograd records: setup: %s", ob_ctx_errmsg(ctx));
-    goto done;
-  }
-  ob_measure_opts mo = ob_measure_opts_default();
-  int cores[1] = {0};
-  mo.nthreads = 1;
-  mo.cores = cores;
-  char res[512];
-  ob_tune_resources(&mo, res, sizeof res);
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "winograd records")) goto done;
+  ob_graph *g = f.g;
+  ob_db *db = f.db;
+  ob_target *tg = f.tg;
+  ob_host h = f.h;
+  io x = f.x;
+  const char *res = f.res;
   int nwino = 0;
   for (int n = 0; n < ob_graph_node_count(g); n++) {
     ob_workload wl;
@@ -414,12 +447,7 @@ static void test_winograd_records(void) {
   }
   ob_rt_free(rt);
 done:
-  io_free(&x);
-  ob_db_close(db);
-  ob_target_free(tg);
-  ob_graph_free(g);
-  unlink(path);
-  rmdir(dir);
+  fixture_close(&f);
 }
 
 /* Puts one record of cfg (template tmpl) for node n's workload. */
@@ -453,31 +481,20 @@ static int node_named(const ob_graph *g, const char *name) {
  * NCHW16c record and no conversion runs between them. The output still
  * matches the reference. */
 static void test_layout_select(void) {
-  char dir[] = "/tmp/ob_rt_lsel_XXXXXX", path[64];
-  if (!mkdtemp(dir)) {
-    CHECK_MSG(false, "mkdtemp failed");
-    return;
-  }
-  snprintf(path, sizeof path, "%s/l.db", dir);
-  ob_graph *g = load("simple", "simple", 0, 0, 0, 1);
-  ob_db *db = NULL;
-  ob_target *tg = NULL;
-  ob_host h;
-  io x = {0};
   ob_task *ta = NULL, *tb = NULL;
   int a = -1, b = -1;
-  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, path, 0, &db) != OB_OK ||
-      ob_target_host(ctx, &tg) != OB_OK || ob_host_detect(ctx, &h) != OB_OK || ob_db_put_host(db, &h, NULL, NULL) ||
-      !io_make(g, 5, &x) || (a = node_named(g, "conv2")) < 0 || (b = node_named(g, "conv3")) < 0) {
-    CHECK_MSG(false, "layout select: setup: %s", ob_ctx_errmsg(ctx));
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "layout select")) goto done;
+  ob_graph *g = f.g;
+  ob_db *db = f.db;
+  ob_target *tg = f.tg;
+  ob_host h = f.h;
+  io x = f.x;
+  if ((a = node_named(g, "conv2")) < 0 || (b = node_named(g, "conv3")) < 0) {
+    CHECK_MSG(false, "layout select: setup: no conv2 or conv3");
     goto done;
   }
-  ob_measure_opts mo = ob_measure_opts_default();
-  int cores[1] = {0};
-  mo.nthreads = 1;
-  mo.cores = cores;
-  char res[512];
-  ob_tune_resources(&mo, res, sizeof res);
+  const char *res = f.res;
   ob_workload wa, wb;
   CHECK(ob_graph_node_workload(ctx, g, a, &wa) == OB_OK && ob_graph_node_workload(ctx, g, b, &wb) == OB_OK);
   CHECK(ob_task_new(ctx, &wa, NULL, tg, &ta) == OB_OK && ob_task_new(ctx, &wb, NULL, tg, &tb) == OB_OK);
@@ -513,12 +530,7 @@ static void test_layout_select(void) {
 done:
   ob_task_free(ta);
   ob_task_free(tb);
-  io_free(&x);
-  ob_db_close(db);
-  ob_target_free(tg);
-  ob_graph_free(g);
-  unlink(path);
-  rmdir(dir);
+  fixture_close(&f);
 }
 
 /* A channel Concat between blocked convolutions reads each input in the
@@ -531,33 +543,22 @@ done:
  * conversions: the runtime must find a pick that is not among the first 16
  * records. */
 static void test_blocked_concat(void) {
-  char dir[] = "/tmp/ob_rt_bcat_XXXXXX", path[64];
-  if (!mkdtemp(dir)) {
-    CHECK_MSG(false, "mkdtemp failed");
-    return;
-  }
-  snprintf(path, sizeof path, "%s/c.db", dir);
-  ob_graph *g = load("local", "squeezenet-1.1", 64, 0, 0, 1);
-  ob_db *db = NULL;
-  ob_target *tg = NULL;
-  ob_host h;
-  io x = {0};
   ob_task *t1 = NULL, *t3 = NULL, *tq = NULL;
   int e1 = -1, e3 = -1, sq = -1, f1 = -1, f3 = -1;
-  if (!g || ob_graph_optimize(ctx, g, 16, NULL) != OB_OK || ob_db_open(ctx, path, 0, &db) != OB_OK ||
-      ob_target_host(ctx, &tg) != OB_OK || ob_host_detect(ctx, &h) != OB_OK || ob_db_put_host(db, &h, NULL, NULL) ||
-      !io_make(g, 5, &x) || (e1 = node_named(g, "features.3.expand1x1")) < 0 ||
-      (e3 = node_named(g, "features.3.expand3x3")) < 0 || (sq = node_named(g, "features.4.squeeze")) < 0 ||
-      (f1 = node_named(g, "features.4.expand1x1")) < 0 || (f3 = node_named(g, "features.4.expand3x3")) < 0) {
-    CHECK_MSG(false, "blocked concat: setup: %s", ob_ctx_errmsg(ctx));
+  rt_fixture f;
+  if (!fixture_open(&f, load("local", "squeezenet-1.1", 64, 0, 0, 1), "blocked concat")) goto done;
+  ob_graph *g = f.g;
+  ob_db *db = f.db;
+  ob_target *tg = f.tg;
+  ob_host h = f.h;
+  io x = f.x;
+  if ((e1 = node_named(g, "features.3.expand1x1")) < 0 || (e3 = node_named(g, "features.3.expand3x3")) < 0 ||
+      (sq = node_named(g, "features.4.squeeze")) < 0 || (f1 = node_named(g, "features.4.expand1x1")) < 0 ||
+      (f3 = node_named(g, "features.4.expand3x3")) < 0) {
+    CHECK_MSG(false, "blocked concat: setup: a fire module's node is missing");
     goto done;
   }
-  ob_measure_opts mo = ob_measure_opts_default();
-  int cores[1] = {0};
-  mo.nthreads = 1;
-  mo.cores = cores;
-  char res[512];
-  ob_tune_resources(&mo, res, sizeof res);
+  const char *res = f.res;
   ob_workload w1, w3, wq;
   CHECK(ob_graph_node_workload(ctx, g, e1, &w1) == OB_OK && ob_graph_node_workload(ctx, g, e3, &w3) == OB_OK &&
         ob_graph_node_workload(ctx, g, sq, &wq) == OB_OK);
@@ -629,12 +630,7 @@ done:
   ob_task_free(t1);
   ob_task_free(t3);
   ob_task_free(tq);
-  io_free(&x);
-  ob_db_close(db);
-  ob_target_free(tg);
-  ob_graph_free(g);
-  unlink(path);
-  rmdir(dir);
+  fixture_close(&f);
 }
 
 int main(void) {
