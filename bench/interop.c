@@ -5,9 +5,10 @@
  * with measured stage costs (every distinct stage run by the stage
  * executor while planning; no merges), each compiled (default kernel
  * configs), run by stages, checked against the sequential run of the same
- * steps and timed in --repeat interleaved rounds (one sample of at least
- * 100 ms of every schedule per round, medians: a slow episode of the
- * machine cannot favour one). Prints the table, the speedups
+ * steps and timed in --repeat interleaved rounds (one sample of about
+ * 50 ms of every schedule per round, medians: a slow episode of the
+ * machine cannot favour one), through the same harness and sample as the
+ * pipelines' picks (timed_set). Prints the table, the speedups
  * over sequential, the DP's statistics, the bars and a timeline SVG of
  * each measured-cost IOS schedule, and exits 1 when a bar is missed:
  *   IOS (measured cost) at most sequential and greedy, end to end;
@@ -32,8 +33,11 @@
  * costed (alone) and inside whole runs (ob_rt_par_profile).
  * --skip-measured leaves out the measured-cost DP; its column and bars are
  * then "-". --models A,B runs only those (one quiet run per model).
+ * --trace prints every sample to stderr ("trace TIME PHASE INDEX
+ * SCHEDULER MS", phases pickP, pickM, final): how the picks' and the final
+ * rounds' samples of one schedule compare.
  *   build/bench_interop [--cores N] [--repeat K] [--pick-rounds K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]
- *                       [--db FILE] [--corun FILE] [--slack X] */
+ *                       [--db FILE] [--corun FILE] [--slack X] [--trace] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,19 +64,27 @@ static ob_graph *load(const char *name, int64_t size, int lanes) {
   return g;
 }
 
-/* Schedules timed as programs of their own: each compiled once from a
+/* One harness for every end-to-end figure of a model: the two pipelines'
+ * picks and the final latencies time their schedules through the same set,
+ * with the same sample (a fixed number of runs, about 50 ms), in
+ * interleaved rounds (ob_sched_pick_measured: one sample of every schedule
+ * per round, medians; a schedule equal to an earlier one shares its
+ * samples). Merge-free schedules are started afresh each sample on the
+ * model compiled once; a schedule with merges is compiled once from a
  * fresh graph (merges rewrite it), checked against the sequential run of
- * the same steps, then timed in interleaved rounds (ob_sched_pick_measured:
- * one sample of every schedule per round, medians; a schedule equal to an
- * earlier one shares its samples). */
+ * the same steps, and that program serves every phase. */
+enum { TIMED_MAX = 16 };
 typedef struct timed_set {
   const char *name;
   int64_t size;
   int lanes, cores;
   const ob_sched_units *u;
   ob_rt *rt;             /* the model compiled once: merge-free schedules run on it */
-  ob_sched_compiled *c[8]; /* schedules with merges, each compiled on first use */
-  ob_timing_opts t;      /* one sample: repeat 1 */
+  int nc;                /* schedules with merges, each compiled on first use */
+  const ob_schedule *cs[TIMED_MAX];
+  ob_sched_compiled *c[TIMED_MAX];
+  ob_timing_opts t;      /* one sample: repeat 1, a fixed number of runs */
+  const char *phase;     /* --trace: every sample printed, named by phase */
 } timed_set;
 
 static bool has_merges(const ob_schedule *s) {
@@ -81,28 +93,39 @@ static bool has_merges(const ob_schedule *s) {
   return false;
 }
 
+static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double *seconds);
+
 static ob_status time_one(void *user, int i, const ob_schedule *s, double *seconds) {
   timed_set *ts = user;
+  ob_status st = time_one_raw(ts, i, s, seconds);
+  if (!st && ts->phase) fprintf(stderr, "trace %.3f %s %d %s %.3f\n", ob_now_s(), ts->phase, i, ob_schedule_scheduler(s), *seconds * 1e3);
+  return st;
+}
+
+static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double *seconds) {
   /* each sample starts the stages afresh on the shared model (its memory
    * placed again), so no one placement of pages decides a schedule */
+  (void)i;
   if (!has_merges(s)) return ob_schedule_time_on(ctx, ts->u, s, ts->rt, &ts->t, seconds);
-  if (!ts->c[i]) {
+  int k = 0;
+  while (k < ts->nc && !ob_schedule_same(ts->cs[k], s)) k++;
+  if (k == ts->nc) {
+    if (k == TIMED_MAX) return ob_fail(ctx, OB_ERR_INVALID_ARG, "more than %d schedules with merges", TIMED_MAX);
     ob_graph *g = load(ts->name, ts->size, ts->lanes);
     if (!g) return OB_ERR_INVALID_ARG;
     ob_rt_opts o = ob_rt_opts_default();
     o.kernels = OB_RT_DEFAULT;
     o.nthreads = ts->cores;
-    ob_status st = ob_sched_compiled_new(ctx, ts->u, s, g, 0, ts->lanes, &o, &ts->c[i]);
+    ob_status st = ob_sched_compiled_new(ctx, ts->u, s, g, 0, ts->lanes, &o, &ts->c[k]);
     if (st) return st;
+    ts->cs[ts->nc++] = s; /* the schedules outlive the set (freed after the model's row) */
   }
-  return ob_sched_compiled_time(ts->c[i], &ts->t, seconds);
+  return ob_sched_compiled_time(ts->c[k], &ts->t, seconds);
 }
 
 static void timed_free(timed_set *ts) {
-  for (int i = 0; i < 8; i++) {
-    ob_sched_compiled_free(ts->c[i]);
-    ts->c[i] = NULL;
-  }
+  for (int k = 0; k < ts->nc; k++) ob_sched_compiled_free(ts->c[k]);
+  ts->nc = 0;
 }
 
 /* A schedule run whole on the shared model, its stages timed inside the
@@ -141,9 +164,9 @@ static bool listed(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  int cores = 2, repeat = 9, pick_rounds = 7, max_plans = 3;
+  int cores = 2, repeat = 15, pick_rounds = 15, max_plans = 3;
   double margin = 0.03;
-  bool full = false, skip_measured = false;
+  bool full = false, skip_measured = false, trace = false;
   double slack = 0.05;
   const char *only = NULL, *svg_dir = ".", *db_path = "interop.db", *corun_path = "interop-corun.txt";
   for (int i = 1; i < argc; i++) {
@@ -153,6 +176,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--margin") && i + 1 < argc) margin = atof(argv[++i]);
     else if (!strcmp(argv[i], "--full")) full = true;
     else if (!strcmp(argv[i], "--skip-measured")) skip_measured = true;
+    else if (!strcmp(argv[i], "--trace")) trace = true;
     else if ((!strcmp(argv[i], "--models") || !strcmp(argv[i], "--model")) && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--svg-dir") && i + 1 < argc) svg_dir = argv[++i];
     else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
@@ -161,7 +185,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--margin X] [--full] [--models A,B] [--svg-dir DIR]\n"
-              "          [--skip-measured]\n"
+              "          [--skip-measured] [--trace]\n"
               "          [--db FILE] [--corun FILE] [--slack X]\n",
               argv[0]);
       return 2;
@@ -311,8 +335,9 @@ int main(int argc, char **argv) {
     cs.t.repeat = 1;
     cs.t.max_cv = 0;
     cs.t.timeout_s = 900;
-    /* a fixed number of runs a sample, about 20 ms of them (an adaptive
-     * count calibrates anew every sample: most of a short sample's time) */
+    /* a fixed number of runs a sample, about 50 ms of them (an adaptive
+     * count calibrates anew every sample: most of a short sample's time),
+     * the same in the picks and the final rounds */
     ob_timing est;
     ob_timing_opts eo = cs.t;
     eo.repeat = 3;
@@ -320,7 +345,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
-    cs.t.number = (int)ceil(0.020 / fmax(est.median_s, 1e-6));
+    cs.t.number = (int)ceil(0.050 / fmax(est.median_s, 1e-6));
+    cs.phase = trace ? "pickP" : NULL;
     cs.t.min_repeat_ms = -1;
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = pick_rounds;
@@ -333,7 +359,6 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
-    timed_free(&cs);
     double t_optp = ob_now_s() - t0;
     const ob_schedule *ip = cand[best];
     /* the measured-cost pipeline: the DP guided by the predicted one, then
@@ -392,11 +417,11 @@ int main(int argc, char **argv) {
       mko.prefer[0] = nm - 2;
       mko.prefer[1] = nm - 1;
       mko.margin = margin;
+      if (trace) cs.phase = "pickM";
       if (ob_sched_pick_measured(ctx, nm, mcand, &mko, time_one, &cs, mtimes, &mbest, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
-      timed_free(&cs);
       imk = mcand[mbest];
       t_optm = ob_now_s() - t1;
     }
@@ -408,11 +433,10 @@ int main(int argc, char **argv) {
      * program: timed once */
     double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1, fin_s[4];
     int fbest;
-    timed_set fs = cs;
-    fs.t.number = (int)ceil(0.100 / fmax(est.median_s, 1e-6));
+    if (trace) cs.phase = "final";
     ob_schedule *fin[4] = {sq, gr, (ob_schedule *)ip, (ob_schedule *)imk};
     ob_timing tall;
-    ob_timing_opts ta = fs.t;
+    ob_timing_opts ta = cs.t;
     ta.repeat = 5;
     ta.number = 0; /* adaptive, at least 100 ms a repeat */
     ta.min_repeat_ms = 100;
@@ -423,7 +447,7 @@ int main(int argc, char **argv) {
       }
     ob_sched_pick_opts fko = ob_sched_pick_opts_default();
     fko.rounds = repeat;
-    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, &fko, time_one, &fs, fin_s, &fbest, NULL) ||
+    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, &fko, time_one, &cs, fin_s, &fbest, NULL) ||
         ob_rt_time(rt, &ta, &tall)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
@@ -433,7 +457,7 @@ int main(int argc, char **argv) {
     t_ip = fin_s[2];
     if (imk) t_im = fin_s[3];
     t_all = tall.median_s;
-    timed_free(&fs);
+    timed_free(&cs);
     const ob_schedule *drawn_s = imk ? imk : ip;
     char svg[1024], title[256];
     snprintf(svg, sizeof svg, "%s/interop-%s.svg", svg_dir, models[m].name);
@@ -488,9 +512,9 @@ int main(int argc, char **argv) {
              mname[mbest], mtimes[mbest] / mtimes[nm - 2], mtimes[mbest] / mtimes[nm - 1], mtimes[mbest] / mtimes[0],
              t_optm);
     }
-    printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds of at least "
-           "100 ms, medians%s\n",
-           drawn ? svg : ob_ctx_errmsg(ctx), repeat,
+    printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds (the picks' "
+           "harness and sample, %d runs), medians%s\n",
+           drawn ? svg : ob_ctx_errmsg(ctx), repeat, cs.t.number,
            imk && ob_schedule_same(imk, sq)   ? " (iosM kept sequential: one program, timed once)"
            : imk && ob_schedule_same(imk, gr) ? " (iosM kept greedy: one program, timed once)"
                                               : "");
