@@ -21,7 +21,11 @@
  * Predicted cost: per-operator records of the database (--db, default
  * ./interop.db) at each thread count, stored from the runtime's per-step
  * profile when missing; co-run factors per pair of kinds measured once and
- * kept in --corun FILE; the 4 IOS variants, greedy and sequential
+ * kept in --corun FILE; those costs corrected by whole runs as the
+ * measured pipeline does (ob_stage_cost_in_context over the predicted
+ * model: sequential and greedy run, IOS without merges planned, run and
+ * planned again; no stage measured alone); the 4 IOS variants, the
+ * in-context plans, greedy and sequential
  * measured in --pick-rounds interleaved rounds (within half the time
  * budget), the fastest median kept, except that the faster of sequential
  * and greedy stays unless beaten by more than --margin (3 %) and in two
@@ -134,13 +138,14 @@ static void timed_free(timed_set *ts) {
  * of its stages inside the runs. */
 typedef struct run_log {
   timed_set *ts;
+  int runs; /* whole runs a profile */
   int n;
   double costed[8], ran[8];
 } run_log;
 
 static ob_status run_stages(void *user, const ob_schedule *s, double *stage_s) {
   run_log *rl = user;
-  ob_status st = ob_schedule_profile_on(ctx, rl->ts->u, s, rl->ts->rt, 20, stage_s);
+  ob_status st = ob_schedule_profile_on(ctx, rl->ts->u, s, rl->ts->rt, rl->runs, stage_s);
   if (!st && rl->n < 8) {
     double sum = 0;
     for (int i = 0; i < ob_schedule_stage_count(s); i++) sum += stage_s[i];
@@ -230,8 +235,10 @@ int main(int argc, char **argv) {
          "rounds%s\n",
          cores, repeat, full ? "" : "; input sizes reduced (--full for the models' own)");
   printf("predicted cost: per-operator records of %s at 1..%d threads (the runtime's per-step profile, stored once), "
-         "FLOPs model for nodes without one; co-run factors per pair of kinds from %s (measured once); candidates "
-         "(IOS r3/s8 with and without merges, r2/s8, r1, greedy, sequential) measured in up to %d interleaved rounds, "
+         "FLOPs model for nodes without one; co-run factors per pair of kinds from %s (measured once); the costs "
+         "corrected by whole runs as in the measured pipeline (sequential, greedy and IOS plans run; no stage measured "
+         "alone); candidates (IOS r3/s8 with and without merges, r2/s8, r1, the in-context plans, greedy, sequential) "
+         "measured in up to %d interleaved rounds, "
          "the fastest kept, but the faster of sequential and greedy stays unless beaten by more than %.0f %% and in two "
          "thirds of the rounds\n",
          db_path, cores, corun_path, pick_rounds, margin * 100);
@@ -252,8 +259,8 @@ int main(int argc, char **argv) {
     if (!g) return 2;
     ob_sched_units *u = NULL;
     ob_stage_cost fc = {0}, pc = {0}, mc = {0};
-    ob_schedule *sq = NULL, *gr = NULL, *im = NULL, *cand[8] = {0};
-    const char *cand_name[8] = {0};
+    ob_schedule *sq = NULL, *gr = NULL, *im = NULL, *cand[12] = {0};
+    const char *cand_name[12] = {0};
     int ncand = 0;
     ob_sched_stats sp = {0}, sm = {0}, sx;
     ob_rt *rts[65] = {0}, *mrt = NULL;
@@ -326,7 +333,7 @@ int main(int argc, char **argv) {
     cand_name[ncand++] = "sequential";
     cand[ncand] = gr;
     cand_name[ncand++] = "greedy";
-    double t_dp = ob_now_s() - t0, ctimes[8];
+    double t_dp = ob_now_s() - t0, ctimes[12];
     int best = -1, prounds = 0;
     /* the candidates measured as programs of their own, in interleaved
      * rounds, medians: a slow episode of the machine lands on one round
@@ -348,6 +355,46 @@ int main(int argc, char **argv) {
     cs.t.number = (int)ceil(0.050 / fmax(est.median_s, 1e-6));
     cs.phase = trace ? "pickP" : NULL;
     cs.t.min_repeat_ms = -1;
+    /* the predicted costs corrected by whole runs, as the measured
+     * pipeline does with its measured ones: sequential and greedy run
+     * (their stages timed inside the runs), then IOS (no merges: merged
+     * programs are not run by stages on the shared model) planned on the
+     * predicted costs with the learned stages' in-run times and unseen
+     * stages scaled by their class's ratio, run, learned and planned
+     * again; its plans join the candidates. No stage is measured alone. */
+    double t_pic = ob_now_s();
+    ob_stage_cost pic = {0};
+    ob_schedule *pplans[4] = {0};
+    char ppname[4][40];
+    int npplans = 0;
+    run_log prl = {.ts = &cs, .runs = 10};
+    {
+      ob_sched_opts pso = so;
+      pso.merge = false;
+      double stage_s[4096];
+      if (ob_stage_cost_in_context(ctx, &pc, &pic) || ob_schedule_cost(ctx, u, sq, &pic, NULL) ||
+          ob_schedule_cost(ctx, u, gr, &pic, NULL) || ob_schedule_stage_count(sq) > 4096 ||
+          ob_schedule_stage_count(gr) > 4096 || run_stages(&prl, sq, stage_s) ||
+          ob_sched_learn_run(ctx, &pic, u, sq, stage_s) || run_stages(&prl, gr, stage_s) ||
+          ob_sched_learn_run(ctx, &pic, u, gr, stage_s) ||
+          ob_sched_ios_in_context(ctx, u, &pso, &pic, max_plans, run_stages, &prl, pplans, &npplans, NULL)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+    }
+    t_pic = ob_now_s() - t_pic;
+    /* the candidates: the DP variants, the in-context plans (the last
+     * first), then the baselines */
+    ncand -= 2;
+    for (int q = npplans - 1; q >= 0; q--) {
+      snprintf(ppname[q], sizeof ppname[q], "ios in context %d", q + 1);
+      cand_name[ncand] = ppname[q];
+      cand[ncand++] = pplans[q];
+    }
+    cand[ncand] = sq;
+    cand_name[ncand++] = "sequential";
+    cand[ncand] = gr;
+    cand_name[ncand++] = "greedy";
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = pick_rounds;
     pko.max_s = models[m].budget_s / 2;
@@ -371,7 +418,7 @@ int main(int argc, char **argv) {
     const ob_schedule *imk = NULL;
     double mtimes[8] = {0}, t_optm = 0;
     int mbest = -1, nplans = 0, nm = 0;
-    run_log rl = {.ts = &cs};
+    run_log rl = {.ts = &cs, .runs = 20};
     ob_stage_cost ic = {0};
     if (!skip_measured) {
       double t1 = ob_now_s();
@@ -490,6 +537,13 @@ int main(int argc, char **argv) {
            prounds, pick_rounds, t_optp - t_dp);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == best ? "[" : "", cand_name[c], ctimes[c] * 1e3, c == best ? "]" : "");
+    printf("\n  predicted in context (IOS r%d s%d without merges on the predicted costs, corrected by stage times inside "
+           "whole runs of %d: sequential, greedy and the plans but the last; %lld stages learned; %.2f s): %d plans; as "
+           "costed -> inside whole runs, ms:",
+           so.r, so.s, prl.runs, (long long)ob_stage_cost_in_context_learned(&pic), t_pic, npplans);
+    for (int q = 0; q < prl.n; q++)
+      printf(" %s %.3f -> %.3f%s", q == 0 ? "sequential" : q == 1 ? "greedy" : "plan", prl.costed[q] * 1e3,
+             prl.ran[q] * 1e3, q + 1 < prl.n ? ";" : "");
     printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
            "measured while picking; the faster of sequential and greedy stays unless beaten by more than %.0f %% and "
            "in two thirds of the rounds)\n",
@@ -519,8 +573,9 @@ int main(int argc, char **argv) {
            : imk && ob_schedule_same(imk, gr) ? " (iosM kept greedy: one program, timed once)"
                                               : "");
     fflush(stdout);
-    for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq and gr among them */
+    for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq, gr and the in-context plans among them */
     for (int q = 0; q < nplans; q++) ob_schedule_free(plans[q]); /* im among them */
+    ob_stage_cost_free(&pic); /* pplans are among cand */
     ob_stage_cost_free(&ic);
     ob_schedule_free(msq);
     ob_schedule_free(mgr);
