@@ -5,9 +5,10 @@
  * with measured stage costs (every distinct stage run by the stage
  * executor while planning; no merges), each compiled (default kernel
  * configs), run by stages, checked against the sequential run of the same
- * steps and timed in --repeat interleaved rounds (one sample of at least
- * 100 ms of every schedule per round, medians: a slow episode of the
- * machine cannot favour one). Prints the table, the speedups
+ * steps and timed in --repeat interleaved rounds (one sample of about
+ * 50 ms of every schedule per round, medians: a slow episode of the
+ * machine cannot favour one), through the same harness and sample as the
+ * pipelines' picks (timed_set). Prints the table, the speedups
  * over sequential, the DP's statistics, the bars and a timeline SVG of
  * each measured-cost IOS schedule, and exits 1 when a bar is missed:
  *   IOS (measured cost) at most sequential and greedy, end to end;
@@ -20,7 +21,11 @@
  * Predicted cost: per-operator records of the database (--db, default
  * ./interop.db) at each thread count, stored from the runtime's per-step
  * profile when missing; co-run factors per pair of kinds measured once and
- * kept in --corun FILE; the 4 IOS variants, greedy and sequential
+ * kept in --corun FILE; those costs corrected by whole runs as the
+ * measured pipeline does (ob_stage_cost_in_context over the predicted
+ * model: sequential and greedy run, IOS without merges planned, run and
+ * planned again; no stage measured alone); the 4 IOS variants, the
+ * in-context plans, greedy and sequential
  * measured in --pick-rounds interleaved rounds (within half the time
  * budget), the fastest median kept, except that the faster of sequential
  * and greedy stays unless beaten by more than --margin (3 %) and in two
@@ -32,8 +37,11 @@
  * costed (alone) and inside whole runs (ob_rt_par_profile).
  * --skip-measured leaves out the measured-cost DP; its column and bars are
  * then "-". --models A,B runs only those (one quiet run per model).
+ * --trace prints every sample to stderr ("trace TIME PHASE INDEX
+ * SCHEDULER MS", phases pickP, pickM, final): how the picks' and the final
+ * rounds' samples of one schedule compare.
  *   build/bench_interop [--cores N] [--repeat K] [--pick-rounds K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]
- *                       [--db FILE] [--corun FILE] [--slack X] */
+ *                       [--db FILE] [--corun FILE] [--slack X] [--trace] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,19 +68,27 @@ static ob_graph *load(const char *name, int64_t size, int lanes) {
   return g;
 }
 
-/* Schedules timed as programs of their own: each compiled once from a
+/* One harness for every end-to-end figure of a model: the two pipelines'
+ * picks and the final latencies time their schedules through the same set,
+ * with the same sample (a fixed number of runs, about 50 ms), in
+ * interleaved rounds (ob_sched_pick_measured: one sample of every schedule
+ * per round, medians; a schedule equal to an earlier one shares its
+ * samples). Merge-free schedules are started afresh each sample on the
+ * model compiled once; a schedule with merges is compiled once from a
  * fresh graph (merges rewrite it), checked against the sequential run of
- * the same steps, then timed in interleaved rounds (ob_sched_pick_measured:
- * one sample of every schedule per round, medians; a schedule equal to an
- * earlier one shares its samples). */
+ * the same steps, and that program serves every phase. */
+enum { TIMED_MAX = 16 };
 typedef struct timed_set {
   const char *name;
   int64_t size;
   int lanes, cores;
   const ob_sched_units *u;
   ob_rt *rt;             /* the model compiled once: merge-free schedules run on it */
-  ob_sched_compiled *c[8]; /* schedules with merges, each compiled on first use */
-  ob_timing_opts t;      /* one sample: repeat 1 */
+  int nc;                /* schedules with merges, each compiled on first use */
+  const ob_schedule *cs[TIMED_MAX];
+  ob_sched_compiled *c[TIMED_MAX];
+  ob_timing_opts t;      /* one sample: repeat 1, a fixed number of runs */
+  const char *phase;     /* --trace: every sample printed, named by phase */
 } timed_set;
 
 static bool has_merges(const ob_schedule *s) {
@@ -81,28 +97,39 @@ static bool has_merges(const ob_schedule *s) {
   return false;
 }
 
+static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double *seconds);
+
 static ob_status time_one(void *user, int i, const ob_schedule *s, double *seconds) {
   timed_set *ts = user;
+  ob_status st = time_one_raw(ts, i, s, seconds);
+  if (!st && ts->phase) fprintf(stderr, "trace %.3f %s %d %s %.3f\n", ob_now_s(), ts->phase, i, ob_schedule_scheduler(s), *seconds * 1e3);
+  return st;
+}
+
+static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double *seconds) {
   /* each sample starts the stages afresh on the shared model (its memory
    * placed again), so no one placement of pages decides a schedule */
+  (void)i;
   if (!has_merges(s)) return ob_schedule_time_on(ctx, ts->u, s, ts->rt, &ts->t, seconds);
-  if (!ts->c[i]) {
+  int k = 0;
+  while (k < ts->nc && !ob_schedule_same(ts->cs[k], s)) k++;
+  if (k == ts->nc) {
+    if (k == TIMED_MAX) return ob_fail(ctx, OB_ERR_INVALID_ARG, "more than %d schedules with merges", TIMED_MAX);
     ob_graph *g = load(ts->name, ts->size, ts->lanes);
     if (!g) return OB_ERR_INVALID_ARG;
     ob_rt_opts o = ob_rt_opts_default();
     o.kernels = OB_RT_DEFAULT;
     o.nthreads = ts->cores;
-    ob_status st = ob_sched_compiled_new(ctx, ts->u, s, g, 0, ts->lanes, &o, &ts->c[i]);
+    ob_status st = ob_sched_compiled_new(ctx, ts->u, s, g, 0, ts->lanes, &o, &ts->c[k]);
     if (st) return st;
+    ts->cs[ts->nc++] = s; /* the schedules outlive the set (freed after the model's row) */
   }
-  return ob_sched_compiled_time(ts->c[i], &ts->t, seconds);
+  return ob_sched_compiled_time(ts->c[k], &ts->t, seconds);
 }
 
 static void timed_free(timed_set *ts) {
-  for (int i = 0; i < 8; i++) {
-    ob_sched_compiled_free(ts->c[i]);
-    ts->c[i] = NULL;
-  }
+  for (int k = 0; k < ts->nc; k++) ob_sched_compiled_free(ts->c[k]);
+  ts->nc = 0;
 }
 
 /* A schedule run whole on the shared model, its stages timed inside the
@@ -111,13 +138,14 @@ static void timed_free(timed_set *ts) {
  * of its stages inside the runs. */
 typedef struct run_log {
   timed_set *ts;
+  int runs; /* whole runs a profile */
   int n;
   double costed[8], ran[8];
 } run_log;
 
 static ob_status run_stages(void *user, const ob_schedule *s, double *stage_s) {
   run_log *rl = user;
-  ob_status st = ob_schedule_profile_on(ctx, rl->ts->u, s, rl->ts->rt, 20, stage_s);
+  ob_status st = ob_schedule_profile_on(ctx, rl->ts->u, s, rl->ts->rt, rl->runs, stage_s);
   if (!st && rl->n < 8) {
     double sum = 0;
     for (int i = 0; i < ob_schedule_stage_count(s); i++) sum += stage_s[i];
@@ -141,9 +169,9 @@ static bool listed(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  int cores = 2, repeat = 9, pick_rounds = 7, max_plans = 3;
+  int cores = 2, repeat = 15, pick_rounds = 15, max_plans = 3;
   double margin = 0.03;
-  bool full = false, skip_measured = false;
+  bool full = false, skip_measured = false, trace = false;
   double slack = 0.05;
   const char *only = NULL, *svg_dir = ".", *db_path = "interop.db", *corun_path = "interop-corun.txt";
   for (int i = 1; i < argc; i++) {
@@ -153,6 +181,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--margin") && i + 1 < argc) margin = atof(argv[++i]);
     else if (!strcmp(argv[i], "--full")) full = true;
     else if (!strcmp(argv[i], "--skip-measured")) skip_measured = true;
+    else if (!strcmp(argv[i], "--trace")) trace = true;
     else if ((!strcmp(argv[i], "--models") || !strcmp(argv[i], "--model")) && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--svg-dir") && i + 1 < argc) svg_dir = argv[++i];
     else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
@@ -161,7 +190,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--margin X] [--full] [--models A,B] [--svg-dir DIR]\n"
-              "          [--skip-measured]\n"
+              "          [--skip-measured] [--trace]\n"
               "          [--db FILE] [--corun FILE] [--slack X]\n",
               argv[0]);
       return 2;
@@ -206,8 +235,10 @@ int main(int argc, char **argv) {
          "rounds%s\n",
          cores, repeat, full ? "" : "; input sizes reduced (--full for the models' own)");
   printf("predicted cost: per-operator records of %s at 1..%d threads (the runtime's per-step profile, stored once), "
-         "FLOPs model for nodes without one; co-run factors per pair of kinds from %s (measured once); candidates "
-         "(IOS r3/s8 with and without merges, r2/s8, r1, greedy, sequential) measured in up to %d interleaved rounds, "
+         "FLOPs model for nodes without one; co-run factors per pair of kinds from %s (measured once); the costs "
+         "corrected by whole runs as in the measured pipeline (sequential, greedy and IOS plans run; no stage measured "
+         "alone); candidates (IOS r3/s8 with and without merges, r2/s8, r1, the in-context plans, greedy, sequential) "
+         "measured in up to %d interleaved rounds, "
          "the fastest kept, but the faster of sequential and greedy stays unless beaten by more than %.0f %% and in two "
          "thirds of the rounds\n",
          db_path, cores, corun_path, pick_rounds, margin * 100);
@@ -228,8 +259,8 @@ int main(int argc, char **argv) {
     if (!g) return 2;
     ob_sched_units *u = NULL;
     ob_stage_cost fc = {0}, pc = {0}, mc = {0};
-    ob_schedule *sq = NULL, *gr = NULL, *im = NULL, *cand[8] = {0};
-    const char *cand_name[8] = {0};
+    ob_schedule *sq = NULL, *gr = NULL, *im = NULL, *cand[12] = {0};
+    const char *cand_name[12] = {0};
     int ncand = 0;
     ob_sched_stats sp = {0}, sm = {0}, sx;
     ob_rt *rts[65] = {0}, *mrt = NULL;
@@ -302,7 +333,7 @@ int main(int argc, char **argv) {
     cand_name[ncand++] = "sequential";
     cand[ncand] = gr;
     cand_name[ncand++] = "greedy";
-    double t_dp = ob_now_s() - t0, ctimes[8];
+    double t_dp = ob_now_s() - t0, ctimes[12];
     int best = -1, prounds = 0;
     /* the candidates measured as programs of their own, in interleaved
      * rounds, medians: a slow episode of the machine lands on one round
@@ -311,8 +342,9 @@ int main(int argc, char **argv) {
     cs.t.repeat = 1;
     cs.t.max_cv = 0;
     cs.t.timeout_s = 900;
-    /* a fixed number of runs a sample, about 20 ms of them (an adaptive
-     * count calibrates anew every sample: most of a short sample's time) */
+    /* a fixed number of runs a sample, about 50 ms of them (an adaptive
+     * count calibrates anew every sample: most of a short sample's time),
+     * the same in the picks and the final rounds */
     ob_timing est;
     ob_timing_opts eo = cs.t;
     eo.repeat = 3;
@@ -320,8 +352,49 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
-    cs.t.number = (int)ceil(0.020 / fmax(est.median_s, 1e-6));
+    cs.t.number = (int)ceil(0.050 / fmax(est.median_s, 1e-6));
+    cs.phase = trace ? "pickP" : NULL;
     cs.t.min_repeat_ms = -1;
+    /* the predicted costs corrected by whole runs, as the measured
+     * pipeline does with its measured ones: sequential and greedy run
+     * (their stages timed inside the runs), then IOS (no merges: merged
+     * programs are not run by stages on the shared model) planned on the
+     * predicted costs with the learned stages' in-run times and unseen
+     * stages scaled by their class's ratio, run, learned and planned
+     * again; its plans join the candidates. No stage is measured alone. */
+    double t_pic = ob_now_s();
+    ob_stage_cost pic = {0};
+    ob_schedule *pplans[4] = {0};
+    char ppname[4][40];
+    int npplans = 0;
+    run_log prl = {.ts = &cs, .runs = 10};
+    {
+      ob_sched_opts pso = so;
+      pso.merge = false;
+      double stage_s[4096];
+      if (ob_stage_cost_in_context(ctx, &pc, &pic) || ob_schedule_cost(ctx, u, sq, &pic, NULL) ||
+          ob_schedule_cost(ctx, u, gr, &pic, NULL) || ob_schedule_stage_count(sq) > 4096 ||
+          ob_schedule_stage_count(gr) > 4096 || run_stages(&prl, sq, stage_s) ||
+          ob_sched_learn_run(ctx, &pic, u, sq, stage_s) || run_stages(&prl, gr, stage_s) ||
+          ob_sched_learn_run(ctx, &pic, u, gr, stage_s) ||
+          ob_sched_ios_in_context(ctx, u, &pso, &pic, max_plans, run_stages, &prl, pplans, &npplans, NULL)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+    }
+    t_pic = ob_now_s() - t_pic;
+    /* the candidates: the DP variants, the in-context plans (the last
+     * first), then the baselines */
+    ncand -= 2;
+    for (int q = npplans - 1; q >= 0; q--) {
+      snprintf(ppname[q], sizeof ppname[q], "ios in context %d", q + 1);
+      cand_name[ncand] = ppname[q];
+      cand[ncand++] = pplans[q];
+    }
+    cand[ncand] = sq;
+    cand_name[ncand++] = "sequential";
+    cand[ncand] = gr;
+    cand_name[ncand++] = "greedy";
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = pick_rounds;
     pko.max_s = models[m].budget_s / 2;
@@ -333,7 +406,6 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
-    timed_free(&cs);
     double t_optp = ob_now_s() - t0;
     const ob_schedule *ip = cand[best];
     /* the measured-cost pipeline: the DP guided by the predicted one, then
@@ -346,7 +418,7 @@ int main(int argc, char **argv) {
     const ob_schedule *imk = NULL;
     double mtimes[8] = {0}, t_optm = 0;
     int mbest = -1, nplans = 0, nm = 0;
-    run_log rl = {.ts = &cs};
+    run_log rl = {.ts = &cs, .runs = 20};
     ob_stage_cost ic = {0};
     if (!skip_measured) {
       double t1 = ob_now_s();
@@ -392,11 +464,11 @@ int main(int argc, char **argv) {
       mko.prefer[0] = nm - 2;
       mko.prefer[1] = nm - 1;
       mko.margin = margin;
+      if (trace) cs.phase = "pickM";
       if (ob_sched_pick_measured(ctx, nm, mcand, &mko, time_one, &cs, mtimes, &mbest, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
-      timed_free(&cs);
       imk = mcand[mbest];
       t_optm = ob_now_s() - t1;
     }
@@ -408,11 +480,10 @@ int main(int argc, char **argv) {
      * program: timed once */
     double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1, fin_s[4];
     int fbest;
-    timed_set fs = cs;
-    fs.t.number = (int)ceil(0.100 / fmax(est.median_s, 1e-6));
+    if (trace) cs.phase = "final";
     ob_schedule *fin[4] = {sq, gr, (ob_schedule *)ip, (ob_schedule *)imk};
     ob_timing tall;
-    ob_timing_opts ta = fs.t;
+    ob_timing_opts ta = cs.t;
     ta.repeat = 5;
     ta.number = 0; /* adaptive, at least 100 ms a repeat */
     ta.min_repeat_ms = 100;
@@ -423,7 +494,7 @@ int main(int argc, char **argv) {
       }
     ob_sched_pick_opts fko = ob_sched_pick_opts_default();
     fko.rounds = repeat;
-    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, &fko, time_one, &fs, fin_s, &fbest, NULL) ||
+    if (ob_sched_pick_measured(ctx, imk ? 4 : 3, fin, &fko, time_one, &cs, fin_s, &fbest, NULL) ||
         ob_rt_time(rt, &ta, &tall)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
@@ -433,7 +504,7 @@ int main(int argc, char **argv) {
     t_ip = fin_s[2];
     if (imk) t_im = fin_s[3];
     t_all = tall.median_s;
-    timed_free(&fs);
+    timed_free(&cs);
     const ob_schedule *drawn_s = imk ? imk : ip;
     char svg[1024], title[256];
     snprintf(svg, sizeof svg, "%s/interop-%s.svg", svg_dir, models[m].name);
@@ -466,6 +537,13 @@ int main(int argc, char **argv) {
            prounds, pick_rounds, t_optp - t_dp);
     for (int c = 0; c < ncand; c++)
       printf(" %s%s %.3f ms%s", c == best ? "[" : "", cand_name[c], ctimes[c] * 1e3, c == best ? "]" : "");
+    printf("\n  predicted in context (IOS r%d s%d without merges on the predicted costs, corrected by stage times inside "
+           "whole runs of %d: sequential, greedy and the plans but the last; %lld stages learned; %.2f s): %d plans; as "
+           "costed -> inside whole runs, ms:",
+           so.r, so.s, prl.runs, (long long)ob_stage_cost_in_context_learned(&pic), t_pic, npplans);
+    for (int q = 0; q < prl.n; q++)
+      printf(" %s %.3f -> %.3f%s", q == 0 ? "sequential" : q == 1 ? "greedy" : "plan", prl.costed[q] * 1e3,
+             prl.ran[q] * 1e3, q + 1 < prl.n ? ";" : "");
     printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
            "measured while picking; the faster of sequential and greedy stays unless beaten by more than %.0f %% and "
            "in two thirds of the rounds)\n",
@@ -488,15 +566,16 @@ int main(int argc, char **argv) {
              mname[mbest], mtimes[mbest] / mtimes[nm - 2], mtimes[mbest] / mtimes[nm - 1], mtimes[mbest] / mtimes[0],
              t_optm);
     }
-    printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds of at least "
-           "100 ms, medians%s\n",
-           drawn ? svg : ob_ctx_errmsg(ctx), repeat,
+    printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds (the picks' "
+           "harness and sample, %d runs), medians%s\n",
+           drawn ? svg : ob_ctx_errmsg(ctx), repeat, cs.t.number,
            imk && ob_schedule_same(imk, sq)   ? " (iosM kept sequential: one program, timed once)"
            : imk && ob_schedule_same(imk, gr) ? " (iosM kept greedy: one program, timed once)"
                                               : "");
     fflush(stdout);
-    for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq and gr among them */
+    for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq, gr and the in-context plans among them */
     for (int q = 0; q < nplans; q++) ob_schedule_free(plans[q]); /* im among them */
+    ob_stage_cost_free(&pic); /* pplans are among cand */
     ob_stage_cost_free(&ic);
     ob_schedule_free(msq);
     ob_schedule_free(mgr);

@@ -878,7 +878,7 @@ static double truth_of(fake_machine *f, const ob_schedule *s) {
 }
 static void test_in_context(void) {
   ob_rng r = {777};
-  int changed = 0;
+  int changed = 0, scaled = 0;
   for (int t = 0; t < 8; t++) {
     ob_sched_units *u = random_dag(&r, 9, 0.2, 0, t % 2);
     table tb = {.seed = (uint64_t)t + 300, .monotone = true};
@@ -922,6 +922,24 @@ static void test_in_context(void) {
     int nb = 0;
     CHECK(ob_sched_ios_in_context(ctx, u, &o, &ic, 0, fake_machine_run, &f, bad, &nb, NULL) == OB_ERR_INVALID_ARG && !nb);
     CHECK(ob_sched_learn_run(ctx, &pc, u, sq, st_s) == OB_ERR_INVALID_ARG);
+    /* unseen stages scaled by their class's learned ratio: with greedy's
+     * parallel stages learned (3x their base on this machine), a plan's
+     * unseen parallel stages are costed 3x too, so every stage of a new
+     * plan costs what it runs */
+    ob_schedule *gr = NULL, *after = NULL;
+    CHECK(ob_sched_greedy(ctx, u, &o, &ic, &gr, NULL) == OB_OK && ob_schedule_stage_count(gr) <= 64 &&
+          fake_machine_run(&f, gr, st_s) == OB_OK && ob_sched_learn_run(ctx, &ic, u, gr, st_s) == OB_OK);
+    int npar = 0;
+    for (int i = 0; i < ob_schedule_stage_count(gr); i++) npar += ob_schedule_group_count(gr, i) > 1;
+    CHECK(ob_sched_ios(ctx, u, &o, &ic, &after, NULL) == OB_OK);
+    if (npar >= 3) { /* the class scale needs 3 learned stages (greedy's are distinct: each unit once) */
+      double tr = truth_of(&f, after);
+      CHECK_MSG(fabs(ob_schedule_seconds(after) - tr) <= 1e-9 * tr, "after learning greedy: %.9g as costed, %.9g as run",
+                ob_schedule_seconds(after), tr);
+      scaled++;
+    }
+    ob_schedule_free(gr);
+    ob_schedule_free(after);
     for (int q = 0; q < np; q++) ob_schedule_free(plans[q]);
     ob_schedule_free(ref);
     ob_schedule_free(sq);
@@ -930,7 +948,8 @@ static void test_in_context(void) {
     ob_sched_units_free(u);
   }
   CHECK_MSG(changed > 0, "in-run times never changed a plan");
-  printf("in context: a plan changed by in-run times in %d of 8 DAGs\n", changed);
+  CHECK_MSG(scaled > 0, "greedy never had 3 parallel stages to learn a scale from");
+  printf("in context: a plan changed by in-run times in %d of 8 DAGs; unseen stages scaled in %d\n", changed, scaled);
 }
 
 /* The co-run factor cache file: round trip, another host's, a missing one,
