@@ -16,7 +16,11 @@
  *              the suite's 1x1 convolutions and a dense layer, by opbench
  *              (every config of the sweep below) and by oneDNN (bar: the
  *              best within 5 % of the peak, and never above it: a kernel
- *              beating the "peak" means the peak kernel is wrong);
+ *              beating the "peak" means the peak kernel is wrong). The pair
+ *              compared comes from 5 rounds at the end, each measuring the
+ *              peak, the sweep's 3 fastest such kernels and oneDNN's fastest,
+ *              medians: the clock of a shared host moves between minutes,
+ *              and the sweep's best point is a maximum over noisy points;
  *   sweep      the suite over 2 thread counts (1 and 2; 1 only on a 1-core
  *              machine) and the base config with 10 knob neighbours per
  *              workload, timed from plan to the last point stored (bar:
@@ -36,6 +40,8 @@
 #include "opbench/baseline.h"
 #include "opbench/ops.h"
 #include "opbench/profile.h"
+#include "opbench/space.h"
+#include "opbench/tune.h"
 
 #include "bench_util.h"
 
@@ -57,6 +63,43 @@ typedef struct entry {
 
 static entry es[MAX_WL];
 static int nes;
+
+/* The fastest nominal kernels of the sweep (1 thread, alone), re-measured at
+ * the end in rounds with the FMA peak: the sweep's best is a maximum over
+ * hundreds of noisy points, and the clock of a shared host moves between
+ * the limits (measured first) and the sweep, so neither figure alone is a
+ * fair pair for the other. */
+#define NCAND 3
+#define PEAK_ROUNDS 5
+typedef struct cand {
+  int wl;
+  char tmpl[64];
+  char entity[1024];
+  double sweep_gflops;
+} cand;
+static cand cands[NCAND];
+static int ncands;
+
+static void keep_candidate(int wl, const ob_db_profile *r) {
+  if (!r->entity || !r->key.tmpl) return;
+  for (int i = 0; i < ncands; i++) /* the same kernel seen again (a knob sweep's base twice) */
+    if (cands[i].wl == wl && !strcmp(cands[i].tmpl, r->key.tmpl) && !strcmp(cands[i].entity, r->entity)) {
+      if (r->gflops > cands[i].sweep_gflops) cands[i].sweep_gflops = r->gflops;
+      return;
+    }
+  int at;
+  if (ncands < NCAND) at = ncands++;
+  else if (r->gflops > cands[NCAND - 1].sweep_gflops) at = NCAND - 1; /* replaces the slowest */
+  else return;
+  cands[at] = (cand){.wl = wl, .sweep_gflops = r->gflops};
+  snprintf(cands[at].tmpl, sizeof cands[at].tmpl, "%s", r->key.tmpl);
+  snprintf(cands[at].entity, sizeof cands[at].entity, "%s", r->entity);
+  for (int i = at; i > 0 && cands[i].sweep_gflops > cands[i - 1].sweep_gflops; i--) {
+    cand tmp = cands[i];
+    cands[i] = cands[i - 1];
+    cands[i - 1] = tmp;
+  }
+}
 
 static int read_suite(ob_ctx *ctx, const char *path, int limit) {
   FILE *f = fopen(path, "r");
@@ -122,6 +165,7 @@ static void on_point(void *user, int index, const ob_db_profile *r) {
     e->med2 = r->timing.median_s;
   }
   if (r->nthreads == 1 && empty_corun(r) && r->gflops > e->best_sweep_gflops) e->best_sweep_gflops = r->gflops;
+  if (c->pass == 3 && e->nominal && r->nthreads == 1 && empty_corun(r) && r->gflops > 0) keep_candidate(i, r);
 }
 
 /* Plans and runs one sweep over the workloads es[first, first + count) into
@@ -182,6 +226,90 @@ static double loadavg(void) {
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+static double median_of(double *x, int n) {
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (isfinite(x[i])) x[m++] = x[i];
+  if (!m) return NAN;
+  qsort(x, (size_t)m, sizeof x[0], cmp_double);
+  return m % 2 ? x[m / 2] : (x[m / 2 - 1] + x[m / 2]) / 2;
+}
+
+/* PEAK_ROUNDS rounds, each: the FMA peak of `isa` at 1 thread, then the
+ * sweep's fastest nominal kernels (cands), then oneDNN on its fastest
+ * nominal workload; each kernel checked and timed with the defaults. The
+ * medians over the rounds are the pair the bar compares: *peak and *best
+ * (what in best_what). Returns nonzero when the peak cannot be measured. */
+static int peak_rounds(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const ob_host *host,
+                       const ob_limits_opts *lo, const char *isa, ob_baseline *b, double *peak, double *best,
+                       char *best_what, size_t cap) {
+  ob_task *tasks[NCAND] = {NULL};
+  ob_config cfgs[NCAND];
+  int dnn = -1;
+  for (int i = 0; i < nes && b; i++)
+    if (es[i].nominal && es[i].onednn_gflops > 0 && (dnn < 0 || es[i].onednn_gflops > es[dnn].onednn_gflops)) dnn = i;
+  for (int c = 0; c < ncands; c++)
+    if (ob_task_new(ctx, &es[cands[c].wl].wl, cands[c].tmpl, t, &tasks[c]) != OB_OK ||
+        ob_config_from_json(ctx, ob_task_space(tasks[c]), cands[c].entity, &cfgs[c]) != OB_OK) {
+      fprintf(stderr, "bench_profile: the sweep's kernel %s on %s: %s (left out of the rounds)\n", cands[c].tmpl,
+              es[cands[c].wl].label, ob_ctx_errmsg(ctx));
+      ob_ctx_clear_error(ctx);
+      ob_task_free(tasks[c]);
+      tasks[c] = NULL;
+    }
+  ob_limits_opts po = *lo;
+  po.peak_only = isa;
+  ob_measure_opts mo = ob_measure_opts_default();
+  double pk[PEAK_ROUNDS], kg[NCAND + 1][PEAK_ROUNDS];
+  int rc = 0;
+  for (int k = 0; k < PEAK_ROUNDS && !rc; k++) {
+    ob_limits pl;
+    if (ob_limits_measure(ctx, runner, host, &po, &pl) != OB_OK || pl.n < 1) {
+      fprintf(stderr, "bench_profile: the FMA peak again: %s\n", pl.n < 1 ? "no figure" : ob_ctx_errmsg(ctx));
+      rc = 1;
+      break;
+    }
+    pk[k] = pl.l[0].value;
+    for (int c = 0; c < ncands; c++) {
+      ob_measure_result mr;
+      kg[c][k] = NAN;
+      if (tasks[c] && ob_measure_configs(ctx, tasks[c], runner, &mo, &cfgs[c], 1, &mr) == OB_OK && !mr.error_no)
+        kg[c][k] = mr.gflops;
+    }
+    kg[NCAND][k] = NAN;
+    ob_baseline_result br;
+    if (dnn >= 0 && ob_baseline_measure(b, &es[dnn].wl, NULL, 1, &br) == OB_OK && !br.error_no)
+      kg[NCAND][k] = br.gflops;
+  }
+  if (!rc) {
+    printf("\npeak rounds: %d rounds, each the FMA peak (%s, 1 thread), then the sweep's %d fastest nominal "
+           "kernels and oneDNN's fastest, with the default timing; medians over the rounds\n",
+           PEAK_ROUNDS, isa, ncands);
+    *peak = median_of(pk, PEAK_ROUNDS);
+    printf("  %-62s %9.1f GFLOP/s\n", "FMA peak", *peak);
+    *best = 0;
+    for (int c = 0; c <= NCAND; c++) {
+      if (c < NCAND && c >= ncands) continue;
+      if (c == NCAND && dnn < 0) continue;
+      double g = median_of(kg[c], PEAK_ROUNDS);
+      char what[160];
+      if (c < NCAND)
+        snprintf(what, sizeof what, "opbench on %.40s (%.40s)", es[cands[c].wl].label, cands[c].tmpl);
+      else
+        snprintf(what, sizeof what, "oneDNN on %.80s", es[dnn].label);
+      if (c < NCAND)
+        printf("  %-62s %9.1f GFLOPS (%.3f of the peak; %.1f in the sweep)\n", what, g, g / *peak,
+               cands[c].sweep_gflops);
+      else
+        printf("  %-62s %9.1f GFLOPS (%.3f of the peak; %.1f in the first pass)\n", what, g, g / *peak,
+               es[dnn].onednn_gflops);
+      if (isfinite(g) && g > *best) *best = g, snprintf(best_what, cap, "%s", what);
+    }
+  }
+  for (int c = 0; c < ncands; c++) ob_task_free(tasks[c]);
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -312,6 +440,10 @@ int main(int argc, char **argv) {
   }
   qsort(cvs, (size_t)ncv, sizeof cvs[0], cmp_double);
   double med_cv = ncv ? (ncv % 2 ? cvs[ncv / 2] : (cvs[ncv / 2 - 1] + cvs[ncv / 2]) / 2) : NAN;
+
+  /* ---- the peak and the fastest kernels again, in rounds ---- */
+  double sweep_best = best, first_peak = peak;
+  if (peak_rounds(ctx, t, runner, &host, &lo, isa, b, &peak, &best, best_what, sizeof best_what)) return 2;
   double ratio = peak > 0 ? best / peak : NAN;
   bool ok_cv = med_cv <= BAR_CV, ok_diff = worst <= BAR_DIFF, ok_sweep = s3 < BAR_SWEEP_S;
   bool ok_peak = isfinite(ratio) && ratio <= 1.0 && ratio >= 1.0 - BAR_PEAK;
@@ -324,8 +456,10 @@ int main(int argc, char **argv) {
   printf("sweep         %d points (%d workloads x %d thread counts x base + %d knob neighbours) in %.0f s "
          "(bar < %.0f s): %s\n",
          n3, nes, nthr, quick ? 3 : 10, s3, BAR_SWEEP_S, ok_sweep ? "met" : "MISSED");
-  printf("peak          FMA peak %.1f GFLOP/s (%s, 1 thread); best kernel %.1f GFLOPS (%s)%s\n", peak, isa, best,
-         best_what, ratio > 1.0 ? ": a kernel beats the peak, the peak kernel is WRONG" : "");
+  printf("peak          FMA peak %.1f GFLOP/s (%s, 1 thread; %.1f when the limits were measured); best kernel "
+         "%.1f GFLOPS (%s; the sweep's best point %.1f)%s\n",
+         peak, isa, first_peak, best, best_what, sweep_best,
+         ratio > 1.0 ? ": a kernel beats the peak, the peak kernel is WRONG" : "");
   printf("ratio best kernel / FMA peak: %.3f (bar %.2f..1.00): %s\n", ratio, 1.0 - BAR_PEAK,
          ok_peak ? "met" : "MISSED");
   ob_baseline_free(b);

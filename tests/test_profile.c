@@ -214,6 +214,15 @@ static void test_run(const char *dir) {
     CHECK(peak && triad);
     CHECK(ob_limits_store(db, &host, &lim) == OB_OK);
     CHECK(ob_limits_load(db, &host, &back) == OB_OK && back.n == lim.n);
+    /* the peak alone, again: one figure, that ISA's at 1 thread, checked */
+    const ob_limit *p1 = ob_limits_find(&lim, "fma_peak", "scalar", 1);
+    lo.peak_only = "scalar";
+    ob_limits again;
+    CHECK_MSG(ob_limits_measure(ctx, runner, &host, &lo, &again) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+    CHECK_MSG(again.n == 1 && !strcmp(again.l[0].name, "fma_peak") && !strcmp(again.l[0].isa, "scalar") &&
+                  again.l[0].threads == 1 && again.l[0].value > 0,
+              "%d limits, the first %s %s", again.n, again.l[0].name, again.l[0].isa);
+    CHECK(p1 != NULL);
   }
   /* a sweep: stored, resumed, remeasured */
   ob_workload wl = wl_of("dense", "M=2,N=32,K=32");

@@ -324,7 +324,7 @@ static void test_reduce(ku_env *e) {
                                            1, &kk), i, j);
   ob_ivar *i2 = ob_te_axis(te, "i", M), *k2 = ob_te_reduce_axis(te, "k", K);
   ob_tensor *D = COMPUTE("D", ob_te_reduce(te, OB_REDUCE_MAX, LD(A, IV(i2), IV(k2)), 1, &k2), i2);
-  enum { CREF, KSPLIT, KFIRST, KMID, KVEC, DREF, DSPLIT, DVEC, DVEC_DIV, NK };
+  enum { CREF, KSPLIT, KFIRST, KMID, KVEC, KPF, DREF, DSPLIT, DVEC, DVEC_DIV, NK };
   ku_kernel k[NK];
   ob_sched *s;
   ob_stage *st;
@@ -356,6 +356,14 @@ static void test_reduce(ku_env *e) {
   OK(ob_sched_vectorize(s, st, in));
   prep(e, &k[KVEC], s, "rd_kvec");
 
+  s = sched_of(e, te, 1, &C); /* while row j computes, B's row j + 1 in 3 parts, one per k.outer */
+  st = ob_sched_stage(s, C);
+  OK(ob_sched_split(s, st, ob_stage_reduce_axis(st, 0), 12, &o, &in));
+  OK(ob_sched_prefetch(s, st, B, ob_stage_axis(st, 1), K, 1, (ob_ivar *[]){o}, o));
+  CHECK(ob_sched_prefetch(s, st, C, ob_stage_axis(st, 1), K, 1, (ob_ivar *[]){o}, o) == OB_ERR_SCHEDULE);
+  CHECK(ob_sched_prefetch(s, st, B, ob_stage_axis(st, 1), N * K + 1, 1, (ob_ivar *[]){o}, o) == OB_ERR_SCHEDULE);
+  prep(e, &k[KPF], s, "rd_kpf");
+
   prep_default(e, &k[DREF], te, 1, &D, "rd_dref");
   s = sched_of(e, te, 1, &D);
   st = ob_sched_stage(s, D);
@@ -380,6 +388,12 @@ static void test_reduce(ku_env *e) {
   ku_compare(e, "sum k first", &k[KFIRST], &k[CREF], false);
   ku_compare(e, "sum k middle", &k[KMID], &k[CREF], false);
   ku_compare(e, "sum k vectorized", &k[KVEC], &k[CREF], false);
+  ku_compare(e, "sum with B's next row prefetched", &k[KPF], &k[CREF], false);
+  /* part k.outer of row j + 1: 36 elements in parts of 16 (a cache line); the guard j + 1 < 24
+   * partitions the j loop, the last row prefetching nothing */
+  KU_ORDER(k[KPF].nest, "for j in [0, 23) {", "for k.outer in [0, 3) {",
+           "prefetch B[(((j * 36) + (k.outer * 16)) + 36) +16, < ((j * 36) + 72)]");
+  KU_HAS(k[KPF].src, "ob_prefetch(");
   ku_compare(e, "max k split", &k[DSPLIT], &k[DREF], false);
   ku_compare(e, "max k vectorized", &k[DVEC], &k[DREF], false);
   ku_compare(e, "max k vectorized, dividing", &k[DVEC_DIV], &k[DREF], false);

@@ -42,6 +42,8 @@ typedef enum ob_stmt_kind {
   OB_S_ALLOC, /* declares buf in the enclosing block */
   OB_S_BARRIER, /* GPU: every thread of the block waits here (shared memory is
                    written before and read after, or the other way round) */
+  OB_S_PREFETCH, /* CPU: fetch buf's elements [index, min(index + count, value)) into
+                    the cache, a hint that changes no value (ob_sched_prefetch) */
   OB_S_KIND_COUNT
 } ob_stmt_kind;
 
@@ -53,8 +55,9 @@ struct ob_stmt {
   ob_stmt *body; /* FOR, IF */
   ob_stmt **seq;
   int nseq;
-  struct ob_buffer *buf; /* STORE, ALLOC */
-  ob_expr *index, *value;
+  struct ob_buffer *buf; /* STORE, ALLOC, PREFETCH */
+  ob_expr *index, *value; /* PREFETCH: the first element and the end of the slice */
+  int64_t count;          /* PREFETCH: elements */
   ob_expr *cond; /* IF */
   bool window;   /* IF: a guard of ob_sched_skip_padding (a tap of a window
                     that may read padding): loop partitioning splits data

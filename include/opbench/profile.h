@@ -63,6 +63,10 @@ typedef struct ob_limits_opts {
                             least 64 MiB and at most 1/16 of the memory */
   bool quick;            /* small working sets and arrays, short repeats: for tests
                             (the figures are then not the host's) */
+  const char *peak_only; /* NULL: every limit; an ISA name ("avx512"): only that ISA's
+                            fma_peak at 1 thread, checked as always: a re-measurement
+                            to interleave with kernels, whose clock may have moved
+                            since the first */
 } ob_limits_opts;
 
 /* Measures the host's limits with the runner, each kernel checked against

@@ -65,6 +65,23 @@ OB_API ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv);
  * a sum or is inlined. */
 OB_API ob_status ob_sched_skip_padding(ob_sched *s, ob_stage *st);
 
+/* Software prefetch of the slice of input t that the next iteration of
+ * `outer` reads, while this one computes: slice v is the slice_elems
+ * elements from t's start + v * slice_elems (one output-channel block's
+ * packed weights, say, which no other block reads), and while the loops run
+ * with outer = v the slice v + 1 is fetched into the L2 cache in equal
+ * parts, one at the head of each iteration of `at` (a leaf of st, in its
+ * nest or attached under the nest of outer's stage), the parts numbered by
+ * the values of `spread` (at most 4 ivars of st or of the stages it is
+ * attached under, outermost first; their extents' product is the number of
+ * parts). A slice that does not fit in the caches then streams from memory
+ * beside the computation instead of stalling the first use of every block.
+ * A hint: no value changes; CPU code only (GPU code omits it). Lowering
+ * fails with OB_ERR_SCHEDULE when outer or a spread ivar has no value where
+ * `at` is, or `at` is not a leaf of st. */
+OB_API ob_status ob_sched_prefetch(ob_sched *s, ob_stage *st, const ob_tensor *t, ob_ivar *outer,
+                                   int64_t slice_elems, int nspread, ob_ivar *const *spread, ob_ivar *at);
+
 /* ---- GPU primitives ------------------------------------------------------
  * bind: the leaf becomes a block index (OB_IT_BLOCK_X/Y/Z) or a thread
  * index within a block (OB_IT_THREAD_X/Y/Z). A reduce axis cannot be bound

@@ -756,6 +756,16 @@ static void emit_stmt(cg *g, const ob_stmt *s, int d) {
     emit_expr(g, g->out, s->value);
     ob_str_append(g->out, ";\n");
     return;
+  case OB_S_PREFETCH:
+    ind(g, d);
+    ob_str_append(g->out, "ob_prefetch(");
+    buf_name(g->out, s->buf);
+    ob_str_append(g->out, ", ");
+    emit_expr(g, g->out, s->index);
+    ob_str_append(g->out, ", ");
+    emit_expr(g, g->out, s->value);
+    ob_str_appendf(g->out, ", %lld);\n", (long long)s->count);
+    return;
   case OB_S_ALLOC: /* handled by emit_seq */
   default: OB_ASSERT(!"unexpected statement");
   }
@@ -827,6 +837,11 @@ static const char k_prelude[] =
     "static inline int64_t ob_max64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
     "static inline float ob_minf(float a, float b) { return a < b ? a : b; }\n"
     "static inline float ob_maxf(float a, float b) { return a > b ? a : b; }\n"
+    "/* elements [i, min(i + n, end)) of b into the L2 cache: a hint */\n"
+    "static inline void ob_prefetch(const float *b, int64_t i, int64_t end, int64_t n) {\n"
+    "  if (end > i + n) end = i + n;\n"
+    "  for (; i < end; i += 16) __builtin_prefetch(b + i, 0, 2);\n"
+    "}\n"
     "static inline void *ob_alloc(size_t n) {\n"
     "  void *p = NULL;\n  if (posix_memalign(&p, 64, n ? n : 64)) abort();\n  return p;\n}\n"
     "/* vector helpers: unaligned load/store, broadcast, blend-based min/max,\n"

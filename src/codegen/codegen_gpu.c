@@ -355,6 +355,7 @@ static void emit_stmt(gcg *g, const ob_stmt *s, int d) {
     ind(g, d);
     ob_str_appendf(g->out, "%s\n", g->d->barrier);
     return;
+  case OB_S_PREFETCH: return; /* a CPU cache hint */
   case OB_S_ALLOC: /* emit_seq */
   default: OB_ASSERT(!"unexpected statement");
   }

@@ -40,6 +40,7 @@ ob_stmt *ob_stmt_subst(ob_arena *a, const ob_stmt *s, ob_ivar *from, ob_expr *to
     c->body = ob_stmt_subst(a, s->body, from, to);
     break;
   case OB_S_STORE:
+  case OB_S_PREFETCH:
     c->index = ob_simplify(a, ob_expr_subst(a, s->index, 1, f, t));
     c->value = ob_simplify(a, ob_expr_subst(a, s->value, 1, f, t));
     break;

@@ -635,6 +635,64 @@ static ob_stmt *window_guarded(lctx *lc, emit_state *es, int pos, ob_stmt *body)
   return s;
 }
 
+/* The value and extent of iv in the nests being emitted, innermost first. */
+static bool open_value(lctx *lc, const ob_ivar *iv, ob_expr **val, int64_t *ext) {
+  for (int i = lc->nopen - 1; i >= 0; i--) {
+    ivmap *m = &lc->open[i]->m;
+    int k = ivm_find(m, iv);
+    if (k >= 0 && m->val[k]) {
+      *val = m->val[k];
+      *ext = m->ext[k];
+      return true;
+    }
+  }
+  return false;
+}
+
+/* ob_sched_prefetch's part for this iteration of its `at` loop: part k (the
+ * spread ivars' values, numbered outermost first) of the slice that the next
+ * value of `outer` reads, under a guard that there is one. */
+static ob_status prefetch_stmt(lctx *lc, emit_state *es, ob_stmt **out) {
+  ob_stage *st = es->st;
+  ob_arena *a = lc->a;
+  ob_expr *ov, *k = ob_e_int(a, 0);
+  int64_t oext, parts = 1;
+  const ob_ivar *missing = open_value(lc, st->pf_outer, &ov, &oext) ? NULL : st->pf_outer;
+  for (int i = 0; i < st->pf_nspread && !missing; i++) {
+    ob_expr *v;
+    int64_t e;
+    if (!open_value(lc, st->pf_spread[i], &v, &e)) {
+      missing = st->pf_spread[i];
+      break;
+    }
+    k = ob_e_bin(a, OB_ADD, ob_e_bin(a, OB_MUL, k, ob_e_int(a, e)), v);
+    parts *= e;
+  }
+  if (missing)
+    return ob_fail(lc->ctx, OB_ERR_SCHEDULE, "prefetch on stage '%s': ivar '%s' has no value at its 'at' loop",
+                   st->tensor->name, missing->name);
+  tinfo *ti = info(lc, st->pf_tensor);
+  if (!ti || !ti->buf)
+    return ob_fail(lc->ctx, OB_ERR_SCHEDULE, "prefetch on stage '%s': '%s' is not a buffer of the kernel",
+                   st->tensor->name, st->pf_tensor->name);
+  int64_t line = 64 / (int64_t)ob_dtype_size(st->pf_tensor->dtype); /* elements per cache line */
+  if (line < 1) line = 1;
+  int64_t chunk = (st->pf_slice + parts - 1) / parts;
+  chunk = (chunk + line - 1) / line * line;
+  ob_expr *next = ob_e_bin(a, OB_ADD, ov, ob_e_int(a, 1));
+  ob_stmt *p = ob_stmt_new(a, OB_S_PREFETCH), *g = ob_stmt_new(a, OB_S_IF);
+  if (!p || !g) return lower_oom(lc);
+  p->buf = ti->buf;
+  p->count = chunk;
+  p->index = ob_simplify(a, ob_e_bin(a, OB_ADD, ob_e_bin(a, OB_MUL, next, ob_e_int(a, st->pf_slice)),
+                                     ob_e_bin(a, OB_MUL, k, ob_e_int(a, chunk))));
+  p->value = ob_simplify(a, ob_e_bin(a, OB_MUL, ob_e_bin(a, OB_ADD, next, ob_e_int(a, 1)), ob_e_int(a, st->pf_slice)));
+  g->cond = ob_simplify(a, ob_e_bin(a, OB_LT, next, ob_e_int(a, oext)));
+  g->body = p;
+  *out = g;
+  return ob_arena_failed(a) ? lower_oom(lc) : OB_OK;
+}
+
 static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
   ob_stage *st = es->st;
   if (pos == st->nleaves) {
@@ -647,7 +705,10 @@ static ob_status build(lctx *lc, emit_state *es, int pos, ob_stmt **out) {
   ob_stmt *items[64], *inner[64];
   int n = 0, ni = 0;
   if (st->is_reduce && pos == es->first_red) items[n++] = init_nest(lc, es, pos);
-  ob_status r = emit_attached(lc, es, pos, inner, &ni);
+  ob_status r = OB_OK;
+  if (st->pf_tensor && st->leaves[pos] == st->pf_at) r = prefetch_stmt(lc, es, &inner[ni++]);
+  if (r) return r;
+  r = emit_attached(lc, es, pos, inner, &ni);
   if (r) return r;
   r = build(lc, es, pos + 1, &inner[ni]);
   if (r) return r;
@@ -902,6 +963,7 @@ static bool stmt_empty(const ob_stmt *s) {
     return true;
   case OB_S_FOR:
   case OB_S_IF: return stmt_empty(s->body);
+  case OB_S_PREFETCH: return true; /* a hint: alone, a loop of it does no work */
   default: return false;
   }
 }
@@ -925,6 +987,7 @@ static ob_stmt *partition(lctx *lc, ob_stmt *s) {
     return s;
   }
   case OB_S_STORE:
+  case OB_S_PREFETCH:
     s->index = ob_simplify(lc->a, s->index);
     s->value = ob_simplify(lc->a, s->value);
     return s;
@@ -1307,6 +1370,13 @@ static void print_stmt(ob_str *o, const ob_stmt *s, int ind) {
                    s->buf->scope == OB_SCOPE_LOCAL && s->buf->kind == OB_BUF_LOCAL ? " local" : "");
     break;
   case OB_S_BARRIER: ob_str_appendf(o, "%*sbarrier\n", ind, ""); break;
+  case OB_S_PREFETCH:
+    ob_str_appendf(o, "%*sprefetch %s[", ind, "", s->buf->name);
+    ob_expr_print(o, s->index);
+    ob_str_appendf(o, " +%lld, < ", (long long)s->count);
+    ob_expr_print(o, s->value);
+    ob_str_append(o, "]\n");
+    break;
   default: break;
   }
 }

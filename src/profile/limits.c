@@ -343,6 +343,10 @@ static ob_status measure_peaks(ob_ctx *ctx, ob_runner *r, const ob_limits_opts *
       continue;
     }
     const char *isa = ob_isa_name(k_peak_isas[i].isa);
+    if (o->peak_only && strcmp(o->peak_only, isa)) {
+      ob_target_free(t);
+      continue;
+    }
     const ob_target_facts *f = ob_target_get_facts(t);
     int vbytes = f->vector_bits / 8, lanes = f->lanes_f32;
     built b[2];
@@ -358,7 +362,7 @@ static ob_status measure_peaks(ob_ctx *ctx, ob_runner *r, const ob_limits_opts *
     bool is_fma = k_peak_isas[i].isa != OB_ISA_SCALAR;
     int threads[2] = {1, maxt};
     for (int ti = 0; ti < 2 && !st; ti++) {
-      if (ti == 1 && maxt == 1) break;
+      if (ti == 1 && (maxt == 1 || o->peak_only)) break;
       int th = threads[ti];
       double med[2] = {0, 0};
       char note[256] = "";
@@ -514,7 +518,7 @@ ob_status ob_limits_measure(ob_ctx *ctx, ob_runner *r, const ob_host *host, cons
   int maxt = o->max_threads > 0 ? o->max_threads : (host->ncores > 0 ? host->ncores : 1);
   if (maxt > OB_PROFILE_MAX_CORES) maxt = OB_PROFILE_MAX_CORES;
   ob_status st = measure_peaks(ctx, r, o, maxt, out);
-  if (!st) st = measure_bandwidths(ctx, r, host, o, maxt, out);
+  if (!st && !o->peak_only) st = measure_bandwidths(ctx, r, host, o, maxt, out);
   return st;
 }
 

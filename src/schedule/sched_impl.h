@@ -43,6 +43,11 @@ struct ob_stage {
   ob_mem_scope scope;      /* where an attached stage's region lives (LOCAL by
                               default; root stages write global memory) */
   bool cache_read;         /* a copy made by cache_read */
+  /* ob_sched_prefetch (NULL pf_tensor: none) */
+  const ob_tensor *pf_tensor;
+  ob_ivar *pf_outer, *pf_at, *pf_spread[4];
+  int pf_nspread;
+  int64_t pf_slice;
 };
 
 ob_iter_ann ob_stage_ann(const ob_stage *st, const ob_ivar *iv);

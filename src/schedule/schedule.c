@@ -493,6 +493,28 @@ ob_status ob_sched_skip_padding(ob_sched *s, ob_stage *st) {
   return OB_OK;
 }
 
+ob_status ob_sched_prefetch(ob_sched *s, ob_stage *st, const ob_tensor *t, ob_ivar *outer,
+                            int64_t slice_elems, int nspread, ob_ivar *const *spread, ob_ivar *at) {
+  if (ob_arena_failed(s->arena)) return sched_oom(s, "prefetch", st);
+  if (!t || !outer || !at || slice_elems <= 0 || nspread < 0 || nspread > 4 || (nspread && !spread))
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "prefetch on stage '%s': a tensor, an outer and an 'at' ivar, a "
+                   "positive slice and at most 4 spread ivars are needed", st->tensor->name);
+  if (st->attach == OB_ATTACH_INLINE)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "prefetch on inlined stage '%s'", st->tensor->name);
+  bool input = false;
+  for (int i = 0; i < s->ninputs; i++) input |= s->inputs[i] == t;
+  if (!input || t->dtype != OB_F32 || slice_elems > ob_tensor_numel(t))
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "prefetch on stage '%s': '%s' is not a float32 input of %lld elements "
+                   "or more", st->tensor->name, t->name, (long long)slice_elems);
+  st->pf_tensor = t;
+  st->pf_outer = outer;
+  st->pf_at = at;
+  st->pf_slice = slice_elems;
+  st->pf_nspread = nspread;
+  for (int i = 0; i < nspread; i++) st->pf_spread[i] = spread[i];
+  return OB_OK;
+}
+
 ob_status ob_sched_bind(ob_sched *s, ob_stage *st, ob_ivar *iv, ob_iter_ann tag) {
   if (!ob_ann_is_bound(tag))
     return ob_fail(s->ctx, OB_ERR_SCHEDULE, "bind on stage '%s': %s is not a block or thread index",
