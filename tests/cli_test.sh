@@ -124,7 +124,8 @@ if [ "$rc" -eq 0 ] && tail -n 2 "$tmp/out" | head -n 1 | grep -Eq '^geomean spee
   tail -n 1 "$tmp/out" | grep -Eq '^geomean speed ratio opbench/onednn: [0-9]+\.[0-9]+ \(default: [0-9]+\.[0-9]+\)' &&
   grep -q '^worst layer vs vendor best: ' "$tmp/out" && grep -q 'dnn-wino' "$tmp/out" &&
   grep -q "count the direct convolution's nominal FLOPs" "$tmp/out" &&
-  grep -q "random:2 per template (each template's default among them, re-measured beside the best 3)" "$tmp/out"; then
+  grep -q "random:2 per template (each template's default among them, re-measured beside the best 3)" "$tmp/out" &&
+  grep -q "^final figures: 9 interleaved rounds per workload" "$tmp/out" && grep -q "^on the rounds' medians instead of their fastest: " "$tmp/out"; then
   ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
 else
   not_ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
@@ -132,6 +133,15 @@ fi
 json_check "bench --vs onednn --json: oneDNN Winograd where it applies" \
   '"onednn_winograd_error_no" in d["workloads"][0] and "onednn_winograd_error_no" not in d["workloads"][1] and d["geomean_ratio_vendor_best"] > 0' \
   bench --suite "$tmp/suite.txt" --vs onednn --json
+# --rounds: each side's final figure is its fastest interleaved round
+json_check "bench --vs onednn --rounds 3: each side's fastest of 3 interleaved rounds" \
+  'd["rounds"] == 3 and all(len(w["round_ms"]["best"]) == 3 and len(w["round_ms"]["baseline"]) == 3 and abs(min(w["round_ms"]["best"]) - w["best_median_ms"]) < 1e-9 and abs(min(w["round_ms"]["baseline"]) - w["onednn_median_ms"]) < 1e-9 for w in d["workloads"]) and len(d["workloads"][0]["round_ms"].get("baseline_winograd", [])) in (0, 3) and d["geomean_ratio_best_round_medians"] > 0' \
+  bench --suite "$tmp/suite.txt" --vs onednn --search random:2 --rounds 3 --json
+bad "bench --rounds without --vs" "--rounds 3: the rounds interleave opbench with a baseline; give --vs too" \
+  bench --suite "$tmp/suite.txt" --rounds 3
+bad "bench --rounds above 64" "--rounds 65: at most 64 for bench" \
+  bench --suite "$tmp/suite.txt" --vs onednn --rounds 65
+bad "bench --rounds 0" "--rounds" bench --suite "$tmp/suite.txt" --vs onednn --rounds 0
 json_check "bench --search --json: every searched template's default re-measured" \
   'all(w["templates_searched"] >= 1 and w["defaults_remeasured"] == w["templates_searched"] for w in d["workloads"])' \
   bench --suite "$tmp/suite.txt" --search random:2 --json

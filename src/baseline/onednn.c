@@ -42,6 +42,7 @@ typedef struct omp_api {
   /* libgomp's ABI for "#pragma omp parallel num_threads(n)" (libiomp5
    * exports it too) */
   void (*parallel)(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+  int (*pause_all)(int kind); /* OpenMP 5.0's omp_pause_resource_all, or NULL */
 } omp_api;
 
 typedef struct thread_state {
@@ -129,6 +130,19 @@ static void threads_leave(onednn *d, thread_state *ts) {
   }
   if (d->runtime == DNNL_RUNTIME_OMP && ts->old_max > 0) d->omp.set_num_threads(ts->old_max);
   memset(ts, 0, sizeof *ts);
+}
+
+/* After a measurement. The OpenMP team's threads would spin-wait for their
+ * next parallel region (libgomp: 300000 pause instructions, milliseconds)
+ * on the cores where the next measurement, opbench's kernel in the
+ * runner's process, runs: at two threads that took a third off the kernel
+ * timed right after oneDNN, and the comparison measured the spinning. The
+ * runtime releases its threads now (OpenMP 5.0's omp_pause_resource_all,
+ * soft: they are made again, outside the timing, by the next measurement's
+ * warm-up); a runtime without it keeps them. Not after ob_baseline_leave:
+ * a graph run keeps its team between runs. */
+static void threads_release(onednn *d) {
+  if (d->runtime == DNNL_RUNTIME_OMP && d->omp.pause_all) d->omp.pause_all(1 /* omp_pause_soft */);
 }
 
 /* ---- memory descriptors ----------------------------------------------- */
@@ -476,6 +490,7 @@ out:
   dnnl_primitive_desc_destroy(pd);
   ob_bl_checker_clear(&ck);
   threads_leave(d, &ts);
+  threads_release(d);
   if (res->error_no != OB_MERR_NONE) memset(&res->timing, 0, sizeof res->timing);
   return st;
 }
@@ -896,6 +911,7 @@ ob_status ob_baseline_onednn_new(ob_ctx *ctx, const int *cores, int nthreads, co
     d->omp.get_max_threads = (int (*)(void))omp_sym(&d->omp, "omp_get_max_threads");
     d->omp.get_thread_num = (int (*)(void))omp_sym(&d->omp, "omp_get_thread_num");
     d->omp.parallel = (void (*)(void (*)(void *), void *, unsigned, unsigned))omp_sym(&d->omp, "GOMP_parallel");
+    d->omp.pause_all = (int (*)(int))omp_sym(&d->omp, "omp_pause_resource_all");
     if (!d->omp.set_num_threads || !d->omp.get_max_threads) {
       st = ob_fail(ctx, OB_ERR_UNSUPPORTED,
                    "onednn: the library uses OpenMP but omp_set_num_threads is not found in the process");

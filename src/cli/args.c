@@ -180,7 +180,7 @@ static const flag_def flags[F_COUNT] = {
     [F_SPLIT] = {"--split", true, M_PRED},
     [F_FOLDS] = {"--folds", true, M_PRED},
     [F_TEST_MODELS] = {"--test-models", true, M_PRED},
-    [F_ROUNDS] = {"--rounds", true, M_PRED},
+    [F_ROUNDS] = {"--rounds", true, M_PRED | M_BENCH},
     [F_MEMBERS] = {"--members", true, M_PRED},
     [F_SCHED_COST] = {"--cost", true, M_SCHED},
     [F_CROSS] = {"--cross", false, M_SCHED},
@@ -285,7 +285,7 @@ void cli_usage(FILE *f, cli_cmd cmd) {
   case CLI_CMD_BENCH:
     fprintf(f,
             "usage: opbench bench --suite FILE|resnet18 [--vs onednn|cudnn] [--search exhaustive|random:N]\n"
-            "                     [--template LIST] [--no-winograd] [--dry-run] [measurement flags]\n"
+            "                     [--template LIST] [--no-winograd] [--rounds N] [--dry-run] [measurement flags]\n"
             "Measures the default config of every workload of a suite and prints a table,\n"
             "the geometric mean of GFLOPS and the total latency weighted by count.\n"
             "--search finds each workload's best config over every template of its operator\n"
@@ -310,6 +310,12 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  'geomean speed ratio opbench/onednn: X (default: Y)' against oneDNN direct.\n"
             "  With an opencl target whose device is the CPU (PoCL), oneDNN runs on the same\n"
             "  cores, one thread per compute unit.\n"
+            "--rounds N           (with --vs; default 9) each workload's final figures come from\n"
+            "  N interleaved rounds: oneDNN's Winograd, opbench's best, the baseline's direct\n"
+            "  kernel and opbench's default in turn, the order reversed every other round;\n"
+            "  each side's figure is its fastest round (a round: the median of its repeats),\n"
+            "  as a slow window of the host only slows rounds down; the geomeans on the\n"
+            "  rounds' medians are printed too. 1: one measurement per side. At most 64.\n"
             "--vs cudnn (with --target cuda) measures cuDNN (convolutions) and cuBLAS (matrix\n"
             "  products) on the same GPU, FP32, beside opbench's kernels.\n"
             "Winograd GFLOPS (opbench's and oneDNN's) count the direct convolution's nominal\n"
