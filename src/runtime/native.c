@@ -592,6 +592,12 @@ typedef struct bcat_p {
   float *y;
 } bcat_p;
 
+/* hw runs of len floats: the source's at stride sb, the output's at b. */
+static inline __attribute__((always_inline)) void bcat_runs(float *d, const float *sr, int64_t hw, int64_t b,
+                                                            int64_t sb, int64_t len) {
+  for (int64_t i = 0; i < hw; i++) memcpy(d + i * b, sr + i * sb, sizeof(float) * (size_t)len);
+}
+
 static void bcat_range(void *cl, int64_t begin, int64_t end) {
   const bcat_p *p = cl;
   int64_t nb = p->ctot / p->b;
@@ -605,10 +611,12 @@ static void bcat_range(void *cl, int64_t begin, int64_t end) {
         memcpy(yb, xs, sizeof(float) * (size_t)(p->hw * p->b));
         continue;
       }
-      for (int64_t i = 0; i < p->hw; i++) {
-        float *d = yb + i * p->b + g->lane;
-        const float *sr = xs + i * g->sb;
-        for (int64_t j = 0; j < g->len; j++) d[j] = sr[j];
+      /* runs of 16 to 64 bytes: copies of constant size (see cv_reblock) */
+      switch (g->len) {
+      case 16: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, 16); break;
+      case 8: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, 8); break;
+      case 4: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, 4); break;
+      default: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, g->len); break;
       }
     }
   }
