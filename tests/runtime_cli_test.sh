@@ -71,8 +71,27 @@ check "tune --modelname: Winograd tuned beside the blocked direct template" \
 check "tune --ifcompare: untuned, tuned and oneDNN, and the speedups" \
   "grep -Eq '^  untuned +[0-9.]+ +[0-9.]+' '$tmp/out' && grep -Eq '^  onednn +[0-9.]+' '$tmp/out' && grep -Eq '^speedup +tuned over untuned' '$tmp/out' && grep -Eq '^speedup +tuned over oneDNN kernels' '$tmp/out'"
 check "tune --ifcompare: per task" "grep -q '^per task ' '$tmp/out' && grep -Eq '^ +1 +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ .*conv2d' '$tmp/out'"
+check "tune --ifcompare: the three timed in interleaved rounds" \
+  "[ \$(grep -Ec '^ +3 interleaved rounds; round medians [0-9.]+ / [0-9.]+ / [0-9.]+ ms' '$tmp/out') = 3 ]"
 good "run applies the database's records" 'tasks \([1-9] tuned' run "${S[@]}" --db "$db" "${T[@]}"
 check "run: the database's latencies beside the measured one" "grep -q '^db sum ' '$tmp/out'"
+if [ "$(nproc)" -ge 2 ]; then
+  # the oneDNN runtime checks its cores against the calling thread's mask, which the
+  # other runtimes' pools narrow while they are alive
+  good "tune --ifcompare --threads 2: all three alive at once" '^speedup +tuned over oneDNN kernels' \
+    tune "${S[@]}" --db "$db" --iftune false --ifcompare true --threads 2 "${T[@]}"
+fi
+# in-graph step records: a run of their own stores them, the next run of the plan sums them
+good "run --record-steps: every step's in-graph latency stored" '^recorded +in-graph latencies of [0-9]+ steps' \
+  run "${S[@]}" --db "$db" --record-steps "${T[@]}"
+good "run: the in-graph records of every step summed beside the measured latency" \
+  '^db in-graph +the database.s in-graph records of all [0-9]+ steps of this plan' run "${S[@]}" --db "$db" "${T[@]}"
+good "tune --ifcompare: the tuned plan's in-graph records summed" '^db in-graph +the database.s in-graph records of all' \
+  tune "${S[@]}" --db "$db" --iftune false --ifcompare true "${T[@]}"
+good "run at 2 threads: another plan, none of the 1-thread records" '^db in-graph +in-graph records of 0 of' \
+  run "${S[@]}" --db "$db" --threads 2 "${T[@]}"
+bad "run --record-steps with --executor vm" 'record-steps records the steps of the graph executor' \
+  run "${S[@]}" --db "$db" --record-steps --executor vm --batchsize 1,2
 good "tune --iftune false --ifcompare false: tasks listed only" '^tasks +7 distinct workloads' \
   tune "${S[@]}" --db "$db" --iftune false --ifcompare false
 check "  ...and nothing run" "! grep -q '^summary' '$tmp/out'"

@@ -633,12 +633,52 @@ done:
   fixture_close(&f);
 }
 
+/* In-graph step records: a profiling run stores one record per step of
+ * the plan (kernels, natives, conversions); the sum read back covers every
+ * step and is the sum stored; a plan under another resource setting (2
+ * threads) finds none of them. */
+static void test_ingraph_records(void) {
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "in-graph records")) goto done;
+  ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "in-graph records");
+  if (!rt) goto done;
+  double in0 = -1;
+  int c0 = -1;
+  CHECK(ob_rt_ingraph_sum(rt, f.db, &in0, &c0) == OB_OK);
+  CHECK_MSG(c0 == 0 && in0 == 0, "records before any were stored: %d steps, %g s", c0, in0);
+  double sum = 0, tot = 0;
+  CHECK_MSG(ob_rt_record_steps(rt, f.db, 5, &sum, &tot) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+  CHECK_MSG(sum > 0 && tot > 0, "sum %g, total %g", sum, tot);
+  double in = 0;
+  int c = 0;
+  CHECK(ob_rt_ingraph_sum(rt, f.db, &in, &c) == OB_OK);
+  CHECK_MSG(c == ob_rt_step_count(rt), "%d of %d steps have a record", c, ob_rt_step_count(rt));
+  CHECK_MSG(fabs(in - sum) <= 1e-12 + 1e-9 * sum, "read back %g s, stored %g s", in, sum);
+  ob_rt_free(rt);
+  /* another resource setting is another plan */
+  ob_rt_opts o = ob_rt_opts_default();
+  o.db = f.db;
+  o.target = f.tg;
+  o.nthreads = 2;
+  o.build.timeout_s = OB_TEST_TIMEOUT_S;
+  if (ob_rt_new(ctx, f.g, &o, &rt) == OB_OK) {
+    CHECK(ob_rt_ingraph_sum(rt, f.db, &in, &c) == OB_OK);
+    CHECK_MSG(c == 0, "a 2-thread plan found %d 1-thread records", c);
+    ob_rt_free(rt);
+  } else {
+    CHECK_MSG(false, "2 threads: %s", ob_ctx_errmsg(ctx));
+  }
+done:
+  fixture_close(&f);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_bad();
   test_winograd_records();
   test_layout_select();
   test_blocked_concat();
+  test_ingraph_records();
   test_vm();
   test_threads_batch();
   test_zoo();

@@ -175,6 +175,23 @@ OB_API void ob_rt_buffer_get(const ob_rt *rt, int i, ob_rt_buffer *out);
  * NULL) all of them. */
 OB_API double ob_rt_db_sum(const ob_rt *rt, int *covered, int *steps);
 
+/* In-graph step records (ingraph.c): a kernel's database record is its
+ * latency alone; these are every step's latency inside the deployed plan
+ * (kernels, oneDNN primitives, the runtime's own steps and its layout
+ * conversions), stored as profile points of sweep "in-graph" under a key
+ * that names the plan (a hash of every step's operator, template and
+ * config), this host, target and resource setting.
+ * ob_rt_record_steps: runs the graph `runs` times timing each step (after a
+ * warm-up), and stores each step's trimmed mean (the middle 80 % of the
+ * runs), replacing older records of the same plan; *sum_s and *total_s (may
+ * be NULL) get their sum and the whole runs' trimmed mean. db must be open
+ * for writing.
+ * ob_rt_ingraph_sum: the sum of the records of this plan's steps found in
+ * db; *covered (may be NULL) counts the steps that have one
+ * (ob_rt_step_count when all do). */
+OB_API ob_status ob_rt_record_steps(ob_rt *rt, struct ob_db *db, int runs, double *sum_s, double *total_s);
+OB_API ob_status ob_rt_ingraph_sum(const ob_rt *rt, struct ob_db *db, double *sum_s, int *covered);
+
 /* ---- parallel stages (IOS's stage executor) --------------------------------- */
 /* A compiled runtime run as a sequence of stages separated by barriers; a
  * stage holds groups that run at the same time, each on its own core set,

@@ -73,7 +73,7 @@ typedef enum flag_id {
   F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_SIZES,
   F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
   F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
-  F_PROFILE, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_MEASURE, F_CALIBRATE, F_COUNT
+  F_PROFILE, F_RECORD_STEPS, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_MEASURE, F_CALIBRATE, F_COUNT
 } flag_id;
 
 typedef struct flag_def {
@@ -186,6 +186,7 @@ static const flag_def flags[F_COUNT] = {
     [F_CROSS] = {"--cross", false, M_SCHED},
     [F_KERNELS] = {"--kernels", true, M_RUN},
     [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
+    [F_RECORD_STEPS] = {"--record-steps", false, M_RUN},
     [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
     [F_IFTUNE] = {"--iftune", true, M_TUNE},
     [F_IFCOMPARE] = {"--ifcompare", true, M_TUNE},
@@ -570,6 +571,10 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       of exactly its size (default: random from --seed)\n"
             "  --save-output FILE   the first output as NumPy .npy\n"
             "  --profile            per-node breakdown; its sum beside the measured latency\n"
+            "  --record-steps       store every step's latency inside the deployed graph (kernels,\n"
+            "                       the runtime's own steps, conversions; 50 profiled runs) in --db\n"
+            "                       as in-graph records of this plan: later runs of the same plan\n"
+            "                       print their sum beside the measured latency (db in-graph)\n"
             "  --executor vm        shapes given per request: --batchsize 1,4,8 or --seqlen 32,128;\n"
             "                       each shape is compiled on first use and kept; prints first-call\n"
             "                       and steady-state latency per request\n"
@@ -1159,6 +1164,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     break;
   }
   case F_PROFILE: a->profile = true; break;
+  case F_RECORD_STEPS: a->record_steps = true; break;
   case F_MEASURE: a->measure_model = true; break;
   case F_CALIBRATE: a->calibrate = v; break;
   case F_EXECUTOR: {

@@ -241,14 +241,33 @@ static bool print_profile(ob_ctx *ctx, ob_rt *rt, const ob_timing *e2e) {
   return true;
 }
 
-static void print_db_sum(const ob_rt *rt, const ob_timing *e2e) {
+static void print_db_sum(ob_ctx *ctx, const ob_rt *rt, ob_db *db, const ob_timing *e2e) {
   int covered = 0, steps = 0;
   double sum = ob_rt_db_sum(rt, &covered, &steps);
-  if (!covered) return;
-  printf("db sum     the database's latencies of the configs run by %d of %d kernel steps: %.3f ms = %.1f %% of "
-         "the measured %.3f ms\n",
-         covered, steps, sum * 1e3, e2e->median_s > 0 ? 100 * sum / e2e->median_s : 0, e2e->median_s * 1e3);
+  if (covered)
+    printf("db sum     the database's latencies of the configs run by %d of %d kernel steps: %.3f ms = %.1f %% of "
+           "the measured %.3f ms\n",
+           covered, steps, sum * 1e3, e2e->median_s > 0 ? 100 * sum / e2e->median_s : 0, e2e->median_s * 1e3);
+  if (!db) return;
+  double in = 0;
+  int inc = 0;
+  if (ob_rt_ingraph_sum(rt, db, &in, &inc) != OB_OK) {
+    printf("db in-graph  cannot read the in-graph records: %s\n", ob_ctx_errmsg(ctx));
+    ob_ctx_clear_error(ctx);
+    return;
+  }
+  int ns = ob_rt_step_count(rt);
+  if (inc == ns)
+    printf("db in-graph  the database's in-graph records of all %d steps of this plan (kernels, natives, "
+           "conversions): %.3f ms = %.1f %% of the measured %.3f ms\n",
+           ns, in * 1e3, e2e->median_s > 0 ? 100 * in / e2e->median_s : 0, e2e->median_s * 1e3);
+  else
+    printf("db in-graph  in-graph records of %d of %d steps of this plan (opbench run --record-steps stores "
+           "them)\n", inc, ns);
 }
+
+/* Profiled runs of --record-steps. */
+#define RECORD_RUNS 50
 
 /* ---- opbench run --------------------------------------------------------------------------- */
 
@@ -290,7 +309,17 @@ static int run_graph(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob
     goto done;
   }
   print_timing("", &tm);
-  print_db_sum(rt, &tm);
+  if (a->record_steps) {
+    double sum = 0, tot = 0;
+    if (ob_rt_record_steps(rt, db, RECORD_RUNS, &sum, &tot) != OB_OK) {
+      cli_error("--record-steps: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+    printf("recorded   in-graph latencies of %d steps in %s (%d profiled runs, the middle 80 %%): sum %.3f ms; the "
+           "profiled runs %.3f ms\n",
+           ob_rt_step_count(rt), ob_db_path(db), RECORD_RUNS, sum * 1e3, tot * 1e3);
+  }
+  print_db_sum(ctx, rt, db, &tm);
   if (a->profile && !print_profile(ctx, rt, &tm)) goto done;
   rc = 0;
 done:
@@ -515,7 +544,20 @@ int cli_cmd_run(ob_ctx *ctx, const cli_args *a) {
     cli_error("--schedule runs generated kernels (--kernels tuned or default), not oneDNN primitives");
     goto done;
   }
-  if (k != OB_RT_DEFAULT && !db_read(ctx, path, &db)) goto done;
+  if (a->record_steps && (a->schedule_in || (a->executor && !strcmp(a->executor, "vm")))) {
+    cli_error("--record-steps records the steps of the graph executor's plan, not with --schedule or --executor vm");
+    goto done;
+  }
+  if (a->record_steps) {
+    ob_status st = ob_db_open(ctx, path, 0, &db);
+    if (!st) st = ob_db_check(db);
+    if (st) {
+      cli_error("--db: %s", ob_ctx_errmsg(ctx));
+      goto done;
+    }
+  } else if (k != OB_RT_DEFAULT && !db_read(ctx, path, &db)) {
+    goto done;
+  }
   if (a->schedule_in) rc = run_schedule(ctx, a, target, db, k);
   else if (a->executor && !strcmp(a->executor, "vm")) rc = run_vm(ctx, a, target, db, k);
   else rc = run_graph(ctx, a, target, db, k);
@@ -676,6 +718,61 @@ static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const o
   return true;
 }
 
+/* Rounds of the comparison: each round times every variant once with the
+ * model's protocol, in the same order (untuned, tuned, oneDNN: the oneDNN
+ * primitives' worker threads, which spin a while after their last job, are
+ * followed by the untuned run, and each timing starts with a discarded
+ * warm-up run anyway). */
+#define CMP_ROUNDS 3
+
+/* Times rts[0..n) in CMP_ROUNDS interleaved rounds; tm[i] gets variant i's
+ * statistics over the repeats of all its rounds (its costs list: the first
+ * OB_TIMING_MAX_COSTS of them), rmed[i][r] each round's median. */
+static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_opts *o, ob_timing *tm,
+                             double rmed[][CMP_ROUNDS]) {
+  double *all = malloc(sizeof(double) * (size_t)n * CMP_ROUNDS * OB_TIMING_MAX_COSTS);
+  int *nall = calloc((size_t)n, sizeof(int));
+  if (!all || !nall) {
+    free(all);
+    free(nall);
+    cli_error("out of memory");
+    return false;
+  }
+  bool ok = true;
+  for (int r = 0; r < CMP_ROUNDS && ok; r++)
+    for (int i = 0; i < n && ok; i++) {
+      ob_timing t;
+      if (ob_rt_time(rts[i], o, &t) != OB_OK) {
+        cli_error("%s", ob_ctx_errmsg(ctx));
+        ok = false;
+        break;
+      }
+      double *dst = all + (size_t)i * CMP_ROUNDS * OB_TIMING_MAX_COSTS;
+      memcpy(dst + nall[i], t.costs, sizeof(double) * (size_t)t.ncosts);
+      nall[i] += t.ncosts;
+      rmed[i][r] = t.median_s;
+      if (r == 0) {
+        tm[i] = t;
+        tm[i].repeat = tm[i].extra_repeats = tm[i].retaken = 0;
+      }
+      tm[i].repeat += t.repeat;
+      tm[i].extra_repeats += t.extra_repeats;
+      tm[i].retaken += t.retaken;
+      tm[i].noisy |= t.noisy;
+    }
+  for (int i = 0; i < n && ok; i++) {
+    const double *src = all + (size_t)i * CMP_ROUNDS * OB_TIMING_MAX_COSTS;
+    tm[i].ncosts = nall[i] < OB_TIMING_MAX_COSTS ? nall[i] : OB_TIMING_MAX_COSTS;
+    memcpy(tm[i].costs, src, sizeof(double) * (size_t)tm[i].ncosts);
+    bool noisy = tm[i].noisy;
+    ob_stats(src, nall[i], &tm[i].median_s, &tm[i].mean_s, &tm[i].cv);
+    tm[i].noisy = noisy;
+  }
+  free(all);
+  free(nall);
+  return ok;
+}
+
 int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   ob_target *target = NULL;
@@ -787,7 +884,15 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   static const char *const label[3] = {"untuned", "tuned", "onednn"};
   ob_timing tm[3];
   ob_timing_opts mt = model_timing(a);
-  for (int i = 0; i < 3; i++) {
+  /* all three compiled and checked first, then timed in interleaved
+   * rounds: a slow window of the host (tens of ms to a second) lands in one
+   * round of every variant instead of in the whole measurement of one */
+  /* oneDNN's first: it checks that its cores are in the calling thread's
+   * mask, which the other two runtimes' pools narrow to their first core
+   * while they live */
+  static const int make[3] = {2, 0, 1};
+  for (int mi = 0; mi < 3; mi++) {
+    int i = make[mi];
     ob_rt_opts o = rt_opts(a, target, db, order[i]);
     printf("-- %s: %s\n", label[i],
            i == 0 ? "every task at its template's default config"
@@ -799,14 +904,6 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
     }
     print_compiled(rts[i]);
     if (!run_check(ctx, a, rts[i], &m, "")) goto done;
-    if (ob_rt_time(rts[i], &mt, &tm[i]) != OB_OK) {
-      cli_error("%s run: %s", label[i], ob_ctx_errmsg(ctx));
-      goto done;
-    }
-    print_timing("", &tm[i]);
-    if (i == 1) print_db_sum(rts[i], &tm[i]);
-    if (i == 1 && a->profile && !print_profile(ctx, rts[i], &tm[i])) goto done;
-    if (!task_table_add(ctx, &tt, rts[i], i)) goto done;
     if (i == 1 && a->save_output) {
       int t = ob_graph_output(m.g, 0);
       if (!cli_npy_write(a->save_output, ob_graph_tensor_dtype(m.g, t), ob_graph_tensor_ndim(m.g, t),
@@ -816,9 +913,19 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
       }
       printf("saved      %s (the tuned run's output '%s')\n", a->save_output, ob_graph_tensor_name(m.g, t));
     }
-    /* one runtime (and thread pool) at a time */
-    ob_rt_free(rts[i]);
-    rts[i] = NULL;
+    fflush(stdout);
+  }
+  double rmed[3][CMP_ROUNDS];
+  if (!time_interleaved(ctx, rts, 3, &mt, tm, rmed)) goto done;
+  for (int i = 0; i < 3; i++) {
+    printf("-- %s\n", label[i]);
+    print_timing("", &tm[i]);
+    printf("           %d interleaved rounds; round medians", CMP_ROUNDS);
+    for (int r = 0; r < CMP_ROUNDS; r++) printf("%s %.3f", r ? " /" : "", rmed[i][r] * 1e3);
+    printf(" ms\n");
+    if (i == 1) print_db_sum(ctx, rts[i], db, &tm[i]);
+    if (i == 1 && a->profile && !print_profile(ctx, rts[i], &tm[i])) goto done;
+    if (!task_table_add(ctx, &tt, rts[i], i)) goto done;
     fflush(stdout);
   }
   printf("summary    %s, batch %lld, %d thread%s\n", ob_graph_name(m.g), (long long)(a->batchsize ? a->batchsize : 1),
@@ -833,7 +940,11 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
          tm[2].mean_s / tm[1].mean_s);
   rc = 0;
 done:
-  for (int i = 0; i < OB_RT_KERNELS_COUNT; i++) ob_rt_free(rts[i]);
+  /* in reverse order of making (tuned, untuned, oneDNN): each runtime's
+   * pool restores the thread mask it found */
+  ob_rt_free(rts[1]);
+  ob_rt_free(rts[0]);
+  ob_rt_free(rts[2]);
   task_table_free(&tt);
   model_free(&m);
   free(tasks);

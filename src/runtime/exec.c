@@ -148,7 +148,15 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-ob_status ob_rt_profile(ob_rt *rt, int runs, double *step_s, double *total_s) {
+/* The mean of the middle of sorted x[0..n): a tenth dropped at each end. */
+static double trimmed_mean(const double *x, int n) {
+  int cut = n / 10;
+  double sum = 0;
+  for (int i = cut; i < n - cut; i++) sum += x[i];
+  return sum / (n - 2 * cut);
+}
+
+ob_status rt_profile_runs(ob_rt *rt, int runs, bool trimmed, double *step_s, double *total_s) {
   if (runs < 1) runs = 1;
   double *t = malloc(sizeof(double) * (size_t)runs * (size_t)(rt->ns + 1));
   double *tot = malloc(sizeof(double) * (size_t)runs);
@@ -176,14 +184,18 @@ ob_status ob_rt_profile(ob_rt *rt, int runs, double *step_s, double *total_s) {
     for (int i = 0; i < rt->ns; i++) {
       double *x = t + (size_t)i * (size_t)runs;
       qsort(x, (size_t)runs, sizeof *x, cmp_d);
-      step_s[i] = x[runs / 2];
+      step_s[i] = trimmed ? trimmed_mean(x, runs) : x[runs / 2];
     }
     qsort(tot, (size_t)runs, sizeof *tot, cmp_d);
-    if (total_s) *total_s = tot[runs / 2];
+    if (total_s) *total_s = trimmed ? trimmed_mean(tot, runs) : tot[runs / 2];
   }
   free(t);
   free(tot);
   return st;
+}
+
+ob_status ob_rt_profile(ob_rt *rt, int runs, double *step_s, double *total_s) {
+  return rt_profile_runs(rt, runs, false, step_s, total_s);
 }
 
 int ob_rt_step_count(const ob_rt *rt) { return rt->ns; }

@@ -76,6 +76,19 @@ static int64_t cv_units(const cv_p *p) {
   return p->batch * (p->to == RL_PANELS ? p->rows / p->pb : p->cols / p->pb);
 }
 
+/* Pixels [i0, i1) of one image from channel block bf to bt, one of which
+ * divides the other: runs of m = min(bf, bt) channels are contiguous on
+ * both sides. Inlined with m a constant for the common runs. */
+static inline __attribute__((always_inline)) void cv_reblock(const float *sb, float *db, int64_t C, int64_t hw,
+                                                             int64_t bf, int64_t bt, int64_t i0, int64_t i1,
+                                                             int64_t m) {
+  for (int64_t c = 0; c < C; c += m) {
+    const float *sr = sb + (c / bf) * hw * bf + c % bf;
+    float *dr = db + (c / bt) * hw * bt + c % bt;
+    for (int64_t i = i0; i < i1; i++) memcpy(dr + i * bt, sr + i * bf, sizeof(float) * (size_t)m);
+  }
+}
+
 static void cv_range(void *closure, int64_t begin, int64_t end) {
   const cv_p *p = closure;
   const float *s = p->src;
@@ -93,10 +106,16 @@ static void cv_range(void *closure, int64_t begin, int64_t end) {
       float *db = d + n * C * hw;
       if (bf && bt && (bf % bt == 0 || bt % bf == 0)) {
         int64_t m = bf < bt ? bf : bt;
-        for (int64_t c = 0; c < C; c += m)
-          for (int64_t i = i0; i < i1; i++)
-            memcpy(db + ((c / bt) * hw + i) * bt + c % bt, sb + ((c / bf) * hw + i) * bf + c % bf,
-                   sizeof(float) * (size_t)m);
+        /* a run of m floats is 16 to 64 bytes: a copy of constant size is
+         * one or two vector moves, a memcpy call of variable size costs more
+         * than the move (mobilenet-v2's NCHW16c -> NCHW4c took 0.18 ms) */
+        switch (m) {
+        case 16: cv_reblock(sb, db, C, hw, bf, bt, i0, i1, 16); break;
+        case 8: cv_reblock(sb, db, C, hw, bf, bt, i0, i1, 8); break;
+        case 4: cv_reblock(sb, db, C, hw, bf, bt, i0, i1, 4); break;
+        case 2: cv_reblock(sb, db, C, hw, bf, bt, i0, i1, 2); break;
+        default: cv_reblock(sb, db, C, hw, bf, bt, i0, i1, m); break;
+        }
       } else if (!bf && bt) {
         for (int64_t c = 0; c < C; c++) {
           const float *sr = sb + c * hw;
@@ -573,6 +592,12 @@ typedef struct bcat_p {
   float *y;
 } bcat_p;
 
+/* hw runs of len floats: the source's at stride sb, the output's at b. */
+static inline __attribute__((always_inline)) void bcat_runs(float *d, const float *sr, int64_t hw, int64_t b,
+                                                            int64_t sb, int64_t len) {
+  for (int64_t i = 0; i < hw; i++) memcpy(d + i * b, sr + i * sb, sizeof(float) * (size_t)len);
+}
+
 static void bcat_range(void *cl, int64_t begin, int64_t end) {
   const bcat_p *p = cl;
   int64_t nb = p->ctot / p->b;
@@ -586,10 +611,12 @@ static void bcat_range(void *cl, int64_t begin, int64_t end) {
         memcpy(yb, xs, sizeof(float) * (size_t)(p->hw * p->b));
         continue;
       }
-      for (int64_t i = 0; i < p->hw; i++) {
-        float *d = yb + i * p->b + g->lane;
-        const float *sr = xs + i * g->sb;
-        for (int64_t j = 0; j < g->len; j++) d[j] = sr[j];
+      /* runs of 16 to 64 bytes: copies of constant size (see cv_reblock) */
+      switch (g->len) {
+      case 16: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, 16); break;
+      case 8: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, 8); break;
+      case 4: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, 4); break;
+      default: bcat_runs(yb + g->lane, xs, p->hw, p->b, g->sb, g->len); break;
       }
     }
   }

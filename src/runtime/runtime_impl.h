@@ -207,6 +207,12 @@ int64_t rt_layout_wanted_block(const ob_rt *rt, int t);
 bool rt_record_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, const ob_db_record *r, ob_task **task,
                     ob_config *cfg);
 
+/* ---- running (exec.c) ------------------------------------------------------------------
+ * ob_rt_profile's loop: per step (and for the whole runs) the median, or
+ * with `trimmed` the mean of the middle 80 % of the runs (sums of such means
+ * add up to the runs' own trimmed mean, which sums of medians do not). */
+ob_status rt_profile_runs(ob_rt *rt, int runs, bool trimmed, double *step_s, double *total_s);
+
 /* ---- memory (memplan.c) ------------------------------------------------------------- */
 /* Places every activation value (not constant, not a view) by lifetime,
  * allocates the block and resolves every value's and step's pointers. */
