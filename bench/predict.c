@@ -36,6 +36,8 @@ static ob_host host;
 static ob_target *target;
 
 #define MAX_WL 64
+#define NPL 8 /* workloads of the co-run pairs */
+#define CORUN_ROUNDS 3
 
 typedef struct wl_entry {
   ob_workload wl;
@@ -285,8 +287,63 @@ static void diagnose(const ob_predict_dataset *d, const uint8_t *test, const dou
   free(rows);
 }
 
+/* --model-steps: where a model's predicted time parts from its run, by
+ * kind of step: each step timed inside runs (ob_rt_profile), predicted, the
+ * db's time of its config alone, and the MiB of parameters it reads. */
+static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int th, const ob_db_host_limits *lim,
+                            const ob_predict_overhead *ov) {
+  int ns = ob_rt_step_count(rt);
+  double *st = calloc((size_t)ns + 1, sizeof *st), total = 0;
+  ob_predict_model_step *ps = calloc((size_t)ns + 1, sizeof *ps);
+  ob_predict_model_result r;
+  if (!st || !ps || ob_rt_profile(rt, 5, st, &total) ||
+      ob_predict_model(ctx, p, rt, tg, th, lim, host.fingerprint, ov, ps, &r)) {
+    ob_ctx_clear_error(ctx);
+    free(st);
+    free(ps);
+    return;
+  }
+  const ob_graph *g = ob_rt_graph(rt);
+  char kinds[32][48];
+  double in_run[32] = {0}, predd[32] = {0}, dbs[32] = {0}, dbrun[32] = {0}, mib[32] = {0};
+  int cnt[32] = {0}, nk = 0;
+  for (int i = 0; i < ns; i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    char k[48];
+    snprintf(k, sizeof k, "%s %.30s", ob_rt_step_kind_name(si.kind), si.kind == OB_RT_STEP_CONVERT ? "" : si.op);
+    int at = 0;
+    while (at < nk && strcmp(kinds[at], k)) at++;
+    if (at == nk && nk < 32) snprintf(kinds[nk++], sizeof kinds[0], "%s", k);
+    if (at >= 32) continue;
+    cnt[at]++;
+    in_run[at] += st[i];
+    predd[at] += ps[i].seconds;
+    if (si.db_s > 0) dbs[at] += si.db_s, dbrun[at] += st[i];
+    for (int a = 0; si.node >= 0 && a < ob_graph_node_num_inputs(g, si.node); a++) {
+      int t = ob_graph_node_input(g, si.node, a);
+      if (t >= 0 && ob_graph_tensor_is_param(g, t))
+        mib[at] += (double)ob_graph_tensor_numel(g, t) * 4.0 / (1024.0 * 1024.0);
+    }
+  }
+  printf("    %-36s %5s %10s %10s %10s %10s %8s\n", "steps (run total, ms)", "n", "in run", "predicted", "db alone",
+         "(in run)", "param MiB");
+  double sr = 0, sp = 0;
+  for (int k = 0; k < nk; k++) {
+    printf("    %-36s %5d %10.3f %10.3f %10.3f %10.3f %8.1f\n", kinds[k], cnt[k], in_run[k] * 1e3, predd[k] * 1e3,
+           dbs[k] * 1e3, dbrun[k] * 1e3, mib[k]);
+    sr += in_run[k];
+    sp += predd[k];
+  }
+  printf("    %-36s %5d %10.3f %10.3f   (whole runs %.3f ms)\n", "sum", ns, sr * 1e3, sp * 1e3, total * 1e3);
+  free(st);
+  free(ps);
+}
+
 int main(int argc, char **argv) {
-  int ntasks = 8, nconfigs = 5;
+  int ntasks = 8, nconfigs = 5, held_configs = 31;
+  bool measure_only = false, model_steps = false;
+  double measure_budget_s = 0, max_cv = 0.1;
   int64_t input_size = 56;
   const char *db_path = NULL;
   bool keep = false, reuse = false, no_corun = false, no_models = false, no_100k = false;
@@ -298,6 +355,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--configs") && i + 1 < argc) nconfigs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--input-size") && i + 1 < argc) input_size = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
+    else if (!strcmp(argv[i], "--held-configs") && i + 1 < argc) held_configs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--measure-only")) measure_only = true;
+    else if (!strcmp(argv[i], "--model-steps")) model_steps = true;
+    else if (!strcmp(argv[i], "--measure-budget") && i + 1 < argc) measure_budget_s = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--max-cv") && i + 1 < argc) max_cv = atof(argv[++i]);
     else if (!strcmp(argv[i], "--keep")) keep = true;
     else if (!strcmp(argv[i], "--reuse")) reuse = true;
     else if (!strcmp(argv[i], "--seqlen") && i + 1 < argc) seqlen = atoll(argv[++i]);
@@ -311,14 +373,15 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--corun-depth") && i + 1 < argc) corun_depth = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--corun-rounds") && i + 1 < argc) corun_rounds = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--input-size N] [--seqlen N] [--db FILE] [--keep] [--reuse]\n"
+      fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--held-configs N] [--input-size N] [--seqlen N] [--db FILE]\n"
+                      "       [--keep] [--reuse] [--measure-only] [--measure-budget S] [--max-cv X] [--model-steps]\n"
                       "       [--no-corun] [--no-models] [--no-100k] [--worst N] [--depth N] [--rounds N] [--eta X]\n"
                       "       [--corun-depth N] [--corun-rounds N]\n", argv[0]);
       return 2;
     }
   }
-  if (ntasks < 1 || nconfigs < 0 || input_size < 8) {
-    fprintf(stderr, "bench_predict: --tasks >= 1, --configs >= 0, --input-size >= 8\n");
+  if (ntasks < 1 || nconfigs < 0 || nconfigs > 63 || held_configs < 0 || held_configs > 63 || input_size < 8) {
+    fprintf(stderr, "bench_predict: --tasks >= 1, --configs and --held-configs 0..63, --input-size >= 8\n");
     return 2;
   }
   if (ob_ctx_new(&ctx)) return 2;
@@ -352,20 +415,30 @@ int main(int argc, char **argv) {
   ob_rng rng = {0x9e3779b97f4a7c15ull};
   int64_t measured = 0, failed = 0;
   int64_t reused = 0;
+  bool cut = false;
   for (int w = 0; w < nwl; w++) {
     wl_entry *e = &wls[w];
+    /* held-out tasks get more configs: score@k says something only when a
+     * task has many more than k */
+    int want = 1 + (w >= first_test ? held_configs : nconfigs);
     int64_t held = 0;
     for (int64_t i = 0; have && i < have->n; i++) held += !have->s[i].from_profile && !strcmp(have->s[i].workload, e->key);
-    if (have && held >= 2 * (1 + nconfigs)) {
+    if (have && held >= 2 * want) {
       reused += held;
       continue;
     }
+    /* --measure-budget: a collection run split into pieces (each continues
+     * with --reuse where the last stopped) */
+    if (measure_budget_s > 0 && ob_now_s() - t0 > measure_budget_s) {
+      cut = true;
+      break;
+    }
     if (ob_workload_store(db, &e->wl)) ob_ctx_clear_error(ctx);
-    ob_config cfgs[16];
+    ob_config cfgs[64];
     int nc = 0;
     cfgs[nc++] = e->cfg0;
     const ob_space *s = ob_task_space(e->task);
-    for (int tries = 0; nc < 1 + nconfigs && nc < 16 && tries < 200; tries++) {
+    for (int tries = 0; nc < want && nc < 64 && tries < 2000; tries++) {
       uint64_t idx = ob_rng_next(&rng) % ob_space_len(s);
       bool dup = false;
       for (int j = 0; j < nc; j++) dup |= cfgs[j].index == idx;
@@ -380,7 +453,7 @@ int main(int argc, char **argv) {
       mo.nthreads = th;
       mo.timing.repeat = 5;
       mo.build.jobs = 2;
-      ob_measure_result r[16];
+      ob_measure_result r[64];
       if (ob_measure_configs(ctx, e->task, run, &mo, cfgs, nc, r)) return die("measuring");
       for (int c = 0; c < nc; c++) {
         store(db, e, &cfgs[c], &mo, &r[c]);
@@ -391,9 +464,22 @@ int main(int argc, char **argv) {
   }
   double t_measure = ob_now_s() - t0;
   ob_predict_dataset_free(have);
+  if (measure_only) {
+    printf("measured %lld points (%lld failed) in %.0f s, %lld reused; %s\n", (long long)measured, (long long)failed,
+           t_measure, (long long)reused, cut ? "stopped at the budget: run again with --reuse" : "all workloads held");
+    for (int w = 0; w < nwl; w++) ob_task_free(wls[w].task);
+    ob_runner_free(run);
+    ob_db_close(db);
+    ob_target_free(target);
+    ob_ctx_free(ctx);
+    return 0;
+  }
   /* 2. train on the training models, evaluate on the held-out one and by workload folds */
   ob_predict_dataset *d = NULL;
-  if (ob_predict_dataset_load(ctx, db, NULL, &d)) return die("dataset");
+  /* points whose repeats spread by more than max_cv were disturbed while
+   * they ran: neither trained on nor scored */
+  ob_predict_data_opts dopt = {.max_cv = max_cv};
+  if (ob_predict_dataset_load(ctx, db, &dopt, &d)) return die("dataset");
   uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1);
   int64_t nsampled = 0;
   double *pred = malloc(sizeof(double) * (size_t)d->n);
@@ -428,9 +514,11 @@ int main(int argc, char **argv) {
     }
   ob_predict_metrics_compute(d, test, pred, &mm);
   printf("dataset: %lld measurements now (%lld failed configs) + %lld reused from the db, of %d workloads (%d held out:\n"
-         "        %s), input size %lld, sequence %lld, 1 and 2 threads, %d configs per workload; measured in %.0f s\n",
+         "        %s), input size %lld, sequence %lld, 1 and 2 threads, %d configs per training and %d per held-out\n"
+         "        workload; measured in %.0f s; %lld points left out for a CV above %.2f\n",
          (long long)measured, (long long)failed, (long long)reused, nwl, nwl - first_test, test_model,
-         (long long)input_size, (long long)seqlen, 1 + nconfigs, t_measure);
+         (long long)input_size, (long long)seqlen, 1 + nconfigs, 1 + held_configs, t_measure, (long long)d->noisy,
+         max_cv);
   if (unpredicted)
     printf("not predicted: %lld held-out points of operator kinds the training data lack (%s)\n",
            (long long)unpredicted, unkinds);
@@ -550,9 +638,9 @@ int main(int argc, char **argv) {
         if (m == 0) { /* the calibration model */
           if (ob_predict_overhead_measure(ctx, rt, th, 10, &ov)) return die("overhead");
           printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
-                 "%-34s kernels in the graph x%.3f their db time alone: + %.4f ms per MiB of parameters\n",
+                 "%-34s kernels in the graph x%.3f their db time alone + %.4f ms per MiB of parameters (of %.1f MiB)\n",
                  "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
-                 ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3);
+                 ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3, ov.param_mib);
         } else {
           ob_predict_model_result r;
           ob_timing tm;
@@ -562,6 +650,7 @@ int main(int argc, char **argv) {
               ob_rt_time(rt, &to2, &tm))
             return die(names[m]);
           model_err[th][m - 1] = (r.seconds - tm.median_s) / tm.median_s;
+          if (model_steps) steps_breakdown(rt, p, target, th, lim, &ov);
           char label[64];
           snprintf(label, sizeof label, "  %s", names[m]);
           printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s\n", label, r.seconds * 1e3, tm.median_s * 1e3,
@@ -575,12 +664,14 @@ int main(int argc, char **argv) {
     ob_db_host_limits_free(lim);
   }
   /* 3. co-run: pairs of the training workloads' default configs */
-  int npl = nwl < 6 ? nwl : 6;
-  wl_entry *pl[6];
+  /* 8 workloads: 56 ordered pairs, each in both modes (a held-out fold of
+   * pairs then still leaves about 90 points to train on) */
+  int npl = nwl < NPL ? nwl : NPL;
+  wl_entry *pl[NPL];
   for (int i = 0; i < npl; i++) pl[i] = &wls[i * (first_test > npl ? first_test / npl : 1) % nwl];
-  ob_build_input in[6];
-  ob_build_result br[6];
-  char *src[6] = {0};
+  ob_build_input in[NPL];
+  ob_build_result br[NPL];
+  char *src[NPL] = {0};
   memset(br, 0, sizeof br);
   for (int i = 0; i < npl; i++) {
     if (ob_task_source(pl[i]->task, &pl[i]->cfg0, &src[i], &pl[i]->sym)) return die("source");
@@ -601,12 +692,26 @@ int main(int argc, char **argv) {
   for (int i = 0; i < npl && !no_corun; i++)
     for (int j = 0; j < npl; j++) {
       if (i == j) continue;
-      double a1 = time_beside(run, pl[i], 0, 1, NULL, 0, 0);
-      double s = time_beside(run, pl[i], 0, 1, pl[j], 1, 1); /* stream: core 0 beside core 1 */
-      double a2 = time_beside(run, pl[i], 0, 2, NULL, 0, 0);
-      double f = time_beside(run, pl[i], 0, 2, pl[j], 0, 2); /* full: both on both cores */
-      if (isfinite(s) && isfinite(a1)) put_corun(db, pl[i], pl[j], 1, 1, false, a1, s), ncorun++;
-      if (isfinite(f) && isfinite(a2)) put_corun(db, pl[i], pl[j], 2, 2, true, a2, f), ncorun++;
+      /* CORUN_ROUNDS rounds of (alone, beside) in both modes: the label is
+       * the median round's ratio, so one disturbed window does not make it */
+      double a1[CORUN_ROUNDS], rs[CORUN_ROUNDS], a2[CORUN_ROUNDS], rf[CORUN_ROUNDS];
+      int ns = 0, nf = 0;
+      for (int r = 0; r < CORUN_ROUNDS; r++) {
+        double x1 = time_beside(run, pl[i], 0, 1, NULL, 0, 0);
+        double s = time_beside(run, pl[i], 0, 1, pl[j], 1, 1); /* stream: core 0 beside core 1 */
+        double x2 = time_beside(run, pl[i], 0, 2, NULL, 0, 0);
+        double f = time_beside(run, pl[i], 0, 2, pl[j], 0, 2); /* full: both on both cores */
+        if (isfinite(s) && isfinite(x1) && x1 > 0) a1[ns] = x1, rs[ns++] = s / x1;
+        if (isfinite(f) && isfinite(x2) && x2 > 0) a2[nf] = x2, rf[nf++] = f / x2;
+      }
+      if (ns) {
+        double al = median(a1, ns);
+        put_corun(db, pl[i], pl[j], 1, 1, false, al, al * median(rs, ns)), ncorun++;
+      }
+      if (nf) {
+        double al = median(a2, nf);
+        put_corun(db, pl[i], pl[j], 2, 2, true, al, al * median(rf, nf)), ncorun++;
+      }
     }
   ob_predict_train_opts co = to;
   if (corun_depth > 0) co.max_depth = corun_depth;
@@ -614,7 +719,7 @@ int main(int argc, char **argv) {
   ob_corun_dataset *cd = NULL;
   if (ob_corun_dataset_load(ctx, db, host.fingerprint, &cd)) return die("co-run dataset");
   uint8_t *ct = calloc((size_t)cd->n + 1, 1), *cr = calloc((size_t)cd->n + 1, 1);
-  double cse = 0, cape[512];
+  double cse = 0, cape[1024];
   int64_t cn = 0, cwithin = 0;
   for (int f = 0; f < 5; f++) {
     ob_corun_split_pairs(cd, f, 5, ct);
@@ -632,15 +737,18 @@ int main(int argc, char **argv) {
       ob_prediction pr;
       if (ob_predictor_slowdown(q, cd->s[i].x, &pr)) return die("slowdown");
       double e = (pr.seconds - cd->s[i].slowdown) / cd->s[i].slowdown;
+      if (worst > 0 && fabs(e) > 0.1)
+        printf("  co-run miss: %-6s %.40s beside %.40s: measured %.3f predicted %.3f (%+.1f%%)\n", cd->s[i].mode,
+               cd->s[i].a, cd->s[i].b, cd->s[i].slowdown, pr.seconds, 100 * e);
       cse += e * e;
       cwithin += fabs(e) <= 0.1;
-      if (cn < 512) cape[cn] = fabs(e);
+      if (cn < 1024) cape[cn] = fabs(e);
       cn++;
     }
     ob_predictor_free(q);
   }
   double c_rmspe = cn ? sqrt(cse / (double)cn) : NAN, c_within = cn ? (double)cwithin / (double)cn : NAN;
-  double c_mdape = median(cape, cn < 512 ? (int)cn : 512);
+  double c_mdape = median(cape, cn < 1024 ? (int)cn : 1024);
   printf("%-34s %7lld %8.1f %8.1f %8.1f\n", "co-run slowdown (held-out pairs)", (long long)cn, 100 * c_rmspe,
          100 * c_mdape, 100 * c_within);
   /* the full predictor: latency + interference, for the game */
@@ -651,6 +759,8 @@ int main(int argc, char **argv) {
          "all-2 meas", "eq/opt");
   double ratios[16], vs_all[16];
   int ngames = 0;
+  ob_db_host_limits *clim = NULL;
+  if (ob_db_get_host_limits(db, host.fingerprint, &clim)) return die("host limits");
   for (int gi = 0; gi + 1 < npl && ngames < 3 && !no_corun; gi += 2, ngames++) {
     wl_entry *A = pl[gi], *B = pl[gi + 1];
     double al[4];
@@ -678,9 +788,9 @@ int main(int argc, char **argv) {
       double fi = ob_workload_flops(&pp[i]->wl), bi = ob_predict_workload_bytes(&pp[i]->wl);
       double fj = ob_workload_flops(&pp[j]->wl), bj = ob_predict_workload_bytes(&pp[j]->wl);
       g.stream[i][j] = g.full[i][j] = 1;
-      ob_interf_features(fi, bi, 1, l[i][0], fj, bj, 1, l[j][0], false, 0, x);
+      ob_interf_features(fi, bi, 1, l[i][0], fj, bj, 1, l[j][0], false, 0, clim, host.fingerprint, x);
       if (ob_predictor_has_interference(p) && !ob_predictor_slowdown(p, x, &pr)) g.stream[i][j] = pr.seconds;
-      ob_interf_features(fi, bi, 2, l[i][1], fj, bj, 2, l[j][1], true, 2, x);
+      ob_interf_features(fi, bi, 2, l[i][1], fj, bj, 2, l[j][1], true, 2, clim, host.fingerprint, x);
       /* the measured "full" slowdown includes the time-slicing the game counts itself
        * (two players on every core): the factor is what remains beyond it */
       if (ob_predictor_has_interference(p) && !ob_predictor_slowdown(p, x, &pr)) g.full[i][j] = fmax(1, pr.seconds / 2);
@@ -795,6 +905,7 @@ int main(int argc, char **argv) {
   free(ct);
   free(cr);
   ob_corun_dataset_free(cd);
+  ob_db_host_limits_free(clim);
   ob_predict_dataset_free(d);
   ob_predictor_free(p);
   ob_runner_free(run);

@@ -7,7 +7,9 @@
 # drops any sampled point whose workload a held-out model has anyway.
 # Each shape: the base config and 2 random ones, at 1 and 2 threads.
 #
-#   bench/predict_sample.sh OPBENCH DB PART
+#   bench/predict_sample.sh OPBENCH DB PART [LIMITS]
+# LIMITS: what the mm part does about the host's limits (default auto:
+# measured once into the db; none: the db's own are kept).
 # PART: conv1 (1x1), conv3 (3x3 and strided), convx (1x7, 7x1, 5x5, 3x3
 # unpadded), mm (dense, batch_matmul, softmax), ew (elementwise mul, add);
 # each well under 5 minutes
@@ -17,6 +19,7 @@ set -eu
 OB=$1
 DB=$2
 PART=$3
+LIMITS=${4:-auto}
 M="--threads 1,2 --knobs random:2 --repeat 5 --max-cv 0 --db $DB"
 conv() { # shape epilogue pad sizes
   "$OB" profile conv2d --shape "$1" --epilogue "$2" --pad "$3" --sizes "$4" $M --limits none >/dev/null
@@ -55,7 +58,7 @@ convx)
   ;;
 mm)
   # the host's peak and bandwidths, measured once into the db (the features' host limits)
-  "$OB" profile dense --shape M=1,N=1000,K=512 --epilogue bias --sizes M=1/4/16/48,N=192/640/1536/2560,K=192/640/1536/2560 $M --limits auto >/dev/null
+  "$OB" profile dense --shape M=1,N=1000,K=512 --epilogue bias --sizes M=1/4/16/48,N=192/640/1536/2560,K=192/640/1536/2560 $M --limits "$LIMITS" >/dev/null
   "$OB" profile batch_matmul --shape B=4,M=16,N=16,K=16 --sizes B=4/16,M=16/48,N=16/48/96,K=16/48/96 $M --limits none >/dev/null
   "$OB" profile softmax --shape M=64,N=16 --sizes M=64/192/768,N=16/48/128 $M --limits none >/dev/null
   ;;

@@ -440,6 +440,16 @@ static void test_analytic(void) {
   CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 3.0 * 1048576) == 30);
   CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 64.0 * 1048576) == 15);
   CHECK(isnan(ob_predict_cache_bandwidth(NULL, "h", 1, 1000)));
+  /* cold parameters: the calibration (40 MiB) read 1/4 of its parameters
+   * from memory at 15 GB/s, so the caches keep 30 MiB of any model's */
+  ob_predict_overhead ov = {.threads = 1, .kernel_factor = 1, .param_mib = 40,
+                            .cold_s_per_mb = 0.25 * 1048576.0 / 15e9};
+  CHECK(fabs(ob_predict_param_miss(&ov, &hl, "h", 1, 40) - 0.25) < 1e-9);
+  CHECK(ob_predict_param_miss(&ov, &hl, "h", 1, 20) == 0);             /* fits in what stays */
+  CHECK(fabs(ob_predict_param_miss(&ov, &hl, "h", 1, 120) - 0.75) < 1e-9); /* 90 of 120 MiB */
+  CHECK(ob_predict_param_miss(&ov, NULL, "h", 1, 120) == 0);           /* no bandwidth known */
+  ov.cold_s_per_mb = 0;
+  CHECK(ob_predict_param_miss(&ov, &hl, "h", 1, 120) == 0);            /* nothing fitted */
   /* a template without a tiling model: the roofline */
   CHECK(ob_workload_parse(ctx, "relu", "N=1,C=8,H=4,W=4", &wl) == OB_OK);
   ob_predict_tiling tl;

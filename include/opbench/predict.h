@@ -152,6 +152,7 @@ typedef struct ob_predict_dataset {
   int64_t n;
   ob_predict_sample *s;
   int64_t skipped; /* records that could not be described (workload, target, config) */
+  int64_t noisy;   /* points left out for a CV above the options' max_cv */
   ob_arena *arena;
   float *x;        /* n rows */
 } ob_predict_dataset;
@@ -161,10 +162,13 @@ typedef struct ob_predict_data_opts {
   const char *host;     /* NULL: every host */
   bool no_profiles;     /* measurements only */
   int64_t max_records;  /* <= 0: all; else an even sample of this many */
+  double max_cv;        /* > 0: leave out points whose repeats' CV is above it
+                           (a measurement disturbed while it ran) */
 } ob_predict_data_opts;
 
 /* The usable points of db: error-free, not emulated, with a positive
- * median; profile points without a co-runner. Points whose workload,
+ * median (and a CV within max_cv when set); profile points without a
+ * co-runner. Points whose workload,
  * target or config cannot be rebuilt are counted in skipped. */
 OB_API ob_status ob_predict_dataset_load(ob_ctx *ctx, ob_db *db, const ob_predict_data_opts *o,
                                          ob_predict_dataset **out);
@@ -260,8 +264,12 @@ OB_API int ob_turnaround(const int *threads, const double *lat, int n, double ga
 /* ---- co-run interference (interfere.c) ----------------------------------------------------- */
 /* Features of "A beside B": per side log2 FLOPs, log2 bytes, log2
  * intensity, threads, log2 latency alone (NAN: unknown); then mode (0
- * stream, 1 full) and cores shared. */
-#define OB_INTERF_NFEAT 13
+ * stream, 1 full) and cores shared; then the memory traffic of each side
+ * (its bytes over its time alone) as a share of the host's measured
+ * bandwidth at its thread count, their sum (what the two ask of the
+ * memory system together), and log2 of B's latency over A's (how many of
+ * B's runs overlap one of A's). */
+#define OB_INTERF_NFEAT 17
 
 typedef struct ob_corun_sample {
   const char *a, *b;   /* workload keys */
@@ -279,7 +287,8 @@ typedef struct ob_corun_dataset {
 
 OB_API void ob_interf_features(double a_flops, double a_bytes, int a_threads, double a_alone_s,
                                double b_flops, double b_bytes, int b_threads, double b_alone_s,
-                               bool full, int shared_cores, float *out);
+                               bool full, int shared_cores, const ob_db_host_limits *lim, const char *host,
+                               float *out);
 /* The co-run profile points of db (corun_mode set, slowdown known). */
 OB_API ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host,
                                        ob_corun_dataset **out);
@@ -357,25 +366,30 @@ typedef struct ob_predict_overhead {
                               measured alone (the db's median of the same
                               config): caches its neighbours left cold; 1 when
                               the calibration had no such step */
-  double cold_s_per_mb;    /* what a kernel step takes in the graph beyond its
-                              time alone, per MiB of its parameters (weights
-                              read cold once per run): reported, not used (see
-                              ob_predict_model) */
+  double cold_s_per_mb;    /* what a kernel step takes in the graph beyond
+                              kernel_factor times its time alone, per MiB of its
+                              parameters: the weights that were evicted since the
+                              last run and come from memory (fitted jointly with
+                              kernel_factor on the calibration model) */
+  double param_mib;        /* the calibration model's parameters read by its
+                              kernel steps: with cold_s_per_mb against the time
+                              memory takes per MiB, what share of them stayed in
+                              the caches between runs, hence how much parameter
+                              data the caches keep (see ob_predict_model) */
   int nnative, nconvert;   /* steps the fit saw */
 } ob_predict_overhead;
 
 /* Measures the overhead on a compiled runtime (a calibration model): the
  * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
  * of the native steps' seconds over their output MiB, the mean conversion,
- * the whole run's median beyond the sum of its steps, the kernel steps'
- * time over the db's medians of their configs (the steps that have one),
- * and a least-squares line through the origin of each such step's time
- * beyond its db median over its parameters' MiB. */
+ * the whole run's median beyond the sum of its steps, and a least-squares
+ * fit of the kernel steps that have a db median of their config: time in
+ * the run = kernel_factor x db median + cold_s_per_mb x parameter MiB. */
 OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
                                              ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
  * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
- * "rt_cold_per_mb" (s/MiB; at `threads`; parts measured as 0 left
+ * "rt_cold_per_mb" (s/MiB), "rt_param_mib" (MiB; at `threads`; parts measured as 0 left
  * out, as the db keeps positive limits) and "rt_steps" (steps timed) of
  * host; note says how it was measured. */
 OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,
@@ -384,6 +398,13 @@ OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob
  * holds none. */
 OB_API bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int threads,
                                      ob_predict_overhead *out);
+
+/* The share of a model's parameters (model_mib, read by its kernel steps)
+ * that come from memory in each run: none while they fit in what the caches
+ * kept of the calibration model's, else the part beyond it. 0 without a
+ * fitted cold part or the host's memory bandwidth. */
+OB_API double ob_predict_param_miss(const ob_predict_overhead *ov, const ob_db_host_limits *lim, const char *host,
+                                    int threads, double model_mib);
 
 typedef struct ob_predict_model_step {
   int step;              /* the runtime's step index */
@@ -403,8 +424,11 @@ typedef struct ob_predict_model_result {
 } ob_predict_model_result;
 
 /* Predicts rt's end-to-end latency (rt compiled with `threads` threads on
- * `target`; lim, host: the host's limits for the features). steps (may be
- * NULL) gets ob_rt_step_count entries. */
+ * `target`; lim, host: the host's limits for the features). A kernel step
+ * costs kernel_factor x its predicted time alone, plus, for its parameters,
+ * the share of the model's parameters the caches cannot keep between runs
+ * read at the host's memory bandwidth (mem_triad at `threads`). steps (may
+ * be NULL) gets ob_rt_step_count entries. */
 OB_API ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target,
                                   int threads, const ob_db_host_limits *lim, const char *host,
                                   const ob_predict_overhead *ov, ob_predict_model_step *steps,

@@ -698,10 +698,12 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
       if (i == j || !interf) continue;
       float x[OB_INTERF_NFEAT];
       ob_prediction pr;
-      ob_interf_features(flops[i], bytes[i], 1, l12[2 * i], flops[j], bytes[j], 1, l12[2 * j], false, 0, x);
+      ob_interf_features(flops[i], bytes[i], 1, l12[2 * i], flops[j], bytes[j], 1, l12[2 * j], false, 0, lim,
+                         h.fingerprint, x);
       if (ob_predictor_slowdown(p, x, &pr) == OB_OK) g.stream[i][j] = pr.seconds;
       ob_interf_features(flops[i], bytes[i], here, alone[(size_t)i * (size_t)here + (size_t)(here - 1)], flops[j],
-                         bytes[j], here, alone[(size_t)j * (size_t)here + (size_t)(here - 1)], true, here, x);
+                         bytes[j], here, alone[(size_t)j * (size_t)here + (size_t)(here - 1)], true, here, lim,
+                         h.fingerprint, x);
       /* a "full" slowdown includes the time-slicing of two players on every core,
        * which the game counts itself: the factor is what remains beyond it */
       if (ob_predictor_slowdown(p, x, &pr) == OB_OK) g.full[i][j] = fmax(1, pr.seconds / 2);
@@ -829,9 +831,9 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
     crt = NULL;
   }
   printf("overhead   per native step %.4f ms + %.4f ms/MiB of output; per layout conversion %.4f ms; per run %.4f ms; "
-         "kernels in the graph x%.3f their time alone: + %.4f ms per MiB of parameters (%s%s%s)\n",
+         "kernels in the graph x%.3f their time alone + %.4f ms per MiB of parameters (%.1f MiB) (%s%s%s)\n",
          ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, ov.kernel_factor,
-         ov.cold_s_per_mb * 1e3,
+         ov.cold_s_per_mb * 1e3, ov.param_mib,
          stored ? "stored" : "measured now on ", stored ? "" : calib, stored ? "" : ", stored in the db");
   ob_rt_stats rs;
   ob_rt_get_stats(rt, &rs);

@@ -181,6 +181,10 @@ ob_status ob_predict_dataset_load(ob_ctx *ctx, ob_db *db, const ob_predict_data_
       d->skipped += r->error_no == 0;
       continue;
     }
+    if (o->max_cv > 0 && r->timing.cv > o->max_cv) {
+      d->noisy++;
+      continue;
+    }
     st = add_point(&b, r->op, r->attrs, r->workload, r->host, r->target, r->resources, r->tmpl,
                    r->config_index, r->entity, r->nthreads, r->cores, 0, r->timing.median_s, false);
     if (st) goto done;
@@ -191,6 +195,10 @@ ob_status ob_predict_dataset_load(ob_ctx *ctx, ob_db *db, const ob_predict_data_
     if (p->key.corun_workload && *p->key.corun_workload) continue; /* the interference model's */
     if (p->error_no || p->timing.emulated || !(p->timing.median_s > 0) || !p->op || !p->attrs) {
       d->skipped += p->error_no == 0;
+      continue;
+    }
+    if (o->max_cv > 0 && p->timing.cv > o->max_cv) {
+      d->noisy++;
       continue;
     }
     st = add_point(&b, p->op, p->attrs, p->key.workload, p->key.host, p->key.target,

@@ -12,9 +12,16 @@
 
 static float lg(double v) { return (float)log2(1.0 + fabs(v)); }
 
+/* A side's traffic (bytes over time alone) over the host's bandwidth at
+ * its thread count: the cache level its bytes fit in, memory beyond. */
+static double demand(const ob_db_host_limits *lim, const char *host, int threads, double bytes, double alone_s) {
+  double bw = lim ? ob_predict_cache_bandwidth(lim, host, threads, bytes) : NAN;
+  return bw > 0 && alone_s > 0 && bytes > 0 ? bytes / alone_s / (bw * 1e9) : NAN;
+}
+
 void ob_interf_features(double a_flops, double a_bytes, int a_threads, double a_alone_s,
                         double b_flops, double b_bytes, int b_threads, double b_alone_s, bool full,
-                        int shared_cores, float *out) {
+                        int shared_cores, const ob_db_host_limits *lim, const char *host, float *out) {
   out[0] = lg(a_flops);
   out[1] = lg(a_bytes);
   out[2] = a_bytes > 0 ? lg(a_flops / a_bytes) : NAN;
@@ -28,6 +35,11 @@ void ob_interf_features(double a_flops, double a_bytes, int a_threads, double a_
   out[10] = full ? 1.0f : 0.0f;
   out[11] = (float)shared_cores;
   out[12] = lg(a_bytes + b_bytes);
+  double da = demand(lim, host, a_threads, a_bytes, a_alone_s), db = demand(lim, host, b_threads, b_bytes, b_alone_s);
+  out[13] = (float)da;
+  out[14] = (float)db;
+  out[15] = (float)(da + db);
+  out[16] = a_alone_s > 0 && b_alone_s > 0 ? (float)log2(b_alone_s / a_alone_s) : NAN;
 }
 
 void ob_corun_dataset_free(ob_corun_dataset *d) {
@@ -72,6 +84,7 @@ static bool wl_size(ob_ctx *ctx, const char *op, const char *attrs, double *flop
 ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_corun_dataset **out) {
   *out = NULL;
   ob_db_profiles *prof = NULL;
+  ob_db_host_limits *lim = NULL;
   ob_corun_dataset *d = calloc(1, sizeof *d);
   ob_status st = OB_OK;
   if (!d || !(d->arena = ob_arena_new(ctx, 0))) {
@@ -80,6 +93,8 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
   }
   ob_db_profile_filter pf = {.host = host, .ok_only = true};
   st = ob_db_query_profiles(db, &pf, &prof);
+  if (st) goto done;
+  st = ob_db_get_host_limits(db, host, &lim);
   if (st) goto done;
   d->s = calloc((size_t)prof->n + 1, sizeof *d->s);
   if (!d->s) {
@@ -94,7 +109,7 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
                   : p->alone_s > 0                         ? p->timing.median_s / p->alone_s
                                                            : NAN;
     if (!(slow > 0)) continue;
-    double af, ab, bf = 0, bb = 0, balone = NAN;
+    double af, ab, bf = 0, bb = 0, balone = NAN, bco = NAN;
     if (!wl_size(ctx, p->op, p->attrs, &af, &ab)) {
       d->skipped++;
       continue;
@@ -111,7 +126,12 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
           q->nthreads == bthreads && q->timing.median_s > 0 &&
           !(balone <= q->timing.median_s))
         balone = q->timing.median_s;
+      /* B's own co-run points hold its time alone too (their alone_s) */
+      else if (q->key.corun_workload && *q->key.corun_workload && q->nthreads == bthreads && q->alone_s > 0 &&
+               !(bco <= q->alone_s))
+        bco = q->alone_s;
     }
+    if (isnan(balone)) balone = bco;
     if (!found) {
       ob_db_records *r = NULL;
       if (!ob_db_workload_records(db, bkey, &r) && r->n > 0)
@@ -132,12 +152,13 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
       goto done;
     }
     ob_interf_features(af, ab, p->nthreads > 0 ? p->nthreads : 1, p->alone_s, bf, bb, bthreads,
-                       balone, !strcmp(mode, "full"), shared(p->cores, p->corun_cores), s->x);
+                       balone, !strcmp(mode, "full"), shared(p->cores, p->corun_cores), lim, p->key.host, s->x);
     s->slowdown = slow;
     d->n++;
   }
 done:
   ob_db_profiles_free(prof);
+  ob_db_host_limits_free(lim);
   if (st) {
     ob_corun_dataset_free(d);
     return st;
