@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "opbench/baseline.h"
+#include "opbench/kernel.h"
 #include "opbench/ops.h"
 #include "opbench/profile.h"
 #include "opbench/space.h"
@@ -223,18 +224,14 @@ static double loadavg(void) {
   return l;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
+/* The median of the finite values of x[0..n) (NAN when none; compacts x). */
 static double median_of(double *x, int n) {
   int m = 0;
   for (int i = 0; i < n; i++)
     if (isfinite(x[i])) x[m++] = x[i];
-  if (!m) return NAN;
-  qsort(x, (size_t)m, sizeof x[0], cmp_double);
-  return m % 2 ? x[m / 2] : (x[m / 2 - 1] + x[m / 2]) / 2;
+  double med = NAN;
+  if (m) ob_stats(x, m, &med, NULL, NULL);
+  return med;
 }
 
 /* PEAK_ROUNDS rounds, each: the FMA peak of `isa` at 1 thread, then the
@@ -438,8 +435,7 @@ int main(int argc, char **argv) {
     printf("%-26s %9.2f %7.2f %10.3f ms %10.3f ms %7.2f %10.2f %10s%s\n", e->label, e->gflops1, 100 * e->cv1,
            1e3 * e->med1, 1e3 * e->med2, 100 * diff, e->best_sweep_gflops, dnn, e->nominal ? " (nominal)" : "");
   }
-  qsort(cvs, (size_t)ncv, sizeof cvs[0], cmp_double);
-  double med_cv = ncv ? (ncv % 2 ? cvs[ncv / 2] : (cvs[ncv / 2 - 1] + cvs[ncv / 2]) / 2) : NAN;
+  double med_cv = median_of(cvs, ncv);
 
   /* ---- the peak and the fastest kernels again, in rounds ---- */
   double sweep_best = best, first_peak = peak;

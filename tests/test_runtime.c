@@ -392,6 +392,23 @@ static void test_bad(void) {
   ob_rt_vm_free(NULL);
 }
 
+/* Puts one record of cfg (template tmpl) for node n's workload. */
+static void put_record(ob_db *db, const ob_host *h, const ob_target *tg, const char *res, const ob_graph *g, int n,
+                       const char *tmpl, const ob_config *cfg, double m) {
+  ob_workload wl;
+  CHECK(ob_graph_node_workload(ctx, g, n, &wl) == OB_OK);
+  char key[256], *ent = NULL;
+  ob_workload_key(&wl, key, sizeof key);
+  CHECK(ob_workload_store(db, &wl) == OB_OK && ob_config_to_json(ctx, cfg, &ent) == OB_OK);
+  ob_db_record r = {.host = h->fingerprint, .workload = key, .target = ob_target_str(tg), .resources = res,
+                    .tmpl = tmpl, .config_index = cfg->index, .entity = ent,
+                    .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
+                               .repeat = 1, .min_repeat_ms = 1.0},
+                    .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
+  CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
+  free(ent);
+}
+
 /* Records of conv2d_winograd.x86 in the database: the runtime runs its
  * kernels in the blocked layout the Winograd template describes (data
  * NCHW[icb]c, output NCHW[ocb]c, weights transformed once at load), with no
@@ -418,17 +435,7 @@ static void test_winograd_records(void) {
       continue;
     }
     ob_config c = ob_task_default_config(t);
-    char key[256], *ent = NULL;
-    ob_workload_key(&wl, key, sizeof key);
-    CHECK(ob_workload_store(db, &wl) == OB_OK && ob_config_to_json(ctx, &c, &ent) == OB_OK);
-    double m = 1e-6; /* faster than any direct record */
-    ob_db_record r = {.host = h.fingerprint, .workload = key, .target = ob_target_str(tg), .resources = res,
-                      .tmpl = "conv2d_winograd.x86", .config_index = c.index, .entity = ent,
-                      .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
-                                 .repeat = 1, .min_repeat_ms = 1.0},
-                      .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
-    CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
-    free(ent);
+    put_record(db, &h, tg, res, g, n, "conv2d_winograd.x86", &c, 1e-6); /* faster than any direct record */
     ob_task_free(t);
     nwino++;
   }
@@ -448,23 +455,6 @@ static void test_winograd_records(void) {
   ob_rt_free(rt);
 done:
   fixture_close(&f);
-}
-
-/* Puts one record of cfg (template tmpl) for node n's workload. */
-static void put_record(ob_db *db, const ob_host *h, const ob_target *tg, const char *res, const ob_graph *g, int n,
-                       const char *tmpl, const ob_config *cfg, double m) {
-  ob_workload wl;
-  CHECK(ob_graph_node_workload(ctx, g, n, &wl) == OB_OK);
-  char key[256], *ent = NULL;
-  ob_workload_key(&wl, key, sizeof key);
-  CHECK(ob_workload_store(db, &wl) == OB_OK && ob_config_to_json(ctx, cfg, &ent) == OB_OK);
-  ob_db_record r = {.host = h->fingerprint, .workload = key, .target = ob_target_str(tg), .resources = res,
-                    .tmpl = tmpl, .config_index = cfg->index, .entity = ent,
-                    .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
-                               .repeat = 1, .min_repeat_ms = 1.0},
-                    .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
-  CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
-  free(ent);
 }
 
 static int node_named(const ob_graph *g, const char *name) {

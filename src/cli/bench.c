@@ -16,6 +16,7 @@
 #include "opbench/fleet.h"
 
 #include "opbench/baseline.h"
+#include "opbench/kernel.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -153,17 +154,6 @@ static bool tol_is_default(ob_tolerance t) {
   return t.rtol == d.rtol && t.atol == d.atol;
 }
 
-/* Median of v[0..n) (sorted in place); 0 for none. */
-static double median_of(double *v, int n) {
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-      double t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  return n <= 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* A result's time becomes `s` seconds (its GFLOPS follow: same FLOPs). */
 static void set_time(ob_timing *t, double *gflops, double s) {
   if (s <= 0 || t->median_s <= 0) return;
@@ -225,10 +215,12 @@ static bool interleave(ob_ctx *ctx, const cli_args *a, ob_measurer *m, ob_baseli
   }
   double fin[4];
   for (int k = 0; k < 4; k++) {
-    double v[BENCH_MAX_ROUNDS];
-    memcpy(v, e->round_ms[k], sizeof v);
-    e->med_ms[k] = median_of(v, got[k]); /* sorts v: v[0] is the fastest round */
-    fin[k] = got[k] ? v[0] * 1e-3 : 0;
+    double med = 0, fastest = 0;
+    if (got[k]) ob_stats(e->round_ms[k], got[k], &med, NULL, NULL);
+    for (int r = 0; r < got[k]; r++)
+      if (r == 0 || e->round_ms[k][r] < fastest) fastest = e->round_ms[k][r];
+    e->med_ms[k] = med;
+    fin[k] = fastest * 1e-3;
   }
   if (same) { /* one config: its rounds are both columns' */
     memcpy(e->round_ms[2], e->round_ms[0], sizeof e->round_ms[0]);
