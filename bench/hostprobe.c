@@ -26,53 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-typedef float v16 __attribute__((vector_size(64)));
+#include "hostprobe.h"
 
 enum { NPROBE = 4, MAXWIN = 100000 };
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* 10 independent chains: the FMA's latency hidden, the ports busy. */
-/* AVX-512 where the core has it (ifunc), as our kernels use it */
-#if defined(__x86_64__)
-#define PROBE_ISA __attribute__((noinline, target_clones("avx512f", "default")))
-#else
-#define PROBE_ISA __attribute__((noinline))
-#endif
-
-PROBE_ISA static float probe_fma(int iters) {
-  v16 a[10], b, c;
-  for (int i = 0; i < 16; i++) {
-    b[i] = 0.999f;
-    c[i] = 0.001f;
-  }
-  for (int j = 0; j < 10; j++) a[j] = b * (float)(j + 1);
-  for (int k = 0; k < iters; k++)
-    for (int j = 0; j < 10; j++) a[j] = a[j] * b + c;
-  v16 s = a[0];
-  for (int j = 1; j < 10; j++) s += a[j];
-  float r = 0;
-  for (int i = 0; i < 16; i++) r += s[i];
-  return r;
-}
-
-/* n floats read `reps` times, 4 accumulators (a multiply-add per loaded
- * vector, so the loads, not the adds, set the pace). */
-PROBE_ISA static float probe_read(const v16 *w, size_t nvec, int reps) {
-  v16 acc[4] = {{0}}, x;
-  for (int i = 0; i < 16; i++) x[i] = 0.5f;
-  for (int r = 0; r < reps; r++)
-    for (size_t i = 0; i + 3 < nvec; i += 4)
-      for (int j = 0; j < 4; j++) acc[j] += w[i + (size_t)j] * x;
-  v16 s = acc[0] + acc[1] + acc[2] + acc[3];
-  float t = 0;
-  for (int i = 0; i < 16; i++) t += s[i];
-  return t;
-}
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -96,7 +52,7 @@ int main(int argc, char **argv) {
   const char *name[NPROBE] = {"fma (registers)", "L1 24 KiB x16", "L2 1.5 MiB", "L3 6 MiB"};
   size_t bytes[NPROBE] = {0, 24u << 10, 1536u << 10, 6u << 20};
   int reps[NPROBE] = {0, 16, 1, 1};
-  v16 *buf[NPROBE] = {0};
+  bench_v16 *buf[NPROBE] = {0};
   for (int p = 1; p < NPROBE; p++) {
     buf[p] = aligned_alloc(64, bytes[p]);
     if (!buf[p]) {
@@ -118,13 +74,13 @@ int main(int argc, char **argv) {
   }
   volatile float sink = 0;
   size_t k = 0;
-  double t0 = now_s();
-  while (k < cap && now_s() - t0 < seconds) {
-    ts[k] = now_s() - t0;
+  double t0 = bench_probe_clock();
+  while (k < cap && bench_probe_clock() - t0 < seconds) {
+    ts[k] = bench_probe_clock() - t0;
     for (int p = 0; p < NPROBE; p++) {
-      double a = now_s();
-      sink += p == 0 ? probe_fma(600) : probe_read(buf[p], bytes[p] / 64, reps[p]);
-      tt[k * NPROBE + (size_t)p] = now_s() - a;
+      double a = bench_probe_clock();
+      sink += p == 0 ? bench_probe_fma(600) : bench_probe_read(buf[p], bytes[p] / 64, reps[p]);
+      tt[k * NPROBE + (size_t)p] = bench_probe_clock() - a;
     }
     k++;
   }

@@ -28,7 +28,11 @@
  * Prints a table per part, then the figures with their bars, the last
  * line a ratio (best kernel / peak). Exit status 1 when a bar is missed, 2
  * on a setup failure. The machine is shared: the load average before and
- * after is printed; the figures are only as quiet as the machine.
+ * after is printed; the figures are only as quiet as the machine. And as the
+ * host: a probe of the measuring core (hostprobe.h) before, between and
+ * after the two fidelity measurements of a workload says whether the host
+ * was slowing the core (the "host" column), and the worst distance among the
+ * workloads measured on a calm host is printed beside the bar's.
  *
  * --quick: the first 4 workloads, 3 knob neighbours, short limit kernels. */
 #include <math.h>
@@ -45,6 +49,7 @@
 #include "opbench/tune.h"
 
 #include "bench_util.h"
+#include "hostprobe.h"
 
 #define MAX_WL 32
 #define BAR_CV 0.02
@@ -58,6 +63,7 @@ typedef struct entry {
   char key[256];
   bool nominal; /* every nominal FLOP executed (1x1 convolution, dense) */
   double med1, med2, cv1, gflops1;
+  double host; /* the host probe's largest slowdown around the two fidelity measurements (1: calm) */
   double best_sweep_gflops; /* opbench, 1 thread, any config of the sweep */
   double onednn_gflops;
 } entry;
@@ -380,20 +386,26 @@ int main(int argc, char **argv) {
   int n1 = 0, n2 = 0, n3;
   ob_runner *runner2 = NULL;
   if (ob_runner_new(ctx, &runner2) != OB_OK) return 2;
+  bench_probe probe;
+  if (!bench_probe_init(&probe, 0, 0.3)) return 2; /* the runners measure on core 0 */
   for (int i = 0; i < nes; i++) {
     char p1[300], p2[300];
     double si;
     int ni;
     snprintf(p1, sizeof p1, "%s.%d", db1, i);
     snprintf(p2, sizeof p2, "%s.%d", db2, i);
+    double h = bench_probe_now(&probe, NULL);
     if (run_sweep(ctx, t, runner, &host, &lim, p1, i, 1, one, 1, 0, &c1, &si, &ni)) return 2;
     s1 += si, n1 += ni;
+    h = fmax(h, bench_probe_now(&probe, NULL));
     if (run_sweep(ctx, t, runner2, &host, &lim, p2, i, 1, one, 1, 0, &c2, &si, &ni)) return 2;
     s2 += si, n2 += ni;
+    es[i].host = fmax(h, bench_probe_now(&probe, NULL));
     unlink(p1);
     unlink(p2);
   }
   ob_runner_free(runner2);
+  bench_probe_free(&probe);
 
   /* ---- the sweep: 2 thread counts x (base + 10 knob neighbours) ---- */
   int thr[2] = {1, 2};
@@ -411,12 +423,13 @@ int main(int argc, char **argv) {
     if (ob_baseline_measure(b, &es[i].wl, NULL, 1, &r) == OB_OK && !r.error_no) es[i].onednn_gflops = r.gflops;
   }
 
-  printf("\n%-26s %9s %7s %12s %12s %7s %10s %10s\n", "workload", "GFLOPS", "CV%", "median 1", "median 2",
-         "diff%", "best swp", "oneDNN");
+  printf("\n%-26s %9s %7s %12s %12s %7s %10s %10s %6s\n", "workload", "GFLOPS", "CV%", "median 1", "median 2",
+         "diff%", "best swp", "oneDNN", "host");
   double cvs[MAX_WL];
   int ncv = 0;
-  double worst = 0;
-  const char *worst_wl = "-";
+  double worst = 0, worst_calm = 0;
+  const char *worst_wl = "-", *worst_calm_wl = "-";
+  int ncalm = 0;
   double best = 0;
   char best_what[160] = "-";
   for (int i = 0; i < nes; i++) {
@@ -424,6 +437,10 @@ int main(int argc, char **argv) {
     double diff = e->med1 > 0 && e->med2 > 0 ? fabs(e->med2 - e->med1) / e->med1 : NAN;
     if (e->med1 > 0) cvs[ncv++] = e->cv1;
     if (isfinite(diff) && diff > worst) worst = diff, worst_wl = e->label;
+    if (e->host <= BENCH_PROBE_SLOWED) {
+      ncalm++;
+      if (isfinite(diff) && diff > worst_calm) worst_calm = diff, worst_calm_wl = e->label;
+    }
     if (e->nominal) {
       if (e->best_sweep_gflops > best)
         best = e->best_sweep_gflops, snprintf(best_what, sizeof best_what, "opbench on %.80s", e->label);
@@ -432,8 +449,9 @@ int main(int argc, char **argv) {
     }
     char dnn[32] = "-";
     if (e->onednn_gflops > 0) snprintf(dnn, sizeof dnn, "%.2f", e->onednn_gflops);
-    printf("%-26s %9.2f %7.2f %10.3f ms %10.3f ms %7.2f %10.2f %10s%s\n", e->label, e->gflops1, 100 * e->cv1,
-           1e3 * e->med1, 1e3 * e->med2, 100 * diff, e->best_sweep_gflops, dnn, e->nominal ? " (nominal)" : "");
+    printf("%-26s %9.2f %7.2f %10.3f ms %10.3f ms %7.2f %10.2f %10s %5.2f%s%s\n", e->label, e->gflops1,
+           100 * e->cv1, 1e3 * e->med1, 1e3 * e->med2, 100 * diff, e->best_sweep_gflops, dnn, e->host,
+           e->host > BENCH_PROBE_SLOWED ? "!" : " ", e->nominal ? " (nominal)" : "");
   }
   double med_cv = median_of(cvs, ncv);
 
@@ -449,6 +467,9 @@ int main(int argc, char **argv) {
          ok_cv ? "met" : "MISSED");
   printf("new process   worst distance between two processes' medians %.2f %% (%s) (bar <= %.0f %%): %s\n",
          100 * worst, worst_wl, 100 * BAR_DIFF, ok_diff ? "met" : "MISSED");
+  printf("host probe    (FMA, L1, L2 on the measuring core, x their calm speed; over %.2f: slowed) %d of %d "
+         "workloads measured on a slowed host; worst distance among the %d on a calm host %.2f %% (%s)\n",
+         BENCH_PROBE_SLOWED, nes - ncalm, nes, ncalm, 100 * worst_calm, worst_calm_wl);
   printf("sweep         %d points (%d workloads x %d thread counts x base + %d knob neighbours) in %.0f s "
          "(bar < %.0f s): %s\n",
          n3, nes, nthr, quick ? 3 : 10, s3, BAR_SWEEP_S, ok_sweep ? "met" : "MISSED");

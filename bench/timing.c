@@ -31,7 +31,11 @@
  * average before and after, and per workload the machine's busy share while
  * the defaults and the reference were measured (about 50 % on an otherwise
  * idle 2-core machine: the measuring core), are printed: the figures are
- * only as quiet as the machine.
+ * only as quiet as the machine. And so is the host: a probe of the
+ * measuring core (hostprobe.h) before and after the defaults and the
+ * reference halves says, per workload, whether the host was slowing the core
+ * then (the "host" column, x its calm speed), and the worst distance among
+ * the workloads measured on a calm host is printed beside the bar's.
  *
  * --quick: the small suite and the first 4 ResNet-18 layers. */
 #include <math.h>
@@ -43,6 +47,7 @@
 #include "opbench/tune.h"
 
 #include "bench_util.h"
+#include "hostprobe.h"
 
 #define MAX_WL 64
 #define BAR_CV 0.02
@@ -57,6 +62,7 @@ typedef struct wl_entry {
   ob_measure_result old, dflt, ref, ref2; /* ref: both halves pooled, after the run */
   double diff; /* |defaults - reference| / reference */
   double busy_dflt, busy_ref; /* the machine's busy % while each was measured */
+  double host_dflt, host_ref;  /* the host probe's largest slowdown before/after each (1: calm) */
 } wl_entry;
 
 static const struct {
@@ -199,6 +205,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_timing: %s\n", ob_ctx_errmsg(ctx));
     return 2;
   }
+  bench_probe probe;
+  if (!bench_probe_init(&probe, 0, 0.3)) { /* the runner measures on core 0 */
+    fprintf(stderr, "bench_timing: out of memory\n");
+    return 2;
+  }
   ob_measure_opts dflt = ob_measure_opts_default();
   ob_measure_opts old = dflt;
   old.timing.number = 1;
@@ -225,7 +236,7 @@ int main(int argc, char **argv) {
          OB_TIMING_DEFAULT_MAX_OFFCPU * 100);
   printf("\n%-26s %12s | %12s %6s %8s %6s %3s %-9s %7s | %12s %7s %7s | %8s %8s | %s\n",
          "workload", "reference", "defaults", "CV %", "number", "reps", "rt", "flags", "diff %",
-         "old", "CV %", "diff %", "t dflt", "t old", "busy % dflt/ref");
+         "old", "CV %", "diff %", "t dflt", "t old", "busy % dflt/ref | host dflt/ref");
   int rc = 0;
   for (int i = 0; i < n; i++) {
     wl_entry *e = &es[i];
@@ -241,24 +252,30 @@ int main(int argc, char **argv) {
       rc = 2;
       goto done;
     }
+    double h0 = bench_probe_now(&probe, NULL);
     cpu_mark m0 = cpu_now();
     if (!measure(ctx, runner, e, &ref, &e->ref)) {
       rc = 2;
       goto done;
     }
     e->busy_ref = busy_since(m0);
+    double h1 = bench_probe_now(&probe, NULL);
     m0 = cpu_now();
     if (!measure(ctx, runner, e, &dflt, &e->dflt)) {
       rc = 2;
       goto done;
     }
     e->busy_dflt = busy_since(m0);
+    double h2 = bench_probe_now(&probe, NULL);
     m0 = cpu_now();
     if (!measure(ctx, runner, e, &ref, &e->ref2)) {
       rc = 2;
       goto done;
     }
     e->busy_ref = 0.5 * (e->busy_ref + busy_since(m0));
+    double h3 = bench_probe_now(&probe, NULL);
+    e->host_dflt = fmax(h1, h2);
+    e->host_ref = fmax(fmax(h0, h1), fmax(h2, h3));
     /* pool the halves: 30 costs of 100 ms repeats around the defaults */
     {
       ob_timing *r = &e->ref.timing;
@@ -280,11 +297,12 @@ int main(int argc, char **argv) {
                         : d->below_resolution           ? "res"
                                                         : "";
     printf("%-26s %12s | %12s %6.2f %8d %6s %3d %-9s %7.2f | %12s %7.2f %7.2f | %8.1f %8.1f | "
-           "%3.0f/%3.0f\n",
+           "%3.0f/%3.0f | %4.2f%s/%4.2f%s\n",
            e->label, fmt_s(r->median_s, b1), fmt_s(d->median_s, b2), d->cv * 100, d->number, reps,
            d->retaken, flags, 100 * (d->median_s - r->median_s) / r->median_s, fmt_s(o->median_s, b3),
            o->cv * 100, 100 * (o->median_s - r->median_s) / r->median_s, e->dflt.run_s * 1e3,
-           e->old.run_s * 1e3, e->busy_dflt, e->busy_ref);
+           e->old.run_s * 1e3, e->busy_dflt, e->busy_ref, e->host_dflt,
+           e->host_dflt > BENCH_PROBE_SLOWED ? "!" : " ", e->host_ref, e->host_ref > BENCH_PROBE_SLOWED ? "!" : " ");
     fflush(stdout);
   }
 
@@ -335,6 +353,18 @@ int main(int argc, char **argv) {
     }
   }
   double med_cv = median_of(cvs, n), med_cv_old = median_of(cvs_old, n);
+  int nslow_d = 0, nslow_r = 0, ncalm = 0;
+  double worst_calm = 0;
+  const char *worst_calm_wl = "-";
+  for (int i = 0; i < n; i++) {
+    bool sd = es[i].host_dflt > BENCH_PROBE_SLOWED, sr = es[i].host_ref > BENCH_PROBE_SLOWED;
+    nslow_d += sd;
+    nslow_r += sr;
+    if (!sd && !sr) {
+      ncalm++;
+      if (es[i].diff > worst_calm) worst_calm = es[i].diff, worst_calm_wl = es[i].label;
+    }
+  }
   double ratio = t_old > 0 ? t_dflt / t_old : 0;
   bench_loadavg(la, sizeof la);
   printf("\nload average after: %s\n", la);
@@ -344,6 +374,10 @@ int main(int argc, char **argv) {
          nretaken, nretaken_ref);
   printf("ResNet-18 measurement time: defaults %.3f s, old %.3f s, reference %.3f s\n", t_dflt,
          t_old, t_ref);
+  printf("host probe (FMA, L1, L2 on the measuring core, x their calm speed; over %.2f: slowed): "
+         "defaults of %d and references of %d of %d workloads measured on a slowed host; worst distance "
+         "among the %d measured on a calm host: %.2f %% (%s)\n",
+         BENCH_PROBE_SLOWED, nslow_d, nslow_r, n, ncalm, worst_calm * 100, worst_calm_wl);
   bool ok_cv = med_cv <= BAR_CV, ok_diff = worst <= BAR_DIFF, ok_time = ratio <= BAR_TIME;
   printf("median CV with defaults: %.2f %% (old protocol: %.2f %%); bar %.0f %%: %s\n",
          med_cv * 100, med_cv_old * 100, BAR_CV * 100, ok_cv ? "met" : "MISSED");
@@ -353,6 +387,7 @@ int main(int argc, char **argv) {
          ok_time ? "met" : "MISSED");
   if (!(ok_cv && ok_diff && ok_time)) rc = 1;
 done:
+  bench_probe_free(&probe);
   for (int i = 0; i < n; i++) ob_task_free(es[i].task);
   ob_runner_free(runner);
   ob_ctx_free(ctx);
