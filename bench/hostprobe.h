@@ -135,6 +135,15 @@ static inline bool bench_probe_init(bench_probe *p, int core, double seconds) {
   return true;
 }
 
+/* Probes every 20 ms until the core reads calm (at most `slowed`) or
+ * max_s has passed; the seconds waited. */
+static inline double bench_probe_wait_calm(bench_probe *p, double slowed, double max_s) {
+  double t0 = bench_probe_clock();
+  struct timespec nap = {0, 20 * 1000 * 1000};
+  while (bench_probe_now(p, NULL) > slowed && bench_probe_clock() - t0 < max_s) nanosleep(&nap, NULL);
+  return bench_probe_clock() - t0;
+}
+
 static inline void bench_probe_free(bench_probe *p) {
   free(p->buf);
   p->buf = NULL;
