@@ -124,7 +124,7 @@ if [ "$rc" -eq 0 ] && tail -n 2 "$tmp/out" | head -n 1 | grep -Eq '^geomean spee
   tail -n 1 "$tmp/out" | grep -Eq '^geomean speed ratio opbench/onednn: [0-9]+\.[0-9]+ \(default: [0-9]+\.[0-9]+\)' &&
   grep -q '^worst layer vs vendor best: ' "$tmp/out" && grep -q 'dnn-wino' "$tmp/out" &&
   grep -q "count the direct convolution's nominal FLOPs" "$tmp/out" &&
-  grep -q "random:2 per template (each template's default among them, re-measured beside the best 3)" "$tmp/out" &&
+  grep -q "random:2 per template (each template's default among them, re-measured beside the best 3 in 3 rounds, each its fastest)" "$tmp/out" &&
   grep -q "^final figures: 9 interleaved rounds per workload" "$tmp/out" && grep -q "^on the rounds' medians instead of their fastest: " "$tmp/out"; then
   ok "bench --vs onednn: Winograd column, worst layers, both geomeans last"
 else

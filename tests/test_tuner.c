@@ -12,7 +12,8 @@
  * synthetic measure_fn; then a real dense task, 12 trials into a temporary
  * database with an AutoTVM log, run twice: the second run measures nothing,
  * resumes all 12 and appends nothing to the log; a larger budget measures
- * only the difference. Last, with a compiler wrapper that logs its CPU set
+ * only the difference. The search (ob_search_best): a slow window over the
+ * fastest config's one re-measurement loses it; three rounds keep it. Last, with a compiler wrapper that logs its CPU set
  * and time span: no compiler ran on the measuring core while a batch was
  * measured, and some ran on the free core meanwhile. */
 #include <ftw.h>
@@ -387,6 +388,91 @@ static void test_loop_synthetic(void) {
 
 /* ---- the loop on a real task, with a database ------------------------------------ */
 
+/* ---- the search's re-measurement in rounds --------------------------------------
+ * A measurer over the synthetic cost whose first full-protocol batch hits a
+ * slow window: the fastest config reads 10x its cost there. One round of
+ * re-measurement then keeps a slower config; three rounds, each config
+ * judged by its fastest, keep the fastest at its true cost. */
+typedef struct window_m {
+  synth y;
+  int full_calls, quick_calls;
+  uint64_t slow_index; /* the config the window hits */
+} window_m;
+
+static ob_status window_measure(void *self, ob_ctx *c, ob_task *task, const ob_measure_opts *opts,
+                                const ob_config *cfgs, int n, ob_measure_result *out) {
+  (void)c;
+  (void)task;
+  window_m *w = self;
+  bool quick = opts->timing.max_cv == 0; /* the search's short runs */
+  synth_results(&w->y, cfgs, n, out);
+  if (quick) {
+    w->quick_calls++;
+    return OB_OK;
+  }
+  if (w->full_calls++ == 0)
+    for (int i = 0; i < n; i++)
+      if (cfgs[i].index == w->slow_index) out[i].timing.median_s *= 10;
+  return OB_OK;
+}
+
+static ob_status window_check(void *self, ob_ctx *c, ob_task *task) {
+  (void)self;
+  (void)c;
+  (void)task;
+  return OB_OK;
+}
+
+static ob_status window_host(void *self, ob_ctx *c, ob_task *task, ob_host *out, char *cc, size_t cc_cap,
+                             char *cc_version, size_t version_cap) {
+  (void)self;
+  (void)c;
+  (void)task;
+  memset(out, 0, sizeof *out);
+  if (cc_cap) cc[0] = 0;
+  if (version_cap) cc_version[0] = 0;
+  return OB_OK;
+}
+
+static void window_resources(void *self, const ob_measure_opts *mo, char *buf, size_t cap) {
+  (void)self;
+  (void)mo;
+  if (cap) buf[0] = 0;
+}
+
+static void test_search_rounds(void) {
+  ob_task *task = make_task("conv2d", "N=1,C=64,H=56,W=56,K=64,R=3,S=3", 1);
+  const ob_space *sp = ob_task_space(task);
+  ob_measure_opts mo = ob_measure_opts_default();
+  mo.timing.repeat = 5;
+  mo.timing.max_cv = 5;
+  for (int rounds = 1; rounds <= 3; rounds += 2) {
+    window_m w = {.y = synth_new(sp)};
+    /* exhaustive over a budget that holds the whole space is too slow
+     * here: a random sample, then the window hits whatever came first */
+    ob_search_opts so = {.budget = 24, .seed = 7, .rounds = rounds};
+    ob_search_result r0;
+    ob_measurer_i vt = {.name = "window", .measure = window_measure, .check = window_check,
+                       .host = window_host, .resources = window_resources};
+    ob_measurer *m = NULL;
+    OB_ASSERT(ob_measurer_new(ctx, &vt, &w, &m) == OB_OK);
+    w.slow_index = UINT64_MAX; /* first pass: no window, to learn the fastest */
+    CHECK(ob_search_best(ctx, task, m, &mo, &so, &r0) == OB_OK);
+    uint64_t fastest = r0.best.index;
+    double true_cost = r0.best_result.timing.median_s;
+    w.slow_index = fastest;
+    w.full_calls = 0;
+    ob_search_result r;
+    CHECK(ob_search_best(ctx, task, m, &mo, &so, &r) == OB_OK);
+    CHECK(w.full_calls == rounds);
+    CHECK(r.default_remeasured);
+    if (rounds == 1) CHECK(r.best.index != fastest); /* the window decided */
+    else CHECK(r.best.index == fastest && r.best_result.timing.median_s == true_cost);
+    ob_measurer_free(m);
+  }
+  ob_task_free(task);
+}
+
 static int64_t db_count(const char *path, const char *table) {
   ob_db *db = NULL;
   int64_t n = -1;
@@ -586,6 +672,7 @@ int main(void) {
   test_small_space();
   test_large_space();
   test_loop_synthetic();
+  test_search_rounds();
   test_loop_real();
   test_overlap_affinity();
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

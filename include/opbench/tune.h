@@ -124,6 +124,7 @@ typedef struct ob_search_opts {
   int batch;         /* configs compiled together; <= 0: 16 */
   int search_repeat; /* repeats while searching; <= 0: 3 */
   int top_k;         /* re-measured with the full protocol; <= 0: 3 */
+  int rounds;        /* re-measurement rounds, each finalist's fastest kept; <= 1: one */
 } ob_search_opts;
 
 typedef struct ob_search_result {
@@ -139,8 +140,9 @@ typedef struct ob_search_result {
 /* Best config of a task within the budget. The default config is measured
  * first and, when it ran correctly, re-measured with the full protocol
  * beside the top_k best of the short runs, so the best is never a config
- * that measured slower than the default side by side. OB_ERR_RUNTIME when
- * no config ran correctly. */
+ * that measured slower than the default side by side (so->rounds > 1: in
+ * that many rounds, order reversed every other one, each finalist judged by
+ * its fastest round). OB_ERR_RUNTIME when no config ran correctly. */
 OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_measurer *measurer,
                                 const ob_measure_opts *opts, const ob_search_opts *so,
                                 ob_search_result *out);
