@@ -917,12 +917,26 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   }
   double rmed[3][CMP_ROUNDS];
   if (!time_interleaved(ctx, rts, 3, &mt, tm, rmed)) goto done;
+  /* --record-steps: the tuned plan's in-graph step records, taken here,
+   * right after its timing rounds: in another process the same plan ran
+   * 13.4 or 16.9 ms end to end (resnet-18 at 2 threads, quiet, 05:33 and
+   * 05:58), so records from one process summed against the end-to-end
+   * time of another were off by whatever set the two processes apart */
+  double rec_sum = 0, rec_tot = 0;
+  if (a->record_steps && ob_rt_record_steps(rts[1], db, RECORD_RUNS, &rec_sum, &rec_tot) != OB_OK) {
+    cli_error("--record-steps: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
   for (int i = 0; i < 3; i++) {
     printf("-- %s\n", label[i]);
     print_timing("", &tm[i]);
     printf("           %d interleaved rounds; round medians", CMP_ROUNDS);
     for (int r = 0; r < CMP_ROUNDS; r++) printf("%s %.3f", r ? " /" : "", rmed[i][r] * 1e3);
     printf(" ms\n");
+    if (i == 1 && a->record_steps)
+      printf("recorded   in-graph latencies of %d steps in %s (%d profiled runs, the middle 80 %%): sum %.3f ms; the "
+             "profiled runs %.3f ms\n",
+             ob_rt_step_count(rts[i]), ob_db_path(db), RECORD_RUNS, rec_sum * 1e3, rec_tot * 1e3);
     if (i == 1) print_db_sum(ctx, rts[i], db, &tm[i]);
     if (i == 1 && a->profile && !print_profile(ctx, rts[i], &tm[i])) goto done;
     if (!task_table_add(ctx, &tt, rts[i], i)) goto done;
