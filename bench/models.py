@@ -15,11 +15,13 @@ Prints a table, then the bars of issue 10 and the geomeans last:
   - tuned opbench at most 1.0x the oneDNN-kernel latency on every model;
   - geomean of ONNX Runtime's latency over opbench's tuned latency >= 1.15 at each thread count;
   - the database's per-node latencies of the deployed plan summed within 5 % of the measured
-    end-to-end latency (what is tuned is what is deployed): before the comparison, a separate
-    run (`opbench run --record-steps`, its own process) profiles the tuned plan and stores
+    end-to-end latency (what is tuned is what is deployed): the comparison (`--record-steps`)
+    profiles the tuned plan right after its timing rounds, in the same process, and stores
     every step's latency inside the graph (kernels at their tuned configs, the runtime's own
-    steps, layout conversions) in --db as in-graph records of that plan; the comparison's
-    tuned run sums the records of its plan's steps (all of them, or the bar is missed);
+    steps, layout conversions) in --db as in-graph records of that plan; its tuned run then
+    sums the records of its plan's steps (all of them, or the bar is missed). (Until session 7
+    a separate `opbench run --record-steps` process took them: the same plan runs up to 25 %
+    apart from one process to the next at 2 threads, which the bar then measured.)
   - ONNX Runtime's output within 1e-3 of opbench's.
 Exit status 1 when a bar is missed, 2 when a run fails.
 
@@ -182,14 +184,11 @@ def main():
                 yout = os.path.join(tmp, "y.npy")
                 args = ["tune", *common, "--threads", str(t), "--db", a.db, "--ifcompare", "true",
                         "--iftune", "true" if a.trials > 0 else "false", "--repeat", str(a.repeat),
-                        "--input", xin, "--save-output", yout]
+                        "--input", xin, "--save-output", yout, "--record-steps"]
                 if a.trials > 0:
                     args += ["--trials", str(a.trials), "--tuner", a.tuner]
                 t0 = time.time()
                 try:
-                    # the in-graph records of the tuned plan, from a run of its own
-                    opbench(a.opbench, "run", *common, "--threads", str(t), "--db", a.db, "--record-steps",
-                            "--input", xin)
                     out = opbench(a.opbench, *args)
                     med, db, tuned = parse_compare(out)
                 except Exception as e:

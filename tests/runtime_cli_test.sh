@@ -90,6 +90,15 @@ good "tune --ifcompare: the tuned plan's in-graph records summed" '^db in-graph 
   tune "${S[@]}" --db "$db" --iftune false --ifcompare true "${T[@]}"
 good "run at 2 threads: another plan, none of the 1-thread records" '^db in-graph +in-graph records of 0 of' \
   run "${S[@]}" --db "$db" --threads 2 "${T[@]}"
+# the comparison records the tuned plan's steps in its own process and sums them
+good "tune --ifcompare --record-steps: the tuned plan's steps recorded in the comparison" \
+  '^recorded +in-graph latencies of [0-9]+ steps' \
+  tune "${S[@]}" --db "$db" --iftune false --ifcompare true --threads 2 --record-steps "${T[@]}"
+check "  ...and summed: all of this plan's steps" "grep -Eq '^db in-graph +the database.s in-graph records of all' '$tmp/out'"
+bad "tune --record-steps without the comparison" 'needs a model and --ifcompare true' \
+  tune "${S[@]}" --db "$db" --iftune false --ifcompare false --record-steps
+bad "tune --op --record-steps" 'needs a model and --ifcompare true' \
+  tune --op dense --shape M=1,N=8,K=8 --db "$db" --record-steps
 bad "run --record-steps with --executor vm" 'record-steps records the steps of the graph executor' \
   run "${S[@]}" --db "$db" --record-steps --executor vm --batchsize 1,2
 good "tune --iftune false --ifcompare false: tasks listed only" '^tasks +7 distinct workloads' \

@@ -186,7 +186,7 @@ static const flag_def flags[F_COUNT] = {
     [F_CROSS] = {"--cross", false, M_SCHED},
     [F_KERNELS] = {"--kernels", true, M_RUN},
     [F_PROFILE] = {"--profile", false, M_RUN | M_TUNE},
-    [F_RECORD_STEPS] = {"--record-steps", false, M_RUN},
+    [F_RECORD_STEPS] = {"--record-steps", false, M_RUN | M_TUNE},
     [F_EXECUTOR] = {"--executor", true, M_RUN | M_TUNE},
     [F_IFTUNE] = {"--iftune", true, M_TUNE},
     [F_IFCOMPARE] = {"--ifcompare", true, M_TUNE},
@@ -479,7 +479,8 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "usage: opbench tune --op OP --shape TEXT [workload flags] [--tuner NAME]\n"
             "       opbench tune --op OP --shape TEXT --corun OP:SHAPE [--threads N] [--trials N]\n"
             "       opbench tune --modelsource S --modelname M [model flags] [--iftune true|false]\n"
-            "                    [--ifcompare true|false] [--key-ops P] [--profile] [tuning flags]\n"
+            "                    [--ifcompare true|false] [--key-ops P] [--profile] [--record-steps]\n"
+            "                    [tuning flags]\n"
             "                    [--trials N] [--early-stopping N] [--batch N] [--db FILE]\n"
             "                    [--log FILE] [--seed N] [--no-transfer] [--remeasure]\n"
             "                    [measurement flags]\n"
@@ -521,7 +522,9 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "reference, and prints mean and median latency of each and the speedups.\n"
             "  --key-ops P          tune only the tasks that make up P%% of the estimated time\n"
             "  --iftune B, --ifcompare B   true or false\n"
-            "  --profile            also the tuned run's per-node breakdown\n"
+            "  --profile            also the tuned run's per-node breakdown\n"            "  --record-steps       store the tuned plan's in-graph step latencies in --db (as run\n"
+            "                       --record-steps does), in this process right after its timing\n"
+            "                       rounds: the db in-graph line then sums records of the same process\n"
             "  --input FILE         the first input (.npy or raw float32) instead of random data\n"
             "  --save-output FILE   the tuned run's first output as .npy\n\n%s%s\n%s",
             workload_help, measure_help, model_help);

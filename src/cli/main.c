@@ -95,7 +95,15 @@ int main(int argc, char **argv) {
     rc = args.op ? cli_cmd_space(ctx, &args) : cli_cmd_model_space(ctx, &args);
     break;
   case CLI_CMD_OPS: rc = cli_cmd_ops(ctx, &args); break;
-  case CLI_CMD_TUNE: rc = args.model_tune ? cli_cmd_tune_model(ctx, &args) : cli_cmd_tune(ctx, &args); break;
+  case CLI_CMD_TUNE:
+    if (args.record_steps && (!args.model_tune || !args.ifcompare)) {
+      cli_error("--record-steps records the tuned model's steps in its comparison: it needs a model and --ifcompare "
+                "true");
+      rc = OB_CLI_EXIT_ERROR;
+      break;
+    }
+    rc = args.model_tune ? cli_cmd_tune_model(ctx, &args) : cli_cmd_tune(ctx, &args);
+    break;
   case CLI_CMD_DB: rc = cli_cmd_db(ctx, &args); break;
   case CLI_CMD_MODELS: rc = cli_cmd_models(ctx, &args); break;
   case CLI_CMD_EXPORT_ONNX: rc = cli_cmd_export_onnx(ctx, &args); break;

@@ -198,6 +198,10 @@ ob_status ob_rt_profile(ob_rt *rt, int runs, double *step_s, double *total_s) {
   return rt_profile_runs(rt, runs, false, step_s, total_s);
 }
 
+ob_status ob_rt_profile_trimmed(ob_rt *rt, int runs, double *step_s, double *total_s) {
+  return rt_profile_runs(rt, runs, true, step_s, total_s);
+}
+
 int ob_rt_step_count(const ob_rt *rt) { return rt->ns; }
 
 const char *ob_rt_step_kind_name(ob_rt_step_kind k) {

@@ -46,10 +46,18 @@ static ob_db_profile_key step_key(const ob_rt *rt, int i, const char *hash, char
 
 ob_status ob_rt_record_steps(ob_rt *rt, ob_db *db, int runs, double *sum_s, double *total_s) {
   OB_ASSERT(rt && db);
-  int ns = rt->ns;
-  double *st = calloc((size_t)ns + 1, sizeof(double));
+  double *st = calloc((size_t)rt->ns + 1, sizeof(double));
   if (!st) return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
   ob_status s = rt_profile_runs(rt, runs, true, st, total_s);
+  if (!s) s = ob_rt_store_steps(rt, db, st, runs, sum_s);
+  free(st);
+  return s;
+}
+
+ob_status ob_rt_store_steps(ob_rt *rt, ob_db *db, const double *st, int runs, double *sum_s) {
+  OB_ASSERT(rt && db && st);
+  int ns = rt->ns;
+  ob_status s = OB_OK;
   char hash[17];
   ob_hash_hex(plan_hash(rt), hash);
   double sum = 0;
@@ -75,7 +83,6 @@ ob_status ob_rt_record_steps(ob_rt *rt, ob_db *db, int runs, double *sum_s, doub
     sum += t;
   }
   if (!s && sum_s) *sum_s = sum;
-  free(st);
   return s;
 }
 

@@ -6,8 +6,9 @@
  * fastest record). Here every kernel node gets the database's top records
  * as candidates; the edges join a node's output to the nodes reading it
  * directly or through layout-following nodes (elementwise kernels, pooling:
- * they keep their input's layout), and a fused residual joins its producer
- * to the node's output block. Iterated conditional modes then picks, node
+ * they keep their input's layout) or through a channel concat (written in
+ * place when its producers agree with its reader), and a fused residual
+ * joins its producer to the node's output block. Iterated conditional modes then picks, node
  * after node until nothing changes, the candidate of least time plus the
  * estimated conversions on its edges given the neighbours' picks: a local
  * minimum of the whole graph's estimated time that starts from the fastest
@@ -65,6 +66,43 @@ static int source_of(const ob_graph *g, const rt_lsel *sel, int t) {
     t = ob_graph_node_input(g, p, 0);
   }
   return -1;
+}
+
+/* A channel concat of 4-D tensors: the runtime writes it in place when its
+ * producers write the block its reader reads (native.c), so each input's
+ * producer is joined to that reader as if directly. */
+static bool channel_concat(const ob_graph *g, int n) {
+  if (ob_graph_node_op(g, n) != OB_GOP_CONCAT || ob_graph_tensor_ndim(g, ob_graph_node_output(g, n, 0)) != 4)
+    return false;
+  int64_t a = ob_graph_node_attr_i(g, n, "axis", 0);
+  return a == 1 || a == -3;
+}
+
+/* The edges into node n's data input t from the nodes with candidates
+ * that make it: its source, or the sources of a channel concat's inputs
+ * (each edge sized by its own slice). */
+static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool out_out, ls_edge *e, int *ne, int cap,
+                      int depth) {
+  int p = source_of(g, sel, t);
+  if (p >= 0) {
+    if (p != n && *ne < cap) e[(*ne)++] = (ls_edge){p, n, out_out, rt_layout_bytes(g, t, rl_plain())};
+    return;
+  }
+  /* through layout-following nodes to a concat */
+  int c = -1;
+  for (int hops = 0; hops < 64 && t >= 0; hops++) {
+    int q = ob_graph_tensor_producer(g, t);
+    if (q < 0 || ob_graph_node_dead(g, q)) break;
+    if (channel_concat(g, q)) {
+      c = q;
+      break;
+    }
+    if (!follows(g, q) || ob_graph_node_num_inputs(g, q) < 1) break;
+    t = ob_graph_node_input(g, q, 0);
+  }
+  if (c < 0 || out_out || depth > 4) return;
+  for (int k = 0; k < ob_graph_node_num_inputs(g, c); k++) /* an inner concat's inputs too */
+    if (ob_graph_node_input(g, c, k) >= 0) add_edges(g, sel, n, ob_graph_node_input(g, c, k), false, e, ne, cap, depth + 1);
 }
 
 /* The candidates of one node: its workload's top records for this host,
@@ -173,9 +211,10 @@ ob_status rt_layout_select(ob_rt *rt) {
   rt_lsel *sel = rt->lsel;
   for (int n = 0; n < nn; n++)
     if (!ob_graph_node_dead(g, n)) node_cands(rt, n, &sel[n]);
-  /* edges: data input 0 and, for a fused residual (a Conv's fourth
-   * input, a Dense's fourth), the residual */
-  int cap = 2 * nn + 1, ne = 0;
+  /* edges: data input 0 (through a channel concat, from each of its
+   * inputs' sources) and, for a fused residual (a Conv's fourth input, a
+   * Dense's fourth), the residual */
+  int cap = 8 * nn + 1, ne = 0;
   ls_edge *e = calloc((size_t)cap, sizeof *e);
   if (!e) return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
   for (int n = 0; n < nn; n++) {
@@ -185,9 +224,7 @@ ob_status rt_layout_select(ob_rt *rt) {
       if (k == 1 || k == 2) continue; /* weights, bias */
       int t = ob_graph_node_input(g, n, k);
       if (t < 0 || ob_graph_tensor_kind(g, t) == OB_GT_CONST) continue;
-      int p = source_of(g, sel, t);
-      if (p < 0 || p == n || ne >= cap) continue;
-      e[ne++] = (ls_edge){p, n, k == 3, rt_layout_bytes(g, t, rl_plain())};
+      add_edges(g, sel, n, t, k == 3, e, &ne, cap, 0);
     }
   }
   /* start from each node's fastest record, then improve node by node */

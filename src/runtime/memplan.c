@@ -94,7 +94,7 @@ ob_status rt_memplan(ob_rt *rt) {
   }
   for (int i = 0; i < rt->nv; i++) {
     rt_val *v = &rt->v[i];
-    if (!v->is_const && v->alias >= 0) v->ptr = rt->v[v->alias].ptr;
+    if (!v->is_const && v->alias >= 0) v->ptr = (char *)rt->v[v->alias].ptr + v->alias_off;
   }
   for (int i = 0; i < ns; i++) {
     rt_step *s = &rt->s[i];

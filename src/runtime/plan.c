@@ -578,6 +578,7 @@ static ob_status plan_view(ob_rt *rt, int node) {
   if (v < 0 || !rt_bind(rt, y, v)) return nomem(rt);
   rt_val *sv = &rt->v[src], *vv = &rt->v[v];
   vv->alias = sv->alias >= 0 ? sv->alias : src;
+  vv->alias_off = sv->alias >= 0 ? sv->alias_off : 0;
   vv->def = sv->def;
   if (sv->is_const) {
     vv->is_const = true;

@@ -55,6 +55,7 @@ typedef struct rt_val {
   size_t bytes;
   int def, last;   /* step that writes it (-1: set before the run), last reader */
   int alias;       /* the value whose memory this one is (a view), or -1 */
+  size_t alias_off; /* where in the viewed value's memory (bytes): a channel slice of an in-place concat */
   bool is_const;   /* fixed at load: a graph constant or a packed copy */
   const void *cdata;
   void *owned;     /* a constant the runtime allocated on its own (malloc) */

@@ -221,6 +221,23 @@ static void *member_main(void *arg) {
 
 static int val_root(const ob_rt *rt, int v) { return rt->v[v].alias >= 0 ? rt->v[v].alias : v; }
 
+/* Whether values a and b share bytes: the same memory (a view and what it
+ * views), or overlapping slices of one in-place concat's output. */
+static bool val_overlap(const ob_rt *rt, int a, int b) {
+  if (val_root(rt, a) != val_root(rt, b)) return false;
+  const rt_val *x = &rt->v[a], *y = &rt->v[b];
+  size_t xo = x->alias >= 0 ? x->alias_off : 0, yo = y->alias >= 0 ? y->alias_off : 0;
+  return xo < yo + (y->bytes ? y->bytes : 1) && yo < xo + (x->bytes ? x->bytes : 1);
+}
+
+/* The last step that writes bytes of value v (-1: none). */
+static int last_writer(const ob_rt *rt, int v) {
+  for (int w = rt->ns - 1; w >= 0; w--)
+    for (int o = 0; o < rt->s[w].nout; o++)
+      if (val_overlap(rt, rt->s[w].out[o], v)) return w;
+  return -1;
+}
+
 typedef struct where {
   int stage, group; /* -1: unassigned */
 } where;
@@ -389,7 +406,7 @@ static ob_status replan_memory(ob_rt *rt, const where *step_at, bool share) {
     x->ptr = (char *)block + off[order[i]];
   }
   for (int v = 0; v < nv; v++)
-    if (!rt->v[v].is_const && rt->v[v].alias >= 0) rt->v[v].ptr = rt->v[rt->v[v].alias].ptr;
+    if (!rt->v[v].is_const && rt->v[v].alias >= 0) rt->v[v].ptr = (char *)rt->v[rt->v[v].alias].ptr + rt->v[v].alias_off;
   for (int i = 0; i < ns; i++) {
     rt_step *s = &rt->s[i];
     for (int k = 0; k < s->nin; k++) s->pin[k] = s->in[k] >= 0 ? rt->v[s->in[k]].ptr : NULL;
@@ -416,7 +433,7 @@ static const char *val_name(const ob_rt *rt, int v) {
 
 /* Where each step runs (see the top); the prologue stage, if a graph
  * input's conversion needs one, is stage -1 here. */
-static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer, bool subset, where *step_at) {
+static ob_status assign_steps(ob_rt *rt, const where *node_at, bool subset, where *step_at) {
   int ns = rt->ns;
   for (int i = 0; i < ns; i++) {
     const rt_step *s = &rt->s[i];
@@ -458,25 +475,30 @@ static ob_status assign_steps(ob_rt *rt, const where *node_at, const int *writer
   for (int i = 0; i < ns; i++) {
     if (!by_producer[i]) continue;
     const rt_step *s = &rt->s[i];
-    int w = s->nin > 0 && s->in[0] >= 0 ? writer[val_root(rt, s->in[0])] : -1;
+    int w = s->nin > 0 && s->in[0] >= 0 ? last_writer(rt, s->in[0]) : -1;
     step_at[i] = w >= 0 ? step_at[w] : (where){-1, 0};
   }
   free(by_producer);
-  /* every read after its write */
+  /* every read after the writes of its bytes (an in-place concat's output
+   * is written by several steps, one slice each) */
   for (int i = 0; i < ns; i++) {
     const rt_step *s = &rt->s[i];
     for (int k = 0; k < s->nin; k++) {
       if (s->in[k] < 0) continue;
-      int w = writer[val_root(rt, s->in[k])];
-      if (w < 0 || w == i || step_at[i].stage == -3 || step_at[w].stage == -3) continue;
-      where a = step_at[w], b = step_at[i];
-      bool ok = a.stage < b.stage || (a.stage == b.stage && a.group == b.group && w < i);
-      if (!ok) {
-        const rt_step *ws = &rt->s[w];
-        return ob_fail(rt->ctx, OB_ERR_INVALID_ARG,
-                       "runtime: stage %d, group %d: '%s' reads '%s', which '%s' writes in stage %d, group %d: the plan "
-                       "runs them out of order",
-                       b.stage + 1, b.group + 1, s->name, val_name(rt, s->in[k]), ws->name, a.stage + 1, a.group + 1);
+      for (int w = 0; w < ns; w++) {
+        bool writes = false;
+        for (int o = 0; o < rt->s[w].nout && !writes; o++) writes = val_overlap(rt, rt->s[w].out[o], s->in[k]);
+        if (!writes || w == i || step_at[i].stage == -3 || step_at[w].stage == -3) continue;
+        where a = step_at[w], b = step_at[i];
+        bool ok = a.stage < b.stage || (a.stage == b.stage && a.group == b.group && w < i);
+        if (!ok) {
+          const rt_step *ws = &rt->s[w];
+          return ob_fail(rt->ctx, OB_ERR_INVALID_ARG,
+                         "runtime: stage %d, group %d: '%s' reads '%s', which '%s' writes in stage %d, group %d: the "
+                         "plan runs them out of order",
+                         b.stage + 1, b.group + 1, s->name, val_name(rt, s->in[k]), ws->name, a.stage + 1,
+                         a.group + 1);
+        }
       }
     }
   }
@@ -539,22 +561,15 @@ static ob_status par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages,
   int nn = ob_graph_node_count(rt->g), ns = rt->ns;
   where *node_at = malloc(sizeof(where) * (size_t)(nn + 1));
   where *step_at = malloc(sizeof(where) * (size_t)(ns + 1));
-  int *writer = malloc(sizeof(int) * (size_t)(rt->nv + 1));
   ob_rt_par *p = calloc(1, sizeof *p);
   ob_status st = OB_OK;
-  if (!node_at || !step_at || !writer || !p) {
+  if (!node_at || !step_at || !p) {
     st = nomem(rt);
     goto fail;
   }
   p->rt = rt;
   for (int i = 0; i < nn; i++) node_at[i] = (where){-1, -1};
-  for (int v = 0; v < rt->nv; v++) writer[v] = -1;
-  for (int i = 0; i < ns; i++)
-    for (int k = 0; k < rt->s[i].nout; k++) {
-      int v = val_root(rt, rt->s[i].out[k]);
-      if (writer[v] < 0) writer[v] = i;
-    }
-  if ((st = check_plan(rt, nstages, stages, node_at)) || (st = assign_steps(rt, node_at, writer, subset, step_at))) goto fail;
+  if ((st = check_plan(rt, nstages, stages, node_at)) || (st = assign_steps(rt, node_at, subset, step_at))) goto fail;
   bool prologue = false;
   for (int i = 0; i < ns; i++) prologue |= step_at[i].stage == -1;
   if (prologue && nstages == 0) {
@@ -659,19 +674,16 @@ static ob_status par_new(ob_rt *rt, int nstages, const ob_rt_stage_plan *stages,
   }
   free(node_at);
   free(step_at);
-  free(writer);
   *out = p;
   return OB_OK;
 fail_team:
   free(node_at);
   free(step_at);
-  free(writer);
   ob_rt_par_free(p);
   return st;
 fail:
   free(node_at);
   free(step_at);
-  free(writer);
   par_release(p);
   return st;
 }
