@@ -996,13 +996,15 @@ typedef struct fake_times {
   int calls, order[64];
   int slow_call; /* this call (from 0) is a slow episode: 10x */
   int fast_call; /* this one a lucky sample: 0.1x */
+  uint64_t slow_mode; /* the calls (bit k: call k) in the host's slow mode: 1.25x */
 } fake_times;
 static ob_status fake_measure(void *user, int i, const ob_schedule *s, double *sec) {
   fake_times *f = user;
   if (i < 0 || i >= 4 || f->s[i] != s) return OB_ERR_INVALID_ARG;
   if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
   if (f->calls < 64) f->order[f->calls] = i;
-  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : f->calls == f->fast_call ? 0.1 : 1);
+  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : f->calls == f->fast_call ? 0.1 : 1) *
+         (f->calls < 64 && (f->slow_mode >> f->calls & 1) ? 1.25 : 1);
   f->calls++;
   return OB_OK;
 }
@@ -1066,6 +1068,29 @@ static void test_pick(void) {
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3 &&
         sec[0] == 0.9e-3 && sec[3] == 1e-3);
   f.slow_call = f.fast_call = -1;
+  /* a host drifting between two modes (1.25x apart): candidate 0 (0.99 ms,
+   * hardly faster than the incumbent 3 at 1 ms) happens to sample the fast
+   * mode 3 times of 5 and the incumbent the slow one 3 times of 5, so the
+   * medians say 0.79; paired with its neighbour in time it is 0.99: the
+   * incumbent stays. Rounds: 0 1 2 3 | 1 2 3 0 | 2 3 0 1 | 3 0 1 2 | 0 1 2 3;
+   * 0's calls 0 7 10 13 16 next to 3's calls 3 6 9 12 19. */
+  f.calls = 0;
+  f.t[0] = 0.99e-3;
+  f.t[1] = 2e-3; /* out of the running */
+  f.slow_mode = 1u << 3 | 1u << 12 | 1u << 13 | 1u << 16 | 1u << 19;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && f.calls == 20 &&
+        sec[0] == 0.99e-3 && fabs(sec[3] - 1.25e-3) < 1e-12 && best == 3);
+  /* a clear gain in every pair wins whatever the modes */
+  f.calls = 0;
+  f.t[0] = 0.9e-3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
+  f.slow_mode = 0;
+  f.t[1] = 1e-3;
+  /* the paired ratio itself: each of a's samples over b's nearest in time */
+  const double pa[2] = {1, 2}, pat[2] = {0, 10}, pb[3] = {2, 4, 8}, pbt[3] = {1, 9, 20};
+  int pw = -1;
+  CHECK(ob_sched_paired_ratio(2, pa, pat, 3, pb, pbt, &pw) == 0.5 && pw == 2);
+  CHECK(isnan(ob_sched_paired_ratio(0, pa, pat, 3, pb, pbt, &pw)) && pw == 0);
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 4, 0.05), fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
   /* of two baselines, the faster is the incumbent: 1 (1 ms) against 2 (2 ms) */
   ob_sched_pick_opts two = *popts(3, 0, 2, 0.2);

@@ -303,11 +303,14 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * rounds compared. max_s > 0 bounds the time: after the first round,
  * another only when one more of the mean round so far still fits
  * (*rounds_done, may be NULL, says how many ran). prefer names baselines
- * (sequential and greedy: IOS's space holds both); the fastest of them is
- * the incumbent, which the fastest candidate replaces only when clearly
- * faster: its median below the incumbent's by more than margin and faster
- * in at least two thirds of the rounds (paired by round); a pick among
- * near-equals is won by noise. A candidate equal to
+ * (sequential and greedy: IOS's space holds both); the fastest of them
+ * (by median) is the incumbent. Against it, each other candidate is judged
+ * by its samples paired with the incumbent's nearest in time
+ * (ob_sched_paired_ratio: the host drifts between modes lasting about a
+ * second, so medians taken apart differ by luck); the one with the lowest
+ * paired ratio replaces the incumbent only when clearly faster: that ratio
+ * below 1 - margin and faster than its neighbour in at least two thirds of
+ * its samples; a pick among near-equals is won by noise. A candidate equal to
  * an earlier one (ob_schedule_same) is not measured: it takes that one's
  * samples. seconds (n entries, may be NULL) gets every candidate's median.
  * A failing measurement fails the call, naming the candidate. */
@@ -322,6 +325,14 @@ typedef struct ob_sched_pick_opts {
 OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no bound, no incumbent */
 typedef struct ob_schedule ob_schedule;
 typedef ob_status (*ob_sched_measure_fn)(void *user, int i, const ob_schedule *s, double *seconds);
+
+/* The median over a's samples of each one divided by b's sample nearest in
+ * time (a_at, b_at: the samples' midpoints, ob_now_s; the earlier of two as
+ * near), and in *wins (may be NULL) how many of a's samples were below
+ * their neighbour: a ratio of two schedules' speeds that a drift of the
+ * whole machine, shared by neighbours, does not move. NAN without samples. */
+OB_API double ob_sched_paired_ratio(int na, const double *a_s, const double *a_at, int nb, const double *b_s,
+                                    const double *b_at, int *wins);
 
 /* ---- schedules ------------------------------------------------------------------------ */
 OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,

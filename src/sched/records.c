@@ -249,6 +249,27 @@ ob_sched_pick_opts ob_sched_pick_opts_default(void) {
   return (ob_sched_pick_opts){.rounds = 5, .max_s = 0, .nprefer = 0, .margin = 0};
 }
 
+double ob_sched_paired_ratio(int na, const double *a_s, const double *a_at, int nb, const double *b_s,
+                             const double *b_at, int *wins) {
+  if (wins) *wins = 0;
+  if (na < 1 || nb < 1) return NAN;
+  double *r = malloc(sizeof(double) * (size_t)na);
+  if (!r) return NAN;
+  int w = 0;
+  for (int i = 0; i < na; i++) {
+    int k = 0; /* b's sample nearest in time (the earlier of two as near) */
+    for (int j = 1; j < nb; j++)
+      if (fabs(b_at[j] - a_at[i]) < fabs(b_at[k] - a_at[i])) k = j;
+    r[i] = a_s[i] / b_s[k];
+    w += a_s[i] < b_s[k];
+  }
+  qsort(r, (size_t)na, sizeof *r, cmp_double);
+  double m = na % 2 ? r[na / 2] : (r[na / 2 - 1] + r[na / 2]) / 2;
+  free(r);
+  if (wins) *wins = w;
+  return m;
+}
+
 ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
                                  ob_sched_measure_fn fn, void *user, double *seconds, int *best, int *rounds_done) {
   *best = -1;
@@ -265,8 +286,9 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
    * that one's samples instead of drawing its own noise */
   int *same = malloc(sizeof(int) * (size_t)n);
   double *smp = malloc(sizeof(double) * (size_t)n * (size_t)rounds);
+  double *at = malloc(sizeof(double) * (size_t)n * (size_t)rounds); /* each sample's midpoint in time */
   ob_status st = OB_OK;
-  if (!same || !smp) {
+  if (!same || !smp || !at) {
     st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
     goto done;
   }
@@ -288,13 +310,14 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
     for (int k = 0; k < n && !st; k++) {
       int i = (k + r) % n;
       if (same[i] != i) continue;
-      double v = NAN;
+      double v = NAN, ts = ob_now_s();
       if ((st = fn(user, i, cands[i], &v))) {
         ob_fail_prefix(ctx, "measuring candidate %d (%s)", i + 1, ob_schedule_scheduler(cands[i]));
       } else if (!(v >= 0) || !isfinite(v)) {
         st = ob_fail(ctx, OB_ERR_INVALID_ARG, "candidate %d (%s) measured %g s", i + 1, ob_schedule_scheduler(cands[i]), v);
       }
       smp[(size_t)i * (size_t)rounds + (size_t)r] = v;
+      at[(size_t)i * (size_t)rounds + (size_t)r] = (ts + ob_now_s()) / 2;
     }
     done_r = r + 1;
   }
@@ -302,10 +325,8 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   if (rounds_done) *rounds_done = done_r;
   size_t stride = (size_t)rounds;
   rounds = done_r;
-  int *wins = calloc((size_t)n, sizeof *wins);
   double *med = malloc(sizeof(double) * (size_t)n), *sorted = malloc(sizeof(double) * (size_t)rounds);
-  if (!wins || !med || !sorted) {
-    free(wins);
+  if (!med || !sorted) {
     free(med);
     free(sorted);
     st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
@@ -322,27 +343,45 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   int inc = -1;
   for (int k = 0; k < po.nprefer; k++)
     if (inc < 0 || med[po.prefer[k]] < med[inc]) inc = po.prefer[k];
-  /* paired by round (measured close in time): how often each beat it */
-  for (int i = 0; inc >= 0 && i < n; i++)
-    for (int r = 0; r < rounds; r++)
-      wins[i] += smp[(size_t)same[i] * stride + (size_t)r] < smp[(size_t)same[inc] * stride + (size_t)r];
-  double bv = INFINITY;
-  for (int i = 0; i < n; i++)
-    if (med[i] < bv) {
-      bv = med[i];
-      *best = i;
+  if (inc < 0) { /* no incumbent: the fastest median */
+    double bv = INFINITY;
+    for (int i = 0; i < n; i++)
+      if (med[i] < bv) {
+        bv = med[i];
+        *best = i;
+      }
+  } else {
+    /* against an incumbent, each candidate is judged by its samples over
+     * the incumbent's nearest in time: the host drifts between modes
+     * lasting about a second (squeezenet's samples 0.92 or 1.13 ms, every
+     * schedule alike), so medians taken apart can differ by a mode's
+     * width when one schedule's samples happened to fall in the fast mode
+     * more often; a pair of neighbours almost always shares the mode.
+     * The challenger with the lowest paired ratio replaces the incumbent
+     * only when clearly faster: its paired ratio below 1 - margin and
+     * faster than its neighbour in at least two thirds of its samples (a
+     * pick among near-equals is won by noise, and the noise is gone when
+     * the winner is measured again) */
+    const double *is = smp + (size_t)same[inc] * stride, *ia = at + (size_t)same[inc] * stride;
+    double bv = INFINITY;
+    int bw = 0;
+    for (int i = 0; i < n; i++) {
+      if (same[i] == same[inc]) continue;
+      int w = 0;
+      double q = ob_sched_paired_ratio(rounds, smp + (size_t)same[i] * stride, at + (size_t)same[i] * stride, rounds,
+                                       is, ia, &w);
+      if (q < bv) {
+        bv = q;
+        bw = w;
+        *best = i;
+      }
     }
-  /* the incumbent stays unless the fastest beats it clearly: by more than
-   * the margin in the medians and in at least two thirds of the rounds
-   * (a pick among near-equals is won by noise, and the noise is gone
-   * when the winner is measured again) */
-  if (inc >= 0 && *best != inc && same[*best] != same[inc] &&
-      !(med[*best] < med[inc] * (1 - po.margin) && 3 * wins[*best] >= 2 * rounds))
-    *best = inc;
-  free(wins);
+    if (*best < 0 || !(bv < 1 - po.margin && 3 * bw >= 2 * rounds)) *best = inc;
+  }
   free(med);
 done:
   free(same);
   free(smp);
+  free(at);
   return st;
 }
