@@ -1086,6 +1086,20 @@ static void test_pick(void) {
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
   f.slow_mode = 0;
   f.t[1] = 1e-3;
+  /* dropping: after two rounds, 0 (3 ms) and 2 (2 ms) are slower than
+   * the incumbent 3 (1 ms) by more than half in every sample and are
+   * measured no more; 1 (as fast) stays in the running */
+  f.calls = 0;
+  f.t[0] = 3e-3;
+  ob_sched_pick_opts dr = *popts(5, 0, 3, 0.03);
+  dr.drop = 0.5;
+  int dr_rounds = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &dr, fake_measure, &f, sec, &best, &dr_rounds) == OB_OK && f.calls == 14 &&
+        dr_rounds == 5 && best == 3 && sec[0] == 3e-3 && sec[2] == 2e-3);
+  for (int c = 8; c < 14; c++) CHECK(f.order[c] == 1 || f.order[c] == 3);
+  dr.drop = -1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &dr, fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
+  f.t[0] = 0.9e-3;
   /* the paired ratio itself: each of a's samples over b's nearest in time */
   const double pa[2] = {1, 2}, pat[2] = {0, 10}, pb[3] = {2, 4, 8}, pbt[3] = {1, 9, 20};
   int pw = -1;

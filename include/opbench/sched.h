@@ -301,7 +301,7 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * one: `rounds` rounds, each measuring every candidate once in turn (the
  * order turned by one each round), and each candidate's median over the
  * rounds compared. max_s > 0 bounds the time: after the first round,
- * another only when one more of the mean round so far still fits
+ * another only when one more like the last still fits
  * (*rounds_done, may be NULL, says how many ran). prefer names baselines
  * (sequential and greedy: IOS's space holds both); the fastest of them
  * (by median) is the incumbent. Against it, each other candidate is judged
@@ -321,6 +321,14 @@ typedef struct ob_sched_pick_opts {
   int nprefer;   /* baselines named in prefer (0: none) */
   int prefer[OB_SCHED_PICK_MAX_PREFER];
   double margin; /* 0 <= margin < 1 */
+  /* > 0: from the third round on, a candidate every one of whose samples
+   * so far was slower than the leader's nearest by more than drop (x >
+   * (1 + drop) x the leader's) is measured no more; its median and ratios
+   * are over the rounds it ran. The leader: the incumbent so far, or
+   * without baselines the fastest median so far; a baseline is never
+   * dropped while it leads. Time bounded by max_s goes to the candidates
+   * still in the running. 0: every candidate in every round. */
+  double drop;
 } ob_sched_pick_opts;
 OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no bound, no incumbent */
 typedef struct ob_schedule ob_schedule;
