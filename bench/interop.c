@@ -42,6 +42,7 @@
  * the fastest kept (both pipelines choose among the same baselines). The
  * stages of the measured DP's schedule and of sequential are compared as
  * costed (alone) and inside whole runs (ob_rt_par_profile).
+ * --plans N (1..4, default 3): the in-context plans each pipeline makes.
  * --skip-measured leaves out the measured-cost DP; its column and bars are
  * then "-". --models A,B runs only those (one quiet run per model).
  * --trace prints every sample to stderr ("trace TIME PHASE INDEX
@@ -258,17 +259,20 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
     else if (!strcmp(argv[i], "--corun") && i + 1 < argc) corun_path = argv[++i];
     else if (!strcmp(argv[i], "--slack") && i + 1 < argc) slack = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--plans") && i + 1 < argc) max_plans = atoi(argv[++i]);
     else {
       fprintf(stderr,
               "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--margin X] [--full] [--models A,B] [--svg-dir DIR]\n"
               "          [--skip-measured] [--trace]\n"
-              "          [--db FILE] [--corun FILE] [--slack X]\n",
+              "          [--db FILE] [--corun FILE] [--slack X] [--plans N]\n",
               argv[0]);
       return 2;
     }
   }
-  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0) || !(margin >= 0 && margin < 1)) {
-    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative, --margin in [0, 1)\n");
+  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0) || !(margin >= 0 && margin < 1) || max_plans < 1 ||
+      max_plans > 4) {
+    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative, --margin in "
+                    "[0, 1), --plans in 1..4\n");
     return 2;
   }
   static const struct {
