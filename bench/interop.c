@@ -49,7 +49,7 @@
  * SCHEDULER MS", phases pickP, pickM, final): how the picks' and the final
  * rounds' samples of one schedule compare.
  *   build/bench_interop [--cores N] [--repeat K] [--pick-rounds K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]
- *                       [--db FILE] [--corun FILE] [--slack X] [--trace] */
+ *                       [--db FILE] [--corun FILE] [--slack X] [--plans N] [--trace] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
