@@ -498,9 +498,9 @@ int main(int argc, char **argv) {
     pko.margin = margin;
     /* within the budget (inception-v3: 5 s, about 0.7 s a round of all 9)
      * the rounds go to the candidates still in the running: after two
-     * rounds, one slower than the leader's neighbour by more than 20 % in
+     * rounds, one slower than the leader's neighbour by more than 10 % in
      * every sample is measured no more */
-    pko.drop = 0.2;
+    pko.drop = 0.1;
     if (ob_sched_pick_measured(ctx, ncand, cand, &pko, time_one, &cs, ctimes, &best, &prounds)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
@@ -651,7 +651,7 @@ int main(int argc, char **argv) {
     printf("  predicted: %lld node latencies from records, %lld from the FLOPs model; 4 DPs %.3f s (%lld states, %lld "
            "distinct stages costed, none measured), then %d candidates measured in %d interleaved rounds (at most "
            "%d, the pipeline within three quarters of the budget; after two, those slower than the leader by more than "
-           "20 %% in every sample left out), medians (%.3f s):",
+           "10 %% in every sample left out), medians (%.3f s):",
            (long long)dm.recorded, (long long)dm.fallbacks, t_dp, (long long)states, (long long)costed, ncand,
            prounds, pick_rounds, t_optp - t_dp);
     for (int c = 0; c < ncand; c++)

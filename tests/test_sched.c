@@ -1080,6 +1080,15 @@ static void test_pick(void) {
   f.slow_mode = 1u << 3 | 1u << 12 | 1u << 13 | 1u << 16 | 1u << 19;
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && f.calls == 20 &&
         sec[0] == 0.99e-3 && fabs(sec[3] - 1.25e-3) < 1e-12 && best == 3);
+  /* of two near-equal baselines, the one faster by pairs is the
+   * incumbent: 0 (1.01 ms) has the lower median (1.01 against 1.25), 3
+   * (1 ms) wins 4 of 5 pairs */
+  f.calls = 0;
+  f.t[0] = 1.01e-3;
+  ob_sched_pick_opts bl = *popts(5, 0, 0, 0.03);
+  bl.nprefer = 2;
+  bl.prefer[1] = 3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &bl, fake_measure, &f, sec, &best, NULL) == OB_OK && sec[0] < sec[3] && best == 3);
   /* a clear gain in every pair wins whatever the modes */
   f.calls = 0;
   f.t[0] = 0.9e-3;

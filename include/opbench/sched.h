@@ -304,7 +304,8 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * another only when one more like the last still fits
  * (*rounds_done, may be NULL, says how many ran). prefer names baselines
  * (sequential and greedy: IOS's space holds both); the fastest of them
- * (by median) is the incumbent. Against it, each other candidate is judged
+ * is the incumbent (by median, then by pairs of neighbours in time against
+ * each other one). Against it, each other candidate is judged
  * by its samples paired with the incumbent's nearest in time
  * (ob_sched_paired_ratio: the host drifts between modes lasting about a
  * second, so medians taken apart differ by luck); the one with the lowest

@@ -361,10 +361,19 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
     med[i] = median_of(smp + (size_t)same[i] * stride, cnt[same[i]], scratch);
     if (seconds) seconds[i] = med[i];
   }
-  /* the incumbent: the fastest of those named */
+  /* the incumbent: the fastest of those named, by median, then against
+   * each other one by pairs of neighbours in time (when the two are near
+   * equal, as sequential and greedy are at times on nasnet-a, their
+   * medians taken apart can order them either way) */
   int inc = -1;
   for (int k = 0; k < po.nprefer; k++)
     if (inc < 0 || med[po.prefer[k]] < med[inc]) inc = po.prefer[k];
+  for (int k = 0; inc >= 0 && k < po.nprefer; k++) {
+    int a = same[po.prefer[k]], b = same[inc];
+    if (a != b && ob_sched_paired_ratio(cnt[a], smp + (size_t)a * stride, at + (size_t)a * stride, cnt[b],
+                                        smp + (size_t)b * stride, at + (size_t)b * stride, NULL) < 1)
+      inc = po.prefer[k];
+  }
   if (inc < 0) { /* no incumbent: the fastest median */
     double bv = INFINITY;
     for (int i = 0; i < n; i++)
