@@ -1089,6 +1089,16 @@ static void test_pick(void) {
   bl.nprefer = 2;
   bl.prefer[1] = 3;
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, &bl, fake_measure, &f, sec, &best, NULL) == OB_OK && sec[0] < sec[3] && best == 3);
+  /* of the challengers clearly faster, the lowest ratio: 0 (0.9 ms, but
+   * slow in its calls 13 and 16: 3 wins of 5) has the lowest ratio, 1
+   * (0.95 ms) wins every pair and replaces the incumbent 3 */
+  f.calls = 0;
+  f.t[0] = 0.9e-3;
+  f.t[1] = 0.95e-3;
+  f.slow_mode = 1u << 13 | 1u << 16;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1);
+  f.t[1] = 2e-3;
+  f.slow_mode = 1u << 3 | 1u << 12 | 1u << 13 | 1u << 16 | 1u << 19;
   /* a clear gain in every pair wins whatever the modes */
   f.calls = 0;
   f.t[0] = 0.9e-3;

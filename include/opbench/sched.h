@@ -308,10 +308,10 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * each other one). Against it, each other candidate is judged
  * by its samples paired with the incumbent's nearest in time
  * (ob_sched_paired_ratio: the host drifts between modes lasting about a
- * second, so medians taken apart differ by luck); the one with the lowest
- * paired ratio replaces the incumbent only when clearly faster: that ratio
- * below 1 - margin and faster than its neighbour in at least two thirds of
- * its samples; a pick among near-equals is won by noise. A candidate equal to
+ * second, so medians taken apart differ by luck); it replaces the
+ * incumbent only when clearly faster: that ratio below 1 - margin and
+ * faster than its neighbour in at least two thirds of its samples (a pick
+ * among near-equals is won by noise); of those, the lowest ratio wins. A candidate equal to
  * an earlier one (ob_schedule_same) is not measured: it takes that one's
  * samples. seconds (n entries, may be NULL) gets every candidate's median.
  * A failing measurement fails the call, naming the candidate. */
