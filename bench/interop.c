@@ -32,8 +32,8 @@
  * model: sequential and greedy run, IOS without merges planned, run and
  * planned again; no stage measured alone); the 4 IOS variants, the
  * in-context plans, greedy and sequential
- * measured in --pick-rounds interleaved rounds (the pipeline within three
- * quarters of the time budget), the fastest kept, except that the faster
+ * measured in --pick-rounds interleaved rounds (the pipeline within four
+ * fifths of the time budget), the fastest kept, except that the faster
  * of sequential and greedy stays unless beaten by more than --margin (3 %)
  * and in two thirds of the samples, each sample judged against the
  * baseline's nearest in time (ob_sched_pick_measured). Measured cost: the DP guided by the predicted one (only
@@ -241,7 +241,7 @@ static bool listed(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  int cores = 2, repeat = 15, pick_rounds = 15, max_plans = 3;
+  int cores = 2, repeat = 25, pick_rounds = 15, max_plans = 3;
   double margin = 0.03;
   bool full = false, skip_measured = false, trace = false;
   double slack = 0.05;
@@ -489,9 +489,9 @@ int main(int argc, char **argv) {
     timed_phase(&cs, "pickP", trace);
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = pick_rounds;
-    /* the rounds within three quarters of the budget, less what the
+    /* the rounds within four fifths of the budget, less what the
      * pipeline spent so far (the DPs, the in-context runs, compiling) */
-    pko.max_s = fmax(models[m].budget_s * 0.75 - (ob_now_s() - t0), 1e-3);
+    pko.max_s = fmax(models[m].budget_s * 0.8 - (ob_now_s() - t0), 1e-3);
     pko.nprefer = 2; /* sequential and greedy */
     pko.prefer[0] = ncand - 2;
     pko.prefer[1] = ncand - 1;
@@ -650,7 +650,7 @@ int main(int argc, char **argv) {
            models[m].name, ob_sched_units_count(u), sp.blocks, sp.parts, sp.max_part, t_prep, (long long)stored, pairs);
     printf("  predicted: %lld node latencies from records, %lld from the FLOPs model; 4 DPs %.3f s (%lld states, %lld "
            "distinct stages costed, none measured), then %d candidates measured in %d interleaved rounds (at most "
-           "%d, the pipeline within three quarters of the budget; after two, those slower than the leader by more than "
+           "%d, the pipeline within four fifths of the budget; after two, those slower than the leader by more than "
            "10 %% in every sample left out), medians (%.3f s):",
            (long long)dm.recorded, (long long)dm.fallbacks, t_dp, (long long)states, (long long)costed, ncand,
            prounds, pick_rounds, t_optp - t_dp);

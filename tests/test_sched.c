@@ -1060,6 +1060,8 @@ static void test_pick(void) {
   f.calls = 0;
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.2), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3);
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
+  /* ... but not from two samples: 2 of 2 a fair coin wins 1 time in 4 */
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(2, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3);
   /* ... nor when it won the median but not two thirds of the rounds:
    * candidate 0 slow in round 1, the incumbent lucky in round 2 */
   f.calls = 0;

@@ -310,8 +310,9 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * (ob_sched_paired_ratio: the host drifts between modes lasting about a
  * second, so medians taken apart differ by luck); it replaces the
  * incumbent only when clearly faster: that ratio below 1 - margin and
- * faster than its neighbour in at least two thirds of its samples (a pick
- * among near-equals is won by noise); of those, the lowest ratio wins. A candidate equal to
+ * faster than its neighbour in at least two thirds of its samples, and in
+ * more than a fair coin would win 1 time in 5 (a pick among near-equals is
+ * won by noise); of those, the lowest ratio wins. A candidate equal to
  * an earlier one (ob_schedule_same) is not measured: it takes that one's
  * samples. seconds (n entries, may be NULL) gets every candidate's median.
  * A failing measurement fails the call, naming the candidate. */
@@ -335,11 +336,13 @@ OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no boun
 typedef struct ob_schedule ob_schedule;
 typedef ob_status (*ob_sched_measure_fn)(void *user, int i, const ob_schedule *s, double *seconds);
 
-/* The median over a's samples of each one divided by b's sample nearest in
- * time (a_at, b_at: the samples' midpoints, ob_now_s; the earlier of two as
- * near), and in *wins (may be NULL) how many of a's samples were below
- * their neighbour: a ratio of two schedules' speeds that a drift of the
- * whole machine, shared by neighbours, does not move. NAN without samples. */
+/* a's latency over b's by pairs of neighbours in time: the square root of
+ * (the median over a's samples of each over b's sample nearest in time) over
+ * (the same of b's samples over a's), so that the ratio of b to a is the
+ * inverse (a_at, b_at: the samples' midpoints, ob_now_s; the earlier of two
+ * as near); *wins (may be NULL): how many of a's samples were below their
+ * neighbour. A ratio of two schedules' speeds that a drift of the whole
+ * machine, shared by neighbours, does not move. NAN without samples. */
 OB_API double ob_sched_paired_ratio(int na, const double *a_s, const double *a_at, int nb, const double *b_s,
                                     const double *b_at, int *wins);
 
