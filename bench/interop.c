@@ -8,7 +8,13 @@
  * steps and timed in --repeat interleaved rounds (one sample of about
  * 50 ms of every schedule per round, medians: a slow episode of the
  * machine cannot favour one), through the same harness and sample as the
- * pipelines' picks (timed_set). Prints the table, the speedups
+ * pipelines' picks (timed_set). The bars' ratios between schedules are
+ * paired: the median over one schedule's samples of each over the other's
+ * sample nearest in time, because the host drifts between modes lasting
+ * about a second that move every schedule alike (squeezenet: 0.92 or
+ * 1.13 ms a run), and two medians taken apart differ by luck when one
+ * schedule's samples fell in the fast mode more often; the medians'
+ * ratios are printed beside them. Prints the table, the speedups
  * over sequential, the DP's statistics, the bars and a timeline SVG of
  * each measured-cost IOS schedule, and exits 1 when a bar is missed:
  *   IOS (measured cost) at most sequential and greedy, end to end;
@@ -26,22 +32,24 @@
  * model: sequential and greedy run, IOS without merges planned, run and
  * planned again; no stage measured alone); the 4 IOS variants, the
  * in-context plans, greedy and sequential
- * measured in --pick-rounds interleaved rounds (within half the time
- * budget), the fastest median kept, except that the faster of sequential
- * and greedy stays unless beaten by more than --margin (3 %) and in two
- * thirds of the rounds. Measured cost: the DP guided by the predicted one (only
+ * measured in --pick-rounds interleaved rounds (the pipeline within four
+ * fifths of the time budget), the fastest kept, except that the faster
+ * of sequential and greedy stays unless beaten by more than --margin (3 %)
+ * and in two thirds of the samples, each sample judged against the
+ * baseline's nearest in time (ob_sched_pick_measured). Measured cost: the DP guided by the predicted one (only
  * endings within --slack of a state's predicted best are measured), its
  * schedule then measured against sequential and greedy the same way and
  * the fastest kept (both pipelines choose among the same baselines). The
  * stages of the measured DP's schedule and of sequential are compared as
  * costed (alone) and inside whole runs (ob_rt_par_profile).
+ * --plans N (1..4, default 3): the in-context plans each pipeline makes.
  * --skip-measured leaves out the measured-cost DP; its column and bars are
  * then "-". --models A,B runs only those (one quiet run per model).
  * --trace prints every sample to stderr ("trace TIME PHASE INDEX
  * SCHEDULER MS", phases pickP, pickM, final): how the picks' and the final
  * rounds' samples of one schedule compare.
  *   build/bench_interop [--cores N] [--repeat K] [--pick-rounds K] [--full] [--models A,B] [--svg-dir DIR] [--skip-measured]
- *                       [--db FILE] [--corun FILE] [--slack X] [--trace] */
+ *                       [--db FILE] [--corun FILE] [--slack X] [--plans N] [--trace] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +85,7 @@ static ob_graph *load(const char *name, int64_t size, int lanes) {
  * model compiled once; a schedule with merges is compiled once from a
  * fresh graph (merges rewrite it), checked against the sequential run of
  * the same steps, and that program serves every phase. */
-enum { TIMED_MAX = 16 };
+enum { TIMED_MAX = 16, LOG_MAX = 2048 };
 typedef struct timed_set {
   const char *name;
   int64_t size;
@@ -89,7 +97,55 @@ typedef struct timed_set {
   ob_sched_compiled *c[TIMED_MAX];
   ob_timing_opts t;      /* one sample: repeat 1, a fixed number of runs */
   const char *phase;     /* --trace: every sample printed, named by phase */
+  /* the samples of the current phase (pick or final rounds), each with its
+   * midpoint in time: the ratios between schedules are taken by pairs of
+   * neighbours in time (ob_sched_paired_ratio) */
+  int nlog;
+  int log_i[LOG_MAX];
+  double log_v[LOG_MAX], log_t[LOG_MAX];
 } timed_set;
+
+/* A new phase: its samples logged afresh. */
+static void timed_phase(timed_set *ts, const char *phase, bool trace) {
+  ts->phase = trace ? phase : NULL;
+  ts->nlog = 0;
+}
+
+/* The first of cands equal to cands[i] (ob_schedule_same): the one whose
+ * samples ob_sched_pick_measured took for both. */
+static int first_same(ob_schedule *const *cands, int i) {
+  int j = 0;
+  while (j < i && !ob_schedule_same(cands[j], cands[i])) j++;
+  return j;
+}
+
+/* Candidate a's latency over b's in the phase logged: the median over a's
+ * samples of each over b's sample nearest in time, so that the host's
+ * drift between modes (squeezenet's samples 0.92 or 1.13 ms, about a
+ * second each, every schedule alike) does not decide it as it can decide
+ * two medians taken apart; wins (may be NULL): how many of a's samples
+ * beat their neighbour, of *pairs (may be NULL). The same program twice:
+ * exactly 1. */
+static double paired(const timed_set *ts, ob_schedule *const *cands, int a, int b, int *wins, int *pairs) {
+  a = first_same(cands, a);
+  b = first_same(cands, b);
+  if (wins) *wins = 0;
+  if (pairs) *pairs = 0;
+  if (a == b) return 1;
+  static double as[LOG_MAX], at[LOG_MAX], bs[LOG_MAX], bt[LOG_MAX];
+  int na = 0, nb = 0;
+  for (int k = 0; k < ts->nlog; k++) {
+    if (ts->log_i[k] == a) {
+      as[na] = ts->log_v[k];
+      at[na++] = ts->log_t[k];
+    } else if (ts->log_i[k] == b) {
+      bs[nb] = ts->log_v[k];
+      bt[nb++] = ts->log_t[k];
+    }
+  }
+  if (pairs) *pairs = na;
+  return ob_sched_paired_ratio(na, as, at, nb, bs, bt, wins);
+}
 
 static bool has_merges(const ob_schedule *s) {
   for (int i = 0; i < ob_schedule_stage_count(s); i++)
@@ -97,20 +153,26 @@ static bool has_merges(const ob_schedule *s) {
   return false;
 }
 
-static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double *seconds);
+static ob_status time_one_raw(timed_set *ts, const ob_schedule *s, double *seconds);
+static ob_status timed_compile(timed_set *ts, const ob_schedule *s, int *k);
 
 static ob_status time_one(void *user, int i, const ob_schedule *s, double *seconds) {
   timed_set *ts = user;
-  ob_status st = time_one_raw(ts, i, s, seconds);
+  int k;
+  ob_status st = has_merges(s) ? timed_compile(ts, s, &k) : OB_OK; /* not in the sample's time */
+  double t0 = ob_now_s();
+  if (!st) st = time_one_raw(ts, s, seconds);
+  if (!st && ts->nlog < LOG_MAX) {
+    ts->log_i[ts->nlog] = i;
+    ts->log_v[ts->nlog] = *seconds;
+    ts->log_t[ts->nlog++] = (t0 + ob_now_s()) / 2;
+  }
   if (!st && ts->phase) fprintf(stderr, "trace %.3f %s %d %s %.3f\n", ob_now_s(), ts->phase, i, ob_schedule_scheduler(s), *seconds * 1e3);
   return st;
 }
 
-static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double *seconds) {
-  /* each sample starts the stages afresh on the shared model (its memory
-   * placed again), so no one placement of pages decides a schedule */
-  (void)i;
-  if (!has_merges(s)) return ob_schedule_time_on(ctx, ts->u, s, ts->rt, &ts->t, seconds);
+/* A schedule with merges compiled on first use (*k: its program). */
+static ob_status timed_compile(timed_set *ts, const ob_schedule *s, int *kk) {
   int k = 0;
   while (k < ts->nc && !ob_schedule_same(ts->cs[k], s)) k++;
   if (k == ts->nc) {
@@ -124,7 +186,17 @@ static ob_status time_one_raw(timed_set *ts, int i, const ob_schedule *s, double
     if (st) return st;
     ts->cs[ts->nc++] = s; /* the schedules outlive the set (freed after the model's row) */
   }
-  return ob_sched_compiled_time(ts->c[k], &ts->t, seconds);
+  *kk = k;
+  return OB_OK;
+}
+
+static ob_status time_one_raw(timed_set *ts, const ob_schedule *s, double *seconds) {
+  /* each sample starts the stages afresh on the shared model (its memory
+   * placed again), so no one placement of pages decides a schedule */
+  if (!has_merges(s)) return ob_schedule_time_on(ctx, ts->u, s, ts->rt, &ts->t, seconds);
+  int k;
+  ob_status st = timed_compile(ts, s, &k);
+  return st ? st : ob_sched_compiled_time(ts->c[k], &ts->t, seconds);
 }
 
 static void timed_free(timed_set *ts) {
@@ -169,7 +241,7 @@ static bool listed(const char *list, const char *name) {
 }
 
 int main(int argc, char **argv) {
-  int cores = 2, repeat = 15, pick_rounds = 15, max_plans = 3;
+  int cores = 2, repeat = 25, pick_rounds = 15, max_plans = 3;
   double margin = 0.03;
   bool full = false, skip_measured = false, trace = false;
   double slack = 0.05;
@@ -187,17 +259,20 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_path = argv[++i];
     else if (!strcmp(argv[i], "--corun") && i + 1 < argc) corun_path = argv[++i];
     else if (!strcmp(argv[i], "--slack") && i + 1 < argc) slack = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--plans") && i + 1 < argc) max_plans = atoi(argv[++i]);
     else {
       fprintf(stderr,
               "usage: %s [--cores N] [--repeat K] [--pick-rounds K] [--margin X] [--full] [--models A,B] [--svg-dir DIR]\n"
               "          [--skip-measured] [--trace]\n"
-              "          [--db FILE] [--corun FILE] [--slack X]\n",
+              "          [--db FILE] [--corun FILE] [--slack X] [--plans N]\n",
               argv[0]);
       return 2;
     }
   }
-  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0) || !(margin >= 0 && margin < 1)) {
-    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative, --margin in [0, 1)\n");
+  if (cores < 1 || repeat < 1 || pick_rounds < 1 || !(slack >= 0) || !(margin >= 0 && margin < 1) || max_plans < 1 ||
+      max_plans > 4) {
+    fprintf(stderr, "bench_interop: --cores, --repeat and --pick-rounds must be positive, --slack not negative, --margin in "
+                    "[0, 1), --plans in 1..4\n");
     return 2;
   }
   static const struct {
@@ -240,7 +315,7 @@ int main(int argc, char **argv) {
          "alone); candidates (IOS r3/s8 with and without merges, r2/s8, r1, the in-context plans, greedy, sequential) "
          "measured in up to %d interleaved rounds, "
          "the fastest kept, but the faster of sequential and greedy stays unless beaten by more than %.0f %% and in two "
-         "thirds of the rounds\n",
+         "thirds of the samples, each sample against the baseline's nearest in time\n",
          db_path, cores, corun_path, pick_rounds, margin * 100);
   printf("measured cost: every stage the predicted DP finds within %.0f %% of a state's best measured by the stage "
          "executor (timing floor 0.2 ms, 3 repeats), cached by structure and core split, then corrected by whole runs "
@@ -251,7 +326,7 @@ int main(int argc, char **argv) {
          "iosP ms", "iosM ms", "seq(all)", "greedy x", "iosP x", "iosM x", "statesP", "costedP", "costed+measM",
          "optP s", "optM s", "P/M");
   int rc = 0;
-  double worst_ios = 0, worst_opt = 0, worst_pm = 0;
+  double worst_ios = 0, worst_opt = 0, worst_pm = 0, worst_ios_med = 0, worst_pm_med = 0;
   for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
     if (!listed(only, models[m].name)) continue;
     int64_t size = full ? 0 : models[m].small;
@@ -342,6 +417,13 @@ int main(int argc, char **argv) {
     cs.t.repeat = 1;
     cs.t.max_cv = 0;
     cs.t.timeout_s = 900;
+    /* no off-CPU retake: a schedule with parallel stages leaves the calling
+     * thread waiting at barriers, so nearly every sample of one was retaken
+     * (4 more runs, about 40 % of the pick's time; and a second group of
+     * runs after more warm-up than sequential's sample got) while the
+     * quiet runs this benchmark is made for have nothing else to be
+     * descheduled by */
+    cs.t.max_offcpu = 0;
     /* a fixed number of runs a sample, about 50 ms of them (an adaptive
      * count calibrates anew every sample: most of a short sample's time),
      * the same in the picks and the final rounds */
@@ -353,7 +435,6 @@ int main(int argc, char **argv) {
       return 2;
     }
     cs.t.number = (int)ceil(0.050 / fmax(est.median_s, 1e-6));
-    cs.phase = trace ? "pickP" : NULL;
     cs.t.min_repeat_ms = -1;
     /* the predicted costs corrected by whole runs, as the measured
      * pipeline does with its measured ones: sequential and greedy run
@@ -395,19 +476,40 @@ int main(int argc, char **argv) {
     cand_name[ncand++] = "sequential";
     cand[ncand] = gr;
     cand_name[ncand++] = "greedy";
+    /* the candidates with merges compiled before the rounds (in the
+     * pipeline's time), so that the first round's time, which bounds how
+     * many rounds fit in the budget, is a round's */
+    for (int c = 0; c < ncand; c++) {
+      int k;
+      if (has_merges(cand[c]) && timed_compile(&cs, cand[c], &k)) {
+        fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
+        return 2;
+      }
+    }
+    timed_phase(&cs, "pickP", trace);
     ob_sched_pick_opts pko = ob_sched_pick_opts_default();
     pko.rounds = pick_rounds;
-    pko.max_s = models[m].budget_s / 2;
+    /* the rounds within four fifths of the budget, less what the
+     * pipeline spent so far (the DPs, the in-context runs, compiling) */
+    pko.max_s = fmax(models[m].budget_s * 0.8 - (ob_now_s() - t0), 1e-3);
     pko.nprefer = 2; /* sequential and greedy */
     pko.prefer[0] = ncand - 2;
     pko.prefer[1] = ncand - 1;
     pko.margin = margin;
+    /* within the budget (inception-v3: 5 s, about 0.7 s a round of all 9)
+     * the rounds go to the candidates still in the running: after two
+     * rounds, one slower than the leader's neighbour by more than 10 % in
+     * every sample is measured no more */
+    pko.drop = 0.1;
     if (ob_sched_pick_measured(ctx, ncand, cand, &pko, time_one, &cs, ctimes, &best, &prounds)) {
       fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
       return 2;
     }
     double t_optp = ob_now_s() - t0;
     const ob_schedule *ip = cand[best];
+    /* the kept one against the baselines and the r3/s8 DP's schedule, by pairs of neighbours */
+    double kp_sq = paired(&cs, cand, best, ncand - 2, NULL, NULL), kp_gr = paired(&cs, cand, best, ncand - 1, NULL, NULL),
+           kp_dp = paired(&cs, cand, best, 0, NULL, NULL);
     /* the measured-cost pipeline: the DP guided by the predicted one, then
      * its schedule measured against the same baselines (sequential and
      * greedy, their stages costed by the same measured model) in the same
@@ -416,7 +518,7 @@ int main(int argc, char **argv) {
     const char *mname[8] = {0};
     char pname[4][32];
     const ob_schedule *imk = NULL;
-    double mtimes[8] = {0}, t_optm = 0;
+    double mtimes[8] = {0}, t_optm = 0, km_sq = NAN, km_gr = NAN, km_pl = NAN;
     int mbest = -1, nplans = 0, nm = 0;
     run_log rl = {.ts = &cs, .runs = 20};
     ob_stage_cost ic = {0};
@@ -464,12 +566,15 @@ int main(int argc, char **argv) {
       mko.prefer[0] = nm - 2;
       mko.prefer[1] = nm - 1;
       mko.margin = margin;
-      if (trace) cs.phase = "pickM";
+      timed_phase(&cs, "pickM", trace);
       if (ob_sched_pick_measured(ctx, nm, mcand, &mko, time_one, &cs, mtimes, &mbest, NULL)) {
         fprintf(stderr, "bench_interop: %s: %s\n", models[m].name, ob_ctx_errmsg(ctx));
         return 2;
       }
       imk = mcand[mbest];
+      km_sq = paired(&cs, mcand, mbest, nm - 2, NULL, NULL);
+      km_gr = paired(&cs, mcand, mbest, nm - 1, NULL, NULL);
+      km_pl = paired(&cs, mcand, mbest, 0, NULL, NULL);
       t_optm = ob_now_s() - t1;
     }
     int64_t measured = ob_stage_cost_measured_count(&mc, NULL);
@@ -480,7 +585,7 @@ int main(int argc, char **argv) {
      * program: timed once */
     double t_sq = 0, t_all = 0, t_gr = 0, t_ip = 0, t_im = -1, fin_s[4];
     int fbest;
-    if (trace) cs.phase = "final";
+    timed_phase(&cs, "final", trace);
     ob_schedule *fin[4] = {sq, gr, (ob_schedule *)ip, (ob_schedule *)imk};
     ob_timing tall;
     ob_timing_opts ta = cs.t;
@@ -503,6 +608,16 @@ int main(int argc, char **argv) {
     t_gr = fin_s[1];
     t_ip = fin_s[2];
     if (imk) t_im = fin_s[3];
+    /* the bars' ratios by pairs of neighbours in time (paired: medians of
+     * each sample over its neighbour), not by medians taken apart: the
+     * host's modes (about a second each, every schedule alike) move a
+     * median of 15 samples by up to a mode's width (squeezenet: 0.92 or
+     * 1.13 ms) when one schedule's samples fall in the fast mode more
+     * often than another's; a schedule that is sequential or greedy is
+     * that program, its ratio to itself exactly 1 */
+    int w_sq = 0, w_gr = 0, w_pm = 0;
+    double f_sq = imk ? paired(&cs, fin, 3, 0, &w_sq, NULL) : NAN, f_gr = imk ? paired(&cs, fin, 3, 1, &w_gr, NULL) : NAN,
+           f_pm = imk ? paired(&cs, fin, 2, 3, &w_pm, NULL) : NAN;
     t_all = tall.median_s;
     timed_free(&cs);
     const ob_schedule *drawn_s = imk ? imk : ip;
@@ -515,9 +630,12 @@ int main(int argc, char **argv) {
     if (opt_ratio > worst_opt) worst_opt = opt_ratio;
     char cm[48] = "-", tim[32] = "-", xim[32] = "-", optm[32] = "-", pmt[32] = "-";
     if (imk) {
-      double ios_ratio = t_im / fmin(t_sq, t_gr), pm = t_ip / t_im;
+      double ios_ratio = fmax(f_sq, f_gr), pm = f_pm;
       if (ios_ratio > worst_ios) worst_ios = ios_ratio;
       if (pm > worst_pm) worst_pm = pm;
+      double mr = t_im / fmin(t_sq, t_gr), mpm = t_ip / t_im;
+      if (mr > worst_ios_med) worst_ios_med = mr;
+      if (mpm > worst_pm_med) worst_pm_med = mpm;
       snprintf(cm, sizeof cm, "%lld+%lld", (long long)sm.stages_costed, (long long)measured);
       snprintf(tim, sizeof tim, "%.3f", t_im * 1e3);
       snprintf(xim, sizeof xim, "%.2fx", t_sq / t_im);
@@ -532,7 +650,8 @@ int main(int argc, char **argv) {
            models[m].name, ob_sched_units_count(u), sp.blocks, sp.parts, sp.max_part, t_prep, (long long)stored, pairs);
     printf("  predicted: %lld node latencies from records, %lld from the FLOPs model; 4 DPs %.3f s (%lld states, %lld "
            "distinct stages costed, none measured), then %d candidates measured in %d interleaved rounds (at most "
-           "%d, within half the budget), medians (%.3f s):",
+           "%d, the pipeline within four fifths of the budget; after two, those slower than the leader by more than "
+           "10 %% in every sample left out), medians (%.3f s):",
            (long long)dm.recorded, (long long)dm.fallbacks, t_dp, (long long)states, (long long)costed, ncand,
            prounds, pick_rounds, t_optp - t_dp);
     for (int c = 0; c < ncand; c++)
@@ -545,10 +664,9 @@ int main(int argc, char **argv) {
       printf(" %s %.3f -> %.3f%s", q == 0 ? "sequential" : q == 1 ? "greedy" : "plan", prl.costed[q] * 1e3,
              prl.ran[q] * 1e3, q + 1 < prl.n ? ";" : "");
     printf("\n  predicted pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the r3/s8 DP's schedule (as "
-           "measured while picking; the faster of sequential and greedy stays unless beaten by more than %.0f %% and "
-           "in two thirds of the rounds)\n",
-           cand_name[best], ctimes[best] / ctimes[ncand - 2], ctimes[best] / ctimes[ncand - 1], ctimes[best] / ctimes[0],
-           margin * 100);
+           "measured while picking, each sample over its neighbour in time, medians; the faster of sequential and "
+           "greedy stays unless beaten by more than %.0f %% so and in two thirds of the samples)\n",
+           cand_name[best], kp_sq, kp_gr, kp_dp, margin * 100);
     if (imk) {
       printf("  measured: %lld states, %lld endings ruled out by the prediction, %lld distinct stages costed, %lld "
              "measured alone, %lld corrected by whole runs; %d plans (the final one %d stages); %.2f s\n",
@@ -561,10 +679,9 @@ int main(int argc, char **argv) {
       printf("\n  measured pipeline, %d candidates in %d interleaved rounds:", nm, pick_rounds);
       for (int c = 0; c < nm; c++)
         printf(" %s%s %.3f ms%s", c == mbest ? "[" : "", mname[c], mtimes[c] * 1e3, c == mbest ? "]" : "");
-      printf("\n  measured pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the final plan (the same "
+      printf("\n  measured pipeline kept %s: %.3f of sequential, %.3f of greedy, %.3f of the final plan (paired, the same "
              "rule); %.2f s in all\n",
-             mname[mbest], mtimes[mbest] / mtimes[nm - 2], mtimes[mbest] / mtimes[nm - 1], mtimes[mbest] / mtimes[0],
-             t_optm);
+             mname[mbest], km_sq, km_gr, km_pl, t_optm);
     }
     printf("  timeline %s; final latencies: each schedule checked, then timed in %d interleaved rounds (the picks' "
            "harness and sample, %d runs), medians%s\n",
@@ -572,6 +689,11 @@ int main(int argc, char **argv) {
            imk && ob_schedule_same(imk, sq)   ? " (iosM kept sequential: one program, timed once)"
            : imk && ob_schedule_same(imk, gr) ? " (iosM kept greedy: one program, timed once)"
                                               : "");
+    if (imk)
+      printf("  paired (each sample over its neighbour in time, medians; faster in how many of %d; the same program: "
+             "1, none): iosM/seq %.3f (%d), iosM/greedy %.3f (%d), iosP/iosM %.3f (%d); medians' ratios: %.3f, %.3f, "
+             "%.3f\n",
+             repeat, f_sq, w_sq, f_gr, w_gr, f_pm, w_pm, t_im / t_sq, t_im / t_gr, t_ip / t_im);
     fflush(stdout);
     for (int c = 0; c < ncand; c++) ob_schedule_free(cand[c]); /* sq, gr and the in-context plans among them */
     for (int q = 0; q < nplans; q++) ob_schedule_free(plans[q]); /* im among them */
@@ -594,7 +716,8 @@ int main(int argc, char **argv) {
          "seq(all): the runtime's own sequential run; x: speedup over seq; statesP/costedP: the 4 predicted DPs' states\n"
          "and distinct stages; costed+measM: distinct stages of the measured DP and how many were run; optP s: the\n"
          "predicted pipeline (DPs + candidates measured); optM s: the measured pipeline (DP + baselines costed +\n"
-         "candidates measured); P/M: iosP / iosM latency\n");
+         "candidates measured); P/M: iosP / iosM latency, paired (the median over iosP's samples of each over\n"
+         "iosM's sample nearest in time); the bars' ratios are paired the same way\n");
   if (skip_measured) {
     printf("bars: predicted optimisation / budget, worst: %.3f (<= 1); the measured-cost bars were not run "
            "(--skip-measured)\n",
@@ -605,6 +728,9 @@ int main(int argc, char **argv) {
     printf("bars: IOS (measured cost) / min(sequential, greedy), worst: %.3f (<= 1); predicted optimisation / budget, "
            "worst: %.3f (<= 1); predicted / measured-cost schedule, worst: %.3f (<= 1.05)\n",
            worst_ios, worst_opt, worst_pm);
+    printf("(the same ratios by medians taken apart, for comparison: IOS / min(sequential, greedy) %.3f, predicted / "
+           "measured-cost %.3f)\n",
+           worst_ios_med, worst_pm_med);
     if (worst_ios > 1 || worst_opt > 1 || worst_pm > 1.05) rc = 1;
     printf("worst IOS (measured cost) / min(sequential, greedy): %.3f (must be <= 1)\n", worst_ios);
   }

@@ -996,13 +996,15 @@ typedef struct fake_times {
   int calls, order[64];
   int slow_call; /* this call (from 0) is a slow episode: 10x */
   int fast_call; /* this one a lucky sample: 0.1x */
+  uint64_t slow_mode; /* the calls (bit k: call k) in the host's slow mode: 1.25x */
 } fake_times;
 static ob_status fake_measure(void *user, int i, const ob_schedule *s, double *sec) {
   fake_times *f = user;
   if (i < 0 || i >= 4 || f->s[i] != s) return OB_ERR_INVALID_ARG;
   if (f->t[i] < 0) return ob_fail(ctx, OB_ERR_TIMEOUT, "it hung");
   if (f->calls < 64) f->order[f->calls] = i;
-  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : f->calls == f->fast_call ? 0.1 : 1);
+  *sec = f->t[i] * (f->calls == f->slow_call ? 10 : f->calls == f->fast_call ? 0.1 : 1) *
+         (f->calls < 64 && (f->slow_mode >> f->calls & 1) ? 1.25 : 1);
   f->calls++;
   return OB_OK;
 }
@@ -1058,6 +1060,8 @@ static void test_pick(void) {
   f.calls = 0;
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.2), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3);
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
+  /* ... but not from two samples: 2 of 2 a fair coin wins 1 time in 4 */
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(2, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3);
   /* ... nor when it won the median but not two thirds of the rounds:
    * candidate 0 slow in round 1, the incumbent lucky in round 2 */
   f.calls = 0;
@@ -1066,6 +1070,62 @@ static void test_pick(void) {
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 3, 0.05), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 3 &&
         sec[0] == 0.9e-3 && sec[3] == 1e-3);
   f.slow_call = f.fast_call = -1;
+  /* a host drifting between two modes (1.25x apart): candidate 0 (0.99 ms,
+   * hardly faster than the incumbent 3 at 1 ms) happens to sample the fast
+   * mode 3 times of 5 and the incumbent the slow one 3 times of 5, so the
+   * medians say 0.79; paired with its neighbour in time it is 0.99: the
+   * incumbent stays. Rounds: 0 1 2 3 | 1 2 3 0 | 2 3 0 1 | 3 0 1 2 | 0 1 2 3;
+   * 0's calls 0 7 10 13 16 next to 3's calls 3 6 9 12 19. */
+  f.calls = 0;
+  f.t[0] = 0.99e-3;
+  f.t[1] = 2e-3; /* out of the running */
+  f.slow_mode = 1u << 3 | 1u << 12 | 1u << 13 | 1u << 16 | 1u << 19;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && f.calls == 20 &&
+        sec[0] == 0.99e-3 && fabs(sec[3] - 1.25e-3) < 1e-12 && best == 3);
+  /* of two near-equal baselines, the one faster by pairs is the
+   * incumbent: 0 (1.01 ms) has the lower median (1.01 against 1.25), 3
+   * (1 ms) wins 4 of 5 pairs */
+  f.calls = 0;
+  f.t[0] = 1.01e-3;
+  ob_sched_pick_opts bl = *popts(5, 0, 0, 0.03);
+  bl.nprefer = 2;
+  bl.prefer[1] = 3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &bl, fake_measure, &f, sec, &best, NULL) == OB_OK && sec[0] < sec[3] && best == 3);
+  /* of the challengers clearly faster, the lowest ratio: 0 (0.9 ms, but
+   * slow in its calls 13 and 16: 3 wins of 5) has the lowest ratio, 1
+   * (0.95 ms) wins every pair and replaces the incumbent 3 */
+  f.calls = 0;
+  f.t[0] = 0.9e-3;
+  f.t[1] = 0.95e-3;
+  f.slow_mode = 1u << 13 | 1u << 16;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 1);
+  f.t[1] = 2e-3;
+  f.slow_mode = 1u << 3 | 1u << 12 | 1u << 13 | 1u << 16 | 1u << 19;
+  /* a clear gain in every pair wins whatever the modes */
+  f.calls = 0;
+  f.t[0] = 0.9e-3;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(5, 0, 3, 0.03), fake_measure, &f, sec, &best, NULL) == OB_OK && best == 0);
+  f.slow_mode = 0;
+  f.t[1] = 1e-3;
+  /* dropping: after two rounds, 0 (3 ms) and 2 (2 ms) are slower than
+   * the incumbent 3 (1 ms) by more than half in every sample and are
+   * measured no more; 1 (as fast) stays in the running */
+  f.calls = 0;
+  f.t[0] = 3e-3;
+  ob_sched_pick_opts dr = *popts(5, 0, 3, 0.03);
+  dr.drop = 0.5;
+  int dr_rounds = 0;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &dr, fake_measure, &f, sec, &best, &dr_rounds) == OB_OK && f.calls == 14 &&
+        dr_rounds == 5 && best == 3 && sec[0] == 3e-3 && sec[2] == 2e-3);
+  for (int c = 8; c < 14; c++) CHECK(f.order[c] == 1 || f.order[c] == 3);
+  dr.drop = -1;
+  CHECK(ob_sched_pick_measured(ctx, 4, f.s, &dr, fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
+  f.t[0] = 0.9e-3;
+  /* the paired ratio itself: each of a's samples over b's nearest in time */
+  const double pa[2] = {1, 2}, pat[2] = {0, 10}, pb[3] = {2, 4, 8}, pbt[3] = {1, 9, 20};
+  int pw = -1;
+  CHECK(ob_sched_paired_ratio(2, pa, pat, 3, pb, pbt, &pw) == 0.5 && pw == 2);
+  CHECK(isnan(ob_sched_paired_ratio(0, pa, pat, 3, pb, pbt, &pw)) && pw == 0);
   CHECK(ob_sched_pick_measured(ctx, 4, f.s, popts(3, 0, 4, 0.05), fake_measure, &f, sec, &best, NULL) == OB_ERR_INVALID_ARG);
   /* of two baselines, the faster is the incumbent: 1 (1 ms) against 2 (2 ms) */
   ob_sched_pick_opts two = *popts(3, 0, 2, 0.2);

@@ -301,13 +301,18 @@ OB_API ob_status ob_sched_corun_write(ob_ctx *ctx, const char *path, const char 
  * one: `rounds` rounds, each measuring every candidate once in turn (the
  * order turned by one each round), and each candidate's median over the
  * rounds compared. max_s > 0 bounds the time: after the first round,
- * another only when one more of the mean round so far still fits
+ * another only when one more like the last still fits
  * (*rounds_done, may be NULL, says how many ran). prefer names baselines
- * (sequential and greedy: IOS's space holds both); the fastest of them is
- * the incumbent, which the fastest candidate replaces only when clearly
- * faster: its median below the incumbent's by more than margin and faster
- * in at least two thirds of the rounds (paired by round); a pick among
- * near-equals is won by noise. A candidate equal to
+ * (sequential and greedy: IOS's space holds both); the fastest of them
+ * is the incumbent (by median, then by pairs of neighbours in time against
+ * each other one). Against it, each other candidate is judged
+ * by its samples paired with the incumbent's nearest in time
+ * (ob_sched_paired_ratio: the host drifts between modes lasting about a
+ * second, so medians taken apart differ by luck); it replaces the
+ * incumbent only when clearly faster: that ratio below 1 - margin and
+ * faster than its neighbour in at least two thirds of its samples, and in
+ * more than a fair coin would win 1 time in 5 (a pick among near-equals is
+ * won by noise); of those, the lowest ratio wins. A candidate equal to
  * an earlier one (ob_schedule_same) is not measured: it takes that one's
  * samples. seconds (n entries, may be NULL) gets every candidate's median.
  * A failing measurement fails the call, naming the candidate. */
@@ -318,10 +323,28 @@ typedef struct ob_sched_pick_opts {
   int nprefer;   /* baselines named in prefer (0: none) */
   int prefer[OB_SCHED_PICK_MAX_PREFER];
   double margin; /* 0 <= margin < 1 */
+  /* > 0: from the third round on, a candidate every one of whose samples
+   * so far was slower than the leader's nearest by more than drop (x >
+   * (1 + drop) x the leader's) is measured no more; its median and ratios
+   * are over the rounds it ran. The leader: the incumbent so far, or
+   * without baselines the fastest median so far; a baseline is never
+   * dropped while it leads. Time bounded by max_s goes to the candidates
+   * still in the running. 0: every candidate in every round. */
+  double drop;
 } ob_sched_pick_opts;
 OB_API ob_sched_pick_opts ob_sched_pick_opts_default(void); /* 5 rounds, no bound, no incumbent */
 typedef struct ob_schedule ob_schedule;
 typedef ob_status (*ob_sched_measure_fn)(void *user, int i, const ob_schedule *s, double *seconds);
+
+/* a's latency over b's by pairs of neighbours in time: the square root of
+ * (the median over a's samples of each over b's sample nearest in time) over
+ * (the same of b's samples over a's), so that the ratio of b to a is the
+ * inverse (a_at, b_at: the samples' midpoints, ob_now_s; the earlier of two
+ * as near); *wins (may be NULL): how many of a's samples were below their
+ * neighbour. A ratio of two schedules' speeds that a drift of the whole
+ * machine, shared by neighbours, does not move. NAN without samples. */
+OB_API double ob_sched_paired_ratio(int na, const double *a_s, const double *a_at, int nb, const double *b_s,
+                                    const double *b_at, int *wins);
 
 /* ---- schedules ------------------------------------------------------------------------ */
 OB_API ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,

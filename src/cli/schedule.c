@@ -742,7 +742,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
       printf(" %s%s %.3f ms%s", c == picked ? "[" : "", cand_names[c], cand_s[c] * 1e3, c == picked ? "]" : "");
     printf("\npicked     %s, the measured fastest (the faster of sequential and greedy stays unless beaten by "
            "more than 3 %% and in two "
-           "thirds of the rounds): %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
+           "thirds of the samples, each against its nearest in time): %.3f of sequential, %.3f of greedy, %.3f of the DP's schedule; "
            "optimisation %.3f s (%lld states, %lld distinct stages costed by %s, %d schedules measured)\n",
            cand_names[picked], cand_s[picked] / cand_s[ncand - 1], cand_s[picked] / cand_s[ncand - 2],
            cand_s[picked] / cand_s[0], rows[2].st.seconds + pipeline_s, (long long)rows[2].st.states,
