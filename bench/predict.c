@@ -119,6 +119,27 @@ static void store(ob_db *db, const wl_entry *e, const ob_config *c, const ob_mea
 }
 
 /* ---- co-run measurements ----------------------------------------------------------- */
+/* The placement game's slowdown: the interference model's prediction for
+ * player i beside j at the profile's threads and shared cores. */
+typedef struct game_user {
+  ob_predictor *p;
+  const ob_db_host_limits *lim;
+  double flops[2], bytes[2], alone[2][2]; /* predicted alone at 1 and 2 threads */
+} game_user;
+
+static double game_slowdown(void *u, int i, int j, int ki, int kj, int shared) {
+  game_user *gu = u;
+  float x[OB_INTERF_NFEAT];
+  ob_prediction pr;
+  ob_interf_features(gu->flops[i], gu->bytes[i], ki, gu->alone[i][ki - 1], gu->flops[j], gu->bytes[j], kj,
+                     gu->alone[j][kj - 1], shared > 0, shared, gu->lim, host.fingerprint, x);
+  if (ob_predictor_slowdown(gu->p, x, &pr)) {
+    ob_ctx_clear_error(ctx);
+    return 1;
+  }
+  return pr.seconds;
+}
+
 typedef struct fill_ctx {
   ob_task *task;
   const ob_config *cfg;
@@ -176,17 +197,24 @@ static double time_beside(ob_runner *run, wl_entry *a, int a0, int ka, wl_entry 
   return res.timing.median_s;
 }
 
-static void put_corun(ob_db *db, wl_entry *a, wl_entry *b, int ka, int kb, bool full, double alone, double med) {
+/* A (ka threads from core 0) beside B (kb threads from core b0, wrapping
+ * on the 2 cores): mode "stream" (no core in common), "full" (both on both
+ * cores) or "partial" (some cores in common: the placement game's mixed
+ * profiles, so that the game's costs are predictions of what it measures) */
+static void put_corun(ob_db *db, wl_entry *a, wl_entry *b, int ka, int kb, int b0, const char *mode, double alone,
+                      double med) {
   ob_db_profile p;
   memset(&p, 0, sizeof p);
-  char res[64];
+  char res[64], bcores[16];
   snprintf(res, sizeof res, "threads=%d;cores=%s", ka, ka == 1 ? "0" : "0,1");
+  if (kb == 1) snprintf(bcores, sizeof bcores, "%d", b0 % 2);
+  else snprintf(bcores, sizeof bcores, "0,1");
   p.key = (ob_db_profile_key){.host = host.fingerprint, .workload = a->key, .target = ob_target_str(target),
                               .tmpl = ob_task_template(a->task), .config_index = a->cfg0.index,
-                              .resources = res, .corun_workload = b->key, .corun_mode = full ? "full" : "stream"};
+                              .resources = res, .corun_workload = b->key, .corun_mode = mode};
   p.nthreads = ka;
   p.cores = ka == 1 ? "0" : "0,1";
-  p.corun_cores = full ? (kb == 1 ? "0" : "0,1") : "1";
+  p.corun_cores = bcores;
   p.sweep = "corun";
   p.timing.ncosts = 1;
   p.timing.costs[0] = p.timing.median_s = p.timing.mean_s = med;
@@ -689,38 +717,54 @@ int main(int argc, char **argv) {
   /* each co-run point is paired with an alone run right before it, so that
    * the load others put on the machine at that moment cancels in the ratio */
   int64_t ncorun = 0;
+  double t_corun = ob_now_s();
   for (int i = 0; i < npl && !no_corun; i++)
     for (int j = 0; j < npl; j++) {
       if (i == j) continue;
       /* CORUN_ROUNDS rounds of (alone, beside) in both modes: the label is
        * the median round's ratio, so one disturbed window does not make it */
+      /* and, for the placement game's mixed profiles, A at 2 threads beside
+       * B at 1 on core 0, and A at 1 on core 0 beside B at 2 */
       double a1[CORUN_ROUNDS], rs[CORUN_ROUNDS], a2[CORUN_ROUNDS], rf[CORUN_ROUNDS];
-      int ns = 0, nf = 0;
+      double a3[CORUN_ROUNDS], r21[CORUN_ROUNDS], a4[CORUN_ROUNDS], r12[CORUN_ROUNDS];
+      int ns = 0, nf = 0, n21 = 0, n12 = 0;
       for (int r = 0; r < CORUN_ROUNDS; r++) {
         double x1 = time_beside(run, pl[i], 0, 1, NULL, 0, 0);
         double s = time_beside(run, pl[i], 0, 1, pl[j], 1, 1); /* stream: core 0 beside core 1 */
         double x2 = time_beside(run, pl[i], 0, 2, NULL, 0, 0);
         double f = time_beside(run, pl[i], 0, 2, pl[j], 0, 2); /* full: both on both cores */
+        double p21 = time_beside(run, pl[i], 0, 2, pl[j], 0, 1), p12 = time_beside(run, pl[i], 0, 1, pl[j], 1, 2);
         if (isfinite(s) && isfinite(x1) && x1 > 0) a1[ns] = x1, rs[ns++] = s / x1;
         if (isfinite(f) && isfinite(x2) && x2 > 0) a2[nf] = x2, rf[nf++] = f / x2;
+        if (isfinite(p21) && isfinite(x2) && x2 > 0) a3[n21] = x2, r21[n21++] = p21 / x2;
+        if (isfinite(p12) && isfinite(x1) && x1 > 0) a4[n12] = x1, r12[n12++] = p12 / x1;
       }
       if (ns) {
         double al = median(a1, ns);
-        put_corun(db, pl[i], pl[j], 1, 1, false, al, al * median(rs, ns)), ncorun++;
+        put_corun(db, pl[i], pl[j], 1, 1, 1, "stream", al, al * median(rs, ns)), ncorun++;
       }
       if (nf) {
         double al = median(a2, nf);
-        put_corun(db, pl[i], pl[j], 2, 2, true, al, al * median(rf, nf)), ncorun++;
+        put_corun(db, pl[i], pl[j], 2, 2, 0, "full", al, al * median(rf, nf)), ncorun++;
+      }
+      if (n21) {
+        double al = median(a3, n21);
+        put_corun(db, pl[i], pl[j], 2, 1, 0, "partial", al, al * median(r21, n21)), ncorun++;
+      }
+      if (n12) {
+        double al = median(a4, n12);
+        put_corun(db, pl[i], pl[j], 1, 2, 1, "partial", al, al * median(r12, n12)), ncorun++;
       }
     }
+  t_corun = ob_now_s() - t_corun;
   ob_predict_train_opts co = to;
   if (corun_depth > 0) co.max_depth = corun_depth;
   if (corun_rounds > 0) co.rounds = corun_rounds;
   ob_corun_dataset *cd = NULL;
   if (ob_corun_dataset_load(ctx, db, host.fingerprint, &cd)) return die("co-run dataset");
   uint8_t *ct = calloc((size_t)cd->n + 1, 1), *cr = calloc((size_t)cd->n + 1, 1);
-  double cse = 0, cape[1024];
-  int64_t cn = 0, cwithin = 0;
+  double cse = 0, cape[1024], mse[3] = {0};
+  int64_t cn = 0, cwithin = 0, mwithin[3] = {0}, mn[3] = {0};
   for (int f = 0; f < 5; f++) {
     ob_corun_split_pairs(cd, f, 5, ct);
     int64_t nt = 0, nr = 0;
@@ -742,6 +786,8 @@ int main(int argc, char **argv) {
                cd->s[i].a, cd->s[i].b, cd->s[i].slowdown, pr.seconds, 100 * e);
       cse += e * e;
       cwithin += fabs(e) <= 0.1;
+      int mi = !strcmp(cd->s[i].mode, "stream") ? 0 : !strcmp(cd->s[i].mode, "full") ? 1 : 2;
+      mse[mi] += e * e, mwithin[mi] += fabs(e) <= 0.1, mn[mi]++;
       if (cn < 1024) cape[cn] = fabs(e);
       cn++;
     }
@@ -751,6 +797,11 @@ int main(int argc, char **argv) {
   double c_mdape = median(cape, cn < 1024 ? (int)cn : 1024);
   printf("%-34s %7lld %8.1f %8.1f %8.1f\n", "co-run slowdown (held-out pairs)", (long long)cn, 100 * c_rmspe,
          100 * c_mdape, 100 * c_within);
+  for (int mi = 0; mi < 3; mi++)
+    if (mn[mi])
+      printf("  %-32s %7lld %8.1f %8s %8.1f\n", mi == 0 ? "stream" : mi == 1 ? "full" : "partial (mixed threads)",
+             (long long)mn[mi], 100 * sqrt(mse[mi] / (double)mn[mi]), "", 100.0 * (double)mwithin[mi] / (double)mn[mi]);
+  printf("  (co-run points measured in %.0f s)\n", t_corun);
   /* the full predictor: latency + interference, for the game */
   if (cd->n && ob_predictor_train_interference(p, cd, NULL, &co)) return die("interference");
   /* 4. the game on this machine, validated by measuring every profile */
@@ -781,30 +832,46 @@ int main(int argc, char **argv) {
           return die("predicting a player");
         al[i * 2 + k - 1] = l[i][k - 1] = pr.seconds;
       }
+    /* the game prices a profile as the measurement takes it: each player's
+     * predicted slowdown beside the other at exactly the profile's threads
+     * and shared cores (the co-run model was trained on stream, full and the
+     * mixed "partial" points), with no time-slicing multiplier of its own */
+    game_user gu = {.p = p, .lim = clim};
     for (int i = 0; i < 2; i++) {
-      int j = 1 - i;
-      float x[OB_INTERF_NFEAT];
-      ob_prediction pr;
-      double fi = ob_workload_flops(&pp[i]->wl), bi = ob_predict_workload_bytes(&pp[i]->wl);
-      double fj = ob_workload_flops(&pp[j]->wl), bj = ob_predict_workload_bytes(&pp[j]->wl);
-      g.stream[i][j] = g.full[i][j] = 1;
-      ob_interf_features(fi, bi, 1, l[i][0], fj, bj, 1, l[j][0], false, 0, clim, host.fingerprint, x);
-      if (ob_predictor_has_interference(p) && !ob_predictor_slowdown(p, x, &pr)) g.stream[i][j] = pr.seconds;
-      ob_interf_features(fi, bi, 2, l[i][1], fj, bj, 2, l[j][1], true, 2, clim, host.fingerprint, x);
-      /* the measured "full" slowdown includes the time-slicing the game counts itself
-       * (two players on every core): the factor is what remains beyond it */
-      if (ob_predictor_has_interference(p) && !ob_predictor_slowdown(p, x, &pr)) g.full[i][j] = fmax(1, pr.seconds / 2);
+      gu.flops[i] = ob_workload_flops(&pp[i]->wl);
+      gu.bytes[i] = ob_predict_workload_bytes(&pp[i]->wl);
+      for (int k = 0; k < 2; k++) gu.alone[i][k] = l[i][k];
+    }
+    if (ob_predictor_has_interference(p)) {
+      g.slowdown = game_slowdown;
+      g.user = &gu;
     }
     int k[2] = {2, 2};
     ob_nash_best_response(&g, k, 50, NULL);
-    /* measured makespans of the four profiles (A from core 0, B after it, wrapping) */
-    double meas[3][3];
+    /* measured makespans of the four profiles (A from core 0, B after it,
+     * wrapping): the median of 3 interleaved rounds, so that one disturbed
+     * window neither makes nor breaks a profile */
+    double meas[3][3], mr[3][3][3];
+    for (int r = 0; r < 3; r++)
+      for (int ka = 1; ka <= 2; ka++)
+        for (int kb = 1; kb <= 2; kb++) {
+          int b0 = ka % 2;
+          double ta = time_beside(run, A, 0, ka, B, b0, kb), tb = time_beside(run, B, b0, kb, A, 0, ka);
+          mr[ka][kb][r] = fmax(ta, tb);
+        }
     for (int ka = 1; ka <= 2; ka++)
-      for (int kb = 1; kb <= 2; kb++) {
-        int b0 = ka % 2;
-        double ta = time_beside(run, A, 0, ka, B, b0, kb), tb = time_beside(run, B, b0, kb, A, 0, ka);
-        meas[ka][kb] = fmax(ta, tb);
-      }
+      for (int kb = 1; kb <= 2; kb++) meas[ka][kb] = median(mr[ka][kb], 3);
+    if (model_steps) {
+      double c[2];
+      printf("  predicted alone ms: A %.4f / %.4f, B %.4f / %.4f (1 / 2 threads); profiles predicted / measured "
+             "makespan ms:", l[0][0] * 1e3, l[0][1] * 1e3, l[1][0] * 1e3, l[1][1] * 1e3);
+      for (int ka = 1; ka <= 2; ka++)
+        for (int kb = 1; kb <= 2; kb++) {
+          ob_nash_costs(&g, (int[]){ka, kb}, c);
+          printf(" [%d,%d] %.4f / %.4f", ka, kb, fmax(c[0], c[1]) * 1e3, meas[ka][kb] * 1e3);
+        }
+      printf("\n");
+    }
     int ok1 = 1, ok2 = 1;
     for (int ka = 1; ka <= 2; ka++)
       for (int kb = 1; kb <= 2; kb++)

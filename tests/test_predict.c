@@ -316,6 +316,39 @@ static void test_correlation(void) {
   CHECK(ob_turnaround(th, (double[]){10, 11, 5, 1}, 4, 0.05) == 1);
 }
 
+/* A co-run slowdown as the measurement takes it: 0.9 on disjoint cores
+ * (below 1 is kept), 1.2 per shared core; the shares it was asked about are
+ * kept to check the game counts them. */
+static int asked_shared[8][8];
+static double measured_like(void *u, int i, int j, int ki, int kj, int shared) {
+  (void)u;
+  asked_shared[ki * 2 + kj][i * 2 + j] = shared + 1;
+  return shared ? 1 + 0.2 * shared : 0.9;
+}
+
+static void test_nash_slowdown(void) {
+  double alone[4] = {10, 6, 10, 6};
+  ob_nash_game g;
+  memset(&g, 0, sizeof g);
+  g.players = 2;
+  g.cores = 2;
+  g.alone = alone;
+  g.slowdown = measured_like;
+  double c[2];
+  ob_nash_costs(&g, (int[]){1, 1}, c); /* disjoint: no time-slicing multiplier, 0.9 kept */
+  CHECK(fabs(c[0] - 9) < 1e-12 && fabs(c[1] - 9) < 1e-12);
+  CHECK(asked_shared[1 * 2 + 1][0 * 2 + 1] == 1);
+  ob_nash_costs(&g, (int[]){2, 2}, c); /* both cores shared: 6 x 1.4 */
+  CHECK(fabs(c[0] - 8.4) < 1e-12 && fabs(c[1] - 8.4) < 1e-12);
+  ob_nash_costs(&g, (int[]){1, 2}, c); /* player 1 on cores 1,0: one shared with player 0 */
+  CHECK(fabs(c[0] - 12) < 1e-12 && fabs(c[1] - 7.2) < 1e-12);
+  CHECK(asked_shared[1 * 2 + 2][0 * 2 + 1] == 2 && asked_shared[2 * 2 + 1][1 * 2 + 0] == 2);
+  ob_nash_summary s;
+  CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_OK);
+  CHECK(s.opt[0] == 2 && s.opt[1] == 2 && fabs(s.opt_makespan - 8.4) < 1e-12);
+  CHECK(ob_nash_is_equilibrium(&g, (int[]){2, 2}) && !ob_nash_is_equilibrium(&g, (int[]){1, 2}));
+}
+
 static void test_nash(void) {
   /* two players on two cores, each 10 alone on one core and 6 on two */
   double alone[4] = {10, 6, 10, 6};
@@ -468,6 +501,7 @@ int main(void) {
   test_metrics();
   test_correlation();
   test_nash();
+  test_nash_slowdown();
   test_analytic();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

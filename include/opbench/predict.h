@@ -312,9 +312,21 @@ OB_API void ob_corun_split_pairs(const ob_corun_dataset *d, int fold, int nfolds
  * latency at its core count, times the largest number of players on any
  * of its cores, times the largest interference factor over the others
  * (full[i][j] when j shares a core with it, stream[i][j] otherwise): a
- * full factor is the slowdown beyond what time-slicing explains. */
+ * full factor is the slowdown beyond what time-slicing explains.
+ *
+ * With a slowdown function instead, a player's latency is its alone latency
+ * at its core count times the largest slowdown(i, j, k_i, k_j, cores they
+ * share) over the others, and no time-slicing multiplier: the slowdown is
+ * then the co-run measurement's own quantity (A's median call while B runs
+ * beside it at those resources), which already holds whatever sharing a
+ * core costs a call, so the game prices a profile as it is measured. */
 #define OB_NASH_MAX_PLAYERS 8
 #define OB_NASH_MAX_CORES 256
+
+/* Player i's slowdown (>= 0; below 1 is kept: a partner can speed a call
+ * up, e.g. by keeping shared data warm) beside player j when i takes ki
+ * cores and j kj, `shared` of them common to both. */
+typedef double (*ob_nash_slowdown_fn)(void *user, int i, int j, int ki, int kj, int shared);
 
 typedef struct ob_nash_game {
   int players, cores;
@@ -323,6 +335,8 @@ typedef struct ob_nash_game {
   double *alone;  /* players x cores: alone[i * cores + (k - 1)], seconds at k cores */
   double stream[OB_NASH_MAX_PLAYERS][OB_NASH_MAX_PLAYERS]; /* < 1 counts as 1 */
   double full[OB_NASH_MAX_PLAYERS][OB_NASH_MAX_PLAYERS];
+  ob_nash_slowdown_fn slowdown; /* NULL: the matrices and time-slicing above */
+  void *user;                   /* slowdown's */
 } ob_nash_game;
 
 /* Each player's latency for the profile k[players] (core counts). */
