@@ -666,9 +666,12 @@ int main(int argc, char **argv) {
         if (m == 0) { /* the calibration model */
           if (ob_predict_overhead_measure(ctx, rt, th, 10, &ov)) return die("overhead");
           printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
-                 "%-34s kernels in the graph x%.3f their db time alone + %.4f ms per MiB of parameters (of %.1f MiB)\n",
+                 "%-34s kernels in the graph x%.3f their db time alone + %.4f ms per MiB of parameters evicted\n"
+                 "%-34s (of %.1f MiB); share evicted by MiB read between runs:",
                  "  runtime overhead (resnet-18)", ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3,
-                 ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3, ov.param_mib);
+                 ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor, ov.cold_s_per_mb * 1e3, "", ov.param_mib);
+          for (int k = 0; k < ov.nmiss; k++) printf(" %.0f %.2f", ov.miss_mib[k], ov.miss_share[k]);
+          printf("%s\n", ov.nmiss ? "" : " (no cold cost measured)");
         } else {
           ob_predict_model_result r;
           ob_timing tm;
@@ -681,9 +684,9 @@ int main(int argc, char **argv) {
           if (model_steps) steps_breakdown(rt, p, target, th, lim, &ov);
           char label[64];
           snprintf(label, sizeof label, "  %s", names[m]);
-          printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s\n", label, r.seconds * 1e3, tm.median_s * 1e3,
-                 100 * model_err[th][m - 1], r.nkernels, r.nother, r.nuncovered ? " (" : "", r.uncovered,
-                 r.nuncovered ? ")" : "");
+          printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s; %.1f MiB of parameters, %.2f evicted\n", label,
+                 r.seconds * 1e3, tm.median_s * 1e3, 100 * model_err[th][m - 1], r.nkernels, r.nother,
+                 r.nuncovered ? " (" : "", r.uncovered, r.nuncovered ? ")" : "", r.param_mib, r.miss_share);
         }
         ob_rt_free(rt);
         ob_graph_free(g);

@@ -473,16 +473,37 @@ static void test_analytic(void) {
   CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 3.0 * 1048576) == 30);
   CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 64.0 * 1048576) == 15);
   CHECK(isnan(ob_predict_cache_bandwidth(NULL, "h", 1, 1000)));
-  /* cold parameters: the calibration (40 MiB) read 1/4 of its parameters
-   * from memory at 15 GB/s, so the caches keep 30 MiB of any model's */
-  ob_predict_overhead ov = {.threads = 1, .kernel_factor = 1, .param_mib = 40,
-                            .cold_s_per_mb = 0.25 * 1048576.0 / 15e9};
-  CHECK(fabs(ob_predict_param_miss(&ov, &hl, "h", 1, 40) - 0.25) < 1e-9);
-  CHECK(ob_predict_param_miss(&ov, &hl, "h", 1, 20) == 0);             /* fits in what stays */
-  CHECK(fabs(ob_predict_param_miss(&ov, &hl, "h", 1, 120) - 0.75) < 1e-9); /* 90 of 120 MiB */
-  CHECK(ob_predict_param_miss(&ov, NULL, "h", 1, 120) == 0);           /* no bandwidth known */
+  /* cold parameters: the calibration (40 MiB) lost 0.2 of what an evicted
+   * run costs with 16 MiB of other data between runs, 0.6 with 32, all with
+   * 64: a model's share by its own MiB, linear between the points */
+  ob_predict_overhead ov = {.threads = 1, .kernel_factor = 1, .param_mib = 40, .cold_s_per_mb = 1e-4, .nmiss = 3,
+                            .miss_mib = {56, 72, 104}, .miss_share = {0.2, 0.6, 1}};
+  CHECK(ob_predict_param_miss(&ov, 40) == 0);                 /* the calibration itself stays */
+  CHECK(ob_predict_param_miss(&ov, 20) == 0);                 /* fits */
+  CHECK(fabs(ob_predict_param_miss(&ov, 48) - 0.1) < 1e-12);  /* half way to the first point */
+  CHECK(fabs(ob_predict_param_miss(&ov, 64) - 0.4) < 1e-12);
+  CHECK(ob_predict_param_miss(&ov, 500) == 1);                /* beyond the last point: its share */
   ov.cold_s_per_mb = 0;
-  CHECK(ob_predict_param_miss(&ov, &hl, "h", 1, 120) == 0);            /* nothing fitted */
+  CHECK(ob_predict_param_miss(&ov, 120) == 0);                /* no cold cost measured */
+  /* stored as host limits and found again, the curve in order */
+  {
+    char dbp[256];
+    snprintf(dbp, sizeof dbp, "%s", path_in("ov.db"));
+    ob_db *db = NULL;
+    CHECK(ob_db_open(ctx, dbp, 0, &db) == OB_OK);
+    ov.cold_s_per_mb = 1e-4;
+    ov.nnative = 3;
+    CHECK(db && ob_predict_overhead_store(db, "h", &ov, "test") == OB_OK);
+    ob_db_host_limits *got = NULL;
+    CHECK(db && ob_db_get_host_limits(db, "h", &got) == OB_OK);
+    ob_predict_overhead back;
+    CHECK(got && ob_predict_overhead_find(got, "h", 1, &back));
+    CHECK(back.nmiss == 3 && fabs(back.miss_mib[0] - 56) < 1e-9 && fabs(back.miss_mib[2] - 104) < 1e-9);
+    CHECK(fabs(back.miss_share[1] - 0.6) < 1e-12 && fabs(back.cold_s_per_mb - 1e-4) < 1e-15);
+    CHECK(fabs(ob_predict_param_miss(&back, 64) - 0.4) < 1e-12);
+    ob_db_host_limits_free(got);
+    ob_db_close(db);
+  }
   /* a template without a tiling model: the roofline */
   CHECK(ob_workload_parse(ctx, "relu", "N=1,C=8,H=4,W=4", &wl) == OB_OK);
   ob_predict_tiling tl;
