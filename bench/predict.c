@@ -198,15 +198,17 @@ static double time_beside(ob_runner *run, wl_entry *a, int a0, int ka, wl_entry 
 }
 
 /* A (ka threads from core 0) beside B (kb threads from core b0, wrapping
- * on the 2 cores): mode "stream" (no core in common), "full" (both on both
- * cores) or "partial" (some cores in common: the placement game's mixed
- * profiles, so that the game's costs are predictions of what it measures) */
+ * on the 2 cores): mode "stream" (no core in common) or "full" (cores in
+ * common: both on both, or, for the placement game's mixed profiles, one;
+ * the cores say which, and the resources key keeps A at 2 threads beside
+ * B at 1 apart from A beside B at 2) */
 static void put_corun(ob_db *db, wl_entry *a, wl_entry *b, int ka, int kb, int b0, const char *mode, double alone,
                       double med) {
   ob_db_profile p;
   memset(&p, 0, sizeof p);
   char res[64], bcores[16];
-  snprintf(res, sizeof res, "threads=%d;cores=%s", ka, ka == 1 ? "0" : "0,1");
+  snprintf(res, sizeof res, "threads=%d;cores=%s%s", ka, ka == 1 ? "0" : "0,1",
+           !strcmp(mode, "full") && kb < ka ? ";partner_threads=1" : "");
   if (kb == 1) snprintf(bcores, sizeof bcores, "%d", b0 % 2);
   else snprintf(bcores, sizeof bcores, "0,1");
   p.key = (ob_db_profile_key){.host = host.fingerprint, .workload = a->key, .target = ob_target_str(target),
@@ -726,8 +728,9 @@ int main(int argc, char **argv) {
       if (i == j) continue;
       /* CORUN_ROUNDS rounds of (alone, beside) in both modes: the label is
        * the median round's ratio, so one disturbed window does not make it */
-      /* and, for the placement game's mixed profiles, A at 2 threads beside
-       * B at 1 on core 0, and A at 1 on core 0 beside B at 2 */
+      /* and, for the placement game's mixed profiles ("full" points with one
+       * core in common), A at 2 threads beside B at 1 on core 0, and A at 1
+       * on core 0 beside B at 2 */
       double a1[CORUN_ROUNDS], rs[CORUN_ROUNDS], a2[CORUN_ROUNDS], rf[CORUN_ROUNDS];
       double a3[CORUN_ROUNDS], r21[CORUN_ROUNDS], a4[CORUN_ROUNDS], r12[CORUN_ROUNDS];
       int ns = 0, nf = 0, n21 = 0, n12 = 0;
@@ -752,11 +755,11 @@ int main(int argc, char **argv) {
       }
       if (n21) {
         double al = median(a3, n21);
-        put_corun(db, pl[i], pl[j], 2, 1, 0, "partial", al, al * median(r21, n21)), ncorun++;
+        put_corun(db, pl[i], pl[j], 2, 1, 0, "full", al, al * median(r21, n21)), ncorun++;
       }
       if (n12) {
         double al = median(a4, n12);
-        put_corun(db, pl[i], pl[j], 1, 2, 1, "partial", al, al * median(r12, n12)), ncorun++;
+        put_corun(db, pl[i], pl[j], 1, 2, 1, "full", al, al * median(r12, n12)), ncorun++;
       }
     }
   t_corun = ob_now_s() - t_corun;
@@ -789,7 +792,9 @@ int main(int argc, char **argv) {
                cd->s[i].a, cd->s[i].b, cd->s[i].slowdown, pr.seconds, 100 * e);
       cse += e * e;
       cwithin += fabs(e) <= 0.1;
-      int mi = !strcmp(cd->s[i].mode, "stream") ? 0 : !strcmp(cd->s[i].mode, "full") ? 1 : 2;
+      /* partial: cores in common, fewer than either side's threads */
+      const float *cx = cd->s[i].x;
+      int mi = !strcmp(cd->s[i].mode, "stream") ? 0 : cx[11] < fmaxf(cx[3], cx[8]) ? 2 : 1;
       mse[mi] += e * e, mwithin[mi] += fabs(e) <= 0.1, mn[mi]++;
       if (cn < 1024) cape[cn] = fabs(e);
       cn++;
@@ -829,7 +834,9 @@ int main(int argc, char **argv) {
       for (int k = 1; k <= 2; k++) {
         float x[OB_PREDICT_NFEAT];
         ob_predict_point pt = {.wl = &pp[i]->wl, .task = pp[i]->task, .cfg = &pp[i]->cfg0, .threads = k,
-                               .ncores = k, .peak_gflops = NAN, .bandwidth_gbps = NAN};
+                               .ncores = k};
+        /* the host's limits, as the training points had them */
+        ob_predict_point_limits(clim, host.fingerprint, &pt);
         ob_prediction pr;
         if (ob_predict_features(ctx, &pt, x) || ob_predictor_predict(p, pp[i]->wl.op, x, ob_workload_flops(&pp[i]->wl), &pr))
           return die("predicting a player");
@@ -838,7 +845,7 @@ int main(int argc, char **argv) {
     /* the game prices a profile as the measurement takes it: each player's
      * predicted slowdown beside the other at exactly the profile's threads
      * and shared cores (the co-run model was trained on stream, full and the
-     * mixed "partial" points), with no time-slicing multiplier of its own */
+     * mixed profiles: full points with one core in common), with no time-slicing multiplier of its own */
     game_user gu = {.p = p, .lim = clim};
     for (int i = 0; i < 2; i++) {
       gu.flops[i] = ob_workload_flops(&pp[i]->wl);
@@ -907,7 +914,8 @@ int main(int argc, char **argv) {
       for (int kk = 1; kk <= 2; kk++) {
         float x[OB_PREDICT_NFEAT];
         ob_predict_point pt = {.wl = &pl[i]->wl, .task = pl[i]->task, .cfg = &pl[i]->cfg0, .threads = kk,
-                               .ncores = kk, .peak_gflops = NAN, .bandwidth_gbps = NAN};
+                               .ncores = kk};
+        ob_predict_point_limits(clim, host.fingerprint, &pt);
         ob_prediction pr;
         if (ob_predict_features(ctx, &pt, x) || ob_predictor_predict(p, pl[i]->wl.op, x, ob_workload_flops(&pl[i]->wl), &pr))
           return die("predicting a player");

@@ -57,9 +57,15 @@ extern "C" {
  *   44      log2 bytes all chunks read (ob_predict_tiling.traffic_bytes)
  *   45      log2 bandwidth (GB/s) of the cache level that holds the
  *           arguments (ob_predict_cache_bandwidth), the analytical time's
- *   46..    the tuner's itervar (loop-nest) features of the config, see tune.h */
-#define OB_PREDICT_SCHEMA 3
-#define OB_PREDICT_BASE_FEATURES 46
+ *   46      log2 bytes of the second argument (a convolution's or dense
+ *           layer's weights, the other operand of a batched matmul)
+ *   47..48  that argument's bytes and all the arguments' bytes per thread over
+ *           a core's L2 (NAN: L2 unknown): beyond 1 the weights cannot stay in
+ *           the L2 between calls and come from the L3 or memory, which the
+ *           shared host makes bimodal
+ *   49..    the tuner's itervar (loop-nest) features of the config, see tune.h */
+#define OB_PREDICT_SCHEMA 4
+#define OB_PREDICT_BASE_FEATURES 49
 #define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
 
 /* ---- analytical base (analytic.c) ----------------------------------------------------
@@ -100,6 +106,7 @@ typedef struct ob_predict_point {
   double peak_gflops, bandwidth_gbps; /* NAN: unknown */
   double cache_gbps;  /* bandwidth of the cache level holding the arguments;
                          <= 0 or NAN: unknown (bandwidth_gbps serves) */
+  double l2_bytes;    /* one core's L2 (<= 0 or NAN: unknown) */
 } ob_predict_point;
 
 /* Features into out[OB_PREDICT_NFEAT]. A config that does not lower gets

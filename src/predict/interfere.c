@@ -152,7 +152,7 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
       goto done;
     }
     ob_interf_features(af, ab, p->nthreads > 0 ? p->nthreads : 1, p->alone_s, bf, bb, bthreads,
-                       balone, strcmp(mode, "stream") != 0, shared(p->cores, p->corun_cores), lim, p->key.host, s->x);
+                       balone, !strcmp(mode, "full"), shared(p->cores, p->corun_cores), lim, p->key.host, s->x);
     s->slowdown = slow;
     d->n++;
   }
