@@ -27,7 +27,7 @@ for s in M=4,N=64,K=64 M=4,N=128,K=64 M=4,N=64,K=128; do
 done
 ok "records measured"
 
-good "train writes the model file" 'trained on 24 points .*feature schema 4' predict train --db "$db" --out "$tmp/m.model" --rounds 50
+good "train writes the model file" 'trained on 24 points .*feature schema 3' predict train --db "$db" --out "$tmp/m.model" --rounds 50
 [ -s "$tmp/m.model" ] && ok "model file exists" || not_ok "model file exists"
 good "train names the kinds" '^dense +24 ' predict train --db "$db" --out "$tmp/m2.model" --rounds 50
 good "one point with an interval" 'predicted +[0-9.]+ ms \(90% interval [0-9.]+ \.\. [0-9.]+ ms\)' \
@@ -93,8 +93,8 @@ bad "corrupt model file" 'corrupt predictor model file \(checksum' \
 head -c $((size - 100)) "$tmp/m.model" >"$tmp/trunc.model"
 bad "truncated model file" 'corrupt predictor model file' \
   predict --op dense --shape M=4,N=64,K=64 --db "$db" --predictor "$tmp/trunc.model"
-sed '2s/"schema":4/"schema":9/' "$tmp/m.model" >"$tmp/schema.model"
-bad "model file of another feature schema" 'feature schema 9, this build uses schema 4' \
+sed '2s/"schema":3/"schema":9/' "$tmp/m.model" >"$tmp/schema.model"
+bad "model file of another feature schema" 'feature schema 9, this build uses schema 3' \
   predict --op dense --shape M=4,N=64,K=64 --db "$db" --predictor "$tmp/schema.model"
 echo 'N,C,H,W' >"$tmp/text.model"
 bad "not a model file" 'not an opbench predictor model file' \

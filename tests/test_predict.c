@@ -492,6 +492,7 @@ static void test_analytic(void) {
     ob_db *db = NULL;
     CHECK(ob_db_open(ctx, dbp, 0, &db) == OB_OK);
     ov.cold_s_per_mb = 1e-4;
+    ov.floor_s_per_mb = 7e-5;
     ov.nnative = 3;
     CHECK(db && ob_predict_overhead_store(db, "h", &ov, "test") == OB_OK);
     ob_db_host_limits *got = NULL;
@@ -500,9 +501,23 @@ static void test_analytic(void) {
     CHECK(got && ob_predict_overhead_find(got, "h", 1, &back));
     CHECK(back.nmiss == 3 && fabs(back.miss_mib[0] - 56) < 1e-9 && fabs(back.miss_mib[2] - 104) < 1e-9);
     CHECK(fabs(back.miss_share[1] - 0.6) < 1e-12 && fabs(back.cold_s_per_mb - 1e-4) < 1e-15);
+    CHECK(fabs(back.floor_s_per_mb - 7e-5) < 1e-15);
     CHECK(fabs(ob_predict_param_miss(&back, 64) - 0.4) < 1e-12);
     ob_db_host_limits_free(got);
     ob_db_close(db);
+  }
+  /* co-run features: each side's FLOP rate over the FMA peak at its
+   * threads (the 1-thread peak scaled for 2), and their product */
+  {
+    ob_db_host_limit pk[] = {
+        {.host = "h", .name = "fma_peak", .isa = "avx2", .threads = 1, .bytes = 0, .value = 50},
+        {.host = "h", .name = "fma_peak", .isa = "avx512", .threads = 1, .bytes = 0, .value = 100}};
+    ob_db_host_limits pl = {.n = 2, .l = pk};
+    float fx[OB_INTERF_NFEAT];
+    ob_interf_features(1e9, 1e6, 1, 0.02, 1e9, 1e6, 2, 0.01, false, 0, &pl, "h", fx);
+    CHECK(fabsf(fx[17] - 0.5f) < 1e-6f && fabsf(fx[18] - 0.5f) < 1e-6f && fabsf(fx[19] - 0.25f) < 1e-6f);
+    ob_interf_features(1e9, 1e6, 1, 0.02, 1e9, 1e6, 2, 0.01, false, 0, NULL, "h", fx);
+    CHECK(isnan(fx[17]) && isnan(fx[19])); /* no peak known */
   }
   /* a template without a tiling model: the roofline */
   CHECK(ob_workload_parse(ctx, "relu", "N=1,C=8,H=4,W=4", &wl) == OB_OK);

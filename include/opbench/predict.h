@@ -57,15 +57,9 @@ extern "C" {
  *   44      log2 bytes all chunks read (ob_predict_tiling.traffic_bytes)
  *   45      log2 bandwidth (GB/s) of the cache level that holds the
  *           arguments (ob_predict_cache_bandwidth), the analytical time's
- *   46      log2 bytes of the second argument (a convolution's or dense
- *           layer's weights, the other operand of a batched matmul)
- *   47..48  that argument's bytes and all the arguments' bytes per thread over
- *           a core's L2 (NAN: L2 unknown): beyond 1 the weights cannot stay in
- *           the L2 between calls and come from the L3 or memory, which the
- *           shared host makes bimodal
- *   49..    the tuner's itervar (loop-nest) features of the config, see tune.h */
-#define OB_PREDICT_SCHEMA 4
-#define OB_PREDICT_BASE_FEATURES 49
+ *   46..    the tuner's itervar (loop-nest) features of the config, see tune.h */
+#define OB_PREDICT_SCHEMA 3
+#define OB_PREDICT_BASE_FEATURES 46
 #define OB_PREDICT_NFEAT (OB_PREDICT_BASE_FEATURES + OB_FEATURE_ITERVAR_LEN)
 
 /* ---- analytical base (analytic.c) ----------------------------------------------------
@@ -106,7 +100,6 @@ typedef struct ob_predict_point {
   double peak_gflops, bandwidth_gbps; /* NAN: unknown */
   double cache_gbps;  /* bandwidth of the cache level holding the arguments;
                          <= 0 or NAN: unknown (bandwidth_gbps serves) */
-  double l2_bytes;    /* one core's L2 (<= 0 or NAN: unknown) */
 } ob_predict_point;
 
 /* Features into out[OB_PREDICT_NFEAT]. A config that does not lower gets
@@ -275,8 +268,11 @@ OB_API int ob_turnaround(const int *threads, const double *lat, int n, double ga
  * (its bytes over its time alone) as a share of the host's measured
  * bandwidth at its thread count, their sum (what the two ask of the
  * memory system together), and log2 of B's latency over A's (how many of
- * B's runs overlap one of A's). */
-#define OB_INTERF_NFEAT 17
+ * B's runs overlap one of A's); last each side's FLOP rate alone over the
+ * host's FMA peak at its thread count, and their product (two sides that
+ * both keep the FMA units busy halve each other when the two "cores" are
+ * SMT siblings of one physical core, as a VM's vCPUs can be). */
+#define OB_INTERF_NFEAT 20
 
 typedef struct ob_corun_sample {
   const char *a, *b;   /* workload keys */
@@ -396,6 +392,11 @@ typedef struct ob_predict_overhead {
                               computation included; 0 when it was not measurable */
   double param_mib;        /* the calibration model's parameters read by its
                               kernel steps */
+  double floor_s_per_mb;   /* the least seconds per parameter MiB a kernel
+                              step with at least 1 MiB of them took in the run:
+                              the rate weights stream at in a run, a floor for
+                              any step (measured alone, weights beyond the L2
+                              came warm from the L3); 0: none such */
   int nmiss;               /* points of the miss curve, by working set: */
   double miss_mib[8];      /*   MiB through the caches between two runs (the
                                 calibration's parameters plus a sweep of other
@@ -410,8 +411,9 @@ typedef struct ob_predict_overhead {
 /* Measures the overhead on a compiled runtime (a calibration model): the
  * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
  * of the native steps' seconds over their output MiB, the mean conversion,
- * the whole run's median beyond the sum of its steps, the kernel steps'
- * time in the run over their db medians (kernel_factor), then whole runs
+ * the whole run's median beyond the sum of its steps, the floor, the kernel
+ * steps' time in the run over their db medians (kernel_factor; steps held
+ * at the floor left out), then whole runs
  * after sweeps of other data between them (none, 16 to 256 MiB, twice the
  * last-level cache), interleaved: the cold cost per parameter MiB and the
  * miss curve. Calibrating on a model whose parameters stay cached would
@@ -420,7 +422,7 @@ OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads
                                              ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
  * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
- * "rt_cold_per_mb" (s/MiB), "rt_param_mib" (MiB), "rt_miss0".."rt_miss7", one per point
+ * "rt_cold_per_mb", "rt_floor_per_mb" (s/MiB), "rt_param_mib" (MiB), "rt_miss0".."rt_miss7", one per point
  * of the miss curve (bytes: its working set; value: the share, at least
  * 1e-6; at `threads`; parts measured as 0 left out, as the db keeps positive
  * limits) and "rt_steps" (steps timed) of host; note says how it was measured. */
@@ -458,7 +460,8 @@ typedef struct ob_predict_model_result {
 
 /* Predicts rt's end-to-end latency (rt compiled with `threads` threads on
  * `target`; lim, host: the host's limits for the features). A kernel step
- * costs kernel_factor x its predicted time alone, plus, for its parameters,
+ * costs kernel_factor x its predicted time alone, at least its parameter
+ * MiB x floor_s_per_mb, plus, for its parameters,
  * the model's miss share (ob_predict_param_miss) x its parameter MiB x
  * cold_s_per_mb. steps (may be NULL) gets ob_rt_step_count entries. */
 OB_API ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target,

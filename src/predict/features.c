@@ -55,11 +55,6 @@ ob_status ob_predict_features(ob_ctx *ctx, const ob_predict_point *p, float *out
   double bw = p->cache_gbps > 0 ? p->cache_gbps : p->bandwidth_gbps;
   double an = ob_predict_analytic_s(&tl, flops, bytes, p->peak_gflops, bw, p->threads);
   out[45] = p->cache_gbps > 0 ? lg(p->cache_gbps) : NAN;
-  double w = ob_workload_num_args(wl) > 1 ? 4.0 * (double)ob_workload_arg_numel(wl, 1) : NAN;
-  int th = p->threads > 0 ? p->threads : 1;
-  out[46] = isfinite(w) ? lg(w) : NAN;
-  out[47] = isfinite(w) && p->l2_bytes > 0 ? (float)(w / th / p->l2_bytes) : NAN;
-  out[48] = p->l2_bytes > 0 ? (float)(bytes / th / p->l2_bytes) : NAN;
   out[35] = (float)log2(an);
   if (tl.known) {
     out[36] = (float)tl.work_ratio;
@@ -91,8 +86,7 @@ const char *ob_predict_feature_name(int i, char *buf, size_t cap) {
                                      "log2_analytic_s", "work_ratio", "lane_util", "step_eff",
                                      "log2_chunks", "imbalance", "log2_chunks_per_thread",
                                      "log2_reduction", "log2_block_bytes", "log2_traffic_bytes",
-                                     "log2_cache_gbps", "log2_weight_bytes", "weight_bytes_per_l2",
-                                     "bytes_per_l2"};
+                                     "log2_cache_gbps"};
   if (i < 24) snprintf(buf, cap, "attr%d", i);
   else if (i < OB_PREDICT_BASE_FEATURES) snprintf(buf, cap, "%s", base[i - 24]);
   else snprintf(buf, cap, "itervar%d", i - OB_PREDICT_BASE_FEATURES);
@@ -155,16 +149,6 @@ void ob_predict_point_limits(const ob_db_host_limits *l, const char *host, ob_pr
   const char *isa = p->task ? ob_isa_name(ob_target_get_facts(ob_task_target(p->task))->isa) : NULL;
   ob_predict_host_limits(l, host, isa, p->threads, &p->peak_gflops, &p->bandwidth_gbps);
   p->cache_gbps = p->wl ? ob_predict_cache_bandwidth(l, host, p->threads, ob_predict_workload_bytes(p->wl)) : NAN;
-  /* the profiler reads half a core's L2 per thread (see above) */
-  p->l2_bytes = NAN;
-  int at = 0;
-  for (int64_t i = 0; l && i < l->n; i++) {
-    const ob_db_host_limit *h = &l->l[i];
-    if ((host && strcmp(h->host, host)) || strcmp(h->name, "l2_read") || h->threads < 1 || !(h->bytes > 0)) continue;
-    if (at && h->threads >= at) continue;
-    at = h->threads;
-    p->l2_bytes = 2.0 * (double)h->bytes / h->threads;
-  }
 }
 
 /* log2(1 + v) back to v; NAN stays NAN. */

@@ -129,15 +129,16 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
       sxx += x * x;
       sxy += x * st[i];
       nn++;
-    } else if (si.kind == OB_RT_STEP_KERNEL && si.db_s > 0 && st[i] > 0) {
-      kin += st[i];
-      kdb += si.db_s;
+    } else if (si.kind == OB_RT_STEP_KERNEL && st[i] > 0) {
+      /* the fastest a step with weights beyond a core's L2 read them in the
+       * run: no step of a model streams its weights faster in a run */
+      double w = node_param_mib(g, si.node);
+      if (w >= 1 && !(out->floor_s_per_mb <= st[i] / w)) out->floor_s_per_mb = st[i] / w;
     } else if (si.kind == OB_RT_STEP_CONVERT) {
       conv += st[i];
       nc++;
     }
   }
-  free(st);
   out->nnative = nn;
   out->nconvert = nc;
   if (nn > 0) {
@@ -157,6 +158,19 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
   out->param_mib = wall;
   out->convert_s = nc ? conv / (double)nc : 0;
   out->run_s = fmax(0, total - sum);
+  /* the factor over the steps that have a db median and were not held at
+   * the floor in the run (those say how fast memory is, not how much slower
+   * a step runs among others) */
+  for (int pass = 0; pass < 2 && !(kdb > 0); pass++)
+    for (int i = 0; i < ns; i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind != OB_RT_STEP_KERNEL || !(si.db_s > 0) || !(st[i] > 0)) continue;
+      if (pass == 0 && st[i] < 1.25 * out->floor_s_per_mb * node_param_mib(g, si.node)) continue;
+      kin += st[i];
+      kdb += si.db_s;
+    }
+  free(st);
   out->kernel_factor = kdb > 0 ? kin / kdb : 1;
   return wall > 0 ? measure_cold(ctx, rt, out) : OB_OK;
 }
@@ -185,8 +199,8 @@ double ob_predict_param_miss(const ob_predict_overhead *ov, double model_mib) {
 }
 
 static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run",
-                                       "rt_kernel_factor", "rt_cold_per_mb", "rt_param_mib"};
-#define NOV 7
+                                       "rt_kernel_factor", "rt_cold_per_mb", "rt_param_mib", "rt_floor_per_mb"};
+#define NOV 8
 
 /* The db keeps positive limits only: a part measured as 0 is left out, and
  * "rt_steps" (the steps the calibration timed, at least 1) marks that the
@@ -202,12 +216,14 @@ ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predic
     if (s) return s;
   }
   double v[NOV + 1] = {o->native_fixed_s, o->native_s_per_mb, o->convert_s, o->run_s, o->kernel_factor,
-                       o->cold_s_per_mb, o->param_mib, 1.0 + o->nnative + o->nconvert};
+                       o->cold_s_per_mb, o->param_mib, o->floor_s_per_mb, 1.0 + o->nnative + o->nconvert};
   for (int i = 0; i <= NOV; i++) {
     if (!(v[i] > 0)) continue;
     ob_db_host_limit l = {.host = host, .name = i < NOV ? ov_names[i] : "rt_steps", .isa = "",
                           .threads = o->threads, .bytes = 0, .value = v[i],
-                          .unit = i == 1 || i == 5 ? "s/MiB" : i == 4 ? "x" : i == 6 ? "MiB" : i == NOV ? "steps" : "s",
+                          .unit = i == 1 || i == 5 || i == 7 ? "s/MiB" : i == 4 ? "x" : i == 6 ? "MiB"
+                                  : i == NOV                         ? "steps"
+                                                                     : "s",
                           .verified = true,
                           .note = note ? note : ""};
     ob_status s = ob_db_put_host_limit(db, &l);
@@ -221,7 +237,7 @@ bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int 
   out->threads = threads;
   out->kernel_factor = 1;
   double *v[NOV] = {&out->native_fixed_s, &out->native_s_per_mb, &out->convert_s, &out->run_s, &out->kernel_factor,
-                    &out->cold_s_per_mb, &out->param_mib};
+                    &out->cold_s_per_mb, &out->param_mib, &out->floor_s_per_mb};
   bool marked = false;
   for (int64_t i = 0; l && i < l->n; i++) {
     const ob_db_host_limit *x = &l->l[i];
@@ -288,11 +304,14 @@ ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const 
          * and the share of its parameters the caches lost since the last run
          * (a model's own parameters evict each other: the miss curve at the
          * model's size) at the cold cost the calibration measured per MiB */
-        double f = ov->kernel_factor > 0 ? ov->kernel_factor : 1,
-               cold = miss * node_param_mib(g, si.node) * ov->cold_s_per_mb;
-        r.seconds = pr.seconds * f + cold;
-        r.lo = pr.lo * f + cold;
-        r.hi = pr.hi * f + cold;
+        double f = ov->kernel_factor > 0 ? ov->kernel_factor : 1, w = node_param_mib(g, si.node);
+        double cold = miss * w * ov->cold_s_per_mb, floor = w * ov->floor_s_per_mb;
+        /* no faster than its weights stream in a run (the calibration's
+         * fastest rate): a layer whose weights spill the L2 was measured
+         * alone with them warm in the L3 */
+        r.seconds = fmax(pr.seconds * f, floor) + cold;
+        r.lo = fmax(pr.lo * f, floor) + cold;
+        r.hi = fmax(pr.hi * f, floor) + cold;
         r.predicted = done = true;
         out->kernels_s += r.seconds;
         out->nkernels++;
