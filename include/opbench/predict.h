@@ -279,6 +279,9 @@ typedef struct ob_corun_sample {
   const char *mode;    /* "stream" or "full" */
   float x[OB_INTERF_NFEAT];
   double slowdown;     /* measured: median beside B / median alone */
+  double timestamp;    /* when it was measured (unix seconds): the host's state
+                          (which vCPUs share a physical core) changes between
+                          sessions, and a point describes its own */
 } ob_corun_sample;
 
 typedef struct ob_corun_dataset {

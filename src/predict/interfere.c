@@ -179,6 +179,7 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
     ob_interf_features(af, ab, p->nthreads > 0 ? p->nthreads : 1, p->alone_s, bf, bb, bthreads,
                        balone, !strcmp(mode, "full"), shared(p->cores, p->corun_cores), lim, p->key.host, s->x);
     s->slowdown = slow;
+    s->timestamp = p->timestamp;
     d->n++;
   }
 done:
