@@ -133,7 +133,7 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
       /* the fastest a step with weights beyond a core's L2 read them in the
        * run: no step of a model streams its weights faster in a run */
       double w = node_param_mib(g, si.node);
-      if (w >= 1 && !(out->floor_s_per_mb <= st[i] / w)) out->floor_s_per_mb = st[i] / w;
+      if (w >= 1 && (out->floor_s_per_mb == 0 || st[i] / w < out->floor_s_per_mb)) out->floor_s_per_mb = st[i] / w;
     } else if (si.kind == OB_RT_STEP_CONVERT) {
       conv += st[i];
       nc++;
