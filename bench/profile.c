@@ -28,7 +28,14 @@
  * Prints a table per part, then the figures with their bars, the last
  * line a ratio (best kernel / peak). Exit status 1 when a bar is missed, 2
  * on a setup failure. The machine is shared: the load average before and
- * after is printed; the figures are only as quiet as the machine.
+ * after is printed; the figures are only as quiet as the machine. And as the
+ * host: a probe of the measuring core (hostprobe.h) before, between and
+ * after the two fidelity measurements of a workload says whether the host
+ * was slowing the core (the "host" column), and the worst distance among the
+ * workloads measured on a calm host is printed beside the bar's. A
+ * workload the probe saw slowed is measured again (both processes) after
+ * waiting for a calm probe, up to --attempts times (3), and so is a peak
+ * round; the counts are printed, and --attempts 1 turns the retakes off.
  *
  * --quick: the first 4 workloads, 3 knob neighbours, short limit kernels. */
 #include <math.h>
@@ -45,6 +52,7 @@
 #include "opbench/tune.h"
 
 #include "bench_util.h"
+#include "hostprobe.h"
 
 #define MAX_WL 32
 #define BAR_CV 0.02
@@ -58,6 +66,8 @@ typedef struct entry {
   char key[256];
   bool nominal; /* every nominal FLOP executed (1x1 convolution, dense) */
   double med1, med2, cv1, gflops1;
+  double host; /* the host probe's largest slowdown around the two fidelity measurements (1: calm) */
+  int attempts; /* fidelity measurements taken (> 1: the host was slowing the core) */
   double best_sweep_gflops; /* opbench, 1 thread, any config of the sweep */
   double onednn_gflops;
 } entry;
@@ -241,7 +251,7 @@ static double median_of(double *x, int n) {
  * (what in best_what). Returns nonzero when the peak cannot be measured. */
 static int peak_rounds(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const ob_host *host,
                        const ob_limits_opts *lo, const char *isa, ob_baseline *b, double *peak, double *best,
-                       char *best_what, size_t cap) {
+                       char *best_what, size_t cap, bench_probe *probe, int max_drops) {
   ob_task *tasks[NCAND] = {NULL};
   ob_config cfgs[NCAND];
   int dnn = -1;
@@ -260,8 +270,13 @@ static int peak_rounds(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const
   po.peak_only = isa;
   ob_measure_opts mo = ob_measure_opts_default();
   double pk[PEAK_ROUNDS], kg[NCAND + 1][PEAK_ROUNDS];
-  int rc = 0;
-  for (int k = 0; k < PEAK_ROUNDS && !rc; k++) {
+  int rc = 0, dropped = 0;
+  /* a round the host probe saw slowed (before or after it) is taken again,
+   * after waiting for a calm probe: the FMA peak runs in registers, which a
+   * busy sibling hyperthread slows less than it slows the kernels' loads, so
+   * such a round compares unlike things */
+  for (int k = 0; k < PEAK_ROUNDS && !rc;) {
+    double h = bench_probe_now(probe, NULL);
     ob_limits pl;
     if (ob_limits_measure(ctx, runner, host, &po, &pl) != OB_OK || pl.n < 1) {
       fprintf(stderr, "bench_profile: the FMA peak again: %s\n", pl.n < 1 ? "no figure" : ob_ctx_errmsg(ctx));
@@ -279,11 +294,19 @@ static int peak_rounds(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const
     ob_baseline_result br;
     if (dnn >= 0 && ob_baseline_measure(b, &es[dnn].wl, NULL, 1, &br) == OB_OK && !br.error_no)
       kg[NCAND][k] = br.gflops;
+    h = fmax(h, bench_probe_now(probe, NULL));
+    if (h > BENCH_PROBE_SLOWED && dropped < max_drops) {
+      dropped++;
+      bench_probe_wait_calm(probe, BENCH_PROBE_SLOWED, 2.0);
+    } else {
+      k++;
+    }
   }
   if (!rc) {
     printf("\npeak rounds: %d rounds, each the FMA peak (%s, 1 thread), then the sweep's %d fastest nominal "
-           "kernels and oneDNN's fastest, with the default timing; medians over the rounds\n",
-           PEAK_ROUNDS, isa, ncands);
+           "kernels and oneDNN's fastest, with the default timing; medians over the rounds; %d rounds taken "
+           "again because the host probe saw the core slowed\n",
+           PEAK_ROUNDS, isa, ncands, dropped);
     *peak = median_of(pk, PEAK_ROUNDS);
     printf("  %-62s %9.1f GFLOP/s\n", "FMA peak", *peak);
     *best = 0;
@@ -312,11 +335,13 @@ static int peak_rounds(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const
 int main(int argc, char **argv) {
   const char *suite = OB_SOURCE_DIR "/../shared/data/resnet18_conv.txt";
   bool quick = false;
+  int max_attempts = 3;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--attempts") && i + 1 < argc && atoi(argv[i + 1]) >= 1) max_attempts = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--suite") && i + 1 < argc) suite = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_profile [--quick] [--suite FILE]\n");
+      fprintf(stderr, "usage: bench_profile [--quick] [--suite FILE] [--attempts N (3; 1: no retakes)]\n");
       return 2;
     }
   }
@@ -380,16 +405,30 @@ int main(int argc, char **argv) {
   int n1 = 0, n2 = 0, n3;
   ob_runner *runner2 = NULL;
   if (ob_runner_new(ctx, &runner2) != OB_OK) return 2;
+  bench_probe probe;
+  if (!bench_probe_init(&probe, 0, 0.3)) return 2; /* the runners measure on core 0 */
+  int retook = 0;
+  double waited = 0;
   for (int i = 0; i < nes; i++) {
     char p1[300], p2[300];
     double si;
     int ni;
     snprintf(p1, sizeof p1, "%s.%d", db1, i);
     snprintf(p2, sizeof p2, "%s.%d", db2, i);
-    if (run_sweep(ctx, t, runner, &host, &lim, p1, i, 1, one, 1, 0, &c1, &si, &ni)) return 2;
-    s1 += si, n1 += ni;
-    if (run_sweep(ctx, t, runner2, &host, &lim, p2, i, 1, one, 1, 0, &c2, &si, &ni)) return 2;
-    s2 += si, n2 += ni;
+    /* taken again (after waiting for a calm probe) while the host was
+     * slowing the core, at most max_attempts times */
+    for (es[i].attempts = 1;; es[i].attempts++) {
+      double h = bench_probe_now(&probe, NULL);
+      if (run_sweep(ctx, t, runner, &host, &lim, p1, i, 1, one, 1, 0, &c1, &si, &ni)) return 2;
+      s1 += si, n1 += ni;
+      h = fmax(h, bench_probe_now(&probe, NULL));
+      if (run_sweep(ctx, t, runner2, &host, &lim, p2, i, 1, one, 1, 0, &c2, &si, &ni)) return 2;
+      s2 += si, n2 += ni;
+      es[i].host = fmax(h, bench_probe_now(&probe, NULL));
+      if (es[i].host <= BENCH_PROBE_SLOWED || es[i].attempts == max_attempts) break;
+      waited += bench_probe_wait_calm(&probe, BENCH_PROBE_SLOWED, 2.0);
+    }
+    retook += es[i].attempts > 1;
     unlink(p1);
     unlink(p2);
   }
@@ -411,12 +450,13 @@ int main(int argc, char **argv) {
     if (ob_baseline_measure(b, &es[i].wl, NULL, 1, &r) == OB_OK && !r.error_no) es[i].onednn_gflops = r.gflops;
   }
 
-  printf("\n%-26s %9s %7s %12s %12s %7s %10s %10s\n", "workload", "GFLOPS", "CV%", "median 1", "median 2",
-         "diff%", "best swp", "oneDNN");
+  printf("\n%-26s %9s %7s %12s %12s %7s %10s %10s %6s\n", "workload", "GFLOPS", "CV%", "median 1", "median 2",
+         "diff%", "best swp", "oneDNN", "host");
   double cvs[MAX_WL];
   int ncv = 0;
-  double worst = 0;
-  const char *worst_wl = "-";
+  double worst = 0, worst_calm = 0;
+  const char *worst_wl = "-", *worst_calm_wl = "-";
+  int ncalm = 0;
   double best = 0;
   char best_what[160] = "-";
   for (int i = 0; i < nes; i++) {
@@ -424,6 +464,10 @@ int main(int argc, char **argv) {
     double diff = e->med1 > 0 && e->med2 > 0 ? fabs(e->med2 - e->med1) / e->med1 : NAN;
     if (e->med1 > 0) cvs[ncv++] = e->cv1;
     if (isfinite(diff) && diff > worst) worst = diff, worst_wl = e->label;
+    if (e->host <= BENCH_PROBE_SLOWED) {
+      ncalm++;
+      if (isfinite(diff) && diff > worst_calm) worst_calm = diff, worst_calm_wl = e->label;
+    }
     if (e->nominal) {
       if (e->best_sweep_gflops > best)
         best = e->best_sweep_gflops, snprintf(best_what, sizeof best_what, "opbench on %.80s", e->label);
@@ -432,14 +476,17 @@ int main(int argc, char **argv) {
     }
     char dnn[32] = "-";
     if (e->onednn_gflops > 0) snprintf(dnn, sizeof dnn, "%.2f", e->onednn_gflops);
-    printf("%-26s %9.2f %7.2f %10.3f ms %10.3f ms %7.2f %10.2f %10s%s\n", e->label, e->gflops1, 100 * e->cv1,
-           1e3 * e->med1, 1e3 * e->med2, 100 * diff, e->best_sweep_gflops, dnn, e->nominal ? " (nominal)" : "");
+    printf("%-26s %9.2f %7.2f %10.3f ms %10.3f ms %7.2f %10.2f %10s %5.2f%s%s\n", e->label, e->gflops1,
+           100 * e->cv1, 1e3 * e->med1, 1e3 * e->med2, 100 * diff, e->best_sweep_gflops, dnn, e->host,
+           e->host > BENCH_PROBE_SLOWED ? "!" : " ", e->nominal ? " (nominal)" : "");
   }
   double med_cv = median_of(cvs, ncv);
 
   /* ---- the peak and the fastest kernels again, in rounds ---- */
   double sweep_best = best, first_peak = peak;
-  if (peak_rounds(ctx, t, runner, &host, &lo, isa, b, &peak, &best, best_what, sizeof best_what)) return 2;
+  if (peak_rounds(ctx, t, runner, &host, &lo, isa, b, &peak, &best, best_what, sizeof best_what, &probe,
+                  max_attempts > 1 ? 2 * PEAK_ROUNDS : 0))
+    return 2;
   double ratio = peak > 0 ? best / peak : NAN;
   bool ok_cv = med_cv <= BAR_CV, ok_diff = worst <= BAR_DIFF, ok_sweep = s3 < BAR_SWEEP_S;
   bool ok_peak = isfinite(ratio) && ratio <= 1.0 && ratio >= 1.0 - BAR_PEAK;
@@ -449,6 +496,12 @@ int main(int argc, char **argv) {
          ok_cv ? "met" : "MISSED");
   printf("new process   worst distance between two processes' medians %.2f %% (%s) (bar <= %.0f %%): %s\n",
          100 * worst, worst_wl, 100 * BAR_DIFF, ok_diff ? "met" : "MISSED");
+  printf("host probe    (FMA, L1, L2 on the measuring core, x their calm speed; over %.2f: slowed) %d of %d "
+         "workloads measured on a slowed host; worst distance among the %d on a calm host %.2f %% (%s)\n",
+         BENCH_PROBE_SLOWED, nes - ncalm, nes, ncalm, 100 * worst_calm, worst_calm_wl);
+  printf("              workloads measured again because the host was slowing the core: %d (at most %d attempts "
+         "each; %.1f s spent waiting for a calm probe)\n",
+         retook, max_attempts, waited);
   printf("sweep         %d points (%d workloads x %d thread counts x base + %d knob neighbours) in %.0f s "
          "(bar < %.0f s): %s\n",
          n3, nes, nthr, quick ? 3 : 10, s3, BAR_SWEEP_S, ok_sweep ? "met" : "MISSED");
@@ -459,6 +512,7 @@ int main(int argc, char **argv) {
   printf("ratio best kernel / FMA peak: %.3f (bar %.2f..1.00): %s\n", ratio, 1.0 - BAR_PEAK,
          ok_peak ? "met" : "MISSED");
   ob_baseline_free(b);
+  bench_probe_free(&probe);
   ob_runner_free(runner);
   ob_target_free(t);
   const char *dbs[3] = {db1, db2, db3}, *sfx[3] = {"", "-wal", "-shm"};
