@@ -316,6 +316,39 @@ static void test_correlation(void) {
   CHECK(ob_turnaround(th, (double[]){10, 11, 5, 1}, 4, 0.05) == 1);
 }
 
+/* A co-run slowdown as the measurement takes it: 0.9 on disjoint cores
+ * (below 1 is kept), 1.2 per shared core; the shares it was asked about are
+ * kept to check the game counts them. */
+static int asked_shared[8][8];
+static double measured_like(void *u, int i, int j, int ki, int kj, int shared) {
+  (void)u;
+  asked_shared[ki * 2 + kj][i * 2 + j] = shared + 1;
+  return shared ? 1 + 0.2 * shared : 0.9;
+}
+
+static void test_nash_slowdown(void) {
+  double alone[4] = {10, 6, 10, 6};
+  ob_nash_game g;
+  memset(&g, 0, sizeof g);
+  g.players = 2;
+  g.cores = 2;
+  g.alone = alone;
+  g.slowdown = measured_like;
+  double c[2];
+  ob_nash_costs(&g, (int[]){1, 1}, c); /* disjoint: no time-slicing multiplier, 0.9 kept */
+  CHECK(fabs(c[0] - 9) < 1e-12 && fabs(c[1] - 9) < 1e-12);
+  CHECK(asked_shared[1 * 2 + 1][0 * 2 + 1] == 1);
+  ob_nash_costs(&g, (int[]){2, 2}, c); /* both cores shared: 6 x 1.4 */
+  CHECK(fabs(c[0] - 8.4) < 1e-12 && fabs(c[1] - 8.4) < 1e-12);
+  ob_nash_costs(&g, (int[]){1, 2}, c); /* player 1 on cores 1,0: one shared with player 0 */
+  CHECK(fabs(c[0] - 12) < 1e-12 && fabs(c[1] - 7.2) < 1e-12);
+  CHECK(asked_shared[1 * 2 + 2][0 * 2 + 1] == 2 && asked_shared[2 * 2 + 1][1 * 2 + 0] == 2);
+  ob_nash_summary s;
+  CHECK(ob_nash_exhaustive(ctx, &g, 100, &s) == OB_OK);
+  CHECK(s.opt[0] == 2 && s.opt[1] == 2 && fabs(s.opt_makespan - 8.4) < 1e-12);
+  CHECK(ob_nash_is_equilibrium(&g, (int[]){2, 2}) && !ob_nash_is_equilibrium(&g, (int[]){1, 2}));
+}
+
 static void test_nash(void) {
   /* two players on two cores, each 10 alone on one core and 6 on two */
   double alone[4] = {10, 6, 10, 6};
@@ -440,16 +473,52 @@ static void test_analytic(void) {
   CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 3.0 * 1048576) == 30);
   CHECK(ob_predict_cache_bandwidth(&hl, "h", 1, 64.0 * 1048576) == 15);
   CHECK(isnan(ob_predict_cache_bandwidth(NULL, "h", 1, 1000)));
-  /* cold parameters: the calibration (40 MiB) read 1/4 of its parameters
-   * from memory at 15 GB/s, so the caches keep 30 MiB of any model's */
-  ob_predict_overhead ov = {.threads = 1, .kernel_factor = 1, .param_mib = 40,
-                            .cold_s_per_mb = 0.25 * 1048576.0 / 15e9};
-  CHECK(fabs(ob_predict_param_miss(&ov, &hl, "h", 1, 40) - 0.25) < 1e-9);
-  CHECK(ob_predict_param_miss(&ov, &hl, "h", 1, 20) == 0);             /* fits in what stays */
-  CHECK(fabs(ob_predict_param_miss(&ov, &hl, "h", 1, 120) - 0.75) < 1e-9); /* 90 of 120 MiB */
-  CHECK(ob_predict_param_miss(&ov, NULL, "h", 1, 120) == 0);           /* no bandwidth known */
+  /* cold parameters: the calibration (40 MiB) lost 0.2 of what an evicted
+   * run costs with 16 MiB of other data between runs, 0.6 with 32, all with
+   * 64: a model's share by its own MiB, linear between the points */
+  ob_predict_overhead ov = {.threads = 1, .kernel_factor = 1, .param_mib = 40, .cold_s_per_mb = 1e-4, .nmiss = 3,
+                            .miss_mib = {56, 72, 104}, .miss_share = {0.2, 0.6, 1}};
+  CHECK(ob_predict_param_miss(&ov, 40) == 0);                 /* the calibration itself stays */
+  CHECK(ob_predict_param_miss(&ov, 20) == 0);                 /* fits */
+  CHECK(fabs(ob_predict_param_miss(&ov, 48) - 0.1) < 1e-12);  /* half way to the first point */
+  CHECK(fabs(ob_predict_param_miss(&ov, 64) - 0.4) < 1e-12);
+  CHECK(ob_predict_param_miss(&ov, 500) == 1);                /* beyond the last point: its share */
   ov.cold_s_per_mb = 0;
-  CHECK(ob_predict_param_miss(&ov, &hl, "h", 1, 120) == 0);            /* nothing fitted */
+  CHECK(ob_predict_param_miss(&ov, 120) == 0);                /* no cold cost measured */
+  /* stored as host limits and found again, the curve in order */
+  {
+    char dbp[256];
+    snprintf(dbp, sizeof dbp, "%s", path_in("ov.db"));
+    ob_db *db = NULL;
+    CHECK(ob_db_open(ctx, dbp, 0, &db) == OB_OK);
+    ov.cold_s_per_mb = 1e-4;
+    ov.floor_s_per_mb = 7e-5;
+    ov.nnative = 3;
+    CHECK(db && ob_predict_overhead_store(db, "h", &ov, "test") == OB_OK);
+    ob_db_host_limits *got = NULL;
+    CHECK(db && ob_db_get_host_limits(db, "h", &got) == OB_OK);
+    ob_predict_overhead back;
+    CHECK(got && ob_predict_overhead_find(got, "h", 1, &back));
+    CHECK(back.nmiss == 3 && fabs(back.miss_mib[0] - 56) < 1e-9 && fabs(back.miss_mib[2] - 104) < 1e-9);
+    CHECK(fabs(back.miss_share[1] - 0.6) < 1e-12 && fabs(back.cold_s_per_mb - 1e-4) < 1e-15);
+    CHECK(fabs(back.floor_s_per_mb - 7e-5) < 1e-15);
+    CHECK(fabs(ob_predict_param_miss(&back, 64) - 0.4) < 1e-12);
+    ob_db_host_limits_free(got);
+    ob_db_close(db);
+  }
+  /* co-run features: each side's FLOP rate over the FMA peak at its
+   * threads (the 1-thread peak scaled for 2), and their product */
+  {
+    ob_db_host_limit pk[] = {
+        {.host = "h", .name = "fma_peak", .isa = "avx2", .threads = 1, .bytes = 0, .value = 50},
+        {.host = "h", .name = "fma_peak", .isa = "avx512", .threads = 1, .bytes = 0, .value = 100}};
+    ob_db_host_limits pl = {.n = 2, .l = pk};
+    float fx[OB_INTERF_NFEAT];
+    ob_interf_features(1e9, 1e6, 1, 0.02, 1e9, 1e6, 2, 0.01, false, 0, &pl, "h", fx);
+    CHECK(fabsf(fx[17] - 0.5f) < 1e-6f && fabsf(fx[18] - 0.5f) < 1e-6f && fabsf(fx[19] - 0.25f) < 1e-6f);
+    ob_interf_features(1e9, 1e6, 1, 0.02, 1e9, 1e6, 2, 0.01, false, 0, NULL, "h", fx);
+    CHECK(isnan(fx[17]) && isnan(fx[19])); /* no peak known */
+  }
   /* a template without a tiling model: the roofline */
   CHECK(ob_workload_parse(ctx, "relu", "N=1,C=8,H=4,W=4", &wl) == OB_OK);
   ob_predict_tiling tl;
@@ -468,6 +537,7 @@ int main(void) {
   test_metrics();
   test_correlation();
   test_nash();
+  test_nash_slowdown();
   test_analytic();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

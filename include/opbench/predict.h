@@ -268,14 +268,20 @@ OB_API int ob_turnaround(const int *threads, const double *lat, int n, double ga
  * (its bytes over its time alone) as a share of the host's measured
  * bandwidth at its thread count, their sum (what the two ask of the
  * memory system together), and log2 of B's latency over A's (how many of
- * B's runs overlap one of A's). */
-#define OB_INTERF_NFEAT 17
+ * B's runs overlap one of A's); last each side's FLOP rate alone over the
+ * host's FMA peak at its thread count, and their product (two sides that
+ * both keep the FMA units busy halve each other when the two "cores" are
+ * SMT siblings of one physical core, as a VM's vCPUs can be). */
+#define OB_INTERF_NFEAT 20
 
 typedef struct ob_corun_sample {
   const char *a, *b;   /* workload keys */
   const char *mode;    /* "stream" or "full" */
   float x[OB_INTERF_NFEAT];
   double slowdown;     /* measured: median beside B / median alone */
+  double timestamp;    /* when it was measured (unix seconds): the host's state
+                          (which vCPUs share a physical core) changes between
+                          sessions, and a point describes its own */
 } ob_corun_sample;
 
 typedef struct ob_corun_dataset {
@@ -312,9 +318,21 @@ OB_API void ob_corun_split_pairs(const ob_corun_dataset *d, int fold, int nfolds
  * latency at its core count, times the largest number of players on any
  * of its cores, times the largest interference factor over the others
  * (full[i][j] when j shares a core with it, stream[i][j] otherwise): a
- * full factor is the slowdown beyond what time-slicing explains. */
+ * full factor is the slowdown beyond what time-slicing explains.
+ *
+ * With a slowdown function instead, a player's latency is its alone latency
+ * at its core count times the largest slowdown(i, j, k_i, k_j, cores they
+ * share) over the others, and no time-slicing multiplier: the slowdown is
+ * then the co-run measurement's own quantity (A's median call while B runs
+ * beside it at those resources), which already holds whatever sharing a
+ * core costs a call, so the game prices a profile as it is measured. */
 #define OB_NASH_MAX_PLAYERS 8
 #define OB_NASH_MAX_CORES 256
+
+/* Player i's slowdown (>= 0; below 1 is kept: a partner can speed a call
+ * up, e.g. by keeping shared data warm) beside player j when i takes ki
+ * cores and j kj, `shared` of them common to both. */
+typedef double (*ob_nash_slowdown_fn)(void *user, int i, int j, int ki, int kj, int shared);
 
 typedef struct ob_nash_game {
   int players, cores;
@@ -323,6 +341,8 @@ typedef struct ob_nash_game {
   double *alone;  /* players x cores: alone[i * cores + (k - 1)], seconds at k cores */
   double stream[OB_NASH_MAX_PLAYERS][OB_NASH_MAX_PLAYERS]; /* < 1 counts as 1 */
   double full[OB_NASH_MAX_PLAYERS][OB_NASH_MAX_PLAYERS];
+  ob_nash_slowdown_fn slowdown; /* NULL: the matrices and time-slicing above */
+  void *user;                   /* slowdown's */
 } ob_nash_game;
 
 /* Each player's latency for the profile k[players] (core counts). */
@@ -364,34 +384,51 @@ typedef struct ob_predict_overhead {
   double run_s;            /* per run, beyond the steps (barriers, dispatch) */
   double kernel_factor;    /* a kernel step's time in the graph over its time
                               measured alone (the db's median of the same
-                              config): caches its neighbours left cold; 1 when
-                              the calibration had no such step */
-  double cold_s_per_mb;    /* what a kernel step takes in the graph beyond
-                              kernel_factor times its time alone, per MiB of its
-                              parameters: the weights that were evicted since the
-                              last run and come from memory (fitted jointly with
-                              kernel_factor on the calibration model) */
+                              config), the runs warm: caches its neighbours left
+                              cold; 1 when the calibration had no such step */
+  double cold_s_per_mb;    /* what a run takes beyond its warm time, per MiB of
+                              the parameters its kernel steps read, when every
+                              cache was evicted before it (the calibration model
+                              run after a sweep of twice the last-level cache,
+                              against warm runs, interleaved): the cost of a
+                              parameter that comes from memory, overlap with the
+                              computation included; 0 when it was not measurable */
   double param_mib;        /* the calibration model's parameters read by its
-                              kernel steps: with cold_s_per_mb against the time
-                              memory takes per MiB, what share of them stayed in
-                              the caches between runs, hence how much parameter
-                              data the caches keep (see ob_predict_model) */
+                              kernel steps */
+  double floor_s_per_mb;   /* the least seconds per parameter MiB a kernel
+                              step with at least 1 MiB of them took in the run:
+                              the rate weights stream at in a run, a floor for
+                              any step (measured alone, weights beyond the L2
+                              came warm from the L3); 0: none such */
+  int nmiss;               /* points of the miss curve, by working set: */
+  double miss_mib[8];      /*   MiB through the caches between two runs (the
+                                calibration's parameters plus a sweep of other
+                                data of increasing size) ... */
+  double miss_share[8];    /*   ... and the share of the evicted run's extra time
+                                seen then: how much of a model's parameters the
+                                caches lose between its runs when it reads that
+                                many MiB (nondecreasing) */
   int nnative, nconvert;   /* steps the fit saw */
 } ob_predict_overhead;
 
 /* Measures the overhead on a compiled runtime (a calibration model): the
  * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
  * of the native steps' seconds over their output MiB, the mean conversion,
- * the whole run's median beyond the sum of its steps, and a least-squares
- * fit of the kernel steps that have a db median of their config: time in
- * the run = kernel_factor x db median + cold_s_per_mb x parameter MiB. */
+ * the whole run's median beyond the sum of its steps, the floor, the kernel
+ * steps' time in the run over their db medians (kernel_factor; steps held
+ * at the floor left out), then whole runs
+ * after sweeps of other data between them (none, 16 to 256 MiB, twice the
+ * last-level cache), interleaved: the cold cost per parameter MiB and the
+ * miss curve. Calibrating on a model whose parameters stay cached would
+ * otherwise say nothing of one whose parameters do not. */
 OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
                                              ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
  * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
- * "rt_cold_per_mb" (s/MiB), "rt_param_mib" (MiB; at `threads`; parts measured as 0 left
- * out, as the db keeps positive limits) and "rt_steps" (steps timed) of
- * host; note says how it was measured. */
+ * "rt_cold_per_mb", "rt_floor_per_mb" (s/MiB), "rt_param_mib" (MiB), "rt_miss0".."rt_miss7", one per point
+ * of the miss curve (bytes: its working set; value: the share, at least
+ * 1e-6; at `threads`; parts measured as 0 left out, as the db keeps positive
+ * limits) and "rt_steps" (steps timed) of host; note says how it was measured. */
 OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,
                                            const char *note);
 /* The stored overhead of host at exactly `threads`: false when the db
@@ -400,11 +437,10 @@ OB_API bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *hos
                                      ob_predict_overhead *out);
 
 /* The share of a model's parameters (model_mib, read by its kernel steps)
- * that come from memory in each run: none while they fit in what the caches
- * kept of the calibration model's, else the part beyond it. 0 without a
- * fitted cold part or the host's memory bandwidth. */
-OB_API double ob_predict_param_miss(const ob_predict_overhead *ov, const ob_db_host_limits *lim, const char *host,
-                                    int threads, double model_mib);
+ * that come from memory in each run: the miss curve at model_mib (linear
+ * between its points, 0 up to the calibration's own parameters, the last
+ * point's share beyond the last). 0 without a measured cold cost. */
+OB_API double ob_predict_param_miss(const ob_predict_overhead *ov, double model_mib);
 
 typedef struct ob_predict_model_step {
   int step;              /* the runtime's step index */
@@ -421,14 +457,16 @@ typedef struct ob_predict_model_result {
   int nuncovered;          /* kernel steps whose operator the predictor lacks
                               (estimated as native steps; named in `uncovered`) */
   char uncovered[256];
+  double param_mib;        /* parameters the kernel steps read */
+  double miss_share;       /* of them evicted between runs (ob_predict_param_miss) */
 } ob_predict_model_result;
 
 /* Predicts rt's end-to-end latency (rt compiled with `threads` threads on
  * `target`; lim, host: the host's limits for the features). A kernel step
- * costs kernel_factor x its predicted time alone, plus, for its parameters,
- * the share of the model's parameters the caches cannot keep between runs
- * read at the host's memory bandwidth (mem_triad at `threads`). steps (may
- * be NULL) gets ob_rt_step_count entries. */
+ * costs kernel_factor x its predicted time alone, at least its parameter
+ * MiB x floor_s_per_mb, plus, for its parameters,
+ * the model's miss share (ob_predict_param_miss) x its parameter MiB x
+ * cold_s_per_mb. steps (may be NULL) gets ob_rt_step_count entries. */
 OB_API ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target,
                                   int threads, const ob_db_host_limits *lim, const char *host,
                                   const ob_predict_overhead *ov, ob_predict_model_step *steps,

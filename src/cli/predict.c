@@ -611,6 +611,25 @@ static int solve_game(ob_ctx *ctx, ob_nash_game *g, bool simulated) {
   return 0;
 }
 
+typedef struct nash_user {
+  ob_predictor *p;
+  const ob_db_host_limits *lim;
+  const char *host;
+  const double *flops, *bytes, *alone; /* alone: players x cores */
+  int cores;
+} nash_user;
+
+/* Player i's predicted slowdown beside j at their core counts and shared cores. */
+static double nash_slowdown(void *u, int i, int j, int ki, int kj, int shared) {
+  nash_user *n = u;
+  float x[OB_INTERF_NFEAT];
+  ob_prediction pr;
+  ob_interf_features(n->flops[i], n->bytes[i], ki, n->alone[(size_t)i * (size_t)n->cores + (size_t)(ki - 1)],
+                     n->flops[j], n->bytes[j], kj, n->alone[(size_t)j * (size_t)n->cores + (size_t)(kj - 1)],
+                     shared > 0, shared, n->lim, n->host, x);
+  return ob_predictor_slowdown(n->p, x, &pr) == OB_OK ? pr.seconds : 1;
+}
+
 static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
   int rc = OB_CLI_EXIT_ERROR;
   cli_suite_entry *e = NULL;
@@ -709,7 +728,18 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
       if (ob_predictor_slowdown(p, x, &pr) == OB_OK) g.full[i][j] = fmax(1, pr.seconds / 2);
       ob_ctx_clear_error(ctx);
     }
-  printf("interference: %s\n", interf ? "the predictor's co-run model (stream at 1 thread each; full on all cores, over the 2x of time-slicing)"
+  /* this machine: each profile priced as the co-run model predicts it, at
+   * the players' own threads and shared cores (as it measures them: time on
+   * shared cores included, no time-slicing multiplier on top) */
+  nash_user nu = {.p = p, .lim = lim, .host = h.fingerprint, .flops = flops, .bytes = bytes, .alone = alone,
+                  .cores = here};
+  if (interf) {
+    g.slowdown = nash_slowdown;
+    g.user = &nu;
+  }
+  printf("interference: %s\n", interf ? "the predictor's co-run model at each profile's threads and shared cores "
+                                        "(simulated machines: stream at 1 thread each; full on all cores, over the "
+                                        "2x of time-slicing)"
                                       : "none in the model file (factors 1: only time-slicing counts)");
   printf("\nthis machine (predicted):\n");
   solve_game(ctx, &g, false);
@@ -723,6 +753,8 @@ static int do_nash(ob_ctx *ctx, const cli_args *a, ob_db *db) {
         goto done;
       }
       ob_nash_game s = g;
+      s.slowdown = NULL; /* the matrices: the co-run model knows this machine's core counts only */
+      s.user = NULL;
       s.cores = (int)P;
       s.alone = sim;
       s.nchoices = 0;
@@ -831,10 +863,16 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
     crt = NULL;
   }
   printf("overhead   per native step %.4f ms + %.4f ms/MiB of output; per layout conversion %.4f ms; per run %.4f ms; "
-         "kernels in the graph x%.3f their time alone + %.4f ms per MiB of parameters (%.1f MiB) (%s%s%s)\n",
+         "kernels in the graph x%.3f their time alone, at least %.4f ms per MiB of parameters, + %.4f ms per MiB "
+         "of parameters evicted between runs (calibration %.1f MiB) (%s%s%s)\n",
          ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, ov.kernel_factor,
-         ov.cold_s_per_mb * 1e3, ov.param_mib,
+         ov.floor_s_per_mb * 1e3, ov.cold_s_per_mb * 1e3, ov.param_mib,
          stored ? "stored" : "measured now on ", stored ? "" : calib, stored ? "" : ", stored in the db");
+  if (ov.nmiss) {
+    printf("evicted    share of the parameters by MiB read between runs:");
+    for (int k = 0; k < ov.nmiss; k++) printf(" %.0f MiB %.2f", ov.miss_mib[k], ov.miss_share[k]);
+    printf("\n");
+  }
   ob_rt_stats rs;
   ob_rt_get_stats(rt, &rs);
   int ns = ob_rt_step_count(rt);

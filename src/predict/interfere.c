@@ -19,6 +19,27 @@ static double demand(const ob_db_host_limits *lim, const char *host, int threads
   return bw > 0 && alone_s > 0 && bytes > 0 ? bytes / alone_s / (bw * 1e9) : NAN;
 }
 
+/* A side's FLOP rate alone over the host's best FMA peak at its thread
+ * count (any ISA's, scaled from the nearest count below): near 1 it keeps
+ * the FMA units busy, which a partner on the same physical core (SMT
+ * siblings behind two vCPUs) halves; far below, it waits on something else. */
+static double fma_share(const ob_db_host_limits *lim, const char *host, int threads, double flops, double alone_s) {
+  double peak = NAN;
+  int at = 0;
+  for (int64_t i = 0; lim && i < lim->n; i++) {
+    const ob_db_host_limit *h = &lim->l[i];
+    if ((host && strcmp(h->host, host)) || strcmp(h->name, "fma_peak") || h->threads < 1 || h->threads > threads ||
+        !(h->value > 0))
+      continue;
+    double v = h->value * threads / h->threads;
+    if (h->threads > at || (h->threads == at && v > peak)) {
+      at = h->threads;
+      peak = v;
+    }
+  }
+  return peak > 0 && alone_s > 0 && flops > 0 ? flops / alone_s / (peak * 1e9) : NAN;
+}
+
 void ob_interf_features(double a_flops, double a_bytes, int a_threads, double a_alone_s,
                         double b_flops, double b_bytes, int b_threads, double b_alone_s, bool full,
                         int shared_cores, const ob_db_host_limits *lim, const char *host, float *out) {
@@ -40,6 +61,10 @@ void ob_interf_features(double a_flops, double a_bytes, int a_threads, double a_
   out[14] = (float)db;
   out[15] = (float)(da + db);
   out[16] = a_alone_s > 0 && b_alone_s > 0 ? (float)log2(b_alone_s / a_alone_s) : NAN;
+  double fa = fma_share(lim, host, a_threads, a_flops, a_alone_s), fb = fma_share(lim, host, b_threads, b_flops, b_alone_s);
+  out[17] = (float)fa;
+  out[18] = (float)fb;
+  out[19] = (float)(fa * fb);
 }
 
 void ob_corun_dataset_free(ob_corun_dataset *d) {
@@ -154,6 +179,7 @@ ob_status ob_corun_dataset_load(ob_ctx *ctx, ob_db *db, const char *host, ob_cor
     ob_interf_features(af, ab, p->nthreads > 0 ? p->nthreads : 1, p->alone_s, bf, bb, bthreads,
                        balone, !strcmp(mode, "full"), shared(p->cores, p->corun_cores), lim, p->key.host, s->x);
     s->slowdown = slow;
+    s->timestamp = p->timestamp;
     d->n++;
   }
 done:

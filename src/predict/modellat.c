@@ -40,6 +40,68 @@ static double node_param_mib(const ob_graph *g, int n) {
   return b / (1024.0 * 1024.0);
 }
 
+/* Touches a line in every 64 bytes of buf[0..bytes) (a write: the lines it
+ * brings in displace what the caches held, dirty ones included). */
+static void sweep(volatile float *buf, size_t bytes) {
+  for (size_t i = 0; i < bytes / sizeof(float); i += 16) buf[i] += 1.0f;
+}
+
+#define SWEEPS 7  /* sizes of other data between runs: none, 16..256 MiB, all */
+#define COLD_ROUNDS 5
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Whole runs of rt after a sweep of other data of each size, in interleaved
+ * rounds (the host's slow windows hit every size alike), medians: the extra
+ * time of the run after the largest sweep (twice the last-level cache:
+ * every parameter comes from memory) over its warm time gives the cold
+ * cost per parameter MiB, and the sizes between give the miss curve. The
+ * curve is what a model larger than the calibration's needs: its own
+ * parameters evict each other as the sweep evicts the calibration's. */
+static ob_status measure_cold(ob_ctx *ctx, ob_rt *rt, ob_predict_overhead *out) {
+  ob_host h;
+  int64_t llc = ob_host_detect(ctx, &h) == OB_OK && h.l3_bytes > 0 ? h.l3_bytes : (int64_t)64 << 20;
+  ob_ctx_clear_error(ctx);
+  size_t mib = 1024 * 1024, full = (size_t)llc * 2 < 512 * mib ? 512 * mib : (size_t)llc * 2;
+  const size_t sizes[SWEEPS] = {0, 16 * mib, 32 * mib, 64 * mib, 128 * mib, 256 * mib, full};
+  float *buf = malloc(full);
+  if (!buf) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory for the cache sweep (%zu MiB)", full / mib);
+  memset(buf, 0, full);
+  double t[SWEEPS][COLD_ROUNDS];
+  ob_status st = OB_OK;
+  for (int r = 0; r < COLD_ROUNDS && !st; r++)
+    for (int k = 0; k < SWEEPS && !st; k++) {
+      if (sizes[k]) sweep(buf, sizes[k]);
+      else st = ob_rt_run(rt); /* warm: right after a run of its own */
+      double t0 = ob_now_s();
+      if (!st) st = ob_rt_run(rt);
+      t[k][r] = ob_now_s() - t0;
+    }
+  free(buf);
+  if (st) return st;
+  double med[SWEEPS];
+  for (int k = 0; k < SWEEPS; k++) {
+    qsort(t[k], COLD_ROUNDS, sizeof(double), cmp_dbl);
+    med[k] = t[k][COLD_ROUNDS / 2];
+  }
+  double extra = med[SWEEPS - 1] - med[0];
+  out->cold_s_per_mb = 0;
+  out->nmiss = 0;
+  /* under 3 % of the run is within the noise of 5 rounds: no cold cost */
+  if (!(extra > 0.03 * med[0])) return OB_OK;
+  out->cold_s_per_mb = extra / out->param_mib;
+  double prev = 0;
+  for (int k = 1; k < SWEEPS && out->nmiss < 8; k++) {
+    double share = fmin(1, fmax(prev, (med[k] - med[0]) / extra));
+    out->miss_mib[out->nmiss] = out->param_mib + (double)sizes[k] / (double)mib;
+    out->miss_share[out->nmiss++] = prev = share;
+  }
+  return OB_OK;
+}
+
 ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs, ob_predict_overhead *out) {
   OB_ASSERT(rt && out);
   memset(out, 0, sizeof *out);
@@ -54,7 +116,7 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
   }
   const ob_graph *g = ob_rt_graph(rt);
   double sum = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, conv = 0, kin = 0, kdb = 0;
-  double add = 0, adw = 0, aww = 0, ady = 0, awy = 0, wall = 0; /* the kernels' joint fit */
+  double wall = 0;
   int nn = 0, nc = 0;
   for (int i = 0; i < ns; i++) {
     ob_rt_step_info si;
@@ -67,21 +129,16 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
       sxx += x * x;
       sxy += x * st[i];
       nn++;
-    } else if (si.kind == OB_RT_STEP_KERNEL && si.db_s > 0 && st[i] > 0) {
-      kin += st[i];
-      kdb += si.db_s;
-      double w = node_param_mib(g, si.node), dbs = si.db_s;
-      add += dbs * dbs;
-      adw += dbs * w;
-      aww += w * w;
-      ady += dbs * st[i];
-      awy += w * st[i];
+    } else if (si.kind == OB_RT_STEP_KERNEL && st[i] > 0) {
+      /* the fastest a step with weights beyond a core's L2 read them in the
+       * run: no step of a model streams its weights faster in a run */
+      double w = node_param_mib(g, si.node);
+      if (w >= 1 && (out->floor_s_per_mb == 0 || st[i] / w < out->floor_s_per_mb)) out->floor_s_per_mb = st[i] / w;
     } else if (si.kind == OB_RT_STEP_CONVERT) {
       conv += st[i];
       nc++;
     }
   }
-  free(st);
   out->nnative = nn;
   out->nconvert = nc;
   if (nn > 0) {
@@ -101,21 +158,21 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
   out->param_mib = wall;
   out->convert_s = nc ? conv / (double)nc : 0;
   out->run_s = fmax(0, total - sum);
-  /* time in the run = factor x time alone + cold x parameter MiB, by least
-   * squares; a negative cold part is noise: the factor alone then */
-  out->kernel_factor = kdb > 0 ? kin / kdb : 1;
-  out->cold_s_per_mb = 0;
-  double det = add * aww - adw * adw;
-  if (add > 0 && aww > 0 && det > 1e-12 * add * aww) {
-    double f = (ady * aww - awy * adw) / det, c = (add * awy - adw * ady) / det;
-    if (c > 0 && f > 0) {
-      out->kernel_factor = f;
-      out->cold_s_per_mb = c;
-    } else if (ady > 0) {
-      out->kernel_factor = ady / add;
+  /* the factor over the steps that have a db median and were not held at
+   * the floor in the run (those say how fast memory is, not how much slower
+   * a step runs among others) */
+  for (int pass = 0; pass < 2 && !(kdb > 0); pass++)
+    for (int i = 0; i < ns; i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind != OB_RT_STEP_KERNEL || !(si.db_s > 0) || !(st[i] > 0)) continue;
+      if (pass == 0 && st[i] < 1.25 * out->floor_s_per_mb * node_param_mib(g, si.node)) continue;
+      kin += st[i];
+      kdb += si.db_s;
     }
-  }
-  return OB_OK;
+  free(st);
+  out->kernel_factor = kdb > 0 ? kin / kdb : 1;
+  return wall > 0 ? measure_cold(ctx, rt, out) : OB_OK;
 }
 
 static double model_param_mib(const ob_rt *rt) {
@@ -129,33 +186,44 @@ static double model_param_mib(const ob_rt *rt) {
   return w;
 }
 
-double ob_predict_param_miss(const ob_predict_overhead *ov, const ob_db_host_limits *lim, const char *host,
-                             int threads, double model_mib) {
-  double peak, bw;
-  ob_predict_host_limits(lim, host, NULL, threads, &peak, &bw);
-  if (!(bw > 0) || !(ov->cold_s_per_mb > 0) || !(ov->param_mib > 0) || !(model_mib > 0)) return 0;
-  /* the calibration lost this share of its parameters between runs: what
-   * the caches kept of them is what they keep of any model's */
-  double lost = fmin(1, ov->cold_s_per_mb / (1048576.0 / (bw * 1e9)));
-  double kept_mib = ov->param_mib * (1 - lost);
-  return model_mib > kept_mib ? 1 - kept_mib / model_mib : 0;
+double ob_predict_param_miss(const ob_predict_overhead *ov, double model_mib) {
+  if (!(ov->cold_s_per_mb > 0) || ov->nmiss < 1 || !(model_mib > ov->param_mib)) return 0;
+  double x0 = ov->param_mib, y0 = 0;
+  for (int k = 0; k < ov->nmiss; k++) {
+    double x1 = ov->miss_mib[k], y1 = ov->miss_share[k];
+    if (model_mib <= x1) return x1 > x0 ? y0 + (y1 - y0) * (model_mib - x0) / (x1 - x0) : y1;
+    x0 = x1;
+    y0 = y1;
+  }
+  return y0;
 }
 
 static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run",
-                                       "rt_kernel_factor", "rt_cold_per_mb", "rt_param_mib"};
-#define NOV 7
+                                       "rt_kernel_factor", "rt_cold_per_mb", "rt_param_mib", "rt_floor_per_mb"};
+#define NOV 8
 
 /* The db keeps positive limits only: a part measured as 0 is left out, and
  * "rt_steps" (the steps the calibration timed, at least 1) marks that the
  * overhead of this thread count was measured at all. */
 ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o, const char *note) {
+  for (int k = 0; k < o->nmiss && k < 8; k++) {
+    char name[16]; /* one limit per point: the db keys a limit by name, not by bytes */
+    snprintf(name, sizeof name, "rt_miss%d", k);
+    ob_db_host_limit l = {.host = host, .name = name, .isa = "", .threads = o->threads,
+                          .bytes = (int64_t)(o->miss_mib[k] * 1048576.0), .value = fmax(1e-6, o->miss_share[k]),
+                          .unit = "share", .verified = true, .note = note ? note : ""};
+    ob_status s = ob_db_put_host_limit(db, &l);
+    if (s) return s;
+  }
   double v[NOV + 1] = {o->native_fixed_s, o->native_s_per_mb, o->convert_s, o->run_s, o->kernel_factor,
-                       o->cold_s_per_mb, o->param_mib, 1.0 + o->nnative + o->nconvert};
+                       o->cold_s_per_mb, o->param_mib, o->floor_s_per_mb, 1.0 + o->nnative + o->nconvert};
   for (int i = 0; i <= NOV; i++) {
     if (!(v[i] > 0)) continue;
     ob_db_host_limit l = {.host = host, .name = i < NOV ? ov_names[i] : "rt_steps", .isa = "",
                           .threads = o->threads, .bytes = 0, .value = v[i],
-                          .unit = i == 1 || i == 5 ? "s/MiB" : i == 4 ? "x" : i == 6 ? "MiB" : i == NOV ? "steps" : "s",
+                          .unit = i == 1 || i == 5 || i == 7 ? "s/MiB" : i == 4 ? "x" : i == 6 ? "MiB"
+                                  : i == NOV                         ? "steps"
+                                                                     : "s",
                           .verified = true,
                           .note = note ? note : ""};
     ob_status s = ob_db_put_host_limit(db, &l);
@@ -169,7 +237,7 @@ bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int 
   out->threads = threads;
   out->kernel_factor = 1;
   double *v[NOV] = {&out->native_fixed_s, &out->native_s_per_mb, &out->convert_s, &out->run_s, &out->kernel_factor,
-                    &out->cold_s_per_mb, &out->param_mib};
+                    &out->cold_s_per_mb, &out->param_mib, &out->floor_s_per_mb};
   bool marked = false;
   for (int64_t i = 0; l && i < l->n; i++) {
     const ob_db_host_limit *x = &l->l[i];
@@ -177,6 +245,18 @@ bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int 
     marked |= !strcmp(x->name, "rt_steps");
     for (int k = 0; k < NOV; k++)
       if (!strcmp(x->name, ov_names[k])) *v[k] = x->value;
+    if (!strncmp(x->name, "rt_miss", 7) && x->name[7] >= '0' && x->name[7] <= '7' && !x->name[8] && x->bytes > 0 &&
+        out->nmiss < 8) { /* kept in order of working set */
+      double mb = (double)x->bytes / 1048576.0, sh = x->value <= 1e-6 ? 0 : x->value;
+      int at = out->nmiss++;
+      while (at > 0 && out->miss_mib[at - 1] > mb) {
+        out->miss_mib[at] = out->miss_mib[at - 1];
+        out->miss_share[at] = out->miss_share[at - 1];
+        at--;
+      }
+      out->miss_mib[at] = mb;
+      out->miss_share[at] = sh;
+    }
   }
   return marked;
 }
@@ -194,9 +274,8 @@ ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const 
   memset(out, 0, sizeof *out);
   const ob_graph *g = ob_rt_graph(rt);
   int ns = ob_rt_step_count(rt);
-  double miss = ob_predict_param_miss(ov, lim, host, threads, model_param_mib(rt)), mem_s_per_mib = NAN, peak;
-  ob_predict_host_limits(lim, host, NULL, threads, &peak, &mem_s_per_mib);
-  mem_s_per_mib = mem_s_per_mib > 0 ? 1048576.0 / (mem_s_per_mib * 1e9) : 0;
+  out->param_mib = model_param_mib(rt);
+  double miss = out->miss_share = ob_predict_param_miss(ov, out->param_mib);
   for (int i = 0; i < ns; i++) {
     ob_rt_step_info si;
     ob_rt_step_get(rt, i, &si);
@@ -222,14 +301,17 @@ ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const 
       ob_task_free(task);
       if (s == OB_OK) {
         /* measured alone, predicted alone: in the graph times the factor,
-         * and the parameters the caches lost since the last run from memory
-         * (the calibration's own time per MiB, applied as it is, predicted
-         * resnet-50 and inception-v3 40 % short: their weights are twice
-         * resnet-18's, so a far larger share of them is evicted) */
-        double f = ov->kernel_factor > 0 ? ov->kernel_factor : 1, cold = miss * node_param_mib(g, si.node) * mem_s_per_mib;
-        r.seconds = pr.seconds * f + cold;
-        r.lo = pr.lo * f + cold;
-        r.hi = pr.hi * f + cold;
+         * and the share of its parameters the caches lost since the last run
+         * (a model's own parameters evict each other: the miss curve at the
+         * model's size) at the cold cost the calibration measured per MiB */
+        double f = ov->kernel_factor > 0 ? ov->kernel_factor : 1, w = node_param_mib(g, si.node);
+        double cold = miss * w * ov->cold_s_per_mb, floor = w * ov->floor_s_per_mb;
+        /* no faster than its weights stream in a run (the calibration's
+         * fastest rate): a layer whose weights spill the L2 was measured
+         * alone with them warm in the L3 */
+        r.seconds = fmax(pr.seconds * f, floor) + cold;
+        r.lo = fmax(pr.lo * f, floor) + cold;
+        r.hi = fmax(pr.hi * f, floor) + cold;
         r.predicted = done = true;
         out->kernels_s += r.seconds;
         out->nkernels++;

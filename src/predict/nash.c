@@ -40,14 +40,30 @@ void ob_nash_costs(const ob_nash_game *g, const int *k, double *cost) {
       if (load[core] > most) most = load[core];
     }
     double f = 1;
+    bool first_other = true;
     for (int j = 0; j < g->players; j++) {
       if (j == i) continue;
-      bool share = false;
-      for (int c = 0; c < k[j] && !share; c++) share = on[(first[j] + c) % g->cores];
-      double v = share ? g->full[i][j] : g->stream[i][j];
+      int shared = 0;
+      bool seen[OB_NASH_MAX_CORES] = {0};
+      for (int c = 0; c < k[j]; c++) {
+        int core = (first[j] + c) % g->cores;
+        if (on[core] && !seen[core]) shared++;
+        seen[core] = true;
+      }
+      double v;
+      if (g->slowdown) {
+        /* the measured quantity itself: the largest over the others, which
+         * may be below 1 */
+        v = g->slowdown(g->user, i, j, k[i], k[j], shared);
+        if (!(v >= 0)) v = 1;
+        if (first_other || v > f) f = v;
+        first_other = false;
+        continue;
+      }
+      v = shared ? g->full[i][j] : g->stream[i][j];
       if (v > f) f = v;
     }
-    cost[i] = g->alone[(size_t)i * (size_t)g->cores + (size_t)(k[i] - 1)] * most * f;
+    cost[i] = g->alone[(size_t)i * (size_t)g->cores + (size_t)(k[i] - 1)] * (g->slowdown ? 1 : most) * f;
   }
 }
 
