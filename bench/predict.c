@@ -771,22 +771,18 @@ int main(int argc, char **argv) {
         if (isfinite(p21) && isfinite(x2) && x2 > 0) a3[n21] = x2, r21[n21++] = p21 / x2;
         if (isfinite(p12) && isfinite(x1) && x1 > 0) a4[n12] = x1, r12[n12++] = p12 / x1;
       }
-      if (ns) {
-        double al = median(a1, ns);
-        put_corun(db, pl[i], pl[j], 1, 1, 1, "stream", al, al * median(rs, ns)), ncorun++;
-      }
-      if (nf) {
-        double al = median(a2, nf);
-        put_corun(db, pl[i], pl[j], 2, 2, 0, "full", al, al * median(rf, nf)), ncorun++;
-      }
-      if (n21) {
-        double al = median(a3, n21);
-        put_corun(db, pl[i], pl[j], 2, 1, 0, "full", al, al * median(r21, n21)), ncorun++;
-      }
-      if (n12) {
-        double al = median(a4, n12);
-        put_corun(db, pl[i], pl[j], 1, 2, 1, "full", al, al * median(r12, n12)), ncorun++;
-      }
+      /* stream, full, and the two mixed profiles: A's and B's threads, B's
+       * first core, the mode, and the rounds' alone times and ratios */
+      static const int c_ta[4] = {1, 2, 2, 1}, c_tb[4] = {1, 2, 1, 2}, c_b0[4] = {1, 0, 0, 1};
+      static const char *const c_mode[4] = {"stream", "full", "full", "full"};
+      double *c_alone[4] = {a1, a2, a3, a4}, *c_ratio[4] = {rs, rf, r21, r12};
+      int c_got[4] = {ns, nf, n21, n12};
+      for (int c = 0; c < 4; c++)
+        if (c_got[c]) {
+          double al = median(c_alone[c], c_got[c]);
+          put_corun(db, pl[i], pl[j], c_ta[c], c_tb[c], c_b0[c], c_mode[c], al, al * median(c_ratio[c], c_got[c]));
+          ncorun++;
+        }
     }
   t_corun = ob_now_s() - t_corun;
   ob_predict_train_opts co = to;

@@ -263,37 +263,32 @@ int main(int argc, char **argv) {
     }
     /* the three protocols, bracketed by probes of the host; taken again
      * (after waiting for a calm probe) while the host was slowing the core,
-     * at most BENCH_ATTEMPTS times: the bar judges the protocol, not the
+     * at most --attempts times: the bar judges the protocol, not the
      * host's other tenants */
     for (e->attempts = 1;; e->attempts++) {
       if (!measure(ctx, runner, e, &old, &e->old)) {
         rc = 2;
         goto done;
       }
-      double h0 = bench_probe_now(&probe, NULL);
-      cpu_mark m0 = cpu_now();
-      if (!measure(ctx, runner, e, &ref, &e->ref)) {
-        rc = 2;
-        goto done;
+      /* reference half, defaults, reference half, each with the machine's
+       * busy share while it ran and a probe of the host after it */
+      const ob_measure_opts *mo[3] = {&ref, &dflt, &ref};
+      ob_measure_result *out[3] = {&e->ref, &e->dflt, &e->ref2};
+      double h[4], busy[3];
+      h[0] = bench_probe_now(&probe, NULL);
+      for (int k = 0; k < 3; k++) {
+        cpu_mark m0 = cpu_now();
+        if (!measure(ctx, runner, e, mo[k], out[k])) {
+          rc = 2;
+          goto done;
+        }
+        busy[k] = busy_since(m0);
+        h[k + 1] = bench_probe_now(&probe, NULL);
       }
-      e->busy_ref = busy_since(m0);
-      double h1 = bench_probe_now(&probe, NULL);
-      m0 = cpu_now();
-      if (!measure(ctx, runner, e, &dflt, &e->dflt)) {
-        rc = 2;
-        goto done;
-      }
-      e->busy_dflt = busy_since(m0);
-      double h2 = bench_probe_now(&probe, NULL);
-      m0 = cpu_now();
-      if (!measure(ctx, runner, e, &ref, &e->ref2)) {
-        rc = 2;
-        goto done;
-      }
-      e->busy_ref = 0.5 * (e->busy_ref + busy_since(m0));
-      double h3 = bench_probe_now(&probe, NULL);
-      e->host_dflt = fmax(h1, h2);
-      e->host_ref = fmax(fmax(h0, h1), fmax(h2, h3));
+      e->busy_ref = 0.5 * (busy[0] + busy[2]);
+      e->busy_dflt = busy[1];
+      e->host_dflt = fmax(h[1], h[2]);
+      e->host_ref = fmax(fmax(h[0], h[1]), fmax(h[2], h[3]));
       if (e->host_ref <= BENCH_PROBE_SLOWED || e->attempts == max_attempts) break;
       e->waited_s += bench_probe_wait_calm(&probe, BENCH_PROBE_SLOWED, 2.0);
     }

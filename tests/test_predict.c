@@ -326,13 +326,22 @@ static double measured_like(void *u, int i, int j, int ki, int kj, int shared) {
   return shared ? 1 + 0.2 * shared : 0.9;
 }
 
-static void test_nash_slowdown(void) {
-  double alone[4] = {10, 6, 10, 6};
+/* Two players on two cores, each 10 alone on one core and 6 on two
+ * (alone: 4 doubles the game points to). */
+static ob_nash_game game2(double *alone) {
   ob_nash_game g;
   memset(&g, 0, sizeof g);
   g.players = 2;
   g.cores = 2;
+  alone[0] = alone[2] = 10;
+  alone[1] = alone[3] = 6;
   g.alone = alone;
+  return g;
+}
+
+static void test_nash_slowdown(void) {
+  double alone[4];
+  ob_nash_game g = game2(alone);
   g.slowdown = measured_like;
   double c[2];
   ob_nash_costs(&g, (int[]){1, 1}, c); /* disjoint: no time-slicing multiplier, 0.9 kept */
@@ -350,13 +359,8 @@ static void test_nash_slowdown(void) {
 }
 
 static void test_nash(void) {
-  /* two players on two cores, each 10 alone on one core and 6 on two */
-  double alone[4] = {10, 6, 10, 6};
-  ob_nash_game g;
-  memset(&g, 0, sizeof g);
-  g.players = 2;
-  g.cores = 2;
-  g.alone = alone;
+  double alone[4];
+  ob_nash_game g = game2(alone);
   double c[2];
   ob_nash_costs(&g, (int[]){1, 1}, c);
   CHECK(c[0] == 10 && c[1] == 10);
