@@ -523,6 +523,17 @@ done:
   fixture_close(&f);
 }
 
+/* The tasks (default template, target tg) of n nodes of g, into *out[i];
+ * false (a check failed) when one cannot be made. */
+static bool node_tasks(ob_graph *g, const ob_target *tg, const int *nodes, ob_task **const *out, int n) {
+  for (int i = 0; i < n; i++) {
+    ob_workload w;
+    CHECK(ob_graph_node_workload(ctx, g, nodes[i], &w) == OB_OK && ob_task_new(ctx, &w, NULL, tg, out[i]) == OB_OK);
+    if (!*out[i]) return false;
+  }
+  return true;
+}
+
 /* A channel Concat between blocked convolutions reads each input in the
  * block it was made in and writes the block its consumer reads: in
  * squeezenet's first fire module, the expands write NCHW32c (or NCHW16c)
@@ -552,12 +563,7 @@ static void test_blocked_concat(void) {
     goto done;
   }
   const char *res = f.res;
-  ob_workload w1, w3, wq;
-  CHECK(ob_graph_node_workload(ctx, g, e1, &w1) == OB_OK && ob_graph_node_workload(ctx, g, e3, &w3) == OB_OK &&
-        ob_graph_node_workload(ctx, g, sq, &wq) == OB_OK);
-  CHECK(ob_task_new(ctx, &w1, NULL, tg, &t1) == OB_OK && ob_task_new(ctx, &w3, NULL, tg, &t3) == OB_OK &&
-        ob_task_new(ctx, &wq, NULL, tg, &tq) == OB_OK);
-  if (!t1 || !t3 || !tq) goto done;
+  if (!node_tasks(g, tg, (int[]){e1, e3, sq}, (ob_task **[]){&t1, &t3, &tq}, 3)) goto done;
   const char *tmpl = ob_task_template(t1);
   ob_config c1 = ob_task_default_config(t1), c3 = ob_task_default_config(t3), cq = ob_task_default_config(tq);
   ob_config_set_split(&c1, "tile_oc", (int64_t[]){16}, 1);
@@ -643,12 +649,7 @@ static void test_inplace_concat(void) {
     CHECK_MSG(false, "in-place concat: setup: a fire module's node is missing");
     goto done;
   }
-  ob_workload w1, w3, wq;
-  CHECK(ob_graph_node_workload(ctx, g, e1, &w1) == OB_OK && ob_graph_node_workload(ctx, g, e3, &w3) == OB_OK &&
-        ob_graph_node_workload(ctx, g, sq, &wq) == OB_OK);
-  CHECK(ob_task_new(ctx, &w1, NULL, f.tg, &t1) == OB_OK && ob_task_new(ctx, &w3, NULL, f.tg, &t3) == OB_OK &&
-        ob_task_new(ctx, &wq, NULL, f.tg, &tq) == OB_OK);
-  if (!t1 || !t3 || !tq) goto done;
+  if (!node_tasks(g, f.tg, (int[]){e1, e3, sq}, (ob_task **[]){&t1, &t3, &tq}, 3)) goto done;
   const char *tmpl = ob_task_template(t1);
   ob_config c1 = ob_task_default_config(t1), c3 = ob_task_default_config(t3), cq = ob_task_default_config(tq);
   ob_config_set_split(&c1, "tile_oc", (int64_t[]){16}, 1);
