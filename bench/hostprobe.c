@@ -74,13 +74,13 @@ int main(int argc, char **argv) {
   }
   volatile float sink = 0;
   size_t k = 0;
-  double t0 = bench_probe_clock();
-  while (k < cap && bench_probe_clock() - t0 < seconds) {
-    ts[k] = bench_probe_clock() - t0;
+  double t0 = ob_now_s();
+  while (k < cap && ob_now_s() - t0 < seconds) {
+    ts[k] = ob_now_s() - t0;
     for (int p = 0; p < NPROBE; p++) {
-      double a = bench_probe_clock();
+      double a = ob_now_s();
       sink += p == 0 ? bench_probe_fma(600) : bench_probe_read(buf[p], bytes[p] / 64, reps[p]);
-      tt[k * NPROBE + (size_t)p] = bench_probe_clock() - a;
+      tt[k * NPROBE + (size_t)p] = ob_now_s() - a;
     }
     k++;
   }

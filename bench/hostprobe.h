@@ -19,6 +19,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "opbench/core.h"
+#include "opbench/kernel.h"
+
 typedef float bench_v16 __attribute__((vector_size(64)));
 
 /* AVX-512 where the core has it (an ifunc picks), as the kernels use it */
@@ -27,12 +30,6 @@ typedef float bench_v16 __attribute__((vector_size(64)));
 #else
 #define BENCH_PROBE_FN __attribute__((noinline))
 #endif
-
-static inline double bench_probe_clock(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 /* 10 independent chains: the FMA's latency hidden, the ports busy. */
 BENCH_PROBE_FN static float bench_probe_fma(int iters) {
@@ -86,22 +83,14 @@ static inline void bench_probe_times(bench_probe *p, double t[BENCH_PROBES]) {
   double v[BENCH_PROBES][7];
   for (int r = 0; r < 7; r++)
     for (int k = 0; k < BENCH_PROBES; k++) {
-      double a = bench_probe_clock();
+      double a = ob_now_s();
       p->sink += k == 0   ? bench_probe_fma(600)
                  : k == 1 ? bench_probe_read(p->buf, BENCH_PROBE_L1_BYTES / 64, 16)
                           : bench_probe_read(p->buf, BENCH_PROBE_L2_BYTES / 64, 1);
-      v[k][r] = bench_probe_clock() - a;
+      v[k][r] = ob_now_s() - a;
     }
   if (pinned) sched_setaffinity(0, sizeof old, &old);
-  for (int k = 0; k < BENCH_PROBES; k++) {
-    for (int i = 1; i < 7; i++) /* insertion sort of 7 */
-      for (int j = i; j > 0 && v[k][j] < v[k][j - 1]; j--) {
-        double x = v[k][j];
-        v[k][j] = v[k][j - 1];
-        v[k][j - 1] = x;
-      }
-    t[k] = v[k][3];
-  }
+  for (int k = 0; k < BENCH_PROBES; k++) ob_stats(v[k], 7, &t[k], NULL, NULL);
 }
 
 /* How slowed the core is now: the largest of the three probes' ratios to
@@ -129,19 +118,19 @@ static inline bool bench_probe_init(bench_probe *p, int core, double seconds) {
   float *f = (float *)p->buf;
   for (size_t i = 0; i < BENCH_PROBE_L2_BYTES / 4; i++) f[i] = 1e-3f * (float)(i % 7);
   for (int k = 0; k < BENCH_PROBES; k++) p->calm[k] = 1e30;
-  double t0 = bench_probe_clock();
+  double t0 = ob_now_s();
   do bench_probe_now(p, NULL);
-  while (bench_probe_clock() - t0 < seconds);
+  while (ob_now_s() - t0 < seconds);
   return true;
 }
 
 /* Probes every 20 ms until the core reads calm (at most `slowed`) or
  * max_s has passed; the seconds waited. */
 static inline double bench_probe_wait_calm(bench_probe *p, double slowed, double max_s) {
-  double t0 = bench_probe_clock();
+  double t0 = ob_now_s();
   struct timespec nap = {0, 20 * 1000 * 1000};
-  while (bench_probe_now(p, NULL) > slowed && bench_probe_clock() - t0 < max_s) nanosleep(&nap, NULL);
-  return bench_probe_clock() - t0;
+  while (bench_probe_now(p, NULL) > slowed && ob_now_s() - t0 < max_s) nanosleep(&nap, NULL);
+  return ob_now_s() - t0;
 }
 
 static inline void bench_probe_free(bench_probe *p) {
