@@ -230,11 +230,17 @@ static bool val_overlap(const ob_rt *rt, int a, int b) {
   return xo < yo + (y->bytes ? y->bytes : 1) && yo < xo + (x->bytes ? x->bytes : 1);
 }
 
+/* Whether step w writes bytes of value v. */
+static bool step_writes(const ob_rt *rt, int w, int v) {
+  for (int o = 0; o < rt->s[w].nout; o++)
+    if (val_overlap(rt, rt->s[w].out[o], v)) return true;
+  return false;
+}
+
 /* The last step that writes bytes of value v (-1: none). */
 static int last_writer(const ob_rt *rt, int v) {
   for (int w = rt->ns - 1; w >= 0; w--)
-    for (int o = 0; o < rt->s[w].nout; o++)
-      if (val_overlap(rt, rt->s[w].out[o], v)) return w;
+    if (step_writes(rt, w, v)) return w;
   return -1;
 }
 
@@ -486,9 +492,7 @@ static ob_status assign_steps(ob_rt *rt, const where *node_at, bool subset, wher
     for (int k = 0; k < s->nin; k++) {
       if (s->in[k] < 0) continue;
       for (int w = 0; w < ns; w++) {
-        bool writes = false;
-        for (int o = 0; o < rt->s[w].nout && !writes; o++) writes = val_overlap(rt, rt->s[w].out[o], s->in[k]);
-        if (!writes || w == i || step_at[i].stage == -3 || step_at[w].stage == -3) continue;
+        if (!step_writes(rt, w, s->in[k]) || w == i || step_at[i].stage == -3 || step_at[w].stage == -3) continue;
         where a = step_at[w], b = step_at[i];
         bool ok = a.stage < b.stage || (a.stage == b.stage && a.group == b.group && w < i);
         if (!ok) {
