@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opbench/kernel.h"
 #include "opbench/predict.h"
 
 /* MiB of the outputs of graph node n (0 for a conversion, node -1). */
@@ -49,11 +50,6 @@ static void sweep(volatile float *buf, size_t bytes) {
 #define SWEEPS 7  /* sizes of other data between runs: none, 16..256 MiB, all */
 #define COLD_ROUNDS 5
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Whole runs of rt after a sweep of other data of each size, in interleaved
  * rounds (the host's slow windows hit every size alike), medians: the extra
  * time of the run after the largest sweep (twice the last-level cache:
@@ -84,8 +80,7 @@ static ob_status measure_cold(ob_ctx *ctx, ob_rt *rt, ob_predict_overhead *out) 
   if (st) return st;
   double med[SWEEPS];
   for (int k = 0; k < SWEEPS; k++) {
-    qsort(t[k], COLD_ROUNDS, sizeof(double), cmp_dbl);
-    med[k] = t[k][COLD_ROUNDS / 2];
+    ob_stats(t[k], COLD_ROUNDS, &med[k], NULL, NULL);
   }
   double extra = med[SWEEPS - 1] - med[0];
   out->cold_s_per_mb = 0;
