@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "opbench/db.h"
+#include "opbench/kernel.h"
 #include "opbench/target.h"
 #include "opbench/tune.h"
 #include "sched/sched_impl.h"
@@ -240,11 +241,6 @@ ob_status ob_sched_corun_measure(ob_ctx *ctx, const ob_sched_units *u, ob_rt *rt
 }
 
 /* ---- measuring the best few -------------------------------------------------------------------------- */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 ob_sched_pick_opts ob_sched_pick_opts_default(void) {
   return (ob_sched_pick_opts){.rounds = 5, .max_s = 0, .nprefer = 0, .margin = 0, .drop = 0};
 }
@@ -271,8 +267,8 @@ static double one_way(int na, const double *a_s, const double *a_at, int nb, con
     r[i] = a_s[i] / b_s[k];
     w += a_s[i] < b_s[k];
   }
-  qsort(r, (size_t)na, sizeof *r, cmp_double);
-  double m = na % 2 ? r[na / 2] : (r[na / 2 - 1] + r[na / 2]) / 2;
+  double m;
+  ob_stats(r, na, &m, NULL, NULL);
   free(r);
   if (wins) *wins = w;
   return m;
@@ -301,10 +297,10 @@ static double coin_tail(int w, int n) {
   return p / pow(2, n);
 }
 
-static double median_of(const double *x, int n, double *scratch) {
-  memcpy(scratch, x, sizeof(double) * (size_t)n);
-  qsort(scratch, (size_t)n, sizeof *scratch, cmp_double);
-  return n % 2 ? scratch[n / 2] : (scratch[n / 2 - 1] + scratch[n / 2]) / 2;
+static double median_of(const double *x, int n) {
+  double m;
+  ob_stats(x, n, &m, NULL, NULL);
+  return m;
 }
 
 ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, const ob_sched_pick_opts *o,
@@ -325,9 +321,9 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   int *same = malloc(sizeof(int) * (size_t)n), *cnt = calloc((size_t)n, sizeof(int));
   bool *out = calloc((size_t)n, sizeof(bool)); /* dropped */
   double *smp = malloc(sizeof(double) * (size_t)n * stride), *at = malloc(sizeof(double) * (size_t)n * stride);
-  double *med = malloc(sizeof(double) * (size_t)n), *scratch = malloc(sizeof(double) * stride);
+  double *med = malloc(sizeof(double) * (size_t)n);
   ob_status st = OB_OK;
-  if (!same || !cnt || !out || !smp || !at || !med || !scratch) {
+  if (!same || !cnt || !out || !smp || !at || !med) {
     st = ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
     goto done;
   }
@@ -364,7 +360,7 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
     /* the clearly slower ones measured no more: every sample so far
      * slower than the leader's nearest by more than drop */
     for (int i = 0; i < n; i++)
-      if (same[i] == i) med[i] = median_of(smp + (size_t)i * stride, cnt[i], scratch);
+      if (same[i] == i) med[i] = median_of(smp + (size_t)i * stride, cnt[i]);
     int lead = -1;
     for (int k = 0; k < po.nprefer; k++)
       if (lead < 0 || med[same[po.prefer[k]]] < med[lead]) lead = same[po.prefer[k]];
@@ -383,7 +379,7 @@ ob_status ob_sched_pick_measured(ob_ctx *ctx, int n, ob_schedule *const *cands, 
   if (st) goto done;
   if (rounds_done) *rounds_done = done_r;
   for (int i = 0; i < n; i++) {
-    med[i] = median_of(smp + (size_t)same[i] * stride, cnt[same[i]], scratch);
+    med[i] = median_of(smp + (size_t)same[i] * stride, cnt[same[i]]);
     if (seconds) seconds[i] = med[i];
   }
   /* the incumbent: the fastest of those named, by median, then against
@@ -442,6 +438,5 @@ done:
   free(smp);
   free(at);
   free(med);
-  free(scratch);
   return st;
 }
