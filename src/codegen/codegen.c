@@ -611,7 +611,9 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
 
 #define OB_UNROLL_MAX 64 /* longer unrolled loops stay loops under a pragma */
 #define OB_STACK_BUF_MAX (256 * 1024) /* bytes; larger locals go to the heap, */
-/* unless they fit the budget of large stack buffers in scope at once. A
+/* unless they fit the budget of large stack buffers in scope at once (the
+ * kernel's root intermediates stay on the heap: on the stack, test_ops saw
+ * wrong answers from NCHWc's padded copy, cause not found). A
  * heap buffer of that size is fresh memory on every call: glibc serves it
  * by mmap, or returns it to the kernel past its trim threshold when freed,
  * so each call faults its pages in again (and threads take the process's
@@ -908,21 +910,14 @@ ob_status ob_codegen_c(ob_ctx *ctx, const ob_target *target, const ob_lowered *f
   if (!top || ob_arena_failed(g.a)) goto oom; /* the emitters need a whole tree */
   g.out = &body;
   emit_args(&g, "bufs", 1);
-  bool stacked[64] = {false}; /* the kernel's intermediates at its root */
   for (int i = 0; i < f->ntemps; i++) {
-    size_t bytes = (size_t)f->temps[i]->numel * ob_dtype_size(f->temps[i]->dtype);
-    stacked[i] = i < 64 && on_stack(&g, bytes);
-    ob_str_appendf(&body, "  %s ", ctype(f->temps[i]->dtype));
-    if (!stacked[i]) ob_str_append(&body, "*");
+    ob_str_appendf(&body, "  %s *", ctype(f->temps[i]->dtype));
     buf_name(&body, f->temps[i]);
-    if (stacked[i])
-      ob_str_appendf(&body, "[%lld] __attribute__((aligned(64)));\n", (long long)f->temps[i]->numel);
-    else
-      ob_str_appendf(&body, " = (%s *)ob_alloc(%zu);\n", ctype(f->temps[i]->dtype), bytes);
+    ob_str_appendf(&body, " = (%s *)ob_alloc(%zu);\n", ctype(f->temps[i]->dtype),
+                   (size_t)f->temps[i]->numel * ob_dtype_size(f->temps[i]->dtype));
   }
   emit_stmt(&g, top, 1);
   for (int i = 0; i < f->ntemps; i++) {
-    if (stacked[i]) continue;
     ob_str_append(&body, "  free(");
     buf_name(&body, f->temps[i]);
     ob_str_append(&body, ");\n");
