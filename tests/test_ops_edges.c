@@ -13,7 +13,7 @@
  *  - conv2d_winograd.x86 for every tile size (F(2x2), F(4x4), F(6x6)) and
  *    all three loop orders on spatial sizes whose tiles overhang the output
  *    (order 2's tile blocks across rows, cut short, and its reduction in
- *    chunks too),
+ *    chunks too), and parts that own channel blocks end to end ("own"),
  *    with epilogues and a batch of two, at the Winograd tolerances.
  * Shapes are small so the whole file builds about a hundred kernels. */
 #include <stdbool.h>
@@ -243,7 +243,11 @@ static void check_winograd(const char *shape, const char *pad, const char *epi, 
            (long long)order, shape, pad);
   ob_config cfgs[8];
   int n = configs_with(t, "tile_m", m, extra, 101 + strlen(what) + (uint64_t)order, cfgs);
-  for (int i = 0; i < n; i++) ob_config_set_knob(&cfgs[i], "order", order);
+  for (int i = 0; i < n; i++) {
+    ob_config_set_knob(&cfgs[i], "order", order);
+    ob_config_set_knob(&cfgs[i], "own", 0); /* the order's own schedule */
+    ob_config_set_knob(&cfgs[i], "parts", 2);
+  }
   CHECK_MSG(n >= 1, "%s: no config", what);
   ob_tolerance tol = ob_task_tolerance(t, &cfgs[0]), want = ob_winograd_tolerance((int)m);
   CHECK_MSG(tol.rtol == want.rtol && tol.atol == want.atol, "%s: checked at %g/%g, stated %g/%g", what, tol.rtol,
@@ -278,6 +282,46 @@ static void test_winograd(void) {
     CHECK_MSG(ob_space_is_valid(ob_task_space(t), c.index), "winograd order 2 tile_x %lld: not in the space",
               (long long)tp);
     expect_correct(t, &c, 1, tp == 3 ? "winograd order 2, blocks of 3 tiles" : "winograd order 2, blocks of 6 tiles");
+    ob_task_free(t);
+  }
+  /* each part end to end ("own"): parts of the channel blocks (K = 48 in
+   * blocks of 16: 3 blocks in parts of 2 and 1, or 1 each; K = 32: 2
+   * blocks, 4 parts asked, 2 made), every tile size on the
+   * first, batch 2 (parts of both images), tiles that overhang, the
+   * reduction in chunks (C = 256) */
+  static const struct {
+    const char *shape, *epi;
+  } own_shapes[] = {
+      {"C=16,H=7,W=7,K=48,R=3,S=3", NULL},
+      {"N=2,C=8,H=11,W=9,K=48,R=3,S=3", "bias,relu"},
+      {"C=256,H=7,W=9,K=32,R=3,S=3", "add"},
+  };
+  for (size_t i = 0; i < sizeof own_shapes / sizeof own_shapes[0]; i++) {
+    ob_task *t = task_of("conv2d", own_shapes[i].shape, NULL, "1", NULL, own_shapes[i].epi, "conv2d_winograd.x86");
+    if (!t) continue;
+    ob_config cfgs[8];
+    int n = 0;
+    for (int64_t m = 2; m <= 6; m += 2)
+      for (int64_t parts = 2; parts <= 4; parts += 2) {
+        if (i > 0 && m != (i == 1 ? 4 : 2)) continue; /* every tile size on the first */
+        ob_config c = ob_task_default_config(t);
+        ob_config_set_knob(&c, "tile_m", m);
+        ob_config_set_knob(&c, "order", 2);
+        ob_config_set_knob(&c, "own", 1);
+        ob_config_set_knob(&c, "parts", parts);
+        ob_config_set_knob(&c, "tile_oc", 16);
+        ob_config_set_knob(&c, "tile_x", 5); /* a last block cut short */
+        CHECK_MSG(ob_space_is_valid(ob_task_space(t), c.index), "winograd own parts %lld F(%lld): not in the space",
+                  (long long)parts, (long long)m);
+        /* "own" takes order 2's GEMM: other orders are not configs */
+        ob_config o = c;
+        ob_config_set_knob(&o, "order", 1);
+        CHECK(!ob_space_is_valid(ob_task_space(t), o.index));
+        cfgs[n++] = c;
+      }
+    char what[128];
+    snprintf(what, sizeof what, "winograd own parts %s", own_shapes[i].shape);
+    expect_correct(t, cfgs, n, what);
     ob_task_free(t);
   }
   /* no Winograd for what it does not compute */

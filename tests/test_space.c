@@ -383,6 +383,46 @@ static void test_json(void) {
   ob_space_free(s);
 }
 
+/* A knob added after records were stored (ob_space_define_knob_added):
+ * every config of the space before it keeps its index, and its JSON,
+ * which lacks the new knob, reads the knob's first value; a knob defined
+ * the ordinary way still must be there. */
+static void test_added_knob(void) {
+  ob_space *old = make_space(), *s = make_space();
+  int64_t own[] = {0, 1, 2}, late[] = {5, 6};
+  CHECK(ob_space_define_knob_added(s, "own", own, 3) == OB_OK);
+  CHECK(ob_space_define_knob_added(s, "late", late, 2) == OB_OK);
+  CHECK(ob_space_len(s) == ob_space_len(old) * 6);
+  int bad = 0;
+  for (uint64_t i = 0; i < ob_space_len(old); i++) {
+    ob_config c, d, e;
+    char *j = NULL;
+    CHECK(ob_space_get(ctx, old, i, &c) == OB_OK);
+    CHECK(ob_config_to_json(ctx, &c, &j) == OB_OK);
+    /* the old record's index, and its entity without the new knobs */
+    if (ob_space_get(ctx, s, i, &d) != OB_OK || memcmp(d.choice, c.choice, sizeof(int32_t) * 4) ||
+        ob_config_knob(&d, "own") != 0 || ob_config_knob(&d, "late") != 5)
+      bad++;
+    if (!j || ob_config_from_json(ctx, s, j, &e) != OB_OK || e.index != i) bad++;
+    free(j);
+  }
+  CHECK(bad == 0);
+  /* a new config names its own value */
+  ob_config c = ob_space_first(s);
+  ob_config_set_knob(&c, "own", 2);
+  char *j = NULL;
+  ob_config d;
+  CHECK(ob_config_to_json(ctx, &c, &j) == OB_OK && j && strstr(j, "[\"own\", \"ot\", 2]"));
+  CHECK(ob_config_from_json(ctx, s, j, &d) == OB_OK && d.index == c.index && d.index >= ob_space_len(old));
+  free(j);
+  /* an ordinary knob is still required */
+  CHECK(ob_config_from_json(ctx, s, "[[\"own\", \"ot\", 1]]", &d) == OB_ERR_PARSE);
+  CHECK(strstr(ob_ctx_errmsg(ctx), "missing knob 'tile_oc'"));
+  ob_ctx_clear_error(ctx);
+  ob_space_free(old);
+  ob_space_free(s);
+}
+
 static void test_json_errors(void) {
   ob_space *s = make_space();
   ob_config c;
@@ -577,6 +617,7 @@ int main(void) {
   test_index();
   test_filter();
   test_json();
+  test_added_knob();
   test_json_errors();
   test_defaults();
   test_assert();

@@ -88,6 +88,13 @@ OB_API ob_status ob_space_define_annotate(ob_space *s, const char *name, int nax
                                           ob_annotate_policy policy);
 OB_API ob_status ob_space_define_knob(ob_space *s, const char *name, const int64_t *values,
                                       int nvalues);
+/* A knob added to a template after records of it were stored (the space's
+ * version change): define it after every knob the records knew, with the
+ * old behaviour as its first value. The first knobs vary fastest in a
+ * config's index, so an old record's index names the same config, and an
+ * old record's JSON entity, which lacks the knob, reads its first value. */
+OB_API ob_status ob_space_define_knob_added(ob_space *s, const char *name, const int64_t *values,
+                                            int nvalues);
 OB_API void ob_space_set_filter(ob_space *s, ob_space_filter_fn fn, void *user);
 
 OB_API uint64_t ob_space_len(const ob_space *s); /* product of knob sizes */

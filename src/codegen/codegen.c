@@ -43,6 +43,7 @@ typedef struct cg {
   int nvec;
   int native_lanes; /* float lanes of one vector register of the target */
   int max_vecs;     /* vectors a register tile may hold: the target's registers */
+  size_t stack_big; /* bytes of large stack buffers in scope (OB_STACK_BIG_BUDGET) */
 } cg;
 
 static void ind(cg *g, int d) { ob_str_appendf(g->out, "%*s", 2 * d, ""); }
@@ -609,7 +610,27 @@ static void emit_parallel_for(cg *g, const ob_stmt *s, int d) {
 }
 
 #define OB_UNROLL_MAX 64 /* longer unrolled loops stay loops under a pragma */
-#define OB_STACK_BUF_MAX (256 * 1024) /* bytes; larger locals go to the heap */
+#define OB_STACK_BUF_MAX (256 * 1024) /* bytes; larger locals go to the heap, */
+/* unless they fit the budget of large stack buffers in scope at once (the
+ * kernel's root intermediates stay on the heap: on the stack, test_ops saw
+ * wrong answers from NCHWc's padded copy, cause not found). A
+ * heap buffer of that size is fresh memory on every call: glibc serves it
+ * by mmap, or returns it to the kernel past its trim threshold when freed,
+ * so each call faults its pages in again (and threads take the process's
+ * page-table lock in turn); stack pages stay mapped from call to call. 3
+ * MiB keeps well inside a thread's default stack (glibc sizes it by
+ * RLIMIT_STACK: 8 MiB here) */
+#define OB_STACK_BIG_MAX (2 * 1024 * 1024)
+#define OB_STACK_BIG_BUDGET (3 * 1024 * 1024)
+
+/* Whether a local of `bytes` goes on the stack (counted in g->stack_big
+ * while in scope when large). */
+static bool on_stack(cg *g, size_t bytes) {
+  if (bytes <= OB_STACK_BUF_MAX) return true;
+  if (bytes > OB_STACK_BIG_MAX || g->stack_big + bytes > OB_STACK_BIG_BUDGET) return false;
+  g->stack_big += bytes;
+  return true;
+}
 
 /* Can buffer b be declared as an array of L-lane vectors? Every access in
  * a vectorized loop must be a whole aligned vector at a constant offset
@@ -677,6 +698,7 @@ static int promote_lanes(cg *g, const ob_buffer *b, ob_stmt *const *rest, int n)
 static void emit_seq(cg *g, const ob_stmt *s, int d) {
   const ob_buffer *heap[64];
   int nheap = 0, saved_nlocals = g->nlocals;
+  size_t saved_big = g->stack_big;
   for (int i = 0; i < s->nseq; i++) {
     const ob_stmt *c = s->seq[i];
     if (c->kind == OB_S_ALLOC) {
@@ -687,7 +709,7 @@ static void emit_seq(cg *g, const ob_stmt *s, int d) {
         ob_str_appendf(g->out, "ob_f32x%d ", lanes);
         buf_name(g->out, c->buf);
         ob_str_appendf(g->out, "[%lld];\n", (long long)(c->buf->numel / lanes));
-      } else if (bytes <= OB_STACK_BUF_MAX) {
+      } else if (on_stack(g, bytes)) {
         ob_str_appendf(g->out, "%s ", ctype(c->buf->dtype));
         buf_name(g->out, c->buf);
         ob_str_appendf(g->out, "[%lld] __attribute__((aligned(64)));\n", (long long)c->buf->numel);
@@ -712,6 +734,7 @@ static void emit_seq(cg *g, const ob_stmt *s, int d) {
     ob_str_append(g->out, ");\n");
   }
   g->nlocals = saved_nlocals;
+  g->stack_big = saved_big;
 }
 
 static void emit_stmt(cg *g, const ob_stmt *s, int d) {

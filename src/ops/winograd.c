@@ -34,7 +34,25 @@
  * chunks whose weights stay in L1 across the tile blocks, then the output
  * transform: each weight is read from L3 once (deep layers on small
  * images, where even one channel block's weights outgrow the L2).
- * Knobs: tile_m (m: 2, 4, 6), tile_x, tile_oc, tile_ic, order, unroll_c. */
+ * Ownership (knob "own", with "parts"): 0 = as the loop order says, where
+ * orders 1 and 2 transform the input in one parallel loop and run the GEMM
+ * in another, so each thread reads the transformed tiles the other one
+ * wrote and waits at the join between the two; 1 = the output channel
+ * blocks cut into `parts` parts, one parallel loop over the parts, each
+ * part end to end on its thread: the input transform of every tile (a
+ * few percent of the GEMM's work, done by each part: cheaper than reading
+ * the other core's), then order 2's GEMM over them for each of its channel
+ * blocks, then their output transform; the transformed input and the
+ * GEMM's results stay in that core's L2, and each weight is read by one
+ * part. (Parts that own tile rows instead, each transforming only its
+ * own tiles, ran 2x slower at 2 threads on the 28x28 and 14x14 layers:
+ * every part streams all the weights from L3; not offered.) "own" = 1
+ * takes order 2's GEMM and leaves the order knob at 2. Both knobs came
+ * after records of the others were stored: defined last, the old
+ * schedule their first value (ob_space_define_knob_added), so old records
+ * read as they were.
+ * Knobs: tile_m (m: 2, 4, 6), tile_x, tile_oc, tile_ic, order, unroll_c,
+ * own, parts. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +65,8 @@
 /* tiles per GEMM block the space offers at most; the target's accumulator
  * budget limits them further (one accumulator per tile and vector) */
 #define WINO_MAX_TX 16
+/* the parts of knob "parts" (its first value: the one an "own" of 0 takes) */
+#define WINO_PARTS_FIRST 2
 
 typedef struct wino_mat {
   int m, alpha;
@@ -111,7 +131,7 @@ ob_tolerance ob_winograd_tolerance(int m) {
 
 /* ---- workload and config -------------------------------------------------- */
 typedef struct wino_cfg {
-  int64_t m, alpha, tp, ocb, icb, order, uc;
+  int64_t m, alpha, tp, ocb, icb, order, uc, own, parts;
   int64_t th, tw, twp; /* tile rows, tile columns, tile columns padded to tp */
 } wino_cfg;
 
@@ -125,10 +145,12 @@ static wino_cfg wino_of(const ob_workload *wl, const ob_config *cfg) {
   w.icb = ob_config_knob(cfg, "tile_ic");
   w.order = ob_config_knob(cfg, "order");
   w.uc = ob_config_knob(cfg, "unroll_c");
+  w.own = ob_config_knob(cfg, "own");
+  w.parts = ob_config_knob(cfg, "parts");
   w.th = (p.oh + w.m - 1) / w.m;
   w.tw = (p.ow + w.m - 1) / w.m;
   /* order 2 blocks the image's tiles row after row: no row is padded */
-  w.twp = w.order == 2 ? w.tw : (w.tw + w.tp - 1) / w.tp * w.tp;
+  w.twp = w.order == 2 || w.own ? w.tw : (w.tw + w.tp - 1) / w.tp * w.tp;
   return w;
 }
 
@@ -141,6 +163,9 @@ static bool applies(const ob_conv_geom *p) {
  * each other's latency: never a good config, only noise for a search). */
 static bool wino_ok(const ob_config *cfg, void *user) {
   const ob_target *tg = user;
+  /* ownership takes order 2's GEMM; parts mean nothing without it */
+  int64_t own = ob_config_knob(cfg, "own");
+  if (own ? ob_config_knob(cfg, "order") != 2 : ob_config_knob(cfg, "parts") != WINO_PARTS_FIRST) return false;
   int64_t tp = ob_config_knob(cfg, "tile_x"), vecs = ob_tmpl_vectors(tg, ob_config_knob(cfg, "tile_oc"));
   return tp * vecs >= 4 && ob_tmpl_block_fits(tg, tp, vecs);
 }
@@ -181,6 +206,9 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   if (!st) st = ob_space_define_knob(sp, "tile_ic", ics, nic);
   if (!st) st = ob_space_define_knob(sp, "order", (int64_t[]){0, 1, 2}, 3);
   if (!st) st = ob_space_define_knob(sp, "unroll_c", ucs, nuc);
+  /* added after records of the six knobs above were stored */
+  if (!st) st = ob_space_define_knob_added(sp, "own", (int64_t[]){0, 1}, 2);
+  if (!st) st = ob_space_define_knob_added(sp, "parts", (int64_t[]){WINO_PARTS_FIRST, 4}, 2);
   if (st) return st;
   ob_space_set_filter(sp, wino_ok, (void *)tg); /* read only */
   /* fallback: the tile size of least estimated cost, counted in multiply-
@@ -339,15 +367,38 @@ static ob_expr *v_term(ob_te *te, int j, void *user) {
                                   ob_te_var(te, v->e), ob_te_int(te, j), ob_te_var(te, v->c)});
 }
 
+/* V and M hold (nn, ty, tx, e, n, c or k) tile-major, or point-major as
+ * (e, n, nn, ty, tx, c or k) when parts own channel blocks ("own" = 1):
+ * there a part's GEMM sweeps all the tiles under one point's weights, and
+ * point-major keeps those tiles next to each other (tile-major puts them
+ * alpha^2 x C floats apart, a few L1 sets for all of them). Position of
+ * logical dimension d in the storage: */
+static int wino_pos(bool pm, int d) {
+  static const int pos[6] = {2, 3, 4, 0, 1, 5};
+  return pm ? pos[d] : d;
+}
+
+/* the six logical coordinates (nn, ty, tx, e, n, c) in storage order */
+static void wino_store_order(bool pm, void *const *logical, void **out) {
+  for (int d = 0; d < 6; d++) out[wino_pos(pm, d)] = logical[d];
+}
+
+static ob_expr *load6(ob_te *te, ob_tensor *t, bool pm, ob_expr *const *logical) {
+  ob_expr *idx[6];
+  wino_store_order(pm, (void *const *)logical, (void **)idx);
+  return ob_te_load(te, t, 6, idx);
+}
+
 typedef struct o_ctx { /* out: M at (nn, y/m, x/m, e, n, k) */
   ob_tensor *M;
   ob_expr *nn, *ty, *tx, *k;
   int e;
+  bool pm;
 } o_ctx;
 
 static ob_expr *o_term_n(ob_te *te, int n, void *user) {
   o_ctx *o = user;
-  return ob_te_load(te, o->M, 6, (ob_expr *[]){o->nn, o->ty, o->tx, ob_te_int(te, o->e), ob_te_int(te, n), o->k});
+  return load6(te, o->M, o->pm, (ob_expr *[]){o->nn, o->ty, o->tx, ob_te_int(te, o->e), ob_te_int(te, n), o->k});
 }
 
 /* Order 2's chunk of the reduction: the largest multiple of unroll_c
@@ -387,20 +438,23 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   v_ctx vcx = {T, vn, vty, vtx, ve, vc};
   ob_expr *vrows[WINO_MAX_ALPHA];
   for (int n = 0; n < a; n++) vrows[n] = lin_comb(te, wm.BT[n], (int)a, v_term, &vcx);
-  ob_tensor *V = ob_te_compute(te, "wino_v", 6, (ob_ivar *[]){vn, vty, vtx, ve, vnu, vc},
-                               chain(te, ob_te_var(te, vnu), vrows, (int)a));
+  bool pm = w.own > 0;
+  ob_ivar *vax[6], *max_[6];
+  wino_store_order(pm, (void *const *)(ob_ivar *[]){vn, vty, vtx, ve, vnu, vc}, (void **)vax);
+  ob_tensor *V = ob_te_compute(te, "wino_v", 6, vax, chain(te, ob_te_var(te, vnu), vrows, (int)a));
   /* M[nn, ty, tx, e, n, k] = sum_c V * U */
   ob_ivar *mn = ob_te_axis(te, "nn", p.n), *mty = ob_te_axis(te, "ty", w.th), *mtx = ob_te_axis(te, "tx", w.twp);
   ob_ivar *me = ob_te_axis(te, "e", a), *mnu = ob_te_axis(te, "n", a), *mk = ob_te_axis(te, "k", p.k);
   ob_ivar *rc = ob_te_reduce_axis(te, "rc", p.c);
   ob_expr *ocb = ob_te_int(te, w.ocb);
-  ob_expr *mv = ob_te_load(te, V, 6,
-                           (ob_expr *[]){ob_te_var(te, mn), ob_te_var(te, mty), ob_te_var(te, mtx), ob_te_var(te, me),
-                                         ob_te_var(te, mnu), ob_te_var(te, rc)});
+  ob_expr *mv = load6(te, V, pm,
+                      (ob_expr *[]){ob_te_var(te, mn), ob_te_var(te, mty), ob_te_var(te, mtx), ob_te_var(te, me),
+                                    ob_te_var(te, mnu), ob_te_var(te, rc)});
   ob_expr *mu = ob_te_load(te, U, 5,
                            (ob_expr *[]){ob_te_var(te, me), ob_te_var(te, mnu), ob_te_bin(te, OB_DIV, ob_te_var(te, mk), ocb),
                                          ob_te_var(te, rc), ob_te_bin(te, OB_MOD, ob_te_var(te, mk), ocb)});
-  ob_tensor *M = ob_te_compute(te, "wino_m", 6, (ob_ivar *[]){mn, mty, mtx, me, mnu, mk},
+  wino_store_order(pm, (void *const *)(ob_ivar *[]){mn, mty, mtx, me, mnu, mk}, (void **)max_);
+  ob_tensor *M = ob_te_compute(te, "wino_m", 6, max_,
                                ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, mv, mu), 1, &rc));
   /* out[nn, kc, y, x, kb]: the output transform, a = y % m, b = x % m */
   ob_ivar *on = ob_te_axis(te, "n", p.n), *okc = ob_te_axis(te, "kc", p.k / w.ocb), *oy = ob_te_axis(te, "y", p.oh),
@@ -408,7 +462,7 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_expr *mm = ob_te_int(te, w.m);
   o_ctx ocx = {M, ob_te_var(te, on), ob_te_bin(te, OB_DIV, ob_te_var(te, oy), mm),
                ob_te_bin(te, OB_DIV, ob_te_var(te, ox), mm),
-               OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, okc), ocb), ob_te_var(te, okb)), 0};
+               OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, okc), ocb), ob_te_var(te, okb)), 0, pm};
   ob_expr *xb = ob_te_bin(te, OB_MOD, ob_te_var(te, ox), mm), *ya = ob_te_bin(te, OB_MOD, ob_te_var(te, oy), mm);
   ob_expr *orows[WINO_MAX_ALPHA];
   for (int ra = 0; ra < w.m; ra++) {
@@ -445,9 +499,15 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   ob_ivar *ty, *yi, *tx, *xi, *txo = NULL, *txi = NULL, *f = NULL, *f1;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), w.m, &ty, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), w.m, &tx, &xi);
-  if (!st && w.order != 2) st = ob_sched_split(s, so, tx, w.tp, &txo, &txi);
+  if (!st && w.order != 2 && !w.own) st = ob_sched_split(s, so, tx, w.tp, &txo, &txi);
   ob_ivar *onn = ob_stage_axis(so, 0), *okcv = ob_stage_axis(so, 1), *okbv = ob_stage_axis(so, 4);
-  if (!st && w.order == 0) {
+  if (!st && w.own) { /* parts of the channel blocks */
+    ob_ivar *kpo, *kpi;
+    int64_t nkb = p.k / w.ocb;
+    st = ob_sched_split(s, so, okcv, (nkb + w.parts - 1) / w.parts, &kpo, &kpi);
+    if (!st) st = ob_sched_reorder(s, so, 8, (ob_ivar *[]){onn, kpo, kpi, ty, tx, yi, xi, okbv});
+    if (!st) st = ob_sched_fuse(s, so, onn, kpo, &f);
+  } else if (!st && w.order == 0) {
     st = ob_sched_reorder(s, so, 8, (ob_ivar *[]){onn, ty, txo, okcv, txi, yi, xi, okbv});
     if (!st) st = ob_sched_fuse(s, so, onn, ty, &f1);
     if (!st) st = ob_sched_fuse(s, so, f1, txo, &f);
@@ -466,14 +526,16 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   if (!st) st = ob_sched_unroll(s, so, xi);
   /* the GEMM of a block: its region is the block's tiles and every
    * channel (order 0), or one channel block (order 1), of every tile of
-   * the image (order 2) */
+   * the image (order 2), or the part's channel blocks of every tile
+   * ("own") */
   if (!st) st = ob_sched_compute_at(s, sM, so, f);
   ob_ivar *kco, *kci, *rco, *rci;
-  if (!st) st = ob_sched_split(s, sM, ob_stage_axis(sM, 5), w.ocb, &kco, &kci);
+  if (!st) st = ob_sched_split(s, sM, ob_stage_axis(sM, wino_pos(pm, 5)), w.ocb, &kco, &kci);
   if (!st) st = ob_sched_split(s, sM, ob_stage_reduce_axis(sM, 0), w.uc, &rco, &rci);
-  ob_ivar *mnn = ob_stage_axis(sM, 0), *mtyv = ob_stage_axis(sM, 1), *mtxv = ob_stage_axis(sM, 2),
-          *mev = ob_stage_axis(sM, 3), *mnv = ob_stage_axis(sM, 4);
-  if (!st && w.order == 2) {
+  ob_ivar *mnn = ob_stage_axis(sM, wino_pos(pm, 0)), *mtyv = ob_stage_axis(sM, wino_pos(pm, 1)),
+          *mtxv = ob_stage_axis(sM, wino_pos(pm, 2)), *mev = ob_stage_axis(sM, wino_pos(pm, 3)),
+          *mnv = ob_stage_axis(sM, wino_pos(pm, 4));
+  if (!st && (w.order == 2 || w.own)) {
     /* point by point, every tile block of the image under one point's
      * weight slice; the slice is cut into chunks of the reduction that fit
      * half the L1 (rc_chunk x tile_oc floats), so that the tile blocks
@@ -485,21 +547,26 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
     st = ob_sched_fuse(s, sM, mtyv, mtxv, &mt); /* the image's tiles, blocks of tile_x */
     if (!st) st = ob_sched_split(s, sM, mt, w.tp, &mto, &mtxv);
     if (!st) st = ob_sched_split(s, sM, rco, chunk / w.uc, &rcc, &rco);
-    if (!st) st = ob_sched_reorder(s, sM, 10, (ob_ivar *[]){mnn, mev, mnv, kco, rcc, mto, rco, rci, mtxv, kci});
+    /* a part's channel blocks one after the other, each as order 2's one */
+    if (!st && w.own)
+      st = ob_sched_reorder(s, sM, 10, (ob_ivar *[]){mnn, kco, mev, mnv, rcc, mto, rco, rci, mtxv, kci});
+    else if (!st)
+      st = ob_sched_reorder(s, sM, 10, (ob_ivar *[]){mnn, mev, mnv, kco, rcc, mto, rco, rci, mtxv, kci});
   } else if (!st)
     st = ob_sched_reorder(s, sM, 9, (ob_ivar *[]){mnn, mtyv, mev, mnv, kco, rco, rci, mtxv, kci});
   if (!st && w.ocb > 1) st = ob_sched_vectorize(s, sM, kci);
   if (!st) st = ob_sched_unroll(s, sM, mtxv); /* the block of accumulators */
   if (!st && w.uc > 1) st = ob_sched_unroll(s, sM, rci);
-  /* the input transform: per block, in the GEMM's first (one-trip) loop,
-   * or for all tiles at the root */
+  /* the input transform: per block (order 0) or per part ("own"), in the
+   * GEMM's first (one-trip) loop, or for all tiles at the root */
   ob_ivar *vco, *vci, *vf;
-  if (!st && w.order == 0) st = ob_sched_compute_at(s, sV, sM, mnn);
+  if (!st && (w.order == 0 || w.own)) st = ob_sched_compute_at(s, sV, sM, mnn);
   if (!st) st = ob_sched_split(s, sV, ob_stage_axis(sV, 5), w.icb, &vco, &vci);
-  ob_ivar *vnn = ob_stage_axis(sV, 0), *vtyv = ob_stage_axis(sV, 1), *vtxv = ob_stage_axis(sV, 2),
-          *vev = ob_stage_axis(sV, 3), *vnv = ob_stage_axis(sV, 4);
+  ob_ivar *vnn = ob_stage_axis(sV, wino_pos(pm, 0)), *vtyv = ob_stage_axis(sV, wino_pos(pm, 1)),
+          *vtxv = ob_stage_axis(sV, wino_pos(pm, 2)), *vev = ob_stage_axis(sV, wino_pos(pm, 3)),
+          *vnv = ob_stage_axis(sV, wino_pos(pm, 4));
   if (!st) st = ob_sched_reorder(s, sV, 7, (ob_ivar *[]){vnn, vtyv, vtxv, vco, vev, vnv, vci});
-  if (!st && w.order != 0) {
+  if (!st && w.order != 0 && !w.own) {
     st = ob_sched_fuse(s, sV, vnn, vtyv, &vf);
     if (!st) st = ob_sched_fuse(s, sV, vf, vtxv, &vf);
     if (!st) st = ob_sched_parallel(s, sV, vf);

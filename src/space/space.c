@@ -479,6 +479,12 @@ ob_status ob_space_define_knob(ob_space *s, const char *name, const int64_t *val
   return knob_commit(s, name, OB_KNOB_OTHER, 0, 0, &b);
 }
 
+ob_status ob_space_define_knob_added(ob_space *s, const char *name, const int64_t *values, int nvalues) {
+  ob_status st = ob_space_define_knob(s, name, values, nvalues);
+  if (!st) s->knobs[s->nknobs - 1].added = true;
+  return st;
+}
+
 void ob_space_set_filter(ob_space *s, ob_space_filter_fn fn, void *user) {
   OB_ASSERT(s);
   s->filter = fn;
@@ -901,8 +907,10 @@ static ob_status parse_entity(ob_ctx *ctx, const ob_space *s, const cJSON *ent, 
     idx++;
   }
   for (int k = 0; k < s->nknobs; k++)
-    if (!seen[k])
+    if (!seen[k] && !s->knobs[k].added)
       return sp_fail(ctx, OB_ERR_PARSE, "config is missing knob '%s'", s->knobs[k].name);
+    else if (!seen[k])
+      c->choice[k] = 0; /* a config from before the knob: the behaviour it had */
   c->index = ob_config_index_of(s, c->choice);
   if (!passes_filter(s, c)) return filter_fail(ctx, c);
   return OB_OK;

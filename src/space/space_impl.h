@@ -19,6 +19,7 @@ typedef struct ob_knob {
   int n;          /* number of entities, >= 1 */
   int64_t *vals;  /* n * width values; split rows start with -1 */
   int64_t extent; /* split: the axis length */
+  bool added;     /* ob_space_define_knob_added: a config without it takes entity 0 */
 } ob_knob;
 
 struct ob_space {
