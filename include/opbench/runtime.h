@@ -148,7 +148,7 @@ OB_API void ob_rt_step_get(const ob_rt *rt, int i, ob_rt_step_info *out);
 
 typedef struct ob_rt_stats {
   int nsteps, nkernels, nonednn, nnative, nconvert;
-  int nviews;            /* nodes that became views of their input (no step) */
+  int nviews;            /* nodes (and NCHW <-> NCHW1c conversions) that became views of their input (no step) */
   int nboundary;         /* conversions at layout boundaries (plain <-> blocked) */
   int nreblock;          /* conversions between two channel blocks */
   int ntasks;            /* distinct workloads run by kernels */
