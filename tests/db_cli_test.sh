@@ -8,6 +8,7 @@
 #     (the round trip), a second import stores nothing new, and a log with
 #     broken lines imports the good ones and names the bad lines;
 #  3. --remeasure measures again and replaces (history keeps the old rows);
+#     --reconfirm measures nothing new and confirms the stored best again;
 #     records of another --target are kept apart (own trials, own best);
 #  4. bad input: each is exit 2 with one `opbench: error:` line, and no
 #     database file is created or changed by a query.
@@ -161,6 +162,15 @@ check "tune --remeasure measures again and keeps the old rows in history" \
 "$OB" tune "${W[@]}" --tuner random --trials 12 --batch 4 --db "$db" >"$tmp/re2.out" 2>&1
 check "without --remeasure the same run resumes" \
   $(grep -q "(resumed 12, measured 0, " "$tmp/re2.out"; echo $?) "$(grep trials "$tmp/re2.out")"
+c0=$(q "$db" "SELECT timestamp FROM confirmed")
+"$OB" tune "${W[@]}" --tuner random --trials 12 --batch 4 --db "$db" --reconfirm >"$tmp/rc.out" 2>&1
+rc=$?
+c1=$(q "$db" "SELECT timestamp FROM confirmed")
+check "tune --reconfirm measures nothing new but confirms the stored best again" \
+  $([ $rc -eq 0 ] && grep -q "(resumed 12, measured 0, " "$tmp/rc.out" && grep -q "^confirmed .*best of [56] re-measured" "$tmp/rc.out" &&
+    grep -q "^timing " "$tmp/rc.out" && ! grep -q "^timing " "$tmp/re2.out" && [ "$c0" != "$c1" ] &&
+    [ "$(q "$db" 'SELECT count(*) FROM measurements')" -eq "$n" ]
+  echo $?) "exit $rc, confirmed at $c0 -> $c1" "$(grep -E '^(trials|confirmed|timing)' "$tmp/rc.out")"
 
 # ---- 3b. targets are kept apart -------------------------------------------------------------
 dbt=$tmp/t.db

@@ -523,6 +523,41 @@ done:
   fixture_close(&f);
 }
 
+/* NCHW[1]c is NCHW byte for byte: conv1's record reads its input as
+ * NCHW1c, which the runtime makes a view of the plain input (no conversion
+ * step), and the output still matches the reference. */
+static void test_one_block_view(void) {
+  ob_task *t = NULL;
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "one-block view")) goto done;
+  int a = node_named(f.g, "conv1");
+  ob_workload w;
+  CHECK(a >= 0 && ob_graph_node_workload(ctx, f.g, a, &w) == OB_OK && ob_task_new(ctx, &w, NULL, f.tg, &t) == OB_OK);
+  if (!t) goto done;
+  ob_config c = ob_task_default_config(t);
+  ob_config_set_split(&c, "tile_ic", (int64_t[]){1}, 1);
+  CHECK(ob_task_arg_layout(t, &c, 0).kind == OB_ARGL_NCHWC && ob_task_arg_layout(t, &c, 0).block == 1);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, a, ob_task_template(t), &c, 1e-6);
+  ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "one-block view");
+  if (rt) {
+    int ran = 0, to1 = 0;
+    for (int i = 0; i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && si.node == a && si.from_db && si.config_index == c.index) ran++;
+      if (si.kind == OB_RT_STEP_CONVERT && strstr(si.name, "NCHW1c")) to1++;
+    }
+    ob_rt_stats st;
+    ob_rt_get_stats(rt, &st);
+    CHECK_MSG(ran == 1 && to1 == 0 && st.nviews >= 1, "one-block view: conv1 ran the record %d time(s), %d "
+              "conversions to or from NCHW1c, %d views", ran, to1, st.nviews);
+  }
+  ob_rt_free(rt);
+done:
+  ob_task_free(t);
+  fixture_close(&f);
+}
+
 /* The tasks (default template, target tg) of n nodes of g, into *out[i];
  * false (a check failed) when one cannot be made. */
 static bool node_tasks(ob_graph *g, const ob_target *tg, const int *nodes, ob_task **const *out, int n) {
@@ -772,6 +807,7 @@ int main(void) {
   test_bad();
   test_winograd_records();
   test_layout_select();
+  test_one_block_view();
   test_blocked_concat();
   test_inplace_concat();
   test_pool_blocks();

@@ -473,6 +473,61 @@ static void test_search_rounds(void) {
   ob_task_free(task);
 }
 
+/* The confirmation in rounds: the fastest finalist, made 10x slow in its
+ * first re-measurement (a slow phase of the host), loses the pick with one
+ * round and keeps it, at its true cost, with three. */
+typedef struct confirm_window {
+  synth y;
+  int n_trial, seen;
+  uint64_t slow; /* the config hit once after the trials; UINT64_MAX: none */
+  bool hit;
+} confirm_window;
+
+static ob_status confirm_window_measure(void *user, ob_task *task, const ob_config *cfgs, int n,
+                                        ob_measure_result *res) {
+  (void)task;
+  confirm_window *w = user;
+  synth_results(&w->y, cfgs, n, res);
+  for (int i = 0; i < n; i++, w->seen++)
+    if (w->seen >= w->n_trial && cfgs[i].index == w->slow && !w->hit) {
+      res[i].timing.median_s *= 10;
+      res[i].gflops /= 10;
+      w->hit = true;
+    }
+  return OB_OK;
+}
+
+static void test_confirm_rounds(void) {
+  ob_task *task = make_task("conv2d", "N=1,C=64,H=56,W=56,K=64,R=3,S=3", 1);
+  uint64_t fastest = UINT64_MAX;
+  double true_cost = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    int rounds = pass == 2 ? 3 : 1;
+    confirm_window w = {.y = synth_new(ob_task_space(task)), .n_trial = 24, .slow = pass ? fastest : UINT64_MAX};
+    ob_tuner *t = new_tuner("random", task, 5);
+    ob_tune_opts o = ob_tune_opts_default();
+    o.measure_fn = confirm_window_measure;
+    o.user = &w;
+    o.n_trial = w.n_trial;
+    o.batch = 8;
+    o.confirm_rounds = rounds;
+    ob_tune_stats s;
+    CHECK(ob_tune_task(ctx, task, t, NULL, NULL, &o, &s) == OB_OK);
+    CHECK(s.confirmed && s.confirm_candidates >= 5);
+    CHECK_MSG(w.seen == w.n_trial + s.confirm_candidates * rounds, "measured %d", w.seen);
+    if (pass == 0) {
+      fastest = s.confirmed_cfg.index; /* no window: the true pick */
+      true_cost = s.confirmed_result.timing.median_s;
+    } else if (pass == 1) {
+      CHECK(w.hit && s.confirmed_cfg.index != fastest); /* the window decided */
+    } else {
+      CHECK(w.hit && s.confirmed_cfg.index == fastest && s.confirmed_result.timing.median_s == true_cost);
+    }
+    ob_tuner_free(t);
+  }
+  ob_task_free(task);
+}
+
 static int64_t db_count(const char *path, const char *table) {
   ob_db *db = NULL;
   int64_t n = -1;
@@ -494,7 +549,7 @@ static int count_lines(const char *path) {
 }
 
 static ob_status tune_dense(const char *dbpath, const char *log, const char *tuner, int n_trial,
-                            ob_tune_stats *s) {
+                            bool reconfirm, ob_tune_stats *s) {
   ob_task *task = make_task("dense", "M=8,N=64,K=64", 0);
   ob_tuner *t = new_tuner(tuner, task, 5);
   ob_runner *r = NULL;
@@ -508,6 +563,7 @@ static ob_status tune_dense(const char *dbpath, const char *log, const char *tun
   o.n_trial = n_trial;
   o.batch = 5;
   o.log_path = log;
+  o.reconfirm = reconfirm;
   if (!st) st = ob_tune_task(ctx, task, t, m, db, &o, s);
   if (st) fprintf(stderr, "tune_dense: %s\n", ob_ctx_errmsg(ctx));
   ob_db_close(db);
@@ -523,7 +579,7 @@ static void test_loop_real(void) {
   snprintf(dbpath, sizeof dbpath, "%s/t.db", dir);
   snprintf(log, sizeof log, "%s/autotvm.json", dir);
   ob_tune_stats s;
-  CHECK(tune_dense(dbpath, log, "random", 12, &s) == OB_OK);
+  CHECK(tune_dense(dbpath, log, "random", 12, false, &s) == OB_OK);
   CHECK_MSG(s.trials == 12 && s.measured == 12 && s.resumed == 0, "trials %d measured %d",
             s.trials, s.measured);
   CHECK(s.best_trial > 0 && s.best_result.gflops > 0);
@@ -534,16 +590,25 @@ static void test_loop_real(void) {
 
   /* the same arguments again: nothing is measured, the log is complete */
   ob_tune_stats s2;
-  CHECK(tune_dense(dbpath, log, "random", 12, &s2) == OB_OK);
+  CHECK(tune_dense(dbpath, log, "random", 12, false, &s2) == OB_OK);
   CHECK_MSG(s2.trials == 12 && s2.measured == 0 && s2.resumed == 12, "trials %d measured %d",
             s2.trials, s2.measured);
   CHECK(s2.confirmed && s2.confirmed_cfg.index == s.confirmed_cfg.index);
   CHECK(db_count(dbpath, "measurements") == 12);
   CHECK(count_lines(log) == 12 && s2.log_lines == 0);
+  CHECK(s2.confirmed_result.timing.repeat == 0); /* the stored verdict, not measured */
+
+  /* reconfirm: nothing new is searched, the finalists are measured again */
+  ob_tune_stats s4;
+  CHECK(tune_dense(dbpath, log, "random", 12, true, &s4) == OB_OK);
+  CHECK_MSG(s4.trials == 12 && s4.measured == 0 && s4.resumed == 12, "trials %d measured %d", s4.trials,
+            s4.measured);
+  CHECK(s4.confirmed && s4.default_confirmed && s4.confirm_candidates >= 5 && s4.confirmed_result.timing.repeat > 0);
+  CHECK(db_count(dbpath, "measurements") == 12);
 
   /* a larger budget measures only the difference, with another tuner */
   ob_tune_stats s3;
-  CHECK(tune_dense(dbpath, log, "ga", 20, &s3) == OB_OK);
+  CHECK(tune_dense(dbpath, log, "ga", 20, false, &s3) == OB_OK);
   CHECK_MSG(s3.trials == 20 && s3.measured == 8 && s3.resumed == 12, "trials %d measured %d",
             s3.trials, s3.measured);
   CHECK(db_count(dbpath, "measurements") == 20);
@@ -673,6 +738,7 @@ int main(void) {
   test_large_space();
   test_loop_synthetic();
   test_search_rounds();
+  test_confirm_rounds();
   test_loop_real();
   test_overlap_affinity();
   nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -112,10 +112,12 @@ OB_API ob_status ob_rt_time(ob_rt *rt, const ob_timing_opts *o, ob_timing *out);
  * median seconds of step i, *total_s (may be NULL) the median of the whole
  * runs measured at the same time. */
 OB_API ob_status ob_rt_profile(ob_rt *rt, int runs, double *step_s, double *total_s);
-/* The same with the mean of the middle 80 % of the runs in place of the
- * median (what ob_rt_record_steps stores): a step's latency is skewed to
- * the right, and the sum of the steps' medians falls short of the whole
- * run's (3 % on squeezenet-1.1). */
+/* The same over the runs whose totals fall in the middle half (what
+ * ob_rt_record_steps stores): step_s[i] is step i's mean over those runs,
+ * *total_s their mean total, so the steps add up to it (less the loop's own
+ * few ns per step). The sum of the steps' medians falls short of the whole
+ * run's (3 % on squeezenet-1.1: a step's latency is skewed to the right),
+ * and trimming each step apart keeps different runs per step. */
 OB_API ob_status ob_rt_profile_trimmed(ob_rt *rt, int runs, double *step_s, double *total_s);
 
 /* ---- what was compiled ------------------------------------------------------- */
@@ -146,7 +148,7 @@ OB_API void ob_rt_step_get(const ob_rt *rt, int i, ob_rt_step_info *out);
 
 typedef struct ob_rt_stats {
   int nsteps, nkernels, nonednn, nnative, nconvert;
-  int nviews;            /* nodes that became views of their input (no step) */
+  int nviews;            /* nodes (and NCHW <-> NCHW1c conversions) that became views of their input (no step) */
   int nboundary;         /* conversions at layout boundaries (plain <-> blocked) */
   int nreblock;          /* conversions between two channel blocks */
   int ntasks;            /* distinct workloads run by kernels */
@@ -187,9 +189,9 @@ OB_API double ob_rt_db_sum(const ob_rt *rt, int *covered, int *steps);
  * that names the plan (a hash of every step's operator, template and
  * config), this host, target and resource setting.
  * ob_rt_record_steps: runs the graph `runs` times timing each step (after a
- * warm-up), and stores each step's trimmed mean (the middle 80 % of the
- * runs), replacing older records of the same plan; *sum_s and *total_s (may
- * be NULL) get their sum and the whole runs' trimmed mean. db must be open
+ * warm-up), and stores each step's mean over the runs whose totals fall in
+ * the middle half (as ob_rt_profile_trimmed), replacing older records of the same plan; *sum_s and *total_s (may
+ * be NULL) get their sum and those runs' mean total. db must be open
  * for writing.
  * ob_rt_ingraph_sum: the sum of the records of this plan's steps found in
  * db; *covered (may be NULL) counts the steps that have one

@@ -252,9 +252,11 @@ OB_API ob_status ob_feature_extract(ob_ctx *ctx, struct ob_task *task, const ob_
  *  - the builds of batch k+1 (lowering, codegen, compiler processes) run
  *    while batch k is measured, pinned to the allowed cores the
  *    measurement does not use (with none free: build, then measure);
- *  - at the end the top configs are re-measured with the full protocol,
- *    their stored trials replaced (the old ones kept as history) and the
- *    winner stored as the task's confirmed best (ob_db_put_confirmed).
+ *  - at the end the top configs and the default are re-measured with the
+ *    full protocol (in confirm_rounds rounds), their stored trials replaced
+ *    (the old ones kept as history) and the winner stored as the task's
+ *    confirmed best (ob_db_put_confirmed); a task confirmed before with
+ *    nothing measured since keeps its verdict unless reconfirm.
  * Trials time with `measure` but timing.repeat lowered to search_repeat and
  * no stability rule (timing.max_cv 0); the re-measurement uses `measure` as
  * given. */
@@ -311,6 +313,15 @@ typedef struct ob_tune_opts {
   bool remeasure;          /* ignore the task's stored trials (no resume) and
                               replace them as configs are measured again; the
                               replaced rows go to the db's history table */
+  bool reconfirm;          /* re-measure the top configs although the db holds
+                              a confirmed best and nothing new was measured
+                              (records taken on a loaded machine, confirmed
+                              again on a quiet one) */
+  int confirm_rounds;      /* rounds of the re-measurement, the candidates'
+                              order reversed every other round, each judged by
+                              its fastest round (a slow phase of the host then
+                              costs a candidate one round, not its place);
+                              <= 0: 1 */
 } ob_tune_opts;
 
 /* The resource setting the loop files a task's trials under when

@@ -65,7 +65,7 @@ typedef enum flag_id {
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
   F_MIN_REPEAT_MS, F_MAX_CV, F_MAX_OFFCPU, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
-  F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
+  F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_RECONFIRM, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
   F_SHA256, F_MAX_DOWNLOAD, F_PRINT_GRAPH, F_NO_PASSES, F_KEY_OPS, F_LANES, F_INPUT, F_SAVE_OUTPUT,
   F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
@@ -122,6 +122,7 @@ static const flag_def flags[F_COUNT] = {
     [F_LOG] = {"--log", true, M_TUNE},
     [F_NO_TRANSFER] = {"--no-transfer", false, M_TUNE},
     [F_REMEASURE] = {"--remeasure", false, M_TUNE | M_DB | M_PROFILE},
+    [F_RECONFIRM] = {"--reconfirm", false, M_TUNE},
     [F_WORKLOAD] = {"--workload", true, M_DB},
     [F_HOST] = {"--host", true, M_DB | M_FLEET_CLIENT | M_WORKER | M_FLEET | M_PRED},
     [F_RESOURCES] = {"--resources", true, M_DB},
@@ -509,6 +510,11 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --remeasure          measure configs again although the db holds them (the\n"
             "                       new trials replace the stored ones, which are kept in\n"
             "                       the db's history); without it a run resumes\n"
+            "  --reconfirm          re-measure each task's best stored configs and its default\n"
+            "                       (3 rounds, each judged by its fastest) although the db holds\n"
+            "                       a confirmed best: records taken on a loaded machine, made\n"
+            "                       trustworthy on a quiet one; with --trials at most the stored\n"
+            "                       count nothing new is searched\n"
             "  --corun OP:SHAPE     collaboration tuning: tune --op and this partner for running\n"
             "                       together on disjoint cores (A on the first --threads cores of\n"
             "                       --cores, B on the next): each way --trials per operator,\n"
@@ -793,6 +799,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_BUILD_ONLY: a->build_only = true; break;
   case F_NO_TRANSFER: a->no_transfer = true; break;
   case F_REMEASURE: a->remeasure = true; break;
+  case F_RECONFIRM: a->reconfirm = true; break;
   case F_WORKLOAD: a->workload = v; break;
   case F_HOST: a->host = v; break;
   case F_RESOURCES: a->resources = v; break;

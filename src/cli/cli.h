@@ -68,6 +68,7 @@ typedef struct cli_args {
   const char *db_path;     /* --db (default ./opbench.db) */
   const char *log_path;    /* --log */
   bool no_transfer;        /* --no-transfer: xgb tuners ignore the db's records */
+  bool reconfirm;          /* --reconfirm: confirm the best stored configs again */
   bool remeasure;          /* --remeasure: tune measures again, import replaces */
   /* db */
   const char *action;      /* best, top, stats, export, import, push, pull */

@@ -865,6 +865,8 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
       o.task_index = j + 1;
       o.ntasks = njobs;
       o.remeasure = a->remeasure;
+      o.reconfirm = a->reconfirm;
+      o.confirm_rounds = a->reconfirm ? 3 : 1;
       o.log_path = a->log_path;
       ob_tune_stats s;
       st = ob_tune_task(ctx, task, tuner, measurer, db, &o, &s);

@@ -200,6 +200,8 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
   o.log_path = a->log_path;
   o.progress = a->json ? stderr : stdout;
   o.remeasure = a->remeasure;
+  o.reconfirm = a->reconfirm;
+  o.confirm_rounds = a->reconfirm ? 3 : 1;
   ob_tune_stats s;
   if (ob_tune_task(ctx, task, tuner, fleet ? ob_fleet_client_measurer(fleet) : measurer, db, &o, &s) != OB_OK) {
     if (s.trials && !a->json && isatty(fileno(stdout))) printf("\n"); /* end the redrawn line */

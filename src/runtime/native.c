@@ -233,6 +233,23 @@ int rt_convert(ob_rt *rt, int src, rt_layout to) {
     ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
     return -1;
   }
+  /* NCHW[1]c is NCHW byte for byte: a view of the source, no step (the
+   * copy cost squeezenet-1.1's input 0.07 ms of 4.7 at 1 thread) */
+  bool one = (from.kind == RL_PLAIN && to.kind == RL_NCHWC && to.block == 1) ||
+             (from.kind == RL_NCHWC && from.block == 1 && to.kind == RL_PLAIN);
+  if (one && ob_graph_tensor_ndim(g, t) == 4 && rt_layout_bytes(g, t, from) == rt_layout_bytes(g, t, to)) {
+    int v = rt_val_new(rt, t, to, ob_graph_tensor_dtype(g, t), rt_layout_bytes(g, t, to));
+    if (v < 0 || !rt_bind(rt, t, v)) {
+      ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
+      return -1;
+    }
+    rt_val *sv = &rt->v[src], *vv = &rt->v[v];
+    vv->alias = sv->alias >= 0 ? sv->alias : src;
+    vv->alias_off = sv->alias >= 0 ? sv->alias_off : 0;
+    vv->def = sv->def;
+    rt->st.nviews++;
+    return v;
+  }
   if (ob_graph_tensor_dtype(g, t) != OB_F32 || !cv_init(g, t, from, to, p)) {
     char a[32], b[32];
     ob_fail(rt->ctx, OB_ERR_UNSUPPORTED, "runtime: no conversion of '%s' from %s to %s", ob_graph_tensor_name(g, t),

@@ -242,6 +242,7 @@ double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
    * other (about 8 GB/s read + write here); plain <-> blocked and blocks
    * that do not divide (32 -> 6) move element by element at strides, about
    * 7x slower (ResNet-18, MobileNet-v2 profiles on this host) */
+  if ((from == 0 && to == 1) || (from == 1 && to == 0)) return 0; /* NCHW[1]c is NCHW: a view (rt_convert) */
   bool runs = from > 0 && to > 0 && (from % to == 0 || to % from == 0);
   return 2.0 * (double)bytes / (runs ? 8e9 : 1.2e9);
 }

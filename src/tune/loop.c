@@ -562,13 +562,54 @@ static int cmp_trial_desc(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
+/* One round of the confirmation's re-measurement of b[0..n) (built when
+ * local), in reverse order on odd rounds where the loop orders it. */
+static ob_status confirm_round(loop *L, batch *b, int round, const ob_measure_result *keep) {
+  const ob_tune_opts *o = L->o;
+  if (!L->local) return measure_whole(L, b, &o->measure);
+  if (L->gpu) return ob_measure_configs(L->ctx, L->task, L->runner, &o->measure, b->cfg, b->n, b->res);
+  ob_status st = OB_OK;
+  for (int j = 0; j < b->n && !st; j++) {
+    int i = round % 2 ? b->n - 1 - j : j;
+    if (!keep || !keep[i].error_no) st = run_built(L->task, L->runner, &o->measure, b, i);
+  }
+  return st;
+}
+
+/* The re-measurement of the confirmation's candidates b[0..n) in
+ * confirm_rounds rounds, each candidate keeping its fastest round's result
+ * (the rule of the final figures: the host slows our cores in phases of
+ * 0.2 s to seconds, and a phase that falls on one candidate's only
+ * measurement would decide the pick). A failure in any round is kept. */
+static ob_status confirm_measure(loop *L, batch *b) {
+  int rounds = L->o->confirm_rounds > 1 ? L->o->confirm_rounds : 1;
+  if (L->local && !L->gpu) {
+    ob_status st = build_now(L, b);
+    if (st) return st;
+  }
+  if (rounds == 1) return confirm_round(L, b, 0, NULL);
+  ob_measure_result *keep = malloc((size_t)b->n * sizeof *keep);
+  if (!keep) return ob_fail(L->ctx, OB_ERR_NOMEM, "out of memory confirming the best");
+  ob_status st = OB_OK;
+  for (int r = 0; r < rounds && !st; r++) {
+    st = confirm_round(L, b, r, r ? keep : NULL);
+    for (int i = 0; i < b->n && !st; i++)
+      if (r == 0 || (!keep[i].error_no && (b->res[i].error_no || b->res[i].timing.median_s < keep[i].timing.median_s)))
+        keep[i] = b->res[i];
+  }
+  if (!st) memcpy(b->res, keep, (size_t)b->n * sizeof *keep);
+  free(keep);
+  return st;
+}
+
 static ob_status confirm(loop *L, batch *b) {
   ob_tune_stats *s = L->stats;
   const ob_tune_opts *o = L->o;
   int top = o->confirm_top == 0 ? OB_TUNE_CONFIRM_TOP : o->confirm_top;
   if (top <= 0 || s->best_trial == 0) return OB_OK;
-  /* Confirmed before and nothing new since: keep that verdict. */
-  if (L->db && s->measured == 0) {
+  /* Confirmed before and nothing new since: keep that verdict (unless
+   * asked to confirm again: records taken on a loaded machine). */
+  if (L->db && s->measured == 0 && !o->reconfirm) {
     ob_db_confirmed c;
     ob_status st = ob_db_get_confirmed(L->db, &L->key, &c);
     if (st == OB_OK && ob_space_is_valid(ob_task_space(L->task), c.config_index)) {
@@ -607,15 +648,7 @@ static ob_status confirm(loop *L, batch *b) {
     }
   s->default_confirmed = have_dflt;
   free(sorted);
-  ob_status st = OB_OK;
-  if (!L->local) {
-    st = measure_whole(L, b, &o->measure);
-  } else if (L->gpu) {
-    st = ob_measure_configs(L->ctx, L->task, L->runner, &o->measure, b->cfg, b->n, b->res);
-  } else {
-    st = build_now(L, b);
-    for (int i = 0; i < b->n && !st; i++) st = run_built(L->task, L->runner, &o->measure, b, i);
-  }
+  ob_status st = confirm_measure(L, b);
   if (st) return st;
   int best = -1;
   for (int i = 0; i < b->n; i++)
