@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "opbench/predict.h"
+#include "opbench/sched.h"
 #include "check.h"
 
 static char dir[64];
@@ -181,6 +182,40 @@ static void test_train_and_file(void) {
     CHECK(ob_predictor_slowdown(p, cd->s[0].x, &a) == OB_OK && ob_predictor_slowdown(q, cd->s[0].x, &b) == OB_OK);
     CHECK(a.seconds == b.seconds);
     ob_predictor_free(q);
+  }
+  /* the scheduler's predicted costs describe a node as the training points
+   * were, with the host's measured limits (they set the analytical time
+   * the prediction scales): with limits, its latency is the prediction of
+   * the point with those limits, and not the one without */
+  {
+    ob_target *t = NULL;
+    CHECK(ob_target_parse(ctx, TARGET, &t) == OB_OK);
+    ob_db_host_limit lims[] = {
+        {.host = "h1", .name = "fma_peak", .isa = "avx2", .threads = 1, .bytes = 0, .value = 7},
+        {.host = "h1", .name = "mem_triad", .isa = "", .threads = 1, .bytes = 1e9, .value = 3}};
+    ob_db_host_limits hl = {.n = 2, .l = lims};
+    ob_sched_node_desc nd = {.has_workload = true, .wl = *d->s[0].wl, .flops = d->s[0].flops};
+    ob_sched_op_desc od = {.key = "n0", .nnodes = 1, .nodes = &nd, .flops = d->s[0].flops};
+    ob_sched_predictor_model pm = {.predictor = p, .target = t, .fallback = ob_sched_flops_model_default()};
+    double plain = 0, with = 0, direct = NAN;
+    CHECK(t && ob_sched_predictor_latency(&pm, &od, 1, &plain) == OB_OK && pm.predicted == 1);
+    pm.limits = &hl;
+    pm.host = "h1";
+    CHECK(t && ob_sched_predictor_latency(&pm, &od, 1, &with) == OB_OK && pm.predicted == 2);
+    ob_task *task = NULL;
+    if (t && ob_task_new(ctx, &nd.wl, NULL, t, &task) == OB_OK) {
+      ob_config c = ob_task_default_config(task);
+      ob_predict_point pt = {.wl = &nd.wl, .task = task, .cfg = &c, .threads = 1, .ncores = 1};
+      ob_predict_point_limits(&hl, "h1", &pt);
+      float x[OB_PREDICT_NFEAT];
+      ob_prediction sp;
+      if (ob_predict_features(ctx, &pt, x) == OB_OK && ob_predictor_predict(p, "dense", x, nd.flops, &sp) == OB_OK)
+        direct = sp.seconds;
+    }
+    CHECK_MSG(with == direct && fabs(with - plain) > 1e-3 * plain, "with limits %g, direct %g, without %g", with,
+              direct, plain);
+    ob_task_free(task);
+    ob_target_free(t);
   }
   /* a corrupt file: one byte of a booster changed; truncated; another schema; not a model */
   FILE *f = fopen(path_in("m.model"), "rb");
