@@ -164,6 +164,9 @@ typedef struct ob_predict_data_opts {
   int64_t max_records;  /* <= 0: all; else an even sample of this many */
   double max_cv;        /* > 0: leave out points whose repeats' CV is above it
                            (a measurement disturbed while it ran) */
+  bool cv_profiles_only; /* max_cv applies to profile points only: a caller that
+                            labels the measurement points from several rounds
+                            judges each round's CV itself */
 } ob_predict_data_opts;
 
 /* The usable points of db: error-free, not emulated, with a positive
