@@ -40,6 +40,7 @@ static ob_target *target;
 #define NPL 8 /* workloads of the co-run pairs */
 #define CORUN_ROUNDS 5
 #define MODEL_ROUNDS 3
+#define NSTACK 3 /* further instances of the calibration model in the miss curve's stack */
 
 typedef struct wl_entry {
   ob_workload wl;
@@ -615,7 +616,7 @@ int main(int argc, char **argv) {
   int nround_dbs = 0;
   bool reverse = false;
   double round_agree = 0.05;
-  bool rounds_only = false;
+  bool rounds_only = false, no_profiles = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--configs") && i + 1 < argc) nconfigs = atoi(argv[++i]);
@@ -630,6 +631,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--measure-round") && i + 1 < argc) round_out = argv[++i];
     else if (!strcmp(argv[i], "--reverse")) reverse = true;
     else if (!strcmp(argv[i], "--rounds-only")) rounds_only = true;
+    else if (!strcmp(argv[i], "--no-profiles")) no_profiles = true;
     else if (!strcmp(argv[i], "--round-agree") && i + 1 < argc) round_agree = atof(argv[++i]);
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc && nround_dbs < MAX_ROUNDS) round_dbs[nround_dbs++] = argv[++i];
     else if (!strcmp(argv[i], "--reuse")) reuse = true;
@@ -649,7 +651,7 @@ int main(int argc, char **argv) {
                       "       [--keep] [--reuse] [--measure-only] [--measure-budget S] [--max-cv X] [--model-steps]\n"
                       "       [--no-corun] [--no-models] [--no-100k] [--no-folds] [--worst N] [--depth N] [--rounds N]\n"
                       "       [--eta X] [--measure-round OUT.db [--reverse]] [--rounds ROUND.db]... [--rounds-only]\n"
-                      "       [--round-agree X (< 0: the fastest round)]\n"
+                      "       [--round-agree X (< 0: the fastest round)] [--no-profiles]\n"
                       "       [--corun-depth N] [--corun-rounds N]\n", argv[0]);
       return 2;
     }
@@ -775,7 +777,7 @@ int main(int argc, char **argv) {
   ob_predict_dataset *d = NULL;
   /* points whose repeats spread by more than max_cv were disturbed while
    * they ran: neither trained on nor scored */
-  ob_predict_data_opts dopt = {.max_cv = max_cv, .cv_profiles_only = rset.nsrc > 0};
+  ob_predict_data_opts dopt = {.max_cv = max_cv, .cv_profiles_only = rset.nsrc > 0, .no_profiles = no_profiles};
   if (ob_predict_dataset_load(ctx, db, &dopt, &d)) return die("dataset");
   uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1), *keep_pt = malloc((size_t)d->n);
   memset(keep_pt, 1, (size_t)d->n);
@@ -980,12 +982,14 @@ int main(int argc, char **argv) {
       snprintf(head, sizeof head, "model latency (%d thread%s)", th, th > 1 ? "s" : "");
       printf("\n%-34s %12s %12s %9s %s\n", head, "predicted ms", "measured ms", "error%",
              "kernels / other steps (uncovered kinds)");
-      ob_graph *g[4] = {0};
-      ob_rt *rt[4] = {0};
-      for (int m = 0; m < 4; m++) {
+      /* 4 to 6: further instances of the calibration model (parameters of
+       * their own), the synthetic stack of the miss curve */
+      ob_graph *g[4 + NSTACK] = {0};
+      ob_rt *rt[4 + NSTACK] = {0};
+      for (int m = 0; m < 4 + NSTACK; m++) {
         ob_model_opts mo = ob_model_opts_default();
-        mo.name = names[m];
-        mo.input_size = !strcmp(names[m], "inception-v3") && input_size < 75 ? 75 : input_size;
+        mo.name = names[m < 4 ? m : 0];
+        mo.input_size = !strcmp(mo.name, "inception-v3") && input_size < 75 ? 75 : input_size;
         mo.seqlen = seqlen;
         ob_rt_opts ro = ob_rt_opts_default();
         ro.target = target;
@@ -995,12 +999,15 @@ int main(int argc, char **argv) {
         if (ob_model_load(ctx, &mo, &g[m]) ||
             ob_graph_optimize(ctx, g[m], ob_target_get_facts(target)->lanes_f32, NULL) ||
             ob_rt_new(ctx, g[m], &ro, &rt[m]))
-          return die(names[m]);
+          return die(mo.name);
       }
-      double pr_s[3][MODEL_ROUNDS], me_s[3][MODEL_ROUNDS];
+      double pr_s[3][MODEL_ROUNDS], me_s[3][MODEL_ROUNDS], pr_sweep[3][MODEL_ROUNDS];
       ob_predict_model_result r[3];
       for (int rd = 0; rd < MODEL_ROUNDS; rd++) {
         if (ob_predict_overhead_measure(ctx, rt[0], th, 10, &ov)) return die("overhead");
+        ob_predict_overhead sweep_ov = ov;
+        if (ob_predict_overhead_stack(ctx, rt[0], rt + 4, NSTACK, &ov)) return die("overhead stack");
+
         printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
                "%-34s kernels in the graph x%.3f their db time alone, at least %.4f ms per MiB of parameters,\n"
                "%-34s + %.4f ms per MiB of parameters evicted (of %.1f MiB); share evicted by MiB read between runs:",
@@ -1008,15 +1015,21 @@ int main(int argc, char **argv) {
                ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor,
                ov.floor_s_per_mb * 1e3, "", ov.cold_s_per_mb * 1e3, ov.param_mib);
         for (int k = 0; k < ov.nmiss; k++) printf(" %.0f %.2f", ov.miss_mib[k], ov.miss_share[k]);
-        printf("%s\n", ov.nmiss ? "" : " (no cold cost measured)");
+        printf("%s\n", ov.nmiss ? " (synthetic stack: 1-3 more resnet-18s)" : " (no cold cost measured)");
+        printf("%-34s the sweep's miss curve (predictions with it beside):", "");
+        for (int k = 0; k < sweep_ov.nmiss; k++) printf(" %.0f %.2f", sweep_ov.miss_mib[k], sweep_ov.miss_share[k]);
+        printf("\n");
         for (int m = 1; m < 4; m++) {
           ob_timing tm;
           ob_timing_opts to2 = ob_timing_default();
           to2.timeout_s = 300;
+          ob_predict_model_result rsw;
           if (ob_predict_model(ctx, p, rt[m], target, th, lim, host.fingerprint, &ov, NULL, &r[m - 1]) ||
+              ob_predict_model(ctx, p, rt[m], target, th, lim, host.fingerprint, &sweep_ov, NULL, &rsw) ||
               ob_rt_time(rt[m], &to2, &tm))
             return die(names[m]);
           pr_s[m - 1][rd] = r[m - 1].seconds;
+          pr_sweep[m - 1][rd] = rsw.seconds;
           me_s[m - 1][rd] = tm.median_s;
         }
       }
@@ -1027,15 +1040,18 @@ int main(int argc, char **argv) {
                    rd ? " " : "", 100 * (pr_s[m - 1][rd] - me_s[m - 1][rd]) / me_s[m - 1][rd]);
         double pm = median(pr_s[m - 1], MODEL_ROUNDS), mm2 = median(me_s[m - 1], MODEL_ROUNDS);
         model_err[th][m - 1] = (pm - mm2) / mm2;
+        double psw = median(pr_sweep[m - 1], MODEL_ROUNDS);
         if (model_steps) steps_breakdown(rt[m], p, target, th, lim, &ov, run);
         const ob_predict_model_result *rr = &r[m - 1];
         char label[64];
         snprintf(label, sizeof label, "  %s", names[m]);
-        printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s; %.1f MiB of parameters, %.2f evicted; rounds %s\n", label,
+        printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s; %.1f MiB of parameters, %.2f evicted; rounds %s;\n"
+               "%-34s with the sweep's miss curve %.3f ms (%+.1f%%)\n", label,
                pm * 1e3, mm2 * 1e3, 100 * model_err[th][m - 1], rr->nkernels, rr->nother, rr->nuncovered ? " (" : "",
-               rr->uncovered, rr->nuncovered ? ")" : "", rr->param_mib, rr->miss_share, rounds_txt);
+               rr->uncovered, rr->nuncovered ? ")" : "", rr->param_mib, rr->miss_share, rounds_txt, "", psw * 1e3,
+               100 * (psw - mm2) / mm2);
       }
-      for (int m = 0; m < 4; m++) {
+      for (int m = 0; m < 4 + NSTACK; m++) {
         ob_rt_free(rt[m]);
         ob_graph_free(g[m]);
       }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "opbench/predict.h"
+#include "opbench/runtime.h"
 #include "opbench/sched.h"
 #include "check.h"
 
@@ -580,6 +581,49 @@ static void test_analytic(void) {
   ob_target_free(t);
 }
 
+/* The miss curve from a synthetic stack: the calibration run after runs of
+ * other instances (parameters of their own); its points sit at the
+ * calibration's parameters plus the others', the sweep's points beyond the
+ * stack's last are kept, those within it dropped; the shares never fall. */
+static void test_overhead_stack(void) {
+  ob_graph *g[3] = {0};
+  ob_rt *rt[3] = {0};
+  bool ok = true;
+  for (int i = 0; i < 3 && ok; i++) {
+    ob_model_opts mo = ob_model_opts_default();
+    mo.name = "simple";
+    ob_rt_opts ro = ob_rt_opts_default();
+    ro.build.timeout_s = OB_TEST_TIMEOUT_S;
+    ok = ob_model_load(ctx, &mo, &g[i]) == OB_OK && ob_graph_optimize(ctx, g[i], 16, NULL) == OB_OK &&
+         ob_rt_new(ctx, g[i], &ro, &rt[i]) == OB_OK;
+    CHECK_MSG(ok, "%s", ob_ctx_errmsg(ctx));
+  }
+  if (ok) {
+    ob_predict_overhead ov;
+    CHECK_MSG(ob_predict_overhead_measure(ctx, rt[0], 1, 3, &ov) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+    double p = ov.param_mib;
+    CHECK(p > 0);
+    /* no cold cost: nothing changes */
+    ov.cold_s_per_mb = 0;
+    ov.nmiss = 2;
+    ov.miss_mib[0] = 2.5 * p, ov.miss_share[0] = 0.3;
+    ov.miss_mib[1] = 1e6, ov.miss_share[1] = 0.9;
+    CHECK(ob_predict_overhead_stack(ctx, rt[0], rt + 1, 2, &ov) == OB_OK);
+    CHECK(ov.nmiss == 2 && ov.miss_mib[0] == 2.5 * p && ov.miss_share[1] == 0.9);
+    ov.cold_s_per_mb = 1e-3;
+    CHECK(ob_predict_overhead_stack(ctx, rt[0], rt + 1, 2, &ov) == OB_OK);
+    CHECK_MSG(ov.nmiss == 3 && fabs(ov.miss_mib[0] - 2 * p) < 1e-9 * p && fabs(ov.miss_mib[1] - 3 * p) < 1e-9 * p &&
+                  ov.miss_mib[2] == 1e6,
+              "%d points at %g %g %g (calibration %g MiB)", ov.nmiss, ov.miss_mib[0], ov.miss_mib[1], ov.miss_mib[2], p);
+    CHECK(ov.miss_share[0] >= 0 && ov.miss_share[0] <= ov.miss_share[1] && ov.miss_share[1] <= 1);
+    CHECK(ov.miss_share[2] >= 0.9 && ov.miss_share[2] >= ov.miss_share[1]);
+  }
+  for (int i = 0; i < 3; i++) {
+    ob_rt_free(rt[i]);
+    ob_graph_free(g[i]);
+  }
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   snprintf(dir, sizeof dir, "/tmp/obpredict-XXXXXX");
@@ -592,6 +636,7 @@ int main(void) {
   test_nash();
   test_nash_slowdown();
   test_analytic();
+  test_overhead_stack();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
