@@ -445,7 +445,8 @@ static void agreement(const char *what, const double *a, const double *b, int64_
  * counts in reverse order when `reverse`; with rounds given, only the points
  * they do not yet confirm. Returns the points measured, -1 on failure. */
 static int64_t measure_round(ob_db *db, const char *out_path, bool reverse, ob_runner *run, const round_set *rs,
-                             double max_cv, double agree, double budget_s, double *took) {
+                             double max_cv, double agree, double budget_s, bool models, bool profiles_too,
+                             double *took) {
   double t0 = ob_now_s();
   ob_db *out = NULL;
   ob_db_records *recs = NULL;
@@ -456,7 +457,7 @@ static int64_t measure_round(ob_db *db, const char *out_path, bool reverse, ob_r
   f.order = OB_DB_ORDER_KEY;
   if (ob_db_open(ctx, out_path, 0, &out) || ob_db_query(db, &f, &recs)) return -1;
   int64_t measured = 0;
-  for (int k = 0; k < nwl && (budget_s <= 0 || ob_now_s() - t0 < budget_s); k++) {
+  for (int k = 0; models && k < nwl && (budget_s <= 0 || ob_now_s() - t0 < budget_s); k++) {
     wl_entry *e = &wls[reverse ? nwl - 1 - k : k];
     if (ob_workload_store(out, &e->wl)) ob_ctx_clear_error(ctx);
     for (int tt = 1; tt <= 2; tt++) {
@@ -495,6 +496,62 @@ static int64_t measure_round(ob_db *db, const char *out_path, bool reverse, ob_r
       measured += nc;
     }
   }
+  /* the sampled kernel points (profiles without pressure or co-runner), with
+   * profiles_too: each task's points at one thread count in one call, stored
+   * under the profile's own resources so that the labels find them */
+  ob_predict_dataset *pd = NULL;
+  ob_predict_data_opts po = {0};
+  if (profiles_too && ob_predict_dataset_load(ctx, db, &po, &pd) == OB_OK) {
+    for (int64_t i = 0; i < pd->n && (budget_s <= 0 || ob_now_s() - t0 < budget_s);) {
+      const ob_predict_sample *s0 = &pd->s[i];
+      int64_t j = i;
+      ob_task *task = NULL;
+      ob_config cfgs[64];
+      const ob_predict_sample *pts[64];
+      int nc = 0;
+      bool ok = s0->from_profile && s0->pressure_mib == 0 && s0->wl &&
+                ob_task_new(ctx, s0->wl, s0->tmpl, target, &task) == OB_OK;
+      for (; j < pd->n && pd->s[j].wl == s0->wl && !strcmp(pd->s[j].tmpl, s0->tmpl) &&
+             pd->s[j].threads == s0->threads && !strcmp(pd->s[j].resources, s0->resources) &&
+             pd->s[j].from_profile == s0->from_profile && pd->s[j].pressure_mib == s0->pressure_mib;
+           j++) {
+        if (!ok || nc == 64) continue;
+        if (ob_space_get(ctx, ob_task_space(task), pd->s[j].config_index, &cfgs[nc])) continue;
+        pts[nc++] = &pd->s[j];
+      }
+      ob_ctx_clear_error(ctx);
+      if (ok && nc) {
+        ob_measure_opts mo = ob_measure_opts_default();
+        mo.nthreads = s0->threads;
+        mo.timing.repeat = 5;
+        mo.build.jobs = 2;
+        ob_measure_result r[64];
+        if (ob_workload_store(out, s0->wl)) ob_ctx_clear_error(ctx);
+        if (ob_measure_configs(ctx, task, run, &mo, cfgs, nc, r) == OB_OK) {
+          for (int c = 0; c < nc; c++) {
+            ob_db_record rec;
+            memset(&rec, 0, sizeof rec);
+            rec.host = host.fingerprint;
+            rec.workload = pts[c]->workload;
+            rec.target = ob_target_str(target);
+            rec.resources = pts[c]->resources;
+            rec.tmpl = pts[c]->tmpl;
+            rec.config_index = cfgs[c].index;
+            rec.nthreads = mo.nthreads;
+            rec.cores = mo.nthreads == 1 ? "0" : "0,1";
+            ob_measure_result_to_record(&r[c], &rec);
+            if (ob_db_put_measurement(out, &rec, 0, NULL)) ob_ctx_clear_error(ctx);
+          }
+          measured += nc;
+        }
+        ob_ctx_clear_error(ctx);
+      }
+      ob_task_free(task);
+      i = j > i ? j : i + 1;
+    }
+  }
+  ob_ctx_clear_error(ctx);
+  ob_predict_dataset_free(pd);
   *took = ob_now_s() - t0;
   ob_db_records_free(recs);
   ob_db_close(out);
@@ -617,6 +674,7 @@ int main(int argc, char **argv) {
   bool reverse = false;
   double round_agree = 0.05;
   bool rounds_only = false, no_profiles = false;
+  int round_what = 0; /* 0: the models' points; 1: and the sampled kernel points; 2: those alone */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--configs") && i + 1 < argc) nconfigs = atoi(argv[++i]);
@@ -630,6 +688,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--keep")) keep = true;
     else if (!strcmp(argv[i], "--measure-round") && i + 1 < argc) round_out = argv[++i];
     else if (!strcmp(argv[i], "--reverse")) reverse = true;
+    else if (!strcmp(argv[i], "--round-profiles")) round_what = 1;
+    else if (!strcmp(argv[i], "--round-profiles-only")) round_what = 2;
     else if (!strcmp(argv[i], "--rounds-only")) rounds_only = true;
     else if (!strcmp(argv[i], "--no-profiles")) no_profiles = true;
     else if (!strcmp(argv[i], "--round-agree") && i + 1 < argc) round_agree = atof(argv[++i]);
@@ -693,7 +753,8 @@ int main(int argc, char **argv) {
   test_start[3] = nwl;
   if (round_out) {
     double took = 0;
-    int64_t n = measure_round(db, round_out, reverse, run, &rset, max_cv, round_agree, measure_budget_s, &took);
+    int64_t n = measure_round(db, round_out, reverse, run, &rset, max_cv, round_agree, measure_budget_s,
+                              round_what != 2, round_what >= 1, &took);
     if (n < 0) return die(round_out);
     printf("round: measured %lld points in %.0f s into %s (%s order%s)\n", (long long)n, took, round_out,
            reverse ? "reverse" : "forward", rset.nsrc ? "; only those the rounds given do not confirm" : "");
@@ -792,8 +853,7 @@ int main(int argc, char **argv) {
     int half = rset.nsrc / 2;
     for (int64_t i = 0; i < d->n; i++) {
       a[i] = b[i] = ac[i] = bc[i] = ha[i] = hb[i] = NAN;
-      if (d->s[i].from_profile) continue;
-      npts++;
+      if (d->s[i].from_profile && d->s[i].pressure_mib != 0) continue;
       char *key = point_key(d->s[i].workload, d->s[i].tmpl, d->s[i].resources, d->s[i].config_index);
       double v[MAX_ROUNDS + 1];
       int n;
@@ -809,6 +869,9 @@ int main(int argc, char **argv) {
       n = rounds_of(&rset, key, 0, rset.nsrc, max_cv, v);
       double lab = round_label(v, n, round_agree);
       free(key);
+      /* a sampled kernel point no round measured keeps its own label */
+      if (d->s[i].from_profile && n == 0) continue;
+      npts++;
       if (isnan(lab)) {
         keep_pt[i] = 0;
         nleft++;
