@@ -8,12 +8,15 @@
  *  - odd sizes at vector speed: conv2d_NCHWc.x86 with an output-channel
  *    block that does not divide K, dense_pack / batch_matmul_pack with
  *    panels that do not divide N and register blocks that do not divide M;
+ *  - conv2d_NCHWc.x86's weight prefetch: in 1x1 layers whose weights outgrow
+ *    the L2 and nowhere else, with unchanged results;
  *  - conv2d_winograd.x86 for every tile size (F(2x2), F(4x4), F(6x6)) and
  *    all three loop orders on spatial sizes whose tiles overhang the output
  *    (order 2's tile blocks across rows, cut short, and its reduction in
  *    chunks too),
  *    with epilogues and a batch of two, at the Winograd tolerances.
  * Shapes are small so the whole file builds about a hundred kernels. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +185,54 @@ static void test_odd_sizes(void) {
   }
 }
 
+/* ---- weight prefetch ------------------------------------------------------------ */
+/* Whether the lowered nest of t's default config has a software prefetch. */
+static bool nest_prefetches(ob_task *t, const char *what) {
+  ob_config c = ob_task_default_config(t);
+  ob_lowered *f = NULL;
+  CHECK_MSG(ob_task_lower(t, &c, &f) == OB_OK, "%s: %s", what, ob_ctx_errmsg(ctx));
+  char *nest = f ? ob_lowered_str(f) : NULL;
+  bool has = nest && strstr(nest, "prefetch ");
+  free(nest);
+  ob_lowered_free(f);
+  return has;
+}
+
+/* conv2d_NCHWc prefetches the next output-channel block's weights in 1x1
+ * layers whose weights outgrow the L2, and nowhere else; values unchanged. */
+static void test_weight_prefetch(void) {
+  ob_target *tg = NULL;
+  CHECK(ob_target_parse(ctx, "llvm -mcpu=native", &tg) == OB_OK);
+  if (!tg) return;
+  int64_t l2 = ob_target_get_facts(tg)->l2_bytes;
+  ob_target_free(tg);
+  static const struct {
+    const char *shape, *pad, *stride;
+    double wbytes;
+    bool one_by_one;
+  } c[] = {
+      {"C=2048,H=7,W=7,K=1024,R=1,S=1", NULL, NULL, 4.0 * 2048 * 1024, true},
+      {"C=512,H=14,W=14,K=2048,R=1,S=1", NULL, "2", 4.0 * 512 * 2048, true},
+      {"C=64,H=14,W=14,K=64,R=1,S=1", NULL, NULL, 4.0 * 64 * 64, true},
+      {"C=512,H=7,W=7,K=512,R=3,S=3", "1", NULL, 4.0 * 512 * 512 * 9, false},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    ob_task *t = task_of("conv2d", c[i].shape, c[i].stride, c[i].pad, NULL, "bias,relu", "conv2d_NCHWc.x86");
+    if (!t) continue;
+    char what[128];
+    snprintf(what, sizeof what, "weight prefetch %s", c[i].shape);
+    bool want = c[i].one_by_one && l2 > 0 && c[i].wbytes > (double)l2;
+    CHECK_MSG(nest_prefetches(t, what) == want, "%s: prefetch %s expected (L2 %lld bytes)", what,
+              want ? "" : "not", (long long)l2);
+    if (c[i].one_by_one) {
+      ob_config cfgs[4];
+      int n = configs_with(t, NULL, 0, 3, 41 + i, cfgs);
+      expect_correct(t, cfgs, n, what);
+    }
+    ob_task_free(t);
+  }
+}
+
 /* ---- Winograd ------------------------------------------------------------------- */
 static void check_winograd(const char *shape, const char *pad, const char *epi, int64_t m, int64_t order,
                            int extra) {
@@ -250,6 +301,7 @@ int main(void) {
   if (runner) {
     test_border();
     test_odd_sizes();
+    test_weight_prefetch();
     test_winograd();
   }
   ob_runner_free(runner);
