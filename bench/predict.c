@@ -40,6 +40,7 @@ static ob_target *target;
 #define NPL 8 /* workloads of the co-run pairs */
 #define CORUN_ROUNDS 5
 #define MODEL_ROUNDS 3
+#define NSTACK 3 /* further instances of the calibration model in the miss curve's stack */
 
 typedef struct wl_entry {
   ob_workload wl;
@@ -319,11 +320,271 @@ static void diagnose(const ob_predict_dataset *d, const uint8_t *test, const dou
   free(rows);
 }
 
+/* ---- labels measured in rounds ---------------------------------------------------------
+ * The host slows our cores in phases of 0.2 s to seconds, so one measurement
+ * of a point (or every point of a workload, taken one after the other) may
+ * fall in a slow phase: re-measured hours apart, only about half the points
+ * agreed within 10 %. A round (--measure-round) measures every point of the
+ * db again into a db of its own, workloads and thread counts in reverse order
+ * on alternate rounds; --rounds gives the bench those dbs, and each point's
+ * label becomes the mean of its two fastest rounds, kept only when those two
+ * agree within --round-agree (a slow phase lengthens a measurement and never
+ * shortens it, so the fastest pair that agrees is the calm time; a point
+ * with no such pair is left out). Rounds with a CV above --max-cv count as
+ * disturbed and are not used. */
+#define MAX_ROUNDS 8
+
+typedef struct round_val {
+  char *key; /* workload|template|resources|config */
+  int src;   /* 0: --db, r: the r-th --rounds db */
+  double s, cv;
+} round_val;
+
+typedef struct round_set {
+  round_val *v;
+  int64_t n, cap;
+  int nsrc;
+} round_set;
+
+static int by_round_key(const void *a, const void *b) {
+  const round_val *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : x->src - y->src;
+}
+
+static char *point_key(const char *wl, const char *tmpl, const char *res, uint64_t cfg) {
+  size_t n = strlen(wl) + strlen(tmpl) + strlen(res) + 32;
+  char *k = malloc(n);
+  if (k) snprintf(k, n, "%s|%s|%s|%llu", wl, tmpl, res, (unsigned long long)cfg);
+  return k;
+}
+
+/* The error-free records of one db as round src. */
+static int rounds_add_db(round_set *rs, ob_db *rdb) {
+  ob_db_filter f;
+  memset(&f, 0, sizeof f);
+  f.key.host = host.fingerprint;
+  f.ok_only = true;
+  ob_db_records *recs = NULL;
+  if (ob_db_query(rdb, &f, &recs)) return -1;
+  for (int64_t i = 0; i < recs->n; i++) {
+    const ob_db_record *r = &recs->rec[i];
+    if (r->error_no || r->timing.emulated || !(r->timing.median_s > 0)) continue;
+    if (rs->n == rs->cap) {
+      rs->cap = rs->cap ? 2 * rs->cap : 4096;
+      round_val *nv = realloc(rs->v, sizeof *nv * (size_t)rs->cap);
+      if (!nv) {
+        ob_db_records_free(recs);
+        return -1;
+      }
+      rs->v = nv;
+    }
+    char *k = point_key(r->workload, r->tmpl, r->resources, r->config_index);
+    if (!k) break;
+    rs->v[rs->n++] = (round_val){k, rs->nsrc, r->timing.median_s, r->timing.cv};
+  }
+  rs->nsrc++;
+  ob_db_records_free(recs);
+  return 0;
+}
+
+static void rounds_free(round_set *rs) {
+  for (int64_t i = 0; i < rs->n; i++) free(rs->v[i].key);
+  free(rs->v);
+}
+
+/* The clean rounds of one point from sources [s0, s1): their seconds, fastest first. */
+static int rounds_of(const round_set *rs, const char *key, int s0, int s1, double max_cv, double *out) {
+  round_val probe = {(char *)key, -1, 0, 0};
+  /* lower bound of key */
+  int64_t lo = 0, hi = rs->n;
+  while (lo < hi) {
+    int64_t mid = (lo + hi) / 2;
+    if (by_round_key(&rs->v[mid], &probe) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  int n = 0;
+  for (int64_t i = lo; i < rs->n && !strcmp(rs->v[i].key, key); i++)
+    if (rs->v[i].src >= s0 && rs->v[i].src < s1 && (max_cv <= 0 || !(rs->v[i].cv > max_cv)) && n < MAX_ROUNDS + 1)
+      out[n++] = rs->v[i].s;
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && out[j] < out[j - 1]; j--) {
+      double t = out[j];
+      out[j] = out[j - 1];
+      out[j - 1] = t;
+    }
+  return n;
+}
+
+/* The label of rounds sorted fastest first: the mean of the two fastest when
+ * they agree within `agree`, else NAN; agree < 0: the fastest round. */
+static double round_label(const double *v, int n, double agree) {
+  if (agree < 0) return n ? v[0] : NAN;
+  if (n < 2 || v[1] > v[0] * (1 + agree)) return NAN;
+  return (v[0] + v[1]) / 2;
+}
+
+/* Share of points whose two labels agree within 10 %, and the RMSPE of the
+ * second against the first. */
+static void agreement(const char *what, const double *a, const double *b, int64_t n) {
+  int64_t k = 0, in10 = 0;
+  double se = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (!(a[i] > 0) || !(b[i] > 0)) continue;
+    double e = (b[i] - a[i]) / a[i];
+    se += e * e;
+    in10 += fabs(e) <= 0.1;
+    k++;
+  }
+  printf("  %-62s %6lld points: within +-10%% %5.1f%%, RMSPE %5.1f%%\n", what, (long long)k,
+         k ? 100.0 * (double)in10 / (double)k : NAN, k ? 100 * sqrt(se / (double)k) : NAN);
+}
+
+/* --measure-round OUT: every point of the db's bench workloads measured once
+ * more into OUT (the same configs, both thread counts), workloads and thread
+ * counts in reverse order when `reverse`; with rounds given, only the points
+ * they do not yet confirm. Returns the points measured, -1 on failure. */
+static int64_t measure_round(ob_db *db, const char *out_path, bool reverse, ob_runner *run, const round_set *rs,
+                             double max_cv, double agree, double budget_s, bool models, bool profiles_too,
+                             double *took) {
+  double t0 = ob_now_s();
+  ob_db *out = NULL;
+  ob_db_records *recs = NULL;
+  ob_db_filter f;
+  memset(&f, 0, sizeof f);
+  f.key.host = host.fingerprint;
+  f.ok_only = true;
+  f.order = OB_DB_ORDER_KEY;
+  if (ob_db_open(ctx, out_path, 0, &out) || ob_db_query(db, &f, &recs)) return -1;
+  int64_t measured = 0;
+  for (int k = 0; models && k < nwl && (budget_s <= 0 || ob_now_s() - t0 < budget_s); k++) {
+    wl_entry *e = &wls[reverse ? nwl - 1 - k : k];
+    if (ob_workload_store(out, &e->wl)) ob_ctx_clear_error(ctx);
+    for (int tt = 1; tt <= 2; tt++) {
+      int th = reverse ? 3 - tt : tt;
+      ob_config cfgs[64];
+      int nc = 0;
+      const ob_space *sp = ob_task_space(e->task);
+      for (int64_t i = 0; i < recs->n && nc < 64; i++) {
+        const ob_db_record *r = &recs->rec[i];
+        if (r->nthreads != th || strcmp(r->workload, e->key) || strcmp(r->tmpl, ob_task_template(e->task))) continue;
+        if (rs && rs->nsrc) {
+          char *key = point_key(r->workload, r->tmpl, r->resources, r->config_index);
+          double v[MAX_ROUNDS + 1];
+          int n = key ? rounds_of(rs, key, 0, rs->nsrc, max_cv, v) : 0;
+          free(key);
+          if (!isnan(round_label(v, n, agree))) continue; /* confirmed */
+        }
+        if (ob_space_get(ctx, sp, r->config_index, &cfgs[nc])) {
+          ob_ctx_clear_error(ctx);
+          continue;
+        }
+        nc++;
+      }
+      if (!nc) continue;
+      ob_measure_opts mo = ob_measure_opts_default();
+      mo.nthreads = th;
+      mo.timing.repeat = 5;
+      mo.build.jobs = 2;
+      ob_measure_result r[64];
+      if (ob_measure_configs(ctx, e->task, run, &mo, cfgs, nc, r)) {
+        ob_db_records_free(recs);
+        ob_db_close(out);
+        return -1;
+      }
+      for (int c = 0; c < nc; c++) store(out, e, &cfgs[c], &mo, &r[c]);
+      measured += nc;
+    }
+  }
+  /* the sampled kernel points (profiles without pressure or co-runner), with
+   * profiles_too: each task's points at one thread count in one call, stored
+   * under the profile's own resources so that the labels find them */
+  ob_predict_dataset *pd = NULL;
+  ob_predict_data_opts po = {0};
+  if (profiles_too && ob_predict_dataset_load(ctx, db, &po, &pd) == OB_OK) {
+    for (int64_t i = 0; i < pd->n && (budget_s <= 0 || ob_now_s() - t0 < budget_s);) {
+      const ob_predict_sample *s0 = &pd->s[i];
+      int64_t j = i;
+      ob_task *task = NULL;
+      ob_config cfgs[64];
+      const ob_predict_sample *pts[64];
+      int nc = 0;
+      bool ok = s0->from_profile && s0->pressure_mib == 0 && s0->wl &&
+                ob_task_new(ctx, s0->wl, s0->tmpl, target, &task) == OB_OK;
+      for (; j < pd->n && pd->s[j].wl == s0->wl && !strcmp(pd->s[j].tmpl, s0->tmpl) &&
+             pd->s[j].threads == s0->threads && !strcmp(pd->s[j].resources, s0->resources) &&
+             pd->s[j].from_profile == s0->from_profile && pd->s[j].pressure_mib == s0->pressure_mib;
+           j++) {
+        if (!ok || nc == 64) continue;
+        if (ob_space_get(ctx, ob_task_space(task), pd->s[j].config_index, &cfgs[nc])) continue;
+        pts[nc++] = &pd->s[j];
+      }
+      ob_ctx_clear_error(ctx);
+      if (ok && nc) {
+        ob_measure_opts mo = ob_measure_opts_default();
+        mo.nthreads = s0->threads;
+        mo.timing.repeat = 5;
+        mo.build.jobs = 2;
+        ob_measure_result r[64];
+        if (ob_workload_store(out, s0->wl)) ob_ctx_clear_error(ctx);
+        if (ob_measure_configs(ctx, task, run, &mo, cfgs, nc, r) == OB_OK) {
+          for (int c = 0; c < nc; c++) {
+            ob_db_record rec;
+            memset(&rec, 0, sizeof rec);
+            rec.host = host.fingerprint;
+            rec.workload = pts[c]->workload;
+            rec.target = ob_target_str(target);
+            rec.resources = pts[c]->resources;
+            rec.tmpl = pts[c]->tmpl;
+            rec.config_index = cfgs[c].index;
+            rec.nthreads = mo.nthreads;
+            rec.cores = mo.nthreads == 1 ? "0" : "0,1";
+            ob_measure_result_to_record(&r[c], &rec);
+            if (ob_db_put_measurement(out, &rec, 0, NULL)) ob_ctx_clear_error(ctx);
+          }
+          measured += nc;
+        }
+        ob_ctx_clear_error(ctx);
+      }
+      ob_task_free(task);
+      i = j > i ? j : i + 1;
+    }
+  }
+  ob_ctx_clear_error(ctx);
+  ob_predict_dataset_free(pd);
+  *took = ob_now_s() - t0;
+  ob_db_records_free(recs);
+  ob_db_close(out);
+  return measured;
+}
+
 /* --model-steps: where a model's predicted time parts from its run, by
  * kind of step: each step timed inside runs (ob_rt_profile), predicted, the
  * db's time of its config alone, and the MiB of parameters it reads. */
+/* A step's config measured alone at th threads, warm (the db's way) or with
+ * its inputs flushed before every call (cold, as its weights come in a run
+ * of a model larger than the caches). NAN on failure. */
+static double alone_s(ob_runner *run, const ob_graph *g, const ob_rt_step_info *si, int th, bool flush) {
+  ob_workload wl;
+  ob_task *task = NULL;
+  ob_config cfg;
+  ob_measure_result r;
+  double out = NAN;
+  if (ob_graph_node_workload(ctx, g, si->node, &wl) == OB_OK && ob_task_new(ctx, &wl, si->tmpl, target, &task) == OB_OK &&
+      ob_space_get(ctx, ob_task_space(task), si->config_index, &cfg) == OB_OK) {
+    ob_measure_opts mo = ob_measure_opts_default();
+    mo.nthreads = th;
+    mo.timing.repeat = 5;
+    mo.timing.flush = flush;
+    if (ob_measure_configs(ctx, task, run, &mo, &cfg, 1, &r) == OB_OK && !r.error_no) out = r.timing.median_s;
+  }
+  ob_ctx_clear_error(ctx);
+  ob_task_free(task);
+  return out;
+}
+
 static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int th, const ob_db_host_limits *lim,
-                            const ob_predict_overhead *ov) {
+                            const ob_predict_overhead *ov, ob_runner *run) {
   int ns = ob_rt_step_count(rt);
   double *st = calloc((size_t)ns + 1, sizeof *st), total = 0;
   ob_predict_model_step *ps = calloc((size_t)ns + 1, sizeof *ps);
@@ -368,6 +629,32 @@ static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int
     sp += predd[k];
   }
   printf("    %-36s %5d %10.3f %10.3f   (whole runs %.3f ms)\n", "sum", ns, sr * 1e3, sp * 1e3, total * 1e3);
+  /* the kernel steps that take longest in the run, one by one: the rate at
+   * which each read its parameters in the run (GB/s) beside the prediction
+   * and, for a config the db holds, its time alone */
+  printf("    %-58s %6s %9s %9s %9s %9s %9s %7s %7s\n", "longest kernel steps (ms)", "config", "in run", "predicted",
+         "db alone", "warm now", "flushed", "par MiB", "GB/s");
+  for (int shown = 0; shown < 12; shown++) {
+    int best = -1;
+    for (int i = 0; i < ns; i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && st[i] >= 0 && (best < 0 || st[i] > st[best])) best = i;
+    }
+    if (best < 0) break;
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, best, &si);
+    double w = 0;
+    for (int a = 0; si.node >= 0 && a < ob_graph_node_num_inputs(g, si.node); a++) {
+      int t = ob_graph_node_input(g, si.node, a);
+      if (t >= 0 && ob_graph_tensor_is_param(g, t)) w += (double)ob_graph_tensor_numel(g, t) * 4.0 / 1048576.0;
+    }
+    double warm = alone_s(run, g, &si, th, false), cold = alone_s(run, g, &si, th, true);
+    printf("    %-58.58s %6llu %9.4f %9.4f %9.4f %9.4f %9.4f %7.2f %7.1f\n", si.workload,
+           (unsigned long long)si.config_index, st[best] * 1e3, ps[best].seconds * 1e3, si.db_s * 1e3, warm * 1e3,
+           cold * 1e3, w, w * 1.048576e-3 / st[best]);
+    st[best] = -1;
+  }
   free(st);
   free(ps);
 }
@@ -382,6 +669,12 @@ int main(int argc, char **argv) {
   int worst = 12, depth = 0, rounds = 0, corun_depth = 0, corun_rounds = 0;
   double eta = 0;
   int64_t seqlen = 32;
+  const char *round_out = NULL, *round_dbs[MAX_ROUNDS];
+  int nround_dbs = 0;
+  bool reverse = false;
+  double round_agree = 0.05;
+  bool rounds_only = false, no_profiles = false;
+  int round_what = 0; /* 0: the models' points; 1: and the sampled kernel points; 2: those alone */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tasks") && i + 1 < argc) ntasks = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--configs") && i + 1 < argc) nconfigs = atoi(argv[++i]);
@@ -393,6 +686,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--measure-budget") && i + 1 < argc) measure_budget_s = atof(argv[++i]);
     else if (!strcmp(argv[i], "--max-cv") && i + 1 < argc) max_cv = atof(argv[++i]);
     else if (!strcmp(argv[i], "--keep")) keep = true;
+    else if (!strcmp(argv[i], "--measure-round") && i + 1 < argc) round_out = argv[++i];
+    else if (!strcmp(argv[i], "--reverse")) reverse = true;
+    else if (!strcmp(argv[i], "--round-profiles")) round_what = 1;
+    else if (!strcmp(argv[i], "--round-profiles-only")) round_what = 2;
+    else if (!strcmp(argv[i], "--rounds-only")) rounds_only = true;
+    else if (!strcmp(argv[i], "--no-profiles")) no_profiles = true;
+    else if (!strcmp(argv[i], "--round-agree") && i + 1 < argc) round_agree = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--rounds") && i + 1 < argc && nround_dbs < MAX_ROUNDS) round_dbs[nround_dbs++] = argv[++i];
     else if (!strcmp(argv[i], "--reuse")) reuse = true;
     else if (!strcmp(argv[i], "--seqlen") && i + 1 < argc) seqlen = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--no-corun")) no_corun = true;
@@ -409,7 +710,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "usage: %s [--tasks N] [--configs N] [--held-configs N] [--input-size N] [--seqlen N] [--db FILE]\n"
                       "       [--keep] [--reuse] [--measure-only] [--measure-budget S] [--max-cv X] [--model-steps]\n"
                       "       [--no-corun] [--no-models] [--no-100k] [--no-folds] [--worst N] [--depth N] [--rounds N]\n"
-                      "       [--eta X]\n"
+                      "       [--eta X] [--measure-round OUT.db [--reverse]] [--rounds ROUND.db]... [--rounds-only]\n"
+                      "       [--round-agree X (< 0: the fastest round)] [--no-profiles]\n"
                       "       [--corun-depth N] [--corun-rounds N]\n", argv[0]);
       return 2;
     }
@@ -430,6 +732,15 @@ int main(int argc, char **argv) {
   if (ob_db_open(ctx, db_path, 0, &db)) return die(db_path);
   ob_runner *run = NULL;
   if (ob_runner_new(ctx, &run)) return die("runner");
+  /* the rounds: source 0 is the db, then each --rounds db in the order given */
+  round_set rset = {0};
+  if (nround_dbs && !rounds_only && rounds_add_db(&rset, db)) return die(db_path);
+  for (int r = 0; r < nround_dbs; r++) {
+    ob_db *rdb = NULL;
+    if (ob_db_open(ctx, round_dbs[r], OB_DB_READONLY, &rdb) || rounds_add_db(&rset, rdb)) return die(round_dbs[r]);
+    ob_db_close(rdb);
+  }
+  if (rset.n) qsort(rset.v, (size_t)rset.n, sizeof *rset.v, by_round_key);
   const char *train_models[] = {"resnet-18", "mobilenet-v2", "squeezenet-1.1"};
   const char *test_models[] = {"resnet-50", "inception-v3", "bert-base"}, *test_model = "resnet-50, inception-v3, bert-base";
   for (int m = 0; m < 3; m++)
@@ -440,6 +751,21 @@ int main(int argc, char **argv) {
     if (add_model(test_models[m], input_size, seqlen, ntasks) < 0) return die(test_models[m]);
   }
   test_start[3] = nwl;
+  if (round_out) {
+    double took = 0;
+    int64_t n = measure_round(db, round_out, reverse, run, &rset, max_cv, round_agree, measure_budget_s,
+                              round_what != 2, round_what >= 1, &took);
+    if (n < 0) return die(round_out);
+    printf("round: measured %lld points in %.0f s into %s (%s order%s)\n", (long long)n, took, round_out,
+           reverse ? "reverse" : "forward", rset.nsrc ? "; only those the rounds given do not confirm" : "");
+    rounds_free(&rset);
+    for (int w = 0; w < nwl; w++) ob_task_free(wls[w].task);
+    ob_runner_free(run);
+    ob_db_close(db);
+    ob_target_free(target);
+    ob_ctx_free(ctx);
+    return 0;
+  }
   /* --reuse: the workloads the db already holds enough records of are not
    * measured again (a dataset collected in an earlier quiet run) */
   ob_predict_dataset *have = NULL;
@@ -512,9 +838,65 @@ int main(int argc, char **argv) {
   ob_predict_dataset *d = NULL;
   /* points whose repeats spread by more than max_cv were disturbed while
    * they ran: neither trained on nor scored */
-  ob_predict_data_opts dopt = {.max_cv = max_cv};
+  ob_predict_data_opts dopt = {.max_cv = max_cv, .cv_profiles_only = rset.nsrc > 0, .no_profiles = no_profiles};
   if (ob_predict_dataset_load(ctx, db, &dopt, &d)) return die("dataset");
-  uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1);
+  uint8_t *test = calloc((size_t)d->n, 1), *train = calloc((size_t)d->n, 1), *keep_pt = malloc((size_t)d->n);
+  memset(keep_pt, 1, (size_t)d->n);
+  if (rset.nsrc) {
+    /* labels from rounds; and how well labels reproduce: one measurement
+     * against another (the db against the first round), then the label of
+     * the first half of the sources against that of the second */
+    double *a = malloc(sizeof(double) * (size_t)d->n), *b = malloc(sizeof(double) * (size_t)d->n);
+    double *ac = malloc(sizeof(double) * (size_t)d->n), *bc = malloc(sizeof(double) * (size_t)d->n);
+    double *ha = malloc(sizeof(double) * (size_t)d->n), *hb = malloc(sizeof(double) * (size_t)d->n);
+    int64_t nlab = 0, nleft = 0, npts = 0;
+    int half = rset.nsrc / 2;
+    for (int64_t i = 0; i < d->n; i++) {
+      a[i] = b[i] = ac[i] = bc[i] = ha[i] = hb[i] = NAN;
+      if (d->s[i].from_profile && d->s[i].pressure_mib != 0) continue;
+      char *key = point_key(d->s[i].workload, d->s[i].tmpl, d->s[i].resources, d->s[i].config_index);
+      double v[MAX_ROUNDS + 1];
+      int n;
+      if (!key) return die("out of memory");
+      if (rounds_of(&rset, key, 0, 1, 0, v) == 1) a[i] = v[0];
+      if (rounds_of(&rset, key, 1, 2, 0, v) == 1) b[i] = v[0];
+      if (rounds_of(&rset, key, 0, 1, max_cv, v) == 1) ac[i] = v[0];
+      if (rounds_of(&rset, key, 1, 2, max_cv, v) == 1) bc[i] = v[0];
+      n = rounds_of(&rset, key, 0, half, max_cv, v);
+      ha[i] = round_label(v, n, round_agree);
+      n = rounds_of(&rset, key, half, rset.nsrc, max_cv, v);
+      hb[i] = round_label(v, n, round_agree);
+      n = rounds_of(&rset, key, 0, rset.nsrc, max_cv, v);
+      double lab = round_label(v, n, round_agree);
+      free(key);
+      /* a sampled kernel point no round measured keeps its own label */
+      if (d->s[i].from_profile && n == 0) continue;
+      npts++;
+      if (isnan(lab)) {
+        keep_pt[i] = 0;
+        nleft++;
+      } else {
+        d->s[i].seconds = lab;
+        nlab++;
+      }
+    }
+    char rule[96];
+    if (round_agree < 0) snprintf(rule, sizeof rule, "their fastest round");
+    else snprintf(rule, sizeof rule, "the mean of their two fastest rounds agreeing within %.0f%%", 100 * round_agree);
+    printf("labels from %d rounds (%s%d --rounds dbs): %lld of %lld measured points labelled by\n"
+           "%s (rounds with a CV <= %.2f); %lld left out (no such rounds)\n", rset.nsrc,
+           rounds_only ? "" : "the db and ", nround_dbs, (long long)nlab, (long long)npts, rule, max_cv,
+           (long long)nleft);
+    printf("labels reproduced (the same points measured again):\n");
+    agreement("one measurement: source 1 against source 2", a, b, d->n);
+    agreement("  both with a CV <= max-cv", ac, bc, d->n);
+    if (half >= 2 && rset.nsrc - half >= 2) {
+      char what[96];
+      snprintf(what, sizeof what, "round labels: sources 1..%d against %d..%d", half, half + 1, rset.nsrc);
+      agreement(what, ha, hb, d->n);
+    }
+    free(a), free(b), free(ac), free(bc), free(ha), free(hb);
+  }
   int64_t nsampled = 0;
   double *pred = malloc(sizeof(double) * (size_t)d->n);
   for (int64_t i = 0; i < d->n; i++) {
@@ -522,7 +904,8 @@ int main(int argc, char **argv) {
     bool in_train = false;
     for (int w = 0; w < first_test; w++) in_train |= !strcmp(d->s[i].workload, wls[w].key);
     if (test[i] && in_train) test[i] = 0; /* a shape both models have is not held out */
-    train[i] = !test[i];
+    test[i] &= keep_pt[i];
+    train[i] = !test[i] && keep_pt[i];
     /* sampled kernels (predict_sample.sh) train; a sampled shape that a
      * held-out model has is neither trained on nor scored */
     if (d->s[i].from_profile) test[i] = 0;
@@ -594,7 +977,10 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < d->n; i++) pw[i] = NAN;
   for (int f = 0; f < 5 && !no_folds; f++) {
     ob_predict_split_workload(d, f, 5, test);
-    for (int64_t i = 0; i < d->n; i++) train[i] = !test[i];
+    for (int64_t i = 0; i < d->n; i++) {
+      train[i] = !test[i] && keep_pt[i];
+      test[i] &= keep_pt[i];
+    }
     ob_predictor *q = NULL;
     double *fp = malloc(sizeof(double) * (size_t)d->n);
     if (ob_predictor_train(ctx, d, train, &to, &q) || ob_predictor_predict_dataset(q, d, test, true, fp))
@@ -659,12 +1045,14 @@ int main(int argc, char **argv) {
       snprintf(head, sizeof head, "model latency (%d thread%s)", th, th > 1 ? "s" : "");
       printf("\n%-34s %12s %12s %9s %s\n", head, "predicted ms", "measured ms", "error%",
              "kernels / other steps (uncovered kinds)");
-      ob_graph *g[4] = {0};
-      ob_rt *rt[4] = {0};
-      for (int m = 0; m < 4; m++) {
+      /* 4 to 6: further instances of the calibration model (parameters of
+       * their own), the synthetic stack of the miss curve */
+      ob_graph *g[4 + NSTACK] = {0};
+      ob_rt *rt[4 + NSTACK] = {0};
+      for (int m = 0; m < 4 + NSTACK; m++) {
         ob_model_opts mo = ob_model_opts_default();
-        mo.name = names[m];
-        mo.input_size = !strcmp(names[m], "inception-v3") && input_size < 75 ? 75 : input_size;
+        mo.name = names[m < 4 ? m : 0];
+        mo.input_size = !strcmp(mo.name, "inception-v3") && input_size < 75 ? 75 : input_size;
         mo.seqlen = seqlen;
         ob_rt_opts ro = ob_rt_opts_default();
         ro.target = target;
@@ -674,12 +1062,15 @@ int main(int argc, char **argv) {
         if (ob_model_load(ctx, &mo, &g[m]) ||
             ob_graph_optimize(ctx, g[m], ob_target_get_facts(target)->lanes_f32, NULL) ||
             ob_rt_new(ctx, g[m], &ro, &rt[m]))
-          return die(names[m]);
+          return die(mo.name);
       }
-      double pr_s[3][MODEL_ROUNDS], me_s[3][MODEL_ROUNDS];
+      double pr_s[3][MODEL_ROUNDS], me_s[3][MODEL_ROUNDS], pr_sweep[3][MODEL_ROUNDS];
       ob_predict_model_result r[3];
       for (int rd = 0; rd < MODEL_ROUNDS; rd++) {
         if (ob_predict_overhead_measure(ctx, rt[0], th, 10, &ov)) return die("overhead");
+        ob_predict_overhead sweep_ov = ov;
+        if (ob_predict_overhead_stack(ctx, rt[0], rt + 4, NSTACK, &ov)) return die("overhead stack");
+
         printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
                "%-34s kernels in the graph x%.3f their db time alone, at least %.4f ms per MiB of parameters,\n"
                "%-34s + %.4f ms per MiB of parameters evicted (of %.1f MiB); share evicted by MiB read between runs:",
@@ -687,15 +1078,21 @@ int main(int argc, char **argv) {
                ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor,
                ov.floor_s_per_mb * 1e3, "", ov.cold_s_per_mb * 1e3, ov.param_mib);
         for (int k = 0; k < ov.nmiss; k++) printf(" %.0f %.2f", ov.miss_mib[k], ov.miss_share[k]);
-        printf("%s\n", ov.nmiss ? "" : " (no cold cost measured)");
+        printf("%s\n", ov.nmiss ? " (synthetic stack: 1-3 more resnet-18s)" : " (no cold cost measured)");
+        printf("%-34s the sweep's miss curve (predictions with it beside):", "");
+        for (int k = 0; k < sweep_ov.nmiss; k++) printf(" %.0f %.2f", sweep_ov.miss_mib[k], sweep_ov.miss_share[k]);
+        printf("\n");
         for (int m = 1; m < 4; m++) {
           ob_timing tm;
           ob_timing_opts to2 = ob_timing_default();
           to2.timeout_s = 300;
+          ob_predict_model_result rsw;
           if (ob_predict_model(ctx, p, rt[m], target, th, lim, host.fingerprint, &ov, NULL, &r[m - 1]) ||
+              ob_predict_model(ctx, p, rt[m], target, th, lim, host.fingerprint, &sweep_ov, NULL, &rsw) ||
               ob_rt_time(rt[m], &to2, &tm))
             return die(names[m]);
           pr_s[m - 1][rd] = r[m - 1].seconds;
+          pr_sweep[m - 1][rd] = rsw.seconds;
           me_s[m - 1][rd] = tm.median_s;
         }
       }
@@ -706,15 +1103,18 @@ int main(int argc, char **argv) {
                    rd ? " " : "", 100 * (pr_s[m - 1][rd] - me_s[m - 1][rd]) / me_s[m - 1][rd]);
         double pm = median(pr_s[m - 1], MODEL_ROUNDS), mm2 = median(me_s[m - 1], MODEL_ROUNDS);
         model_err[th][m - 1] = (pm - mm2) / mm2;
-        if (model_steps) steps_breakdown(rt[m], p, target, th, lim, &ov);
+        double psw = median(pr_sweep[m - 1], MODEL_ROUNDS);
+        if (model_steps) steps_breakdown(rt[m], p, target, th, lim, &ov, run);
         const ob_predict_model_result *rr = &r[m - 1];
         char label[64];
         snprintf(label, sizeof label, "  %s", names[m]);
-        printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s; %.1f MiB of parameters, %.2f evicted; rounds %s\n", label,
+        printf("%-34s %12.3f %12.3f %+9.1f %d / %d%s%s%s; %.1f MiB of parameters, %.2f evicted; rounds %s;\n"
+               "%-34s with the sweep's miss curve %.3f ms (%+.1f%%)\n", label,
                pm * 1e3, mm2 * 1e3, 100 * model_err[th][m - 1], rr->nkernels, rr->nother, rr->nuncovered ? " (" : "",
-               rr->uncovered, rr->nuncovered ? ")" : "", rr->param_mib, rr->miss_share, rounds_txt);
+               rr->uncovered, rr->nuncovered ? ")" : "", rr->param_mib, rr->miss_share, rounds_txt, "", psw * 1e3,
+               100 * (psw - mm2) / mm2);
       }
-      for (int m = 0; m < 4; m++) {
+      for (int m = 0; m < 4 + NSTACK; m++) {
         ob_rt_free(rt[m]);
         ob_graph_free(g[m]);
       }
@@ -1015,6 +1415,8 @@ int main(int argc, char **argv) {
   free(test);
   free(train);
   free(pred);
+  free(keep_pt);
+  rounds_free(&rset);
   free(pw);
   free(all);
   free(ct);

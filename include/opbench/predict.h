@@ -164,6 +164,9 @@ typedef struct ob_predict_data_opts {
   int64_t max_records;  /* <= 0: all; else an even sample of this many */
   double max_cv;        /* > 0: leave out points whose repeats' CV is above it
                            (a measurement disturbed while it ran) */
+  bool cv_profiles_only; /* max_cv applies to profile points only: a caller that
+                            labels the measurement points from several rounds
+                            judges each round's CV itself */
 } ob_predict_data_opts;
 
 /* The usable points of db: error-free, not emulated, with a positive
@@ -423,6 +426,21 @@ typedef struct ob_predict_overhead {
  * otherwise say nothing of one whose parameters do not. */
 OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
                                              ob_predict_overhead *out);
+/* The miss curve again, from a synthetic stack instead of a sweep: rt (the
+ * calibration model, out measured on it by ob_predict_overhead_measure) run
+ * after runs of others[0..k-1] (further instances of training models, each
+ * with parameters of its own), for k = 0..n, in interleaved rounds; the
+ * point at k is rt's parameters plus those of the k others (MiB), its share
+ * rt's extra time over its warm run per the cold cost of all its
+ * parameters. A one-pass sweep of other data leaves parameters that every
+ * run reads again in a cache that keeps reused lines (one measured the
+ * calibration's 45 MiB at 0.06 evicted by 64 MiB of sweep while a 97 MiB
+ * model's layers ran at their flushed time in its runs); parameters read
+ * again as a model reads them compete as a larger model's do. The sweep's
+ * points beyond the stack's last are kept. Nothing changes without a cold
+ * cost measured (out->cold_s_per_mb 0). */
+OB_API ob_status ob_predict_overhead_stack(ob_ctx *ctx, ob_rt *rt, ob_rt *const *others, int n,
+                                           ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
  * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
  * "rt_cold_per_mb", "rt_floor_per_mb" (s/MiB), "rt_param_mib" (MiB), "rt_miss0".."rt_miss7", one per point

@@ -196,6 +196,11 @@ OB_API ob_status ob_sched_flops_latency(void *user, const ob_sched_op_desc *op, 
 typedef struct ob_sched_predictor_model {
   ob_predictor *predictor; /* borrowed */
   const ob_target *target; /* borrowed; NULL: the host default */
+  /* the measured limits of the host the costs are for (borrowed; NULL:
+   * none): the predictor was trained with them in its inputs, so a node is
+   * described as its training points were (ob_predict_point_limits) */
+  const ob_db_host_limits *limits;
+  const char *host; /* fingerprint whose limits apply; NULL: any */
   ob_sched_flops_model fallback;
   int64_t predicted, fallbacks; /* out: nodes costed each way */
 } ob_sched_predictor_model;

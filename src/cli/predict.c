@@ -789,6 +789,7 @@ done:
  * model of the predictor benchmark (never one of the held-out ones), at the
  * same input size and batch as the model predicted. */
 #define CALIB_MODEL "resnet-18"
+#define CALIB_STACK 3 /* further instances of the calibration model in the miss curve's stack */
 
 /* A compiled runtime of model `name` (NULL: the flags' model). */
 static ob_rt *compile_model(ob_ctx *ctx, const cli_args *a, const char *name, const ob_target *target, ob_db *db,
@@ -827,7 +828,8 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
   ob_predictor *p = NULL;
   ob_db_host_limits *lim = NULL;
   ob_graph *g = NULL, *cg = NULL;
-  ob_rt *rt = NULL, *crt = NULL;
+  ob_rt *rt = NULL, *crt = NULL, *srt[CALIB_STACK] = {0};
+  ob_graph *sg[CALIB_STACK] = {0};
   ob_predict_model_step *steps = NULL;
   int threads = a->mo.nthreads > 0 ? a->mo.nthreads : 1;
   if (!cli_target(ctx, a, true, &target)) goto done;
@@ -851,10 +853,16 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
   bool stored = ob_predict_overhead_find(lim, h.fingerprint, threads, &ov);
   if (!stored) {
     if (!(crt = compile_model(ctx, a, calib, target, db, threads, &cg))) goto done;
-    char note[160];
-    snprintf(note, sizeof note, "ob_rt_profile of %s (input size %lld, batch %lld), 10 runs", calib,
-             (long long)a->input_size, (long long)(a->batchsize ? a->batchsize : 1));
+    /* further instances of it, each with parameters of its own: the miss
+     * curve's synthetic stack */
+    for (int k = 0; k < CALIB_STACK; k++)
+      if (!(srt[k] = compile_model(ctx, a, calib, target, db, threads, &sg[k]))) goto done;
+    char note[200];
+    snprintf(note, sizeof note, "ob_rt_profile of %s (input size %lld, batch %lld), 10 runs; miss curve from a stack of "
+             "%d more instances", calib, (long long)a->input_size, (long long)(a->batchsize ? a->batchsize : 1),
+             CALIB_STACK);
     if (ob_predict_overhead_measure(ctx, crt, threads, 10, &ov) != OB_OK ||
+        ob_predict_overhead_stack(ctx, crt, srt, CALIB_STACK, &ov) != OB_OK ||
         ob_predict_overhead_store(db, h.fingerprint, &ov, note) != OB_OK) {
       cli_error("%s", ob_ctx_errmsg(ctx));
       goto done;
@@ -924,6 +932,10 @@ done:
   ob_rt_free(crt);
   ob_graph_free(g);
   ob_graph_free(cg);
+  for (int k = 0; k < CALIB_STACK; k++) {
+    ob_rt_free(srt[k]);
+    ob_graph_free(sg[k]);
+  }
   ob_db_host_limits_free(lim);
   ob_predictor_free(p);
   ob_predict_dataset_free(d);

@@ -354,6 +354,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   bool measured = a->sched_cost && !strcmp(a->sched_cost, "measured");
   cJSON *j = NULL;
   ob_sched_predictor_model pm = {0};
+  ob_db_host_limits *plim = NULL;
   cost_prep cp;
   memset(&cp, 0, sizeof cp);
   ob_stage_cost guide = {0}, ctxc = {0};
@@ -380,7 +381,8 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
     goto done;
   }
   ob_host h;
-  int here = ob_host_detect(ctx, &h) == OB_OK && h.ncores > 0 ? h.ncores : 1;
+  bool have_host = ob_host_detect(ctx, &h) == OB_OK;
+  int here = have_host && h.ncores > 0 ? h.ncores : 1;
   int cores = a->sched_cores ? a->sched_cores : here;
   ob_sched_flops_model fm = ob_sched_flops_model_default();
   if (a->gflops > 0) fm.gflops_per_core = a->gflops;
@@ -405,6 +407,17 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
              a->predictor, corun);
     po.latency = ob_sched_predictor_latency;
     po.user = &pm;
+    /* the host's measured limits, as the predictor's training points had
+     * them: from --db when it holds them (a db that cannot be read leaves
+     * the inputs without limits, as before) */
+    ob_db *ldb = NULL;
+    if (have_host && ob_db_open(ctx, a->db_path ? a->db_path : "./opbench.db", OB_DB_READONLY, &ldb) == OB_OK &&
+        ob_db_get_host_limits(ldb, h.fingerprint, &plim) == OB_OK) {
+      pm.limits = plim;
+      pm.host = h.fingerprint;
+    }
+    ob_ctx_clear_error(ctx);
+    ob_db_close(ldb);
   }
   for (int x = 0; x < OB_SCHED_KIND_COUNT; x++)
     for (int y = 0; y < OB_SCHED_KIND_COUNT; y++) po.corun[x][y] = corun;
@@ -757,6 +770,7 @@ int cli_cmd_schedule(ob_ctx *ctx, const cli_args *a) {
   rc = 0;
 done:
   ob_predictor_free(pm.predictor);
+  ob_db_host_limits_free(plim);
   cJSON_Delete(j);
   for (int i = 0; i < 3; i++) ob_schedule_free(rows[i].s);
   ob_schedule_free(given);

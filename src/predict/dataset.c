@@ -181,7 +181,7 @@ ob_status ob_predict_dataset_load(ob_ctx *ctx, ob_db *db, const ob_predict_data_
       d->skipped += r->error_no == 0;
       continue;
     }
-    if (o->max_cv > 0 && r->timing.cv > o->max_cv) {
+    if (o->max_cv > 0 && !o->cv_profiles_only && r->timing.cv > o->max_cv) {
       d->noisy++;
       continue;
     }

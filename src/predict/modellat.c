@@ -193,6 +193,43 @@ double ob_predict_param_miss(const ob_predict_overhead *ov, double model_mib) {
   return y0;
 }
 
+ob_status ob_predict_overhead_stack(ob_ctx *ctx, ob_rt *rt, ob_rt *const *others, int n, ob_predict_overhead *out) {
+  OB_ASSERT(rt && out && n >= 0 && n < 8);
+  (void)ctx; /* the runs' failures carry their messages in it already */
+  if (!(out->cold_s_per_mb > 0) || !(out->param_mib > 0) || n == 0) return OB_OK;
+  double t[8][COLD_ROUNDS], mib[8];
+  mib[0] = out->param_mib;
+  for (int k = 1; k <= n; k++) mib[k] = mib[k - 1] + model_param_mib(others[k - 1]);
+  for (int r = 0; r < COLD_ROUNDS; r++)
+    for (int k = 0; k <= n; k++) {
+      ob_status st = ob_rt_run(rt); /* k = 0: warm, right after a run of its own */
+      for (int j = 0; j < k && !st; j++) st = ob_rt_run(others[j]);
+      double t0 = ob_now_s();
+      if (!st) st = ob_rt_run(rt);
+      if (st) return st;
+      t[k][r] = ob_now_s() - t0;
+    }
+  double med[8];
+  for (int k = 0; k <= n; k++) ob_stats(t[k], COLD_ROUNDS, &med[k], NULL, NULL);
+  /* the stack's points, then the sweep's beyond them */
+  double keep_mib[8], keep_share[8], prev = 0;
+  int nk = 0;
+  for (int k = 1; k <= n; k++) {
+    prev = fmin(1, fmax(prev, (med[k] - med[0]) / (out->cold_s_per_mb * out->param_mib)));
+    keep_mib[nk] = mib[k];
+    keep_share[nk++] = prev;
+  }
+  for (int k = 0; k < out->nmiss && nk < 8; k++)
+    if (out->miss_mib[k] > mib[n]) {
+      keep_mib[nk] = out->miss_mib[k];
+      keep_share[nk++] = prev = fmax(prev, out->miss_share[k]);
+    }
+  out->nmiss = nk;
+  memcpy(out->miss_mib, keep_mib, sizeof keep_mib);
+  memcpy(out->miss_share, keep_share, sizeof keep_share);
+  return OB_OK;
+}
+
 static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run",
                                        "rt_kernel_factor", "rt_cold_per_mb", "rt_param_mib", "rt_floor_per_mb"};
 #define NOV 8

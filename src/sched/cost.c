@@ -52,7 +52,8 @@ static bool node_predicted(void *user, const ob_sched_node_desc *n, int threads,
   if (ob_task_new(ctx, &n->wl, NULL, m->target, &task) == OB_OK) {
     ob_config cfg = ob_task_default_config(task);
     ob_predict_point pt = {.wl = &n->wl, .task = task, .cfg = &cfg, .threads = threads, .ncores = threads,
-                           .peak_gflops = NAN, .bandwidth_gbps = NAN};
+                           .peak_gflops = NAN, .bandwidth_gbps = NAN, .cache_gbps = NAN};
+    if (m->limits) ob_predict_point_limits(m->limits, m->host, &pt);
     float x[OB_PREDICT_NFEAT];
     ob_prediction pr;
     ok = ob_predict_features(ctx, &pt, x) == OB_OK &&
