@@ -54,6 +54,16 @@ typedef struct wl_entry {
 static wl_entry wls[MAX_WL];
 static int nwl;
 
+/* What the early exits (--measure-round, --measure-only) free: the tasks,
+ * the runner, the db, the target and the context. */
+static void release(ob_runner *run, ob_db *db) {
+  for (int w = 0; w < nwl; w++) ob_task_free(wls[w].task);
+  ob_runner_free(run);
+  ob_db_close(db);
+  ob_target_free(target);
+  ob_ctx_free(ctx);
+}
+
 static int die(const char *what) {
   fprintf(stderr, "bench_predict: %s: %s\n", what, ob_ctx_errmsg(ctx));
   return 1;
@@ -759,11 +769,7 @@ int main(int argc, char **argv) {
     printf("round: measured %lld points in %.0f s into %s (%s order%s)\n", (long long)n, took, round_out,
            reverse ? "reverse" : "forward", rset.nsrc ? "; only those the rounds given do not confirm" : "");
     rounds_free(&rset);
-    for (int w = 0; w < nwl; w++) ob_task_free(wls[w].task);
-    ob_runner_free(run);
-    ob_db_close(db);
-    ob_target_free(target);
-    ob_ctx_free(ctx);
+    release(run, db);
     return 0;
   }
   /* --reuse: the workloads the db already holds enough records of are not
@@ -827,11 +833,7 @@ int main(int argc, char **argv) {
   if (measure_only) {
     printf("measured %lld points (%lld failed) in %.0f s, %lld reused; %s\n", (long long)measured, (long long)failed,
            t_measure, (long long)reused, cut ? "stopped at the budget: run again with --reuse" : "all workloads held");
-    for (int w = 0; w < nwl; w++) ob_task_free(wls[w].task);
-    ob_runner_free(run);
-    ob_db_close(db);
-    ob_target_free(target);
-    ob_ctx_free(ctx);
+    release(run, db);
     return 0;
   }
   /* 2. train on the training models, evaluate on the held-out one and by workload folds */
