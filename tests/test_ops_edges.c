@@ -199,7 +199,10 @@ static bool nest_prefetches(ob_task *t, const char *what) {
 }
 
 /* conv2d_NCHWc prefetches the next output-channel block's weights in 1x1
- * layers whose weights outgrow the L2, and nowhere else; values unchanged. */
+ * layers whose weights outgrow the L2, and in larger windows whose weights
+ * outgrow it under the weights-stationary order (knob "stationary", the
+ * default where a register tile is a whole row), and nowhere else; values
+ * unchanged, padding (asymmetric too) and strides included. */
 static void test_weight_prefetch(void) {
   ob_target *tg = NULL;
   CHECK(ob_target_parse(ctx, "llvm -mcpu=native", &tg) == OB_OK);
@@ -209,26 +212,41 @@ static void test_weight_prefetch(void) {
   static const struct {
     const char *shape, *pad, *stride;
     double wbytes;
-    bool one_by_one;
+    bool one_by_one, whole_row; /* whole_row: the default tile is a whole row */
   } c[] = {
-      {"C=2048,H=7,W=7,K=1024,R=1,S=1", NULL, NULL, 4.0 * 2048 * 1024, true},
-      {"C=512,H=14,W=14,K=2048,R=1,S=1", NULL, "2", 4.0 * 512 * 2048, true},
-      {"C=64,H=14,W=14,K=64,R=1,S=1", NULL, NULL, 4.0 * 64 * 64, true},
-      {"C=512,H=7,W=7,K=512,R=3,S=3", "1", NULL, 4.0 * 512 * 512 * 9, false},
+      {"C=2048,H=7,W=7,K=1024,R=1,S=1", NULL, NULL, 4.0 * 2048 * 1024, true, false},
+      {"C=512,H=14,W=14,K=2048,R=1,S=1", NULL, "2", 4.0 * 512 * 2048, true, false},
+      {"C=64,H=14,W=14,K=64,R=1,S=1", NULL, NULL, 4.0 * 64 * 64, true, false},
+      {"C=512,H=7,W=7,K=512,R=3,S=3", "1", NULL, 4.0 * 512 * 512 * 9, false, true},
+      {"C=256,H=14,W=14,K=512,R=3,S=3", "1", "2", 4.0 * 256 * 512 * 9, false, true},
+      {"C=256,H=9,W=9,K=256,R=3,S=3", "0,1,2,1", NULL, 4.0 * 256 * 256 * 9, false, true},
+      {"C=256,H=14,W=14,K=256,R=3,S=3", "1", NULL, 4.0 * 256 * 256 * 9, false, false},
+      {"C=64,H=7,W=7,K=64,R=3,S=3", "1", NULL, 4.0 * 64 * 64 * 9, false, true},
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     ob_task *t = task_of("conv2d", c[i].shape, c[i].stride, c[i].pad, NULL, "bias,relu", "conv2d_NCHWc.x86");
     if (!t) continue;
     char what[128];
-    snprintf(what, sizeof what, "weight prefetch %s", c[i].shape);
-    bool want = c[i].one_by_one && l2 > 0 && c[i].wbytes > (double)l2;
+    snprintf(what, sizeof what, "weight prefetch %s pad %s", c[i].shape, c[i].pad ? c[i].pad : "0");
+    bool big = l2 > 0 && c[i].wbytes > (double)l2;
+    bool want = big && (c[i].one_by_one || c[i].whole_row);
     CHECK_MSG(nest_prefetches(t, what) == want, "%s: prefetch %s expected (L2 %lld bytes)", what,
               want ? "" : "not", (long long)l2);
-    if (c[i].one_by_one) {
-      ob_config cfgs[4];
-      int n = configs_with(t, NULL, 0, 3, 41 + i, cfgs);
-      expect_correct(t, cfgs, n, what);
-    }
+    const ob_space *sp = ob_task_space(t);
+    int k = ob_space_knob_find(sp, "stationary");
+    CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == (big && !c[i].one_by_one ? 2 : 1),
+              "%s: knob stationary has the wrong number of values", what);
+    ob_config d = ob_task_default_config(t);
+    CHECK_MSG(ob_config_knob(&d, "stationary") == (big && c[i].whole_row && !c[i].one_by_one),
+              "%s: default stationary wrong", what);
+    ob_config cfgs[4];
+    int n = 0;
+    if (c[i].one_by_one)
+      n = configs_with(t, NULL, 0, 3, 41 + i, cfgs);
+    else if (big)
+      n = configs_with(t, "stationary", 1, 3, 41 + i, cfgs);
+    CHECK_MSG(c[i].one_by_one || !big || n >= 2, "%s: too few stationary configs (%d)", what, n);
+    if (n) expect_correct(t, cfgs, n, what);
     ob_task_free(t);
   }
 }
