@@ -41,6 +41,12 @@ typedef struct ob_split_opts {
   const int64_t *candidates;  /* OB_SPLIT_CANDIDATE: ncandidates rows of
                                  num_outputs entries, first entry -1 */
   int ncandidates;
+  /* Entities added to the knob after records of the template were stored
+   * (the space's version change): rows as candidates are, appended after
+   * the policy's entities (rows already among them are skipped). Old
+   * records' indices keep naming their configs; see ob_space_get. */
+  const int64_t *added;
+  int nadded;
 } ob_split_opts;
 
 typedef enum ob_reorder_policy {
@@ -97,7 +103,10 @@ OB_API ob_status ob_space_define_knob_added(ob_space *s, const char *name, const
                                             int nvalues);
 OB_API void ob_space_set_filter(ob_space *s, ob_space_filter_fn fn, void *user);
 
-OB_API uint64_t ob_space_len(const ob_space *s); /* product of knob sizes */
+/* A space's length: the product of knob sizes, or, with added entities, the
+ * old configs plus room for the new ones (some indices there are holes,
+ * which ob_space_is_valid rejects as the filter's rejections are). */
+OB_API uint64_t ob_space_len(const ob_space *s);
 OB_API int ob_space_num_knobs(const ob_space *s);
 OB_API const char *ob_space_knob_name(const ob_space *s, int k);
 OB_API ob_knob_kind ob_space_knob_kind(const ob_space *s, int k);
@@ -108,10 +117,20 @@ OB_API int ob_space_knob_find(const ob_space *s, const char *name); /* -1 if abs
 OB_API int ob_space_entity(const ob_space *s, int k, int choice, int64_t *vals, int cap);
 
 /* Index <-> config. OB_ERR_OUT_OF_SPACE when index >= len or the filter
- * rejects it (message names the index and, for the filter, the config). */
+ * rejects it (message names the index and, for the filter, the config).
+ * Indices are mixed-radix with the first knob fastest. Where knobs gained
+ * entities (ob_split_opts.added, ob_space_define_knob_added), an index below
+ * the old space's length (the product of each knob's old entity count) is
+ * the old config of that index; above it, index = old part + old length x
+ * the new part, each knob's new entities numbered from 1 in the new part
+ * (0 there: the old part chooses). An index naming a new entity and an old
+ * non-first one of the same knob is a hole. */
 OB_API ob_status ob_space_get(ob_ctx *ctx, const ob_space *s, uint64_t index, ob_config *out);
 OB_API bool ob_space_is_valid(const ob_space *s, uint64_t index);
 OB_API uint64_t ob_config_index_of(const ob_space *s, const int32_t *choice);
+/* The choices an index names, without the filter's or the holes' verdict
+ * (index < len). */
+OB_API void ob_space_decode(const ob_space *s, uint64_t index, ob_config *out);
 
 /* Accessors by knob name; a missing name or a kind mismatch is a template
  * bug and aborts. Split: fills num_outputs factors, the first one computed

@@ -119,7 +119,7 @@ static ob_status knob_check_name(ob_space *s, const char *name) {
 /* Moves a finished entity table into the space as a new knob; frees the
  * table on failure. */
 static ob_status knob_commit(ob_space *s, const char *name, ob_knob_kind kind, int policy,
-                             int64_t extent, ent_buf *b) {
+                             int64_t extent, ent_buf *b, int n_old) {
   ob_status st = OB_OK;
   if (b->oom) {
     st = sp_fail(s->ctx, OB_ERR_NOMEM, "knob '%s': out of memory", name);
@@ -134,7 +134,9 @@ static ob_status knob_commit(ob_space *s, const char *name, ob_knob_kind kind, i
     st = sp_fail(s->ctx, OB_ERR_INVALID_ARG, "knob '%s' has no entity", name);
     goto fail;
   }
-  if (s->len > UINT64_MAX / b->n) {
+  if (n_old <= 0 || n_old > (int)b->n) n_old = (int)b->n;
+  uint64_t grow = (uint64_t)b->n - (uint64_t)n_old + 1;
+  if (s->len > UINT64_MAX / grow / (uint64_t)n_old) {
     st = sp_fail(s->ctx, OB_ERR_INVALID_ARG, "knob '%s' makes the space larger than 2^64 configs",
                  name);
     goto fail;
@@ -148,7 +150,9 @@ static ob_status knob_commit(ob_space *s, const char *name, ob_knob_kind kind, i
   k->n = (int)b->n;
   k->vals = b->v;
   k->extent = extent;
-  s->len *= b->n;
+  k->n_old = n_old;
+  s->len *= grow * (uint64_t)n_old;
+  s->old_len *= (uint64_t)n_old;
   s->nknobs++;
   b->v = NULL;
   return OB_OK;
@@ -167,6 +171,7 @@ ob_status ob_space_new(ob_ctx *ctx, ob_space **out) {
   if (!s) return sp_fail(ctx, OB_ERR_NOMEM, "config space: out of memory");
   s->ctx = ctx;
   s->len = 1;
+  s->old_len = 1;
   *out = s;
   return OB_OK;
 }
@@ -247,6 +252,33 @@ oom:
 static const char *const split_policy_name[OB_SPLIT_POLICY_COUNT] = {"factors", "power2",
                                                                      "verbose", "candidate"};
 
+/* Appends the entities added since records were stored (opts->added) to
+ * the policy's, then commits the knob with the old count (knob_commit). */
+static ob_status split_commit(ob_space *s, const char *name, const ob_split_opts *opts,
+                              int64_t extent, ent_buf *b) {
+  int n_old = (int)b->n, n = opts->num_outputs;
+  if (opts->nadded > 0 && !opts->added) {
+    free(b->v);
+    return sp_fail(s->ctx, OB_ERR_INVALID_ARG, "split knob '%s': no added entities given", name);
+  }
+  for (int r = 0; r < opts->nadded; r++) {
+    int64_t row[OB_MAX_SPLIT];
+    const int64_t *src = opts->added + (size_t)r * (size_t)n;
+    row[0] = -1;
+    for (int i = 1; i < n; i++) {
+      if (src[i] < 1) {
+        free(b->v);
+        return sp_fail(s->ctx, OB_ERR_INVALID_ARG,
+                       "split knob '%s': added entity %d has factor %lld < 1", name, r,
+                       (long long)src[i]);
+      }
+      row[i] = src[i];
+    }
+    if (!ent_has(b, row)) ent_push(b, row);
+  }
+  return knob_commit(s, name, OB_KNOB_SPLIT, opts->policy, extent, b, n_old);
+}
+
 ob_status ob_space_define_split(ob_space *s, const char *name, int64_t extent,
                                 const ob_split_opts *opts) {
   OB_ASSERT(s);
@@ -289,7 +321,7 @@ ob_status ob_space_define_split(ob_space *s, const char *name, int64_t extent,
       }
       ent_push(&b, row);
     }
-    return knob_commit(s, name, OB_KNOB_SPLIT, opts->policy, extent, &b);
+    return split_commit(s, name, opts, extent, &b);
   }
 
   /* The factor list each inner position ranges over, ascending. */
@@ -345,7 +377,7 @@ ob_status ob_space_define_split(ob_space *s, const char *name, int64_t extent,
                    split_policy_name[opts->policy], (long long)extent,
                    (long long)opts->max_factor);
   }
-  return knob_commit(s, name, OB_KNOB_SPLIT, opts->policy, extent, &b);
+  return split_commit(s, name, opts, extent, &b);
 }
 
 /* ---- reorder ------------------------------------------------------------- */
@@ -411,7 +443,7 @@ ob_status ob_space_define_reorder(ob_space *s, const char *name, int naxes,
       ent_push(&b, row);
     }
   }
-  return knob_commit(s, name, OB_KNOB_REORDER, policy, 0, &b);
+  return knob_commit(s, name, OB_KNOB_REORDER, policy, 0, &b, 0);
 }
 
 /* ---- annotate ------------------------------------------------------------ */
@@ -455,13 +487,14 @@ ob_status ob_space_define_annotate(ob_space *s, const char *name, int naxes,
     if (last && policy != OB_ANNOTATE_TRY_UNROLL) g.opt[a][g.nopt[a]++] = OB_ANN_VEC;
   }
   ann_dfs(&g, 0);
-  return knob_commit(s, name, OB_KNOB_ANNOTATE, policy, 0, &b);
+  return knob_commit(s, name, OB_KNOB_ANNOTATE, policy, 0, &b, 0);
 }
 
 /* ---- plain knob ---------------------------------------------------------- */
 
-ob_status ob_space_define_knob(ob_space *s, const char *name, const int64_t *values,
-                               int nvalues) {
+/* n_old: the values records knew (0: all of them). */
+static ob_status define_other(ob_space *s, const char *name, const int64_t *values, int nvalues,
+                              int n_old) {
   OB_ASSERT(s);
   ob_status st = knob_check_name(s, name);
   if (st) return st;
@@ -476,11 +509,16 @@ ob_status ob_space_define_knob(ob_space *s, const char *name, const int64_t *val
     }
     ent_push(&b, &values[i]);
   }
-  return knob_commit(s, name, OB_KNOB_OTHER, 0, 0, &b);
+  return knob_commit(s, name, OB_KNOB_OTHER, 0, 0, &b, n_old);
+}
+
+ob_status ob_space_define_knob(ob_space *s, const char *name, const int64_t *values,
+                               int nvalues) {
+  return define_other(s, name, values, nvalues, 0);
 }
 
 ob_status ob_space_define_knob_added(ob_space *s, const char *name, const int64_t *values, int nvalues) {
-  ob_status st = ob_space_define_knob(s, name, values, nvalues);
+  ob_status st = define_other(s, name, values, nvalues, 1);
   if (!st) s->knobs[s->nknobs - 1].added = true;
   return st;
 }
@@ -531,26 +569,46 @@ int ob_space_entity(const ob_space *s, int k, int choice, int64_t *vals, int cap
 
 /* ---- index <-> config ---------------------------------------------------- */
 
-static void decode(const ob_space *s, uint64_t index, ob_config *c) {
+/* The index split in its old part (each knob's old entities) and its new
+ * part (each knob's added ones, from 1; 0: the old part chooses), as the
+ * header describes. Returns false for a hole: a knob whose new part names
+ * an added entity while its old part names a non-first old one. */
+static bool decode(const ob_space *s, uint64_t index, ob_config *c) {
   memset(c, 0, sizeof *c);
   c->space = s;
   c->index = index;
+  uint64_t old = index % s->old_len, added = index / s->old_len;
+  bool hole = false;
   for (int k = 0; k < s->nknobs; k++) {
-    uint64_t n = (uint64_t)s->knobs[k].n;
-    c->choice[k] = (int32_t)(index % n);
-    index /= n;
+    const ob_knob *kn = &s->knobs[k];
+    uint64_t o = (uint64_t)kn->n_old, a = (uint64_t)(kn->n - kn->n_old) + 1;
+    int32_t r = (int32_t)(old % o), q = (int32_t)(added % a);
+    old /= o;
+    added /= a;
+    c->choice[k] = q ? kn->n_old + q - 1 : r;
+    hole |= q && r;
   }
+  return !hole;
+}
+
+void ob_space_decode(const ob_space *s, uint64_t index, ob_config *out) {
+  OB_ASSERT(s && out && index < s->len);
+  decode(s, index, out);
 }
 
 uint64_t ob_config_index_of(const ob_space *s, const int32_t *choice) {
   OB_ASSERT(s && (choice || s->nknobs == 0));
-  uint64_t index = 0, radix = 1;
+  uint64_t old = 0, added = 0, ro = 1, ra = 1;
   for (int k = 0; k < s->nknobs; k++) {
-    OB_ASSERT(choice[k] >= 0 && choice[k] < s->knobs[k].n);
-    index += (uint64_t)choice[k] * radix;
-    radix *= (uint64_t)s->knobs[k].n;
+    const ob_knob *kn = &s->knobs[k];
+    OB_ASSERT(choice[k] >= 0 && choice[k] < kn->n);
+    bool is_new = choice[k] >= kn->n_old;
+    old += (uint64_t)(is_new ? 0 : choice[k]) * ro;
+    added += (uint64_t)(is_new ? choice[k] - kn->n_old + 1 : 0) * ra;
+    ro *= (uint64_t)kn->n_old;
+    ra *= (uint64_t)(kn->n - kn->n_old) + 1;
   }
-  return index;
+  return old + added * s->old_len;
 }
 
 static bool passes_filter(const ob_space *s, const ob_config *c) {
@@ -572,7 +630,10 @@ ob_status ob_space_get(ob_ctx *ctx, const ob_space *s, uint64_t index, ob_config
     return sp_fail(ctx, OB_ERR_OUT_OF_SPACE, "config index %llu is outside the space of %llu configs",
                    (unsigned long long)index, (unsigned long long)s->len);
   ob_config c;
-  decode(s, index, &c);
+  if (!decode(s, index, &c))
+    return sp_fail(ctx, OB_ERR_OUT_OF_SPACE,
+                   "config index %llu names no config (a hole left by entities added to the space)",
+                   (unsigned long long)index);
   if (!passes_filter(s, &c)) return filter_fail(ctx, &c);
   *out = c;
   return OB_OK;
@@ -582,8 +643,7 @@ bool ob_space_is_valid(const ob_space *s, uint64_t index) {
   OB_ASSERT(s);
   if (index >= s->len) return false;
   ob_config c;
-  decode(s, index, &c);
-  return passes_filter(s, &c);
+  return decode(s, index, &c) && passes_filter(s, &c);
 }
 
 /* ---- accessors ----------------------------------------------------------- */

@@ -20,12 +20,14 @@ typedef struct ob_knob {
   int64_t *vals;  /* n * width values; split rows start with -1 */
   int64_t extent; /* split: the axis length */
   bool added;     /* ob_space_define_knob_added: a config without it takes entity 0 */
+  int n_old;      /* entities records stored before entities were added (n when none) */
 } ob_knob;
 
 struct ob_space {
   ob_ctx *ctx;      /* for messages of functions without a ctx; may be NULL */
   int nknobs;
-  uint64_t len;     /* product of knob sizes, 1 when empty */
+  uint64_t len;     /* old_len x the product of (n - n_old + 1): see ob_space_get */
+  uint64_t old_len; /* product of n_old: the configs before entities were added */
   ob_space_filter_fn filter;
   void *filter_user;
   ob_knob knobs[OB_MAX_KNOBS];

@@ -101,16 +101,6 @@ typedef struct xgb {
 static double urand(ob_rng *r) { return (double)(ob_rng_next(r) >> 11) * (1.0 / 9007199254740992.0); }
 static uint64_t rand_below(ob_rng *r, uint64_t n) { return n ? ob_rng_next(r) % n : 0; }
 
-static void decode(const ob_space *s, uint64_t index, ob_config *c) {
-  memset(c, 0, sizeof *c);
-  c->space = s;
-  c->index = index;
-  for (int k = 0; k < s->nknobs; k++) {
-    c->choice[k] = (int32_t)(index % (uint64_t)s->knobs[k].n);
-    index /= (uint64_t)s->knobs[k].n;
-  }
-}
-
 /* A reusable buffer of n floats; NULL when out of memory. */
 static float *scratch(float **buf, size_t *cap, size_t n) {
   if (n > *cap) {
@@ -165,7 +155,7 @@ static uint64_t random_walk(xgb *t, uint64_t p) {
     if (s->knobs[k].n > 1) movable[nm++] = k;
   if (!nm) return p;
   ob_config c;
-  decode(s, p, &c);
+  ob_space_decode(s, p, &c);
   for (int tries = 0; tries < 8; tries++) {
     int k = movable[rand_below(&t->rng, (uint64_t)nm)];
     int old = c.choice[k];
@@ -324,7 +314,7 @@ static ob_status score(xgb *t, const uint64_t *idx, int n, float *out) {
     float *bx = scratch(&t->bbuf, &t->bbuf_cap, (size_t)n * (size_t)t->base_flen + (size_t)n);
     if (!bx) return ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory scoring configs");
     for (int i = 0; i < n; i++) {
-      decode(t->space, idx[i], &c);
+      ob_space_decode(t->space, idx[i], &c);
       ob_feat_cache_get(t->fc, &c, t->base_kind, bx + (size_t)i * (size_t)t->base_flen);
     }
     if ((st = ob_feat_cache_check(t->fc))) return st;
@@ -341,7 +331,7 @@ static ob_status score(xgb *t, const uint64_t *idx, int n, float *out) {
   float *x = scratch(&t->fbuf, &t->fbuf_cap, (size_t)n * (size_t)t->flen);
   if (!x) return ob_fail(t->ctx, OB_ERR_NOMEM, "out of memory scoring configs");
   for (int i = 0; i < n; i++) {
-    decode(t->space, idx[i], &c);
+    ob_space_decode(t->space, idx[i], &c);
     ob_feat_cache_get(t->fc, &c, t->kind, x + (size_t)i * (size_t)t->flen);
   }
   if ((st = ob_feat_cache_check(t->fc))) return st;
@@ -465,7 +455,7 @@ static int diversity_pick(xgb *t, const heap *cand, int npick, uint64_t *out) {
   }
   for (int i = 0; i < n; i++) {
     ob_config c;
-    decode(t->space, cand->p[i], &c);
+    ob_space_decode(t->space, cand->p[i], &c);
     memcpy(choice + (size_t)i * kk, c.choice, sizeof(int32_t) * (size_t)nk);
   }
   for (int m = 0; m < npick; m++) {
@@ -535,7 +525,7 @@ static ob_status fit(xgb *t) {
     }
     for (int i = 0; i < t->n; i++) {
       ob_config c;
-      decode(t->space, t->xidx[i], &c);
+      ob_space_decode(t->space, t->xidx[i], &c);
       ob_feat_cache_get(t->fc, &c, t->base_kind, bx + (size_t)i * (size_t)t->base_flen);
     }
     st = ob_feat_cache_check(t->fc);
@@ -864,7 +854,7 @@ static ob_status xgb_update(void *self, const ob_config *cfgs, const ob_measure_
       t->cap = cap;
     }
     ob_config full;
-    decode(t->space, c->index, &full);
+    ob_space_decode(t->space, c->index, &full);
     ob_feat_cache_get(t->fc, &full, t->kind, t->xs + (size_t)t->n * (size_t)t->flen);
     t->xidx[t->n] = c->index;
     t->ys[t->n++] = (float)y;
