@@ -362,10 +362,16 @@ static void test_spaces(void) {
                               "[\"tile_ow\",\"sp\",[-1,7]],[\"tile_oh\",\"sp\",[-1,1]],"
                               "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",0]]}",
                               &c) == OB_ERR_OUT_OF_SPACE);
-    /* ... and 14 columns of one ymm fit (the fallback for widths of 7k) */
+    /* ... 14 columns of one ymm fit, and the default is 6 columns of 2 ymm
+     * (a width 6 does not divide: an entity added to the space) */
     CHECK(ob_config_from_json(ctx, sa,
                               "{\"entity\": [[\"tile_ic\",\"sp\",[-1,8]],[\"tile_oc\",\"sp\",[-1,8]],"
                               "[\"tile_ow\",\"sp\",[-1,14]],[\"tile_oh\",\"sp\",[-1,1]],"
+                              "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",2]]}",
+                              &c) == OB_OK);
+    CHECK(ob_config_from_json(ctx, sa,
+                              "{\"entity\": [[\"tile_ic\",\"sp\",[-1,8]],[\"tile_oc\",\"sp\",[-1,16]],"
+                              "[\"tile_ow\",\"sp\",[-1,6]],[\"tile_oh\",\"sp\",[-1,1]],"
                               "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",2]]}",
                               &c) == OB_OK);
     CHECK(c.index == d.index);
