@@ -70,7 +70,24 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
     cand[1] = 1;
     nc = 1;
   }
-  ob_status st = ob_space_define_split(sp, "tile_y", p.m, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 12});
+  /* Added since records were stored: for panels of 1 to 4 vectors, the
+   * most rows whose accumulators and the panel's row fit the budget (AVX2's
+   * 6 rows of 2 vectors: BLIS's 6x16 Haswell sgemm block), which the
+   * divisors and powers of two of M miss; rows past M are computed and
+   * dropped, as for any row block that does not divide M. Only with 16
+   * registers: with 32 the fallback below took 8 rows (6 absent), measured
+   * on AVX-512, and stays as it was. */
+  int64_t yadd[8];
+  int nyadd = 0;
+  for (int64_t v = 1; v <= 4 && ob_tmpl_registers(tg) <= 16; v++) {
+    int64_t y = ob_tmpl_budget(tg) / v - 1;
+    if (y >= 1 && y <= 12 && y <= p.m) {
+      yadd[2 * nyadd] = -1;
+      yadd[2 * nyadd + 1] = y;
+      nyadd++;
+    }
+  }
+  ob_status st = ob_space_define_split(sp, "tile_y", p.m, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 12, .added = yadd, .nadded = nyadd});
   if (!st) st = ob_space_define_split(sp, "tile_x", p.n, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = cand, .ncandidates = nc});
   if (!st) st = ob_space_define_split(sp, "tile_k", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
   if (st) return st;
