@@ -21,6 +21,7 @@
 
 #include "opbench/kernel.h"
 #include "opbench/lower.h"
+#include "opbench/target.h"
 #include "check.h"
 
 /* float32 tolerance: relative 1e-4 plus a small absolute term for sums that
@@ -47,6 +48,7 @@ typedef struct ku_env {
   int nbuilt, ncached;
   int npar_calls; /* rt->parallel_for calls made by kernels so far */
   double build_s; /* wall time spent in ob_kernel_build */
+  int lanes;      /* float lanes of the host target, which kernels built without one take */
 } ku_env;
 
 typedef struct ku_kernel {
@@ -86,6 +88,10 @@ static int ku_env_init(ku_env *e) {
       if (CPU_ISSET(i, &set)) e->cores[e->ncores++] = i;
   }
   if (e->ncores == 0) e->cores[e->ncores++] = 0;
+  ob_target *host = NULL;
+  if (ob_target_host(e->ctx, &host)) return -1;
+  e->lanes = ob_target_get_facts(host)->lanes_f32;
+  ob_target_free(host);
   return 0;
 }
 

@@ -138,12 +138,14 @@ static void test_border(void) {
 
 /* ---- odd sizes ---------------------------------------------------------------- */
 static void test_odd_sizes(void) {
-  /* K = 23 in blocks of 8, 16 and 32 (padded), C = 17 */
+  /* K = 23 in blocks of half a vector, one and two (padded; 8, 16 and 32
+   * on AVX-512, 4, 8 and 16 on AVX2), C = 17 */
   ob_task *t = task_of("conv2d", "C=17,H=12,W=11,K=23,R=5,S=3", NULL, "1", NULL, "bias,add", "conv2d_NCHWc.x86");
   if (t) {
     ob_config cfgs[3];
     int n = 0;
-    for (int64_t ocb = 8; ocb <= 32; ocb *= 2) {
+    int64_t lanes = ob_target_get_facts(ob_task_target(t))->lanes_f32;
+    for (int64_t ocb = lanes / 2; ocb <= 2 * lanes; ocb *= 2) {
       ob_config c = ob_task_default_config(t);
       ob_config_set_split(&c, "tile_oc", (int64_t[]){ocb}, 1);
       int64_t oc[2];
@@ -288,15 +290,22 @@ static void test_winograd(void) {
   /* order 2 blocks the image's tiles row after row: blocks that straddle
    * rows and a last block cut short (20 tiles, 4 rows of 5, in blocks of 3
    * or 6), and a reduction cut into chunks (C = 256 x 32 channels of
-   * weights outgrow half the L1: two chunks of 128) */
+   * weights outgrow half the L1: two chunks of 128; with AVX2's 16-channel
+   * blocks, C = 512) */
   for (int64_t tp = 3; tp <= 6; tp += 3) {
-    ob_task *t = task_of("conv2d", "C=256,H=7,W=9,K=32,R=3,S=3", NULL, "1", NULL, "bias", "conv2d_winograd.x86");
+    ob_target *host = NULL;
+    CHECK(ob_target_host(ctx, &host) == OB_OK);
+    int64_t ocb = host ? 2 * ob_target_get_facts(host)->lanes_f32 : 32;
+    ob_target_free(host);
+    char shape[64];
+    snprintf(shape, sizeof shape, "C=%lld,H=7,W=9,K=32,R=3,S=3", (long long)(256 * 32 / ocb));
+    ob_task *t = task_of("conv2d", shape, NULL, "1", NULL, "bias", "conv2d_winograd.x86");
     if (!t) continue;
     ob_config c = ob_task_default_config(t);
     ob_config_set_knob(&c, "tile_m", 2);
     ob_config_set_knob(&c, "order", 2);
     ob_config_set_knob(&c, "tile_x", tp);
-    ob_config_set_knob(&c, "tile_oc", 32);
+    ob_config_set_knob(&c, "tile_oc", ocb);
     CHECK_MSG(ob_space_is_valid(ob_task_space(t), c.index), "winograd order 2 tile_x %lld: not in the space",
               (long long)tp);
     expect_correct(t, &c, 1, tp == 3 ? "winograd order 2, blocks of 3 tiles" : "winograd order 2, blocks of 6 tiles");

@@ -490,12 +490,14 @@ static void test_layout_select(void) {
   CHECK(ob_task_new(ctx, &wa, NULL, tg, &ta) == OB_OK && ob_task_new(ctx, &wb, NULL, tg, &tb) == OB_OK);
   if (!ta || !tb) goto done;
   const char *tmpl = ob_task_template(ta);
+  /* blocks of two vectors and one (32 and 16 channels on AVX-512, 16 and 8 on AVX2) */
+  int64_t L = ob_target_get_facts(tg)->lanes_f32;
   ob_config a32 = ob_task_default_config(ta), a16 = a32, b16 = ob_task_default_config(tb);
-  ob_config_set_split(&a32, "tile_oc", (int64_t[]){32}, 1);
-  ob_config_set_split(&a16, "tile_oc", (int64_t[]){16}, 1);
-  ob_config_set_split(&b16, "tile_ic", (int64_t[]){16}, 1);
-  CHECK(ob_task_arg_layout(ta, &a32, 3).block == 32 && ob_task_arg_layout(ta, &a16, 3).block == 16 &&
-        ob_task_arg_layout(tb, &b16, 0).block == 16);
+  ob_config_set_split(&a32, "tile_oc", (int64_t[]){2 * L}, 1);
+  ob_config_set_split(&a16, "tile_oc", (int64_t[]){L}, 1);
+  ob_config_set_split(&b16, "tile_ic", (int64_t[]){L}, 1);
+  CHECK(ob_task_arg_layout(ta, &a32, 3).block == 2 * L && ob_task_arg_layout(ta, &a16, 3).block == L &&
+        ob_task_arg_layout(tb, &b16, 0).block == L);
   put_record(db, &h, tg, res, g, a, tmpl, &a32, 1e-6);
   put_record(db, &h, tg, res, g, a, tmpl, &a16, 2e-6);
   put_record(db, &h, tg, res, g, b, tmpl, &b16, 1e-6);
@@ -600,13 +602,15 @@ static void test_blocked_concat(void) {
   const char *res = f.res;
   if (!node_tasks(g, tg, (int[]){e1, e3, sq}, (ob_task **[]){&t1, &t3, &tq}, 3)) goto done;
   const char *tmpl = ob_task_template(t1);
+  /* blocks of a vector, two and half a vector (16, 32, 8 channels on AVX-512; 8, 16, 4 on AVX2) */
+  int64_t L = ob_target_get_facts(tg)->lanes_f32;
   ob_config c1 = ob_task_default_config(t1), c3 = ob_task_default_config(t3), cq = ob_task_default_config(tq);
-  ob_config_set_split(&c1, "tile_oc", (int64_t[]){16}, 1);
-  ob_config_set_split(&c3, "tile_oc", (int64_t[]){32}, 1);
-  ob_config_set_split(&cq, "tile_ic", (int64_t[]){8}, 1);
-  ob_config_set_split(&cq, "tile_oc", (int64_t[]){8}, 1);
-  CHECK(ob_task_arg_layout(t1, &c1, 3).block == 16 && ob_task_arg_layout(t3, &c3, 3).block == 32 &&
-        ob_task_arg_layout(tq, &cq, 0).block == 8 && ob_task_arg_layout(tq, &cq, 3).block == 8);
+  ob_config_set_split(&c1, "tile_oc", (int64_t[]){L}, 1);
+  ob_config_set_split(&c3, "tile_oc", (int64_t[]){2 * L}, 1);
+  ob_config_set_split(&cq, "tile_ic", (int64_t[]){L / 2}, 1);
+  ob_config_set_split(&cq, "tile_oc", (int64_t[]){L / 2}, 1);
+  CHECK(ob_task_arg_layout(t1, &c1, 3).block == L && ob_task_arg_layout(t3, &c3, 3).block == 2 * L &&
+        ob_task_arg_layout(tq, &cq, 0).block == L / 2 && ob_task_arg_layout(tq, &cq, 3).block == L / 2);
   put_record(db, &h, tg, res, g, e1, tmpl, &c1, 1e-4);
   put_record(db, &h, tg, res, g, e3, tmpl, &c3, 1e-4);
   put_record(db, &h, tg, res, g, sq, tmpl, &cq, 1e-3);
@@ -619,8 +623,8 @@ static void test_blocked_concat(void) {
     CHECK(ob_graph_node_workload(ctx, g, k ? f3 : f1, &w) == OB_OK && ob_task_new(ctx, &w, NULL, tg, &t) == OB_OK);
     if (!t) goto done;
     ob_config c = ob_task_default_config(t);
-    ob_config_set_split(&c, "tile_ic", (int64_t[]){8}, 1);
-    CHECK(ob_task_arg_layout(t, &c, 0).block == 8);
+    ob_config_set_split(&c, "tile_ic", (int64_t[]){L / 2}, 1);
+    CHECK(ob_task_arg_layout(t, &c, 0).block == L / 2);
     put_record(db, &h, tg, res, g, k ? f3 : f1, tmpl, &c, 5e-7);
     ob_task_free(t);
   }
@@ -634,11 +638,11 @@ static void test_blocked_concat(void) {
       ob_ctx_clear_error(ctx);
       continue;
     }
-    if (ob_task_arg_layout(tq, &c, 0).block != 8 || ob_task_arg_layout(tq, &c, 3).block != 16) continue;
+    if (ob_task_arg_layout(tq, &c, 0).block != L / 2 || ob_task_arg_layout(tq, &c, 3).block != L) continue;
     put_record(db, &h, tg, res, g, sq, tmpl, &c, 1e-3 - 1e-9 * (nfast + 1));
     nfast++;
   }
-  CHECK_MSG(nfast == 20, "%d configs of the squeeze write NCHW16c", nfast);
+  CHECK_MSG(nfast == 20, "%d configs of the squeeze write NCHW%lldc", nfast, (long long)L);
   ob_rt *rt = tuned_run_checked(g, db, tg, &x, "blocked concat");
   if (rt) {
     int i1 = -1, iq = -1, around = 0;

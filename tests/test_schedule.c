@@ -35,6 +35,20 @@
 
 static bool verbose;
 
+/* What a loop of n lanes becomes on the host: vectors of min(n, lanes)
+ * lanes (AVX2 splits a 16-lane loop in two), fmt's %s its type's suffix
+ * ("f32x16" or "f32x8"), and the result in a static buffer of its own. */
+static const char *vec_text(const ku_env *e, int n, const char *fmt) {
+  static char buf[4][160];
+  static int next;
+  char ty[16];
+  int l = n < e->lanes ? n : e->lanes;
+  snprintf(ty, sizeof ty, "%d", l);
+  char *b = buf[next++ % 4];
+  snprintf(b, sizeof buf[0], fmt, ty, ty, ty);
+  return b;
+}
+
 static ob_sched *sched_of(ku_env *e, ob_te *te, int n, ob_tensor *const *outs) {
   ob_sched *s = NULL;
   ob_status st = ob_sched_new(te, n, outs, &s);
@@ -408,10 +422,13 @@ static void test_reduce(ku_env *e) {
            "for i in [0, 20) {", "for j in [0, 24) {");
   KU_ORDER(k[KMID].nest, "for i in [0, 20) {", "vectorized j in [0, 24) {", "= 0f", "for k in [0, 36) {",
            "vectorized j in [0, 24) {");
-  KU_HAS(k[KMID].src, "scalar loop (the lane count is not a power of two");
+  if (24 % e->lanes) /* 24 lanes: a vector of them or whole host vectors */
+    KU_HAS(k[KMID].src, "scalar loop (the lane count is not a power of two");
+  else
+    KU_HAS(k[KMID].src, vec_text(e, 24, "OB_VLOAD(ob_f32x%s, &"));
   KU_HAS(k[KVEC].nest, "vectorized k.inner in [0, 16) {");
   KU_HAS(k[KVEC].src, "OB_HSUM(");
-  KU_HAS(k[KVEC].src, "OB_VLOAD(ob_f32x16, &A_");
+  KU_HAS(k[KVEC].src, vec_text(e, 16, "OB_VLOAD(ob_f32x%s, &A_"));
   /* the guarded tail: a vector path with a scalar fallback, or the scalar
    * loop alone when no iteration has every lane in range */
   KU_HAS_ANY(k[KVEC].src, "} else {", "for (int64_t k_inner");
@@ -718,7 +735,7 @@ static void test_cache_write(ku_env *e) {
   KU_ORDER(k[TILE_VEC].nest, "alloc C.local: float32[128]", "unrolled i in [0, 8) {",
            "vectorized j in [0, 16) {", "= 0f", "for k in [0, 24) {", "unrolled i in [0, 8) {",
            "vectorized j in [0, 16) {", "vectorized j.inner in [0, 16) {");
-  KU_HAS(k[TILE_VEC].src, "ob_f32x16");
+  KU_HAS(k[TILE_VEC].src, vec_text(e, 16, "ob_f32x%s"));
   KU_ORDER(k[TILE_NDIV].nest, "alloc C.local: float32[160]", "for k.outer in [0, ",
            "for k.inner in [0, 5) {");
   KU_HAS_ANY(k[TILE_NDIV].nest, "if (", "for k.inner in [0, 4) {");
@@ -812,8 +829,9 @@ static void test_unroll_vectorize(ku_env *e) {
   KU_HASNT(k[UNR_BIG].src, "for (int64_t j_");
   CHECK(ku_count(k[UNR_BIG].src, "B_1[") >= 64 * 2);
   KU_HAS(k[VEC].nest, "vectorized j.inner in [0, 16) {");
-  KU_HAS(k[VEC].src, "typedef float ob_f32x16 __attribute__((vector_size(64)));");
-  KU_HAS(k[VEC].src, "OB_VLOAD(ob_f32x16, &");
+  KU_HAS(k[VEC].src, e->lanes >= 16 ? "typedef float ob_f32x16 __attribute__((vector_size(64)));"
+                                      : "typedef float ob_f32x8 __attribute__((vector_size(32)));");
+  KU_HAS(k[VEC].src, vec_text(e, 16, "OB_VLOAD(ob_f32x%s, &"));
   KU_HAS(k[VEC].src, "OB_VSTORE(&");
   KU_HASNT(k[VEC].src, "} else {");
   KU_HASNT(k[VEC].src, "for (int64_t j_inner");
@@ -821,8 +839,8 @@ static void test_unroll_vectorize(ku_env *e) {
   KU_HAS(k[VEC_WHOLE].src, "ob_f32x8");
   KU_ORDER(k[VEC_NDIV].nest, "vectorized j.inner in [0, 16) {", "< 50)) {");
   KU_ORDER(k[VEC_NDIV].src, "OB_VSTORE(&", "for (int64_t j_inner");
-  KU_HAS(k[VEC_NDIV].src, "OB_VMAX(ob_f32x16, ob_i32x16, ");
-  KU_HAS(k[VEC_NDIV].src, "OB_VMIN(ob_f32x16, ob_i32x16, ");
+  KU_HAS(k[VEC_NDIV].src, vec_text(e, 16, "OB_VMAX(ob_f32x%s, ob_i32x%s, "));
+  KU_HAS(k[VEC_NDIV].src, vec_text(e, 16, "OB_VMIN(ob_f32x%s, ob_i32x%s, "));
   KU_HAS(k[VEC_ODD].nest, "vectorized j.inner in [0, 10) {");
   KU_HAS(k[VEC_ODD].src, "scalar loop (the lane count is not a power of two");
   KU_HASNT(k[VEC_ODD].src, "OB_VSTORE(&");
@@ -1226,7 +1244,7 @@ static void test_compute_at_regions(ku_env *e) {
   /* Z over [8*io - 1, 8*io + 8), Y over [z - 1, z + 2) for each z of it */
   KU_ORDER(k[CHAIN].nest, "alloc Z: float32[9]", "alloc Y: float32[3]", "Y[i] =", "Z[", "for i.inner in [0, 8) {");
   KU_ORDER(k[ZVEC].nest, "alloc Y: float32[16]", "vectorized i in [0, 16) {", ">= 0)");
-  KU_HAS(k[ZVEC].src, "OB_VLOAD(ob_f32x16, &X_");
+  KU_HAS(k[ZVEC].src, vec_text(e, 16, "OB_VLOAD(ob_f32x%s, &X_"));
   KU_HAS(k[ZVEC].src, "} else {"); /* lanes outside Y fall back to the scalar loop */
   KU_HAS(k[ZINL_VEC].nest, "vectorized i.inner in [0, 16) {");
   KU_HASNT(k[ZINL_VEC].nest, "alloc");
