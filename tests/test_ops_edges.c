@@ -253,6 +253,51 @@ static void test_weight_prefetch(void) {
   }
 }
 
+/* conv2d_NCHWc's rows outside the output-channel blocks (knob rows_outer):
+ * the default where the input outgrows half the L2 and the weights do not,
+ * a single value where there is one block or one row, and the results of
+ * configs with it, strides, padding and epilogues included. */
+static void test_rows_outer(void) {
+  ob_target *tg = NULL;
+  CHECK(ob_target_parse(ctx, "llvm -mcpu=native", &tg) == OB_OK);
+  if (!tg) return;
+  double half = ob_target_get_facts(tg)->l2_bytes / 2.0;
+  ob_target_free(tg);
+  static const struct {
+    const char *shape, *pad, *stride, *epi;
+    double wbytes, ibytes;
+    int values;
+  } c[] = {
+      {"C=64,H=56,W=56,K=32,R=1,S=1", NULL, "2", "bias,add", 4.0 * 64 * 32, 4.0 * 64 * 56 * 56, 2},
+      {"C=8,H=9,W=11,K=40,R=3,S=3", "1", NULL, "bias,relu", 4.0 * 8 * 40 * 9, 4.0 * 8 * 9 * 11, 2},
+      {"C=16,H=13,W=12,K=24,R=3,S=3", "2,0,1,1", "2", NULL, 4.0 * 16 * 24 * 9, 4.0 * 16 * 13 * 12, 2},
+      {"C=512,H=14,W=14,K=512,R=1,S=1", NULL, NULL, NULL, 4.0 * 512 * 512, 4.0 * 512 * 14 * 14, 2},
+      {"C=16,H=9,W=9,K=16,R=3,S=3", "1", NULL, NULL, 0, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    ob_task *t = task_of("conv2d", c[i].shape, c[i].stride, c[i].pad, NULL, c[i].epi, "conv2d_NCHWc.x86");
+    if (!t) continue;
+    char what[128];
+    snprintf(what, sizeof what, "rows outer %s pad %s stride %s", c[i].shape, c[i].pad ? c[i].pad : "0",
+             c[i].stride ? c[i].stride : "1");
+    const ob_space *sp = ob_task_space(t);
+    int k = ob_space_knob_find(sp, "rows_outer");
+    CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == c[i].values, "%s: knob rows_outer has the wrong values", what);
+    ob_config d = ob_task_default_config(t);
+    bool want = c[i].values == 2 && half > 0 && c[i].wbytes <= half && c[i].ibytes > half &&
+                !ob_config_knob(&d, "stationary");
+    CHECK_MSG(ob_config_knob(&d, "rows_outer") == want, "%s: default rows_outer %lld, %d expected", what,
+              (long long)ob_config_knob(&d, "rows_outer"), want);
+    if (c[i].values == 2) {
+      ob_config cfgs[4];
+      int n = configs_with(t, "rows_outer", 1, 3, 77 + i, cfgs);
+      CHECK_MSG(n >= 2, "%s: too few configs with rows outside (%d)", what, n);
+      expect_correct(t, cfgs, n, what);
+    }
+    ob_task_free(t);
+  }
+}
+
 /* ---- Winograd ------------------------------------------------------------------- */
 static void check_winograd(const char *shape, const char *pad, const char *epi, int64_t m, int64_t order,
                            int extra) {
@@ -373,6 +418,7 @@ int main(void) {
     test_border();
     test_odd_sizes();
     test_weight_prefetch();
+    test_rows_outer();
     test_winograd();
   }
   ob_runner_free(runner);

@@ -140,6 +140,7 @@ static double synth(const ob_config *c, int *error_no) {
   g *= oh[1] == 2 ? 1.04 : 1.0;
   g *= ob_config_knob(c, "reduce_order") ? 0.95 : 1.0;
   g *= ob_config_knob(c, "pad_inline") == 0 ? 1.02 : 1.0;
+  g *= ob_config_knob(c, "rows_outer") ? 0.97 : 1.0;
   return g;
 }
 

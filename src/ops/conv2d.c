@@ -279,8 +279,10 @@ static bool nchwc_ok(const ob_config *cfg, void *user) {
   /* a padding inlined as a select (pad_inline 1) costs a test per
    * multiply-add that skipping it (2) does not: never the better one */
   if (ob_config_knob(cfg, "pad_inline") == 1) return false;
-  /* weights-stationary needs a whole row per register tile (build_nchwc) */
-  if (ob_config_knob(cfg, "stationary") && (ow[0] != 1 || oh[1] != 1)) return false;
+  /* weights-stationary needs a whole row per register tile (build_nchwc)
+   * and a thread per output-channel block, which rows outside are not */
+  if (ob_config_knob(cfg, "stationary") && (ow[0] != 1 || oh[1] != 1 || ob_config_knob(cfg, "rows_outer")))
+    return false;
   return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
 }
 
@@ -308,6 +310,15 @@ static bool stationary_fits(const conv_p *p, const ob_target *tg) {
   double bytes = 4.0 * (double)p->k * (double)(p->c / p->g) * (double)(p->r * p->s);
   return p->r * p->s > 1 && p->g == 1 && f->l2_bytes > 0 && bytes > (double)f->l2_bytes;
 }
+
+/* Rows outside the output-channel blocks (knob rows_outer): in the usual
+ * order a thread runs all rows of one output-channel block, then the next,
+ * and reads the whole input once per block; a 1x1 layer with a large image
+ * and few weights (ResNet's 64x56 -> 128 1x1 stride 2: 32 KB of weights,
+ * 800 KB of input) then streams the input from L3 once per block. Rows
+ * outside keep a row's input in L1 while every block's weights pass by. A
+ * choice only where there are several blocks and rows. */
+static bool occ_rows_useful(const conv_p *p) { return p->k > 16 && p->oh > 1; }
 
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
@@ -353,6 +364,9 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_knob(sp, "pad_inline", (int64_t[]){0, 1, 2}, padded ? 3 : 1);
   bool big = stationary_fits(&p, tg);
   if (!st) st = ob_space_define_knob_added(sp, "stationary", (int64_t[]){0, 1}, big ? 2 : 1);
+  /* rows_outer 1: the parallel loop runs over rows, each row over every
+   * output-channel block (see build_nchwc) */
+  if (!st) st = ob_space_define_knob_added(sp, "rows_outer", (int64_t[]){0, 1}, occ_rows_useful(&p) ? 2 : 1);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback as AutoTVM's: a vector of output channels, a register block of
@@ -457,6 +471,17 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   /* a model's large 3x3 layers run with their weights evicted: stationary
    * by default where the register tile is a whole row (7x7 outputs) */
   ob_config_set_knob(&c, "stationary", big && owb == p.ow && ohb == 1);
+  /* rows outside the channel blocks where the input outgrows half the L2
+   * and the weights do not: each block would stream the input from L3
+   * again. Measured on a Zen 3 core (512 KB L2; interleaved, fastest of 3):
+   * ResNet-18's 64x56 -> 128 1x1/2 54 -> 79 GFLOPS, 128x28 -> 256 1x1/2
+   * 53 -> 78, 64x56 -> 64 3x3 67 -> 71; 256x14 -> 512 1x1/2 (512 KB of
+   * weights) 66 -> 43, where it stays off. */
+  const ob_target_facts *tf = ob_target_get_facts(tg);
+  double wbytes = 4.0 * (double)p.k * (double)(p.c / p.g) * (double)(p.r * p.s);
+  double ibytes = 4.0 * (double)p.n * (double)p.c * (double)p.h * (double)p.w;
+  ob_config_set_knob(&c, "rows_outer", occ_rows_useful(&p) && !ob_config_knob(&c, "stationary") && tf->l2_bytes > 0 &&
+                                           wbytes <= tf->l2_bytes / 2.0 && ibytes > tf->l2_bytes / 2.0);
   *dflt = c;
   return OB_OK;
 }
@@ -477,7 +502,8 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   bool ukw = ob_config_knob(cfg, "unroll_kw");
   int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
   int64_t order = ob_config_knob(cfg, "reduce_order");
-  bool stat = ob_config_knob(cfg, "stationary") && ow[1] >= p.ow && oh[1] == 1;
+  bool rows = ob_config_knob(cfg, "rows_outer");
+  bool stat = ob_config_knob(cfg, "stationary") && ow[1] >= p.ow && oh[1] == 1 && !rows;
   int64_t icc = p.c / icb, occ = nchwc_occ(&p, ocb);
   int64_t cpgb = p.c / p.g / icb, kpgb = p.k / p.g / ocb; /* channel blocks per group */
 
@@ -521,13 +547,13 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
+  ob_ivar *on = ob_stage_axis(so, 0), *ooc = ob_stage_axis(so, 1);
   if (!st)
-    st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){ob_stage_axis(so, 0), ob_stage_axis(so, 1), yo, xo, yi, xi,
-                                                ob_stage_axis(so, 4)});
-  if (!st) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), ob_stage_axis(so, 1), &f1);
+    st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){on, rows ? yo : ooc, rows ? ooc : yo, xo, yi, xi, ob_stage_axis(so, 4)});
+  if (!st) st = ob_sched_fuse(s, so, on, rows ? yo : ooc, &f1);
   /* stationary: a thread owns whole output-channel blocks (see
    * stationary_fits), the partial sums of the block in a buffer */
-  if (!st && !stat) st = ob_sched_fuse(s, so, f1, yo, &f2);
+  if (!st && !stat) st = ob_sched_fuse(s, so, f1, rows ? ooc : yo, &f2);
   if (!st) st = ob_sched_parallel(s, so, stat ? f1 : f2);
   if (!st && ocb > 1) st = ob_sched_vectorize(s, so, ob_stage_axis(so, 4));
   if (!st) st = ob_sched_unroll(s, so, xi); /* the tile stays in registers */
@@ -559,7 +585,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
    * those take the stationary order instead. */
   const ob_target_facts *f = ob_target_get_facts(tg);
   int64_t slice = cpgb * p.r * p.s * icb * ocb; /* one output-channel block's weights */
-  if (!st && p.r == 1 && p.s == 1 && f->l2_bytes > 0 && 4.0 * (double)(occ * slice) > (double)f->l2_bytes)
+  if (!st && !rows && p.r == 1 && p.s == 1 && f->l2_bytes > 0 && 4.0 * (double)(occ * slice) > (double)f->l2_bytes)
     st = ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 3, (ob_ivar *[]){yo, xo, r0}, r0);
   /* stationary: in parts of a few cache lines, at every input-channel step
    * (bursts of 3-18 KB per row cost more warm than they saved cold) */
