@@ -298,6 +298,62 @@ static void test_rows_outer(void) {
   }
 }
 
+/* conv2d_NCHWc's register blocks over pixels (knob pixels): offered for 1x1
+ * windows without padding, never with row blocks or rows outside; the
+ * default with 16 registers where 6 columns leave a tail in every row; the
+ * results of configs with it (blocks that cross rows, the image's tail,
+ * stride 2, padded channel blocks, a batch, epilogues with a residual). */
+static void test_pixels(void) {
+  static const struct {
+    const char *shape, *pad, *stride, *epi;
+    int values;
+  } c[] = {
+      {"C=16,H=7,W=7,K=48,R=1,S=1", NULL, NULL, "bias,add", 2},
+      {"C=24,H=14,W=14,K=32,R=1,S=1", NULL, "2", "bias,relu", 2},
+      {"N=2,C=8,H=5,W=9,K=23,R=1,S=1", NULL, NULL, "add", 2},
+      {"C=8,H=7,W=7,K=16,R=1,S=1", "1", NULL, NULL, 1},
+      {"C=8,H=7,W=7,K=16,R=3,S=3", NULL, NULL, NULL, 1},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    ob_task *t = task_of("conv2d", c[i].shape, c[i].stride, c[i].pad, NULL, c[i].epi, "conv2d_NCHWc.x86");
+    if (!t) continue;
+    char what[128];
+    snprintf(what, sizeof what, "pixels %s pad %s stride %s", c[i].shape, c[i].pad ? c[i].pad : "0",
+             c[i].stride ? c[i].stride : "1");
+    const ob_space *sp = ob_task_space(t);
+    int k = ob_space_knob_find(sp, "pixels");
+    CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == c[i].values, "%s: knob pixels has the wrong values", what);
+    ob_config d = ob_task_default_config(t);
+    if (ob_config_knob(&d, "pixels")) {
+      int64_t oh[2];
+      ob_config_split(&d, "tile_oh", oh);
+      CHECK_MSG(c[i].values == 2 && oh[1] == 1 && !ob_config_knob(&d, "rows_outer"), "%s: a bad default", what);
+    }
+    if (c[i].values == 2) {
+      ob_config cfgs[5];
+      int n = configs_with(t, "pixels", 1, 4, 91 + i, cfgs);
+      CHECK_MSG(n >= 3, "%s: too few configs over pixels (%d)", what, n);
+      for (int j = 0; j < n; j++) {
+        int64_t oh[2];
+        ob_config_split(&cfgs[j], "tile_oh", oh);
+        CHECK_MSG(oh[1] == 1 && !ob_config_knob(&cfgs[j], "rows_outer"), "%s: the filter let a row block in", what);
+      }
+      expect_correct(t, cfgs, n, what);
+    }
+    ob_task_free(t);
+  }
+  /* the default over pixels where 16 registers' 6 x 2 block leaves a tail
+   * in every row (7x7, not rows outside: a small input) */
+  ob_task *t = task_of("conv2d", "C=256,H=14,W=14,K=512,R=1,S=1", "2", NULL, NULL, NULL, "conv2d_NCHWc.x86");
+  if (t) {
+    ob_config d = ob_task_default_config(t);
+    bool sixteen = ob_target_get_facts(ob_task_target(t))->vector_registers <= 16;
+    CHECK_MSG(ob_config_knob(&d, "pixels") == sixteen, "pixels default %lld with %s registers",
+              (long long)ob_config_knob(&d, "pixels"), sixteen ? "16" : "32");
+    ob_task_free(t);
+  }
+}
+
 /* ---- Winograd ------------------------------------------------------------------- */
 static void check_winograd(const char *shape, const char *pad, const char *epi, int64_t m, int64_t order,
                            int extra) {
@@ -419,6 +475,7 @@ int main(void) {
     test_odd_sizes();
     test_weight_prefetch();
     test_rows_outer();
+    test_pixels();
     test_winograd();
   }
   ob_runner_free(runner);

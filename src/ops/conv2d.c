@@ -283,6 +283,9 @@ static bool nchwc_ok(const ob_config *cfg, void *user) {
    * and a thread per output-channel block, which rows outside are not */
   if (ob_config_knob(cfg, "stationary") && (ow[0] != 1 || oh[1] != 1 || ob_config_knob(cfg, "rows_outer")))
     return false;
+  /* a pixel block is tile_ow pixels of one row-major run: no row block,
+   * and the blocks run inside the channel blocks */
+  if (ob_config_knob(cfg, "pixels") && (oh[1] != 1 || ob_config_knob(cfg, "rows_outer"))) return false;
   return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
 }
 
@@ -319,6 +322,18 @@ static bool stationary_fits(const conv_p *p, const ob_target *tg) {
  * outside keep a row's input in L1 while every block's weights pass by. A
  * choice only where there are several blocks and rows. */
 static bool occ_rows_useful(const conv_p *p) { return p->k > 16 && p->oh > 1; }
+
+/* Register blocks over pixels (knob pixels): a 1x1 window without padding
+ * reads one input pixel per output pixel, so a block of w consecutive
+ * output pixels in row-major order may cross a row: the image is one run
+ * of OH x OW pixels cut in blocks of w with one tail at its end, instead
+ * of OH runs of OW with a tail each (a 7x7 output in blocks of 6: 8 full
+ * blocks and 1 pixel, not 7 blocks of 6 and 7 single pixels). The input
+ * offsets of a block's pixels are computed once per block, outside the
+ * reduction. */
+static bool pixels_useful(const conv_p *p) {
+  return p->r == 1 && p->s == 1 && !(p->pt || p->pl || p->pb || p->pr) && p->oh > 1;
+}
 
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
@@ -367,6 +382,9 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   /* rows_outer 1: the parallel loop runs over rows, each row over every
    * output-channel block (see build_nchwc) */
   if (!st) st = ob_space_define_knob_added(sp, "rows_outer", (int64_t[]){0, 1}, occ_rows_useful(&p) ? 2 : 1);
+  /* pixels 1: register blocks over the image's pixels in row-major order
+   * (1x1 windows; see build_nchwc) */
+  if (!st) st = ob_space_define_knob_added(sp, "pixels", (int64_t[]){0, 1}, pixels_useful(&p) ? 2 : 1);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback as AutoTVM's: a vector of output channels, a register block of
@@ -480,8 +498,25 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   const ob_target_facts *tf = ob_target_get_facts(tg);
   double wbytes = 4.0 * (double)p.k * (double)(p.c / p.g) * (double)(p.r * p.s);
   double ibytes = 4.0 * (double)p.n * (double)p.c * (double)p.h * (double)p.w;
-  ob_config_set_knob(&c, "rows_outer", occ_rows_useful(&p) && !ob_config_knob(&c, "stationary") && tf->l2_bytes > 0 &&
-                                           wbytes <= tf->l2_bytes / 2.0 && ibytes > tf->l2_bytes / 2.0);
+  bool rows = occ_rows_useful(&p) && !ob_config_knob(&c, "stationary") && tf->l2_bytes > 0 &&
+              wbytes <= tf->l2_bytes / 2.0 && ibytes > tf->l2_bytes / 2.0;
+  ob_config_set_knob(&c, "rows_outer", rows);
+  /* 16 registers, a 1x1 window whose rows the 6 x 2-vector block does not
+   * divide, rows not outside: blocks over pixels, one tail per image.
+   * Measured on a Zen 3 core (interleaved, fastest of 4): ResNet-18's
+   * 256x14 -> 512 1x1/2 (7x7 out) 64 GFLOPS with 7 x 1 vector per row,
+   * 80-83 over pixels. Weights beyond the L2 keep rows and their prefetch
+   * (ResNet-50's 2048-channel layers: no clear difference warm). */
+  int64_t w6 = budget / 2;
+  while (w6 > 1 && !ob_tmpl_block_fits(tg, w6, 2)) w6--;
+  if (ob_tmpl_registers(tg) <= 16 && pixels_useful(&p) && !rows && p.g == 1 && p.c >= lanes &&
+      p.k % (2 * lanes) == 0 && p.ow % w6 && p.oh * p.ow >= 2 * w6 && wbytes <= tf->l2_bytes) {
+    ob_config_set_split(&c, "tile_oc", (int64_t[]){2 * lanes}, 1);
+    ob_config_set_split(&c, "tile_ow", (int64_t[]){w6}, 1);
+    ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
+    ob_config_set_knob(&c, "stationary", 0);
+    ob_config_set_knob(&c, "pixels", 1);
+  }
   *dflt = c;
   return OB_OK;
 }
@@ -503,6 +538,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   int64_t pad_inline = ob_config_knob(cfg, "pad_inline");
   int64_t order = ob_config_knob(cfg, "reduce_order");
   bool rows = ob_config_knob(cfg, "rows_outer");
+  bool pix = ob_config_knob(cfg, "pixels");
   bool stat = ob_config_knob(cfg, "stationary") && ow[1] >= p.ow && oh[1] == 1 && !rows;
   int64_t icc = p.c / icb, occ = nchwc_occ(&p, ocb);
   int64_t cpgb = p.c / p.g / icb, kpgb = p.k / p.g / ocb; /* channel blocks per group */
@@ -512,12 +548,16 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   ob_tensor *src = ob_pad_spatial(te, data, 2, 3, p.pt, p.pl, p.pb, p.pr);
   ob_tensor *pad = src != data ? src : NULL;
   ob_ivar *n = ob_te_axis(te, "n", p.n), *oc = ob_te_axis(te, "occ", occ);
-  ob_ivar *y = ob_te_axis(te, "y", p.oh), *x = ob_te_axis(te, "x", p.ow), *ob = ob_te_axis(te, "ocb", ocb);
+  ob_ivar *y = pix ? ob_te_axis(te, "px", p.oh * p.ow) : ob_te_axis(te, "y", p.oh);
+  ob_ivar *x = pix ? NULL : ob_te_axis(te, "x", p.ow), *ob = ob_te_axis(te, "ocb", ocb);
+  /* pixels: one axis over the image's pixels, row = px / OW, column = px % OW */
+  ob_expr *vy = pix ? ob_te_bin(te, OB_DIV, ob_te_var(te, y), ob_te_int(te, p.ow)) : ob_te_var(te, y);
+  ob_expr *vx = pix ? ob_te_bin(te, OB_MOD, ob_te_var(te, y), ob_te_int(te, p.ow)) : ob_te_var(te, x);
   ob_ivar *rco = ob_te_reduce_axis(te, "icc", cpgb), *rci = ob_te_reduce_axis(te, "icb", icb);
   ob_ivar *ry = ob_te_reduce_axis(te, "ry", p.r), *rx = ob_te_reduce_axis(te, "rx", p.s);
-  ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, y), ob_te_int(te, p.sh)),
+  ob_expr *iy = OB_TE_ADD(te, OB_TE_MUL(te, vy, ob_te_int(te, p.sh)),
                           OB_TE_MUL(te, ob_te_var(te, ry), ob_te_int(te, p.dh)));
-  ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, x), ob_te_int(te, p.sw)),
+  ob_expr *ix = OB_TE_ADD(te, OB_TE_MUL(te, vx, ob_te_int(te, p.sw)),
                           OB_TE_MUL(te, ob_te_var(te, rx), ob_te_int(te, p.dw)));
   ob_expr *icblk = ob_te_var(te, rco);
   if (p.g > 1)
@@ -526,15 +566,16 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   ob_expr *b = ob_te_load(te, wt, 6,
                           (ob_expr *[]){ob_te_var(te, oc), ob_te_var(te, rco), ob_te_var(te, ry),
                                         ob_te_var(te, rx), ob_te_var(te, rci), ob_te_var(te, ob)});
-  ob_tensor *conv = ob_te_compute(te, "conv", 5, (ob_ivar *[]){n, oc, y, x, ob},
-                                  ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, a, b), 4,
-                                               (ob_ivar *[]){rco, rci, ry, rx}));
+  ob_expr *red = ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, a, b), 4, (ob_ivar *[]){rco, rci, ry, rx});
+  ob_tensor *conv = pix ? ob_te_compute(te, "conv", 4, (ob_ivar *[]){n, oc, y, ob}, red)
+                        : ob_te_compute(te, "conv", 5, (ob_ivar *[]){n, oc, y, x, ob}, red);
   if (!data || !wt || !conv) return OB_ERR_INVALID_ARG;
   ob_epi_inputs ein;
   ob_epilogue_placeholders_n(te, &e, conv, occ * ocb, &ein); /* bias padded as the blocks */
   ob_tensor *mid[8];
   int nmid;
-  ob_tensor *o = ob_epilogue_apply_blocked(te, &e, conv, 1, 4, occ * ocb, &ein, mid, &nmid);
+  int bd = pix ? 3 : 4; /* the channel block's axis */
+  ob_tensor *o = ob_epilogue_apply_blocked(te, &e, conv, 1, bd, occ * ocb, &ein, mid, &nmid);
 
   ob_sched *s = NULL;
   st = ob_sched_new(te, 1, &o, &s);
@@ -544,33 +585,43 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   if (!st && o == conv) st = ob_sched_cache_write(s, so, &sacc);
   if (!st && pad && pad_inline) st = ob_sched_compute_inline(s, ob_sched_stage(s, pad));
   if (!st && pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
-  ob_ivar *yo, *yi, *xo, *xi, *f1, *f2;
-  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
-  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
-  ob_ivar *on = ob_stage_axis(so, 0), *ooc = ob_stage_axis(so, 1);
-  if (!st)
-    st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){on, rows ? yo : ooc, rows ? ooc : yo, xo, yi, xi, ob_stage_axis(so, 4)});
-  if (!st) st = ob_sched_fuse(s, so, on, rows ? yo : ooc, &f1);
-  /* stationary: a thread owns whole output-channel blocks (see
-   * stationary_fits), the partial sums of the block in a buffer */
-  if (!st && !stat) st = ob_sched_fuse(s, so, f1, rows ? ooc : yo, &f2);
+  ob_ivar *yo = NULL, *yi = NULL, *xo, *xi, *f1, *f2;
+  ob_ivar *on = ob_stage_axis(so, 0), *ooc = ob_stage_axis(so, 1), *oblk = ob_stage_axis(so, bd);
+  if (pix) { /* blocks of tile_ow pixels: xo runs them inside the parallel
+              * loop over channel blocks, so lowering peels the last one */
+    if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), ow[1], &xo, &xi);
+    if (!st) st = ob_sched_reorder(s, so, 5, (ob_ivar *[]){on, ooc, xo, xi, oblk});
+    if (!st) st = ob_sched_fuse(s, so, on, ooc, &f1);
+    f2 = f1;
+  } else {
+    if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
+    if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
+    if (!st) st = ob_sched_reorder(s, so, 7, (ob_ivar *[]){on, rows ? yo : ooc, rows ? ooc : yo, xo, yi, xi, oblk});
+    if (!st) st = ob_sched_fuse(s, so, on, rows ? yo : ooc, &f1);
+    /* stationary: a thread owns whole output-channel blocks (see
+     * stationary_fits), the partial sums of the block in a buffer */
+    if (!st && !stat) st = ob_sched_fuse(s, so, f1, rows ? ooc : yo, &f2);
+  }
   if (!st) st = ob_sched_parallel(s, so, stat ? f1 : f2);
-  if (!st && ocb > 1) st = ob_sched_vectorize(s, so, ob_stage_axis(so, 4));
+  if (!st && ocb > 1) st = ob_sched_vectorize(s, so, oblk);
   if (!st) st = ob_sched_unroll(s, so, xi); /* the tile stays in registers */
-  if (!st) st = ob_sched_unroll(s, so, yi);
+  if (!st && yi) st = ob_sched_unroll(s, so, yi);
   if (!st) st = ob_sched_compute_at(s, sacc, so, stat ? f1 : xo);
   ob_ivar *an = ob_stage_axis(sacc, 0), *ak = ob_stage_axis(sacc, 1), *ay = ob_stage_axis(sacc, 2),
-          *ax = ob_stage_axis(sacc, 3), *ab = ob_stage_axis(sacc, 4);
+          *ax = pix ? NULL : ob_stage_axis(sacc, 3), *ab = ob_stage_axis(sacc, bd);
   ob_ivar *r0 = ob_stage_reduce_axis(sacc, 0), *r1 = ob_stage_reduce_axis(sacc, 1),
           *r2 = ob_stage_reduce_axis(sacc, 2), *r3 = ob_stage_reduce_axis(sacc, 3);
-  if (!st) {
+  if (!st && pix) { /* the pixels' axis is the register block's columns */
+    st = ob_sched_reorder(s, sacc, 8, order ? (ob_ivar *[]){an, ak, r0, r1, r2, r3, ay, ab}
+                                            : (ob_ivar *[]){an, ak, r0, r2, r3, r1, ay, ab});
+  } else if (!st) {
     ob_ivar *ord0[] = {an, ak, r0, r2, r3, r1, ay, ax, ab}; /* icc, kh, kw, icb */
     ob_ivar *ord1[] = {an, ak, r0, r1, r2, r3, ay, ax, ab}; /* icc, icb, kh, kw */
     ob_ivar *ords[] = {an, ak, r0, ay, r1, r2, r3, ax, ab}; /* icc, rows, icb, kh, kw */
     st = ob_sched_reorder(s, sacc, 9, stat ? ords : order ? ord1 : ord0);
   }
   if (!st && ocb > 1) st = ob_sched_vectorize(s, sacc, ab);
-  if (!st) st = ob_sched_unroll(s, sacc, ax);
+  if (!st && ax) st = ob_sched_unroll(s, sacc, ax);
   if (!st && !stat) st = ob_sched_unroll(s, sacc, ay);
   if (!st && ukw) st = ob_sched_unroll(s, sacc, r3);
   /* A 1x1 layer whose weights outgrow the L2 (the 2048-channel layers of
@@ -586,7 +637,8 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   const ob_target_facts *f = ob_target_get_facts(tg);
   int64_t slice = cpgb * p.r * p.s * icb * ocb; /* one output-channel block's weights */
   if (!st && !rows && p.r == 1 && p.s == 1 && f->l2_bytes > 0 && 4.0 * (double)(occ * slice) > (double)f->l2_bytes)
-    st = ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 3, (ob_ivar *[]){yo, xo, r0}, r0);
+    st = pix ? ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 2, (ob_ivar *[]){xo, r0}, r0)
+             : ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 3, (ob_ivar *[]){yo, xo, r0}, r0);
   /* stationary: in parts of a few cache lines, at every input-channel step
    * (bursts of 3-18 KB per row cost more warm than they saved cold) */
   if (!st && stat) st = ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 3, (ob_ivar *[]){r0, ay, r1}, r1);
