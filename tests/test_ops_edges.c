@@ -257,7 +257,23 @@ static void test_k_block(void) {
   ob_target *tg = NULL;
   CHECK(ob_target_parse(ctx, "llvm -mcpu=native", &tg) == OB_OK);
   bool avx2 = tg && ob_target_get_facts(tg)->vector_registers == 16 && ob_target_get_facts(tg)->lanes_f32 == 8;
+  bool regs16 = tg && ob_target_get_facts(tg)->vector_registers <= 16;
+  int64_t lanes = tg ? ob_target_get_facts(tg)->lanes_f32 : 0;
   ob_target_free(tg);
+  /* the defaults: with 16 registers K not unrolled (tile_k 1) and a GEMV's
+   * widest panel (4 vectors); with 32, tile_k 2 and panels of 2 vectors */
+  ob_task *gemm = task_of("dense", "M=128,N=768,K=768", NULL, NULL, NULL, NULL, "dense_pack.x86");
+  ob_task *gemv = task_of("dense", "M=1,N=1000,K=512", NULL, NULL, NULL, NULL, "dense_pack.x86");
+  if (gemm && gemv && lanes > 0) {
+    ob_config d = ob_task_default_config(gemm), v = ob_task_default_config(gemv);
+    int64_t kk[2], x[2];
+    ob_config_split(&d, "tile_k", kk);
+    ob_config_split(&v, "tile_x", x);
+    CHECK_MSG(kk[1] == (regs16 ? 1 : 2), "dense M=128: default tile_k %lld", (long long)kk[1]);
+    CHECK_MSG(x[1] == (regs16 ? 4 : 2) * lanes, "dense M=1: default panel %lld columns", (long long)x[1]);
+  }
+  ob_task_free(gemm);
+  ob_task_free(gemv);
   static const struct {
     const char *op, *shape;
     int64_t y, x, k;

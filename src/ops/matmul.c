@@ -125,7 +125,23 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
     ob_config_split(&c, "tile_y", y);
     if ((y[1] + 1) * ob_tmpl_vectors(tg, nb) <= ob_tmpl_budget(tg)) break;
   }
-  ob_config_set_split(&c, "tile_k", (int64_t[]){2}, 1);
+  /* one row (a classifier's GEMV): the block's accumulators are its
+   * panel's vectors alone, too few to cover the FMA's latency at two; with
+   * 16 registers the widest panel then. Measured on a Zen 3 core
+   * (interleaved, fastest of 6): M=1,N=1000,K=512 25 -> 34 GFLOPS with 4
+   * vectors, K=2048 22 -> 28. 32 registers keep theirs. */
+  if (ob_tmpl_registers(tg) <= 16 && p.m == 1) {
+    for (int i = 0; i < nc; i++)
+      if (cand[2 * i + 1] > nb && 2 * ob_tmpl_vectors(tg, cand[2 * i + 1]) <= ob_tmpl_budget(tg)) nb = cand[2 * i + 1];
+    ob_config_set_split(&c, "tile_x", (int64_t[]){nb}, 1);
+  }
+  /* K unrolled by 2 fills 16 registers badly: GCC 12 keeps 12 accumulators
+   * and reloads B's vectors as memory operands of the FMAs (24 loads per
+   * 24 FMAs beside the broadcasts, where tile_k 1 loads 2 per 12), and the
+   * load ports set the pace. Measured on a Zen 3 core (interleaved, fastest
+   * of 5-10): BERT-base's dense and batch_matmul 43-57 GFLOPS with 2 -> 78-86
+   * with 1 (6 x 16 block). 32 registers keep 2, measured on AVX-512. */
+  ob_config_set_split(&c, "tile_k", (int64_t[]){ob_tmpl_registers(tg) <= 16 ? 1 : 2}, 1);
   *dflt = c;
   return OB_OK;
 }
