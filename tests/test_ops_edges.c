@@ -8,6 +8,8 @@
  *  - odd sizes at vector speed: conv2d_NCHWc.x86 with an output-channel
  *    block that does not divide K, dense_pack / batch_matmul_pack with
  *    panels that do not divide N and register blocks that do not divide M;
+ *  - dense_pack / batch_matmul_pack's K blocks (k_block): values, old
+ *    records' indices, results on 1 and 2 threads;
  *  - conv2d_NCHWc.x86's weight prefetch: in 1x1 layers whose weights outgrow
  *    the L2 and nowhere else, with unchanged results;
  *  - conv2d_winograd.x86 for every tile size (F(2x2), F(4x4), F(6x6)) and
@@ -28,12 +30,13 @@
 static ob_ctx *ctx;
 static ob_runner *runner;
 
-/* Measures cfgs[0..n) of t and expects every one correct. */
-static void expect_correct(ob_task *t, const ob_config *cfgs, int n, const char *what) {
+/* Measures cfgs[0..n) of t on nthreads threads and expects every one
+ * correct. */
+static void expect_correct_on(ob_task *t, const ob_config *cfgs, int n, const char *what, int nthreads) {
   ob_measure_opts o = ob_measure_opts_default();
   o.timing.repeat = 1;
   o.timing.timeout_s = o.build.timeout_s = OB_TEST_TIMEOUT_S;
-  o.nthreads = 2;
+  o.nthreads = nthreads;
   ob_measure_result res[16];
   OB_ASSERT(n <= 16);
   ob_status st = ob_measure_configs(ctx, t, runner, &o, cfgs, n, res);
@@ -46,6 +49,10 @@ static void expect_correct(ob_task *t, const ob_config *cfgs, int n, const char 
               ob_task_template(t), cs, res[i].error_no, res[i].message);
     free(cs);
   }
+}
+
+static void expect_correct(ob_task *t, const ob_config *cfgs, int n, const char *what) {
+  expect_correct_on(t, cfgs, n, what, 2);
 }
 
 static ob_task *task_of(const char *op, const char *shape, const char *stride, const char *pad,
@@ -183,6 +190,113 @@ static void test_odd_sizes(void) {
     ob_config cfgs[6];
     int n = configs_with(t, NULL, 0, 5, 31 + i, cfgs);
     expect_correct(t, cfgs, n, "odd GEMM");
+    ob_task_free(t);
+  }
+}
+
+/* dense_pack / batch_matmul_pack's K blocks (knob k_block, added last):
+ * its values (0, then the powers of two from 64 to 1024 that divide K and
+ * are below it, where M has more than 12 rows), old records' indices and
+ * JSON naming their configs with k_block 0, a default of 0, and the results
+ * of K-blocked configs on 1 and 2 threads: odd M and N, a batch, epilogues. */
+static void test_k_block(void) {
+  static const struct {
+    const char *op, *shape, *epi;
+    int values;
+  } c[] = {
+      {"dense", "M=37,N=45,K=640", "bias,relu,add", 3},  /* 0 64 128 */
+      {"dense", "M=13,N=8,K=2048", "relu", 6},           /* 0 64 ... 1024 */
+      {"dense", "M=12,N=24,K=512", NULL, 1},             /* one row block */
+      {"dense", "M=50,N=33,K=96", NULL, 1},              /* K has no such divisor */
+      {"batch_matmul", "B=3,M=29,N=21,K=256", "add", 3}, /* 0 64 128 */
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    const char *tmpl = strcmp(c[i].op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86";
+    ob_task *t = task_of(c[i].op, c[i].shape, NULL, NULL, NULL, c[i].epi, tmpl);
+    if (!t) continue;
+    char what[128];
+    snprintf(what, sizeof what, "k_block %s %s", c[i].op, c[i].shape);
+    const ob_space *sp = ob_task_space(t);
+    int k = ob_space_knob_find(sp, "k_block");
+    CHECK_MSG(k == ob_space_num_knobs(sp) - 1 && ob_space_knob_len(sp, k) == c[i].values,
+              "%s: knob k_block not last or with %d values", what, k >= 0 ? ob_space_knob_len(sp, k) : -1);
+    int64_t v0 = -1;
+    CHECK(k < 0 || (ob_space_entity(sp, k, 0, &v0, 1) == 1 && v0 == 0));
+    ob_config d = ob_task_default_config(t);
+    CHECK_MSG(ob_config_knob(&d, "k_block") == 0, "%s: default k_block %lld", what,
+              (long long)ob_config_knob(&d, "k_block"));
+    /* an old record: its JSON lacks k_block and names the config of k_block 0 */
+    ob_config o = d, j;
+    char *js = NULL;
+    CHECK(ob_config_to_json(ctx, &o, &js) == OB_OK && js);
+    char *kb = js ? strstr(js, ", [\"k_block\"") : NULL, *ent = js ? strstr(js, "\"entity\"") : NULL;
+    if (kb) memmove(kb, "]}", 3); /* drop the knob, the last entity */
+    char old[512] = ""; /* and the index: the entity alone names the config */
+    if (ent) snprintf(old, sizeof old, "{%s", ent);
+    CHECK_MSG(kb && ent && ob_config_from_json(ctx, sp, old, &j) == OB_OK && j.index == o.index &&
+                  ob_config_knob(&j, "k_block") == 0,
+              "%s: an entity without k_block reads another config (%s)", what, old);
+    free(js);
+    if (k >= 0 && ob_space_knob_len(sp, k) > 1) {
+      ob_config cfgs[8];
+      int n = 0;
+      for (int v = 1; v < ob_space_knob_len(sp, k) && n < 8; v++) {
+        int64_t kc;
+        ob_space_entity(sp, k, v, &kc, 1);
+        n += configs_with(t, "k_block", kc, 1, 91 + i * 8 + (size_t)v, cfgs + n) > 0;
+      }
+      CHECK_MSG(n >= 2, "%s: too few K-blocked configs (%d)", what, n);
+      for (int q = 0; q < n; q++) CHECK(ob_config_knob(&cfgs[q], "k_block") > 0);
+      expect_correct_on(t, cfgs, n, what, 1);
+      expect_correct_on(t, cfgs, n, what, 2);
+    }
+    ob_task_free(t);
+  }
+  /* records stored before the knob: their indices on a 16-register, 8-lane
+   * host (AVX2), taken from the space without it */
+  ob_target *tg = NULL;
+  CHECK(ob_target_parse(ctx, "llvm -mcpu=native", &tg) == OB_OK);
+  bool avx2 = tg && ob_target_get_facts(tg)->vector_registers == 16 && ob_target_get_facts(tg)->lanes_f32 == 8;
+  bool regs16 = tg && ob_target_get_facts(tg)->vector_registers <= 16;
+  int64_t lanes = tg ? ob_target_get_facts(tg)->lanes_f32 : 0;
+  ob_target_free(tg);
+  /* the defaults: with 16 registers K not unrolled (tile_k 1) and a GEMV's
+   * widest panel (4 vectors); with 32, tile_k 2 and panels of 2 vectors */
+  ob_task *gemm = task_of("dense", "M=128,N=768,K=768", NULL, NULL, NULL, NULL, "dense_pack.x86");
+  ob_task *gemv = task_of("dense", "M=1,N=1000,K=512", NULL, NULL, NULL, NULL, "dense_pack.x86");
+  if (gemm && gemv && lanes > 0) {
+    ob_config d = ob_task_default_config(gemm), v = ob_task_default_config(gemv);
+    int64_t kk[2], x[2];
+    ob_config_split(&d, "tile_k", kk);
+    ob_config_split(&v, "tile_x", x);
+    CHECK_MSG(kk[1] == (regs16 ? 1 : 2), "dense M=128: default tile_k %lld", (long long)kk[1]);
+    CHECK_MSG(x[1] == (regs16 ? 4 : 2) * lanes, "dense M=1: default panel %lld columns", (long long)x[1]);
+  }
+  ob_task_free(gemm);
+  ob_task_free(gemv);
+  static const struct {
+    const char *op, *shape;
+    int64_t y, x, k;
+    uint64_t index;
+  } r[] = {
+      {"dense", "M=128,N=768,K=768", 6, 16, 2, 108},     {"dense", "M=128,N=768,K=768", 4, 8, 1, 6},
+      {"dense", "M=128,N=768,K=768", 3, 16, 4, 228},     {"dense", "M=37,N=45,K=640", 6, 16, 2, 72},
+      {"dense", "M=37,N=45,K=640", 3, 16, 4, 136},       {"batch_matmul", "B=12,M=128,N=64,K=128", 6, 16, 2, 88},
+      {"batch_matmul", "B=12,M=128,N=64,K=128", 3, 16, 4, 168},
+  };
+  for (size_t i = 0; avx2 && i < sizeof r / sizeof r[0]; i++) {
+    const char *tmpl = strcmp(r[i].op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86";
+    ob_task *t = task_of(r[i].op, r[i].shape, NULL, NULL, NULL, NULL, tmpl);
+    if (!t) continue;
+    ob_config cf;
+    int64_t y[2], x[2], kk[2];
+    CHECK(ob_space_get(ctx, ob_task_space(t), r[i].index, &cf) == OB_OK);
+    ob_config_split(&cf, "tile_y", y);
+    ob_config_split(&cf, "tile_x", x);
+    ob_config_split(&cf, "tile_k", kk);
+    CHECK_MSG(y[1] == r[i].y && x[1] == r[i].x && kk[1] == r[i].k && ob_config_knob(&cf, "k_block") == 0,
+              "%s %s: index %llu names another config than its record's", r[i].op, r[i].shape,
+              (unsigned long long)r[i].index);
     ob_task_free(t);
   }
 }
@@ -476,6 +590,7 @@ int main(void) {
     test_weight_prefetch();
     test_rows_outer();
     test_pixels();
+    test_k_block();
     test_winograd();
   }
   ob_runner_free(runner);

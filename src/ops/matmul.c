@@ -19,13 +19,24 @@ static mm_p params(const ob_workload *wl) {
   return p;
 }
 
+/* Bytes of L2 the partial sums of a K-blocked panel (rows x nb floats) may
+ * take: half, the rest for A's rows; 256 KB where the size is unknown. */
+static int64_t kblock_sums_cap(const ob_target *tg) {
+  int64_t l2 = ob_target_get_facts(tg)->l2_bytes;
+  return (l2 > 0 ? l2 : 512 * 1024) / 2;
+}
+
 /* The register block (tile_y rows of nb/lanes vectors) plus one row of
- * the packed B panel within the target's accumulator budget. */
+ * the packed B panel within the target's accumulator budget; a K block
+ * (k_block) a whole number of tile_k steps, its panel's sums within
+ * kblock_sums_cap. */
 static bool pack_ok(const ob_config *cfg, void *user) {
   const ob_target *tg = user;
-  int64_t y[2], x[2];
+  int64_t y[2], x[2], k[2], kc = ob_config_knob(cfg, "k_block");
   ob_config_split(cfg, "tile_y", y);
   ob_config_split(cfg, "tile_x", x);
+  ob_config_split(cfg, "tile_k", k);
+  if (kc && (kc % k[1] || 4 * y[0] * y[1] * x[1] > kblock_sums_cap(tg))) return false;
   return (y[1] + 1) * ob_tmpl_vectors(tg, x[1]) <= ob_tmpl_budget(tg);
 }
 
@@ -90,6 +101,15 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
   ob_status st = ob_space_define_split(sp, "tile_y", p.m, &(ob_split_opts){.policy = OB_SPLIT_VERBOSE, .num_outputs = 2, .max_factor = 12, .added = yadd, .nadded = nyadd});
   if (!st) st = ob_space_define_split(sp, "tile_x", p.n, &(ob_split_opts){.policy = OB_SPLIT_CANDIDATE, .num_outputs = 2, .candidates = cand, .ncandidates = nc});
   if (!st) st = ob_space_define_split(sp, "tile_k", p.k, &(ob_split_opts){.policy = OB_SPLIT_FACTORS, .num_outputs = 2, .max_factor = 4});
+  /* Added since records were stored: K in blocks of kc (see build_kblock;
+   * 0: the whole of K per register block, as before), for kc a power of
+   * two from 64 to 1024 that divides K, where there are several row blocks
+   * to share a block's slice of B */
+  int64_t kcs[8] = {0};
+  int nkc = 1;
+  for (int64_t kc = 64; kc <= 1024; kc *= 2)
+    if (p.k % kc == 0 && p.k > kc && p.m > 12) kcs[nkc++] = kc;
+  if (!st) st = ob_space_define_knob_added(sp, "k_block", kcs, nkc);
   if (st) return st;
   ob_space_set_filter(sp, pack_ok, (void *)tg); /* read only */
   /* fallback: the widest panel of at most two vectors, 6 rows of two
@@ -105,9 +125,65 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
     ob_config_split(&c, "tile_y", y);
     if ((y[1] + 1) * ob_tmpl_vectors(tg, nb) <= ob_tmpl_budget(tg)) break;
   }
-  ob_config_set_split(&c, "tile_k", (int64_t[]){2}, 1);
+  /* one row (a classifier's GEMV): the block's accumulators are its
+   * panel's vectors alone, too few to cover the FMA's latency at two; with
+   * 16 registers the widest panel then. Measured on a Zen 3 core
+   * (interleaved, fastest of 6): M=1,N=1000,K=512 25 -> 34 GFLOPS with 4
+   * vectors, K=2048 22 -> 28. 32 registers keep theirs. */
+  if (ob_tmpl_registers(tg) <= 16 && p.m == 1) {
+    for (int i = 0; i < nc; i++)
+      if (cand[2 * i + 1] > nb && 2 * ob_tmpl_vectors(tg, cand[2 * i + 1]) <= ob_tmpl_budget(tg)) nb = cand[2 * i + 1];
+    ob_config_set_split(&c, "tile_x", (int64_t[]){nb}, 1);
+  }
+  /* K unrolled by 2 fills 16 registers badly: GCC 12 keeps 12 accumulators
+   * and reloads B's vectors as memory operands of the FMAs (24 loads per
+   * 24 FMAs beside the broadcasts, where tile_k 1 loads 2 per 12), and the
+   * load ports set the pace. Measured on a Zen 3 core (interleaved, fastest
+   * of 5-10): BERT-base's dense and batch_matmul 43-57 GFLOPS with 2 -> 78-86
+   * with 1 (6 x 16 block). 32 registers keep 2, measured on AVX-512. */
+  ob_config_set_split(&c, "tile_k", (int64_t[]){ob_tmpl_registers(tg) <= 16 ? 1 : 2}, 1);
   *dflt = c;
   return OB_OK;
+}
+
+/* K in blocks of kc (knob k_block): a thread owns a panel of nb columns
+ * and all rows; for each block of kc it runs every row block, so the
+ * block's kc x nb slice of B stays in L1 while the rows pass, and the
+ * panel's partial sums wait in an M x nb buffer (in L1 too) between blocks.
+ * Without it each row block streams the whole K x nb panel from L2. */
+static ob_status build_kblock(ob_sched *s, ob_stage *so, ob_stage *sc, const mm_p *p, int64_t ty, int64_t nb,
+                              int64_t tk, int64_t kc) {
+  int off = p->b ? 1 : 0;
+  ob_ivar *yo, *yi, *xo, *xi, *f, *kco, *kr, *ko, *ki, *cmo, *cmi;
+  ob_status st = ob_sched_split(s, so, ob_stage_axis(so, off), ty, &yo, &yi);
+  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off + 1), nb, &xo, &xi);
+  if (!st) st = ob_sched_reorder(s, so, 4, (ob_ivar *[]){xo, yo, yi, xi});
+  f = xo;
+  if (!st && p->b) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), xo, &f);
+  if (!st) st = ob_sched_parallel(s, so, f);
+  if (!st && nb > 1) st = ob_sched_vectorize(s, so, xi);
+  if (!st) st = ob_sched_unroll(s, so, yi);
+  if (!st) st = ob_sched_compute_at(s, sc, so, f);
+  if (!st) st = ob_sched_split(s, sc, ob_stage_reduce_axis(sc, 0), kc, &kco, &kr);
+  if (!st) st = ob_sched_split(s, sc, kr, tk, &ko, &ki);
+  if (!st) st = ob_sched_split(s, sc, ob_stage_axis(sc, off), ty, &cmo, &cmi);
+  ob_ivar *cn = ob_stage_axis(sc, off + 1);
+  if (!st) {
+    ob_ivar *ord[7];
+    int n = 0;
+    if (p->b) ord[n++] = ob_stage_axis(sc, 0);
+    ord[n++] = kco;
+    ord[n++] = cmo;
+    ord[n++] = ko;
+    ord[n++] = ki;
+    ord[n++] = cmi;
+    ord[n++] = cn;
+    st = ob_sched_reorder(s, sc, n, ord);
+  }
+  if (!st && nb > 1) st = ob_sched_vectorize(s, sc, cn);
+  if (!st) st = ob_sched_unroll(s, sc, cmi);
+  if (!st && tk > 1) st = ob_sched_unroll(s, sc, ki);
+  return st;
 }
 
 ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
@@ -120,6 +196,7 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   ob_config_split(cfg, "tile_y", ty);
   ob_config_split(cfg, "tile_x", tx);
   ob_config_split(cfg, "tile_k", tk);
+  int64_t kc = ob_config_knob(cfg, "k_block");
   padded_mn(&p, cfg, &mp, &np);
   int64_t nb = tx[1], bt = p.b ? p.b : 1;
   int nd = p.b ? 3 : 2; /* output rank */
@@ -169,6 +246,12 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && O != X) st = ob_sched_compute_inline(s, ob_sched_stage(s, X));
   int off = p.b ? 1 : 0;
+  if (!st && kc) st = build_kblock(s, so, sc, &p, ty[1], nb, tk[1], kc);
+  if (st || kc) {
+    if (st) ob_sched_free(s);
+    else *out = s;
+    return st;
+  }
   ob_ivar *yo, *yi, *xo, *xi, *f;
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off), ty[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off + 1), nb, &xo, &xi);

@@ -116,6 +116,13 @@ static void matmul_pack(const ob_workload *wl, const ob_config *cfg, bool batche
   t->reduction = (double)k;
   t->block_bytes = 4.0 * (double)(k * tx[1]); /* one chunk's panel of B */
   t->traffic_bytes = (double)t->chunks * (t->block_bytes + 4.0 * (double)(k * ty[1])); /* and its rows of A */
+  int kb = ob_space_knob_find(cfg->space, "k_block");
+  int64_t kc = kb >= 0 ? ob_config_knob(cfg, "k_block") : 0;
+  if (kc > 0) { /* K in blocks: a chunk is a whole panel, all rows; a block's slice of B is reused */
+    t->chunks = b * (np / tx[1]);
+    t->block_bytes = 4.0 * (double)(kc * tx[1]);
+    t->traffic_bytes = (double)t->chunks * 4.0 * (double)(k * tx[1] + k * mp);
+  }
   imbalance(t, threads);
 }
 
