@@ -241,7 +241,10 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
    * registers (16 of AVX-512's 32; fuller blocks spill around the
    * broadcasts; a block past the row's end computes padding); four vectors
    * when the row has few tiles */
-  int64_t most_acc = ob_tmpl_registers(tg) / 2;
+  /* (with 16 registers, AVX2, 12: 6 tiles x 2 vectors, the 6x16 block of
+   * the direct convolution; 64x56 3x3 F(4x4) on a Zen 3 core 160 -> 210
+   * GFLOPS of the direct convolution's count, interleaved, fastest of 8) */
+  int64_t most_acc = ob_tmpl_registers(tg) <= 16 ? budget - 2 : ob_tmpl_registers(tg) / 2;
   int64_t ocb = ocs[0];
   for (int i = 0; i < noc; i++)
     if (ocs[i] <= 2 * lanes) ocb = ocs[i];
@@ -270,14 +273,17 @@ ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload
   ob_config_set_knob(&c, "tile_ic", icb);
   /* the weights of a channel block in cache across the tiles (order 1)
    * once they outgrow half of the L2; when even one channel block's weights
-   * outgrow it (deep layers on small images: 7x7), order 1 would stream
+   * outgrow a quarter of it (deep layers on small images), order 1 would stream
    * them from L3 once per tile block, so order 2 takes every tile of the
    * image under each point's weights, if the image's GEMM results (its
    * tiles x alpha^2 x tile_oc floats) fit a quarter of the L2 */
   double l2 = (double)f->l2_bytes, slice = ubytes / (double)p.k * (double)ocb;
   int64_t tiles = (p.oh + m - 1) / m * tw;
   double mbytes = 4.0 * (double)(alpha * alpha) * (double)tiles * (double)ocb;
-  int64_t order = ubytes <= l2 / 2 ? 0 : slice > l2 / 2 && mbytes <= l2 / 4 ? 2 : 1;
+  /* (a quarter, not half: half already thrashed order 1 beside the tiles'
+   * data, 256x14 3x3 F(2x2) on a Zen 3 core with 256 KB slices in 512 KB
+   * of L2 84-96 GFLOPS in order 1, 151-168 in order 2) */
+  int64_t order = ubytes <= l2 / 2 ? 0 : slice > l2 / 4 && mbytes <= l2 / 4 ? 2 : 1;
   int64_t uc = ucs[nuc - 1] >= 2 ? 2 : 1;
   if (order == 2) {
     /* blocks over the image's tiles: two vectors of channels where K
