@@ -466,6 +466,21 @@ static void test_pixels(void) {
               (long long)ob_config_knob(&d, "pixels"), sixteen ? "16" : "32");
     ob_task_free(t);
   }
+  /* a 1x1 window at stride 2 reads every other input row: 128x28 -> 256
+   * reads 200 of its 400 KB, which a 512 KB L2 holds, so no rows outside
+   * and, with 16 registers, blocks over pixels (14 columns: a tail a row) */
+  t = task_of("conv2d", "C=128,H=28,W=28,K=256,R=1,S=1", "2", NULL, NULL, NULL, "conv2d_NCHWc.x86");
+  if (t) {
+    ob_config d = ob_task_default_config(t);
+    const ob_target_facts *f = ob_target_get_facts(ob_task_target(t));
+    if (f->l2_bytes >= 512 * 1024) {
+      CHECK_MSG(!ob_config_knob(&d, "rows_outer"), "128x28 -> 256 1x1/2: rows outside with a %lld KB L2",
+                (long long)(f->l2_bytes / 1024));
+      CHECK_MSG(ob_config_knob(&d, "pixels") == (f->vector_registers <= 16), "128x28 -> 256 1x1/2: pixels %lld",
+                (long long)ob_config_knob(&d, "pixels"));
+    }
+    ob_task_free(t);
+  }
 }
 
 /* ---- Winograd ------------------------------------------------------------------- */

@@ -848,7 +848,18 @@ static ob_stmt *expand_unroll(cg *g, const ob_stmt *s) {
   }
 }
 
+/* GCC's predictive commoning (-O3) keeps values loaded by one iteration
+ * for the next ones that read them again: a window's column loop over a
+ * register block whose columns' inputs overlap (the 7x7 stride-2 stem: the
+ * tap kx + 2 of one column is the tap kx of the next) then holds the
+ * block's broadcasts across taps, and with 16 registers it spills the
+ * accumulators around them (the stem's inner loop: 84 multiply-adds with 25
+ * stack moves). The register blocks are the schedule's to choose. Measured
+ * on a Zen 3 core: the stem 63-65 -> 89 GFLOPS (interleaved, fastest of 6);
+ * the code of every other default kernel of the ResNet-18, MobileNet-V2 and
+ * BERT suites is unchanged. */
 static const char k_prelude[] =
+    "#if defined(__GNUC__) && !defined(__clang__)\n#pragma GCC optimize(\"no-predictive-commoning\")\n#endif\n"
     "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
     "typedef void (*ob_krt_task)(void *closure, int64_t begin, int64_t end);\n"
     "typedef struct ob_krt {\n  void *pool;\n"
