@@ -806,6 +806,38 @@ done:
   fixture_close(&f);
 }
 
+/* A tuned run whose database holds no record of the model: every node
+ * runs its default config or one of its channel-block variants (layout.c),
+ * picked so that the blocks agree along the graph: MobileNet-V2's chain of
+ * 1x1 expand, depthwise and 1x1 project layers (26 conversions at the
+ * defaults with 16 registers) runs without one, each kernel outside the
+ * database, and the output matches the reference. */
+static void test_default_blocks(void) {
+  rt_fixture f;
+  if (!fixture_open(&f, load("local", "mobilenet-v2", 32, 0, 0, 1), "default blocks")) goto done;
+  ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "default blocks");
+  if (rt) {
+    int conv = 0, kern = 0, fromdb = 0;
+    for (int i = 0; i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_CONVERT) {
+        fprintf(stderr, "default blocks: conversion '%s'\n", si.name);
+        conv++;
+      }
+      if (si.kind == OB_RT_STEP_KERNEL) {
+        kern++;
+        fromdb += si.from_db;
+      }
+    }
+    CHECK_MSG(conv == 0 && kern > 40 && fromdb == 0, "default blocks: %d conversions, %d kernels (%d from the db)",
+              conv, kern, fromdb);
+    ob_rt_free(rt);
+  }
+done:
+  fixture_close(&f);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_bad();
@@ -813,6 +845,7 @@ int main(void) {
   test_layout_select();
   test_one_block_view();
   test_blocked_concat();
+  test_default_blocks();
   test_inplace_concat();
   test_pool_blocks();
   test_ingraph_records();

@@ -17,6 +17,7 @@
 #include "runtime/runtime_impl.h"
 
 #define LS_SWEEPS 8
+#define RT_BLOCK_VARIANTS 3 /* channel-block variants of a default config */
 
 typedef struct ls_cand {
   const char *tmpl; /* in the runtime's arena */
@@ -105,6 +106,44 @@ static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool 
     if (ob_graph_node_input(g, c, k) >= 0) add_edges(g, sel, n, ob_graph_node_input(g, c, k), false, e, ne, cap, depth + 1);
 }
 
+/* A default config with another channel block, as candidates of a node
+ * without records. With 16 registers the direct convolution's default
+ * writes two vectors of output channels (the 6 x 2-vector block) and reads
+ * one, the depthwise one reads and writes one, so a chain of defaults
+ * converts at nearly every edge (ResNet-18: 14 conversions; MobileNet-V2:
+ * 26, 12 % of its time). conv2d_NCHWc.x86 varies tile_ic, the block of the
+ * reduction over input channels, which its register tile does not depend
+ * on; depthwise_NCHWc.x86 varies tile_c, its channel block in and out,
+ * with the widest column block of at most the default's that still fits
+ * the registers (MobileNet-V2's layers on a Zen 3 core, fastest of 4: two
+ * vectors by 4 columns 34-71 GFLOPS against 34-70 for one by 7-8, neither
+ * always ahead). Their time is unknown, as the default's: the selection
+ * then picks the blocks the neighbours read and write. */
+static int block_variants(const ob_task *task, const ob_config *dflt, const char *tmpl, int out_arg,
+                          ls_cand *out) {
+  const ob_space *sp = ob_task_space(task);
+  bool dw = !strcmp(tmpl, "depthwise_NCHWc.x86");
+  const char *knob = dw ? "tile_c" : "tile_ic";
+  if ((!dw && strcmp(tmpl, "conv2d_NCHWc.x86")) || ob_space_knob_find(sp, knob) < 0) return 0;
+  int64_t lanes = ob_target_get_facts(ob_task_target(task))->lanes_f32, have[2], ow[2];
+  ob_config_split(dflt, knob, have);
+  int n = 0;
+  for (int64_t b = lanes / 2; b <= 2 * lanes && n < RT_BLOCK_VARIANTS; b *= 2) {
+    if (b == have[1] || b < 2) continue;
+    ob_config v = *dflt;
+    int64_t got[2];
+    ob_config_set_split(&v, knob, &b, 1);
+    ob_config_split(&v, knob, got);
+    if (got[1] != b) continue; /* not a block of the channels */
+    ob_config_split(dflt, "tile_ow", ow);
+    for (int64_t w = ow[1]; dw && w > 1 && !ob_space_is_valid(sp, v.index); w--) ob_config_set_split(&v, "tile_ow", &w, 1);
+    if (!ob_space_is_valid(sp, v.index)) continue;
+    out[n++] = (ls_cand){tmpl, v.index, 0.0, block_of(ob_task_arg_layout(task, &v, 0)),
+                         out_arg >= 0 ? block_of(ob_task_arg_layout(task, &v, out_arg)) : 0};
+  }
+  return n;
+}
+
 /* The candidates of one node: its workload's top records for this host,
  * target and resources, with their blocks. */
 static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
@@ -139,6 +178,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
     nc++;
     ob_task_free(task);
   }
+  int64_t recs_n = recs->n;
   ob_db_records_free(recs);
   if (!nc && c) {
     /* no record: the default config runs (choose_kernel's fallback); its
@@ -153,9 +193,13 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
     int out_arg = -1;
     for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
       if (!ob_task_arg_is_input(task, a)) out_arg = a;
-    c[nc++] = (ls_cand){rt_strdup(rt, ob_task_template(task)), cfg.index, 0.0,
-                        block_of(ob_task_arg_layout(task, &cfg, 0)),
-                        out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
+    const char *tmpl = rt_strdup(rt, ob_task_template(task));
+    c = rt_alloc(rt, sizeof *c * (1 + RT_BLOCK_VARIANTS));
+    if (c) {
+      c[nc++] = (ls_cand){tmpl, cfg.index, 0.0, block_of(ob_task_arg_layout(task, &cfg, 0)),
+                          out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
+      nc += block_variants(task, &cfg, tmpl, out_arg, c + nc);
+    }
     ob_task_free(task);
   }
   /* a node whose candidates all read and write plain data has no choice
@@ -166,6 +210,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   out->n = nc;
   out->c = c;
   out->pick = 0;
+  out->unknown = !recs_n;
 }
 
 /* A conversion runs unless both sides name the same block. An opaque side
@@ -231,6 +276,29 @@ ob_status rt_layout_select(ob_rt *rt) {
   for (int n = 0; n < nn; n++)
     for (int c = 1; c < sel[n].n; c++)
       if (sel[n].c[c].s < sel[n].c[sel[n].pick].s) sel[n].pick = c;
+  /* nodes without records (candidates: the default and its block
+   * variants, their times unknown) take, in graph order, the variant that
+   * reads what their producers write: a chain of them would otherwise stay
+   * at the defaults, where changing any one node alone only moves the
+   * conversion to its other edge */
+  for (int n = 0; n < nn; n++) {
+    if (sel[n].n < 2 || !sel[n].unknown) continue;
+    int best = sel[n].pick;
+    double bc = INFINITY;
+    for (int c = 0; c < sel[n].n; c++) {
+      double x = 0;
+      for (int i = 0; i < ne; i++)
+        if (e[i].to == n) {
+          const ls_cand *p = &sel[e[i].from].c[sel[e[i].from].pick];
+          x += edge_cost(p->ob, e[i].out_out ? sel[n].c[c].ob : sel[n].c[c].ib, e[i].bytes);
+        }
+      if (x < bc - 1e-12) {
+        bc = x;
+        best = c;
+      }
+    }
+    sel[n].pick = best;
+  }
   for (int sweep = 0; sweep < LS_SWEEPS; sweep++) {
     bool changed = false;
     for (int n = 0; n < nn; n++) {

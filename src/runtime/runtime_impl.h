@@ -108,6 +108,7 @@ struct rt_step {
 typedef struct rt_lsel {
   int n, pick;           /* candidates (0: the node is not selected here), the one picked */
   struct ls_cand *c;     /* arena */
+  bool unknown;          /* no records: the default config and its block variants */
 } rt_lsel;
 
 struct ob_rt {
