@@ -367,6 +367,19 @@ static void test_weight_prefetch(void) {
   }
 }
 
+/* A case of a conv2d_NCHWc knob's test: its task (NULL when it could not
+ * be made), its name in what, and the knob's value count checked. */
+static ob_task *knob_case(const char *knob, const char *shape, const char *stride, const char *pad, const char *epi,
+                          int values, char *what, size_t n) {
+  ob_task *t = task_of("conv2d", shape, stride, pad, NULL, epi, "conv2d_NCHWc.x86");
+  if (!t) return NULL;
+  snprintf(what, n, "%s %s pad %s stride %s", knob, shape, pad ? pad : "0", stride ? stride : "1");
+  const ob_space *sp = ob_task_space(t);
+  int k = ob_space_knob_find(sp, knob);
+  CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == values, "%s: knob %s has the wrong values", what, knob);
+  return t;
+}
+
 /* conv2d_NCHWc's rows outside the output-channel blocks (knob rows_outer):
  * the default where the input outgrows half the L2 and the weights do not,
  * a single value where there is one block or one row, and the results of
@@ -389,14 +402,9 @@ static void test_rows_outer(void) {
       {"C=16,H=9,W=9,K=16,R=3,S=3", "1", NULL, NULL, 0, 0, 1},
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-    ob_task *t = task_of("conv2d", c[i].shape, c[i].stride, c[i].pad, NULL, c[i].epi, "conv2d_NCHWc.x86");
-    if (!t) continue;
     char what[128];
-    snprintf(what, sizeof what, "rows outer %s pad %s stride %s", c[i].shape, c[i].pad ? c[i].pad : "0",
-             c[i].stride ? c[i].stride : "1");
-    const ob_space *sp = ob_task_space(t);
-    int k = ob_space_knob_find(sp, "rows_outer");
-    CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == c[i].values, "%s: knob rows_outer has the wrong values", what);
+    ob_task *t = knob_case("rows_outer", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    if (!t) continue;
     ob_config d = ob_task_default_config(t);
     bool want = c[i].values == 2 && half > 0 && c[i].wbytes <= half && c[i].ibytes > half &&
                 !ob_config_knob(&d, "stationary");
@@ -429,14 +437,9 @@ static void test_pixels(void) {
       {"C=8,H=7,W=7,K=16,R=3,S=3", NULL, NULL, NULL, 1},
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-    ob_task *t = task_of("conv2d", c[i].shape, c[i].stride, c[i].pad, NULL, c[i].epi, "conv2d_NCHWc.x86");
-    if (!t) continue;
     char what[128];
-    snprintf(what, sizeof what, "pixels %s pad %s stride %s", c[i].shape, c[i].pad ? c[i].pad : "0",
-             c[i].stride ? c[i].stride : "1");
-    const ob_space *sp = ob_task_space(t);
-    int k = ob_space_knob_find(sp, "pixels");
-    CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == c[i].values, "%s: knob pixels has the wrong values", what);
+    ob_task *t = knob_case("pixels", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    if (!t) continue;
     ob_config d = ob_task_default_config(t);
     if (ob_config_knob(&d, "pixels")) {
       int64_t oh[2];
@@ -479,6 +482,57 @@ static void test_pixels(void) {
       CHECK_MSG(ob_config_knob(&d, "pixels") == (f->vector_registers <= 16), "128x28 -> 256 1x1/2: pixels %lld",
                 (long long)ob_config_knob(&d, "pixels"));
     }
+    ob_task_free(t);
+  }
+}
+
+/* conv2d_NCHWc's gathered input (knob compact): two values for a 1x1
+ * window at a stride without padding, one otherwise; configs with it give
+ * the reference's results (over pixels or rows, rows outside or not,
+ * epilogues, a padded last channel block, two images); its default where
+ * rows stay inside, and over pixels with 16 registers even where the
+ * weights outgrow the L2 (ResNet-50's 1024x14 -> 2048 1x1/2). */
+static void test_compact(void) {
+  static const struct {
+    const char *shape, *pad, *stride, *epi;
+    int values;
+  } c[] = {
+      {"C=32,H=14,W=14,K=48,R=1,S=1", NULL, "2", "bias,add", 2},
+      {"N=2,C=16,H=9,W=11,K=23,R=1,S=1", NULL, "2", "relu", 2},
+      {"C=24,H=12,W=12,K=16,R=1,S=1", NULL, "3", NULL, 2},
+      {"C=16,H=14,W=14,K=16,R=1,S=1", NULL, NULL, NULL, 1},
+      {"C=16,H=14,W=14,K=16,R=1,S=1", "1", "2", NULL, 1},
+      {"C=16,H=14,W=14,K=16,R=3,S=3", NULL, "2", NULL, 1},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char what[128];
+    ob_task *t = knob_case("compact", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    if (!t) continue;
+    if (c[i].values == 2) {
+      ob_config cfgs[7];
+      int n = configs_with(t, "compact", 1, 5, 131 + i, cfgs);
+      CHECK_MSG(n >= 4, "%s: too few configs with compact (%d)", what, n);
+      /* over pixels and over rows both among them */
+      cfgs[n] = cfgs[0];
+      ob_config_set_knob(&cfgs[n], "pixels", !ob_config_knob(&cfgs[0], "pixels"));
+      ob_config_set_knob(&cfgs[n], "rows_outer", 0);
+      ob_config_set_split(&cfgs[n], "tile_oh", (int64_t[]){1}, 1);
+      if (ob_space_is_valid(ob_task_space(t), cfgs[n].index)) n++;
+      expect_correct(t, cfgs, n, what);
+      ob_config d = ob_task_default_config(t);
+      CHECK_MSG(ob_config_knob(&d, "compact") == !ob_config_knob(&d, "rows_outer"), "%s: compact default %lld",
+                what, (long long)ob_config_knob(&d, "compact"));
+    }
+    ob_task_free(t);
+  }
+  ob_task *t = task_of("conv2d", "C=1024,H=14,W=14,K=2048,R=1,S=1", "2", NULL, NULL, NULL, "conv2d_NCHWc.x86");
+  if (t) {
+    ob_config d = ob_task_default_config(t);
+    bool sixteen = ob_target_get_facts(ob_task_target(t))->vector_registers <= 16;
+    CHECK_MSG(ob_config_knob(&d, "compact") && !ob_config_knob(&d, "rows_outer") &&
+                  ob_config_knob(&d, "pixels") == sixteen,
+              "1024x14 -> 2048 1x1/2: compact %lld rows_outer %lld pixels %lld", (long long)ob_config_knob(&d, "compact"),
+              (long long)ob_config_knob(&d, "rows_outer"), (long long)ob_config_knob(&d, "pixels"));
     ob_task_free(t);
   }
 }
@@ -605,6 +659,7 @@ int main(void) {
     test_weight_prefetch();
     test_rows_outer();
     test_pixels();
+    test_compact();
     test_k_block();
     test_winograd();
   }
