@@ -331,9 +331,8 @@ static bool occ_rows_useful(const conv_p *p) { return p->k > 16 && p->oh > 1; }
  * blocks and 1 pixel, not 7 blocks of 6 and 7 single pixels). The input
  * offsets of a block's pixels are computed once per block, outside the
  * reduction. */
-static bool pixels_useful(const conv_p *p) {
-  return p->r == 1 && p->s == 1 && !(p->pt || p->pl || p->pb || p->pr) && p->oh > 1;
-}
+static bool unpadded_1x1(const conv_p *p) { return p->r == 1 && p->s == 1 && !(p->pt || p->pl || p->pb || p->pr); }
+static bool pixels_useful(const conv_p *p) { return unpadded_1x1(p) && p->oh > 1; }
 
 /* The strided input gathered once (knob compact): a 1x1 window at stride 2
  * reads every other pixel of every other row, and each output-channel
@@ -344,9 +343,7 @@ static bool pixels_useful(const conv_p *p) {
  * ResNet-50's 1024x14 -> 2048 1x1/2 reads 200 KB per block instead of
  * 400 KB of lines, which with the block's weights no longer overflows a
  * 512 KB L2. */
-static bool compact_useful(const conv_p *p) {
-  return p->r == 1 && p->s == 1 && !(p->pt || p->pl || p->pb || p->pr) && (p->sh > 1 || p->sw > 1);
-}
+static bool compact_useful(const conv_p *p) { return unpadded_1x1(p) && (p->sh > 1 || p->sw > 1); }
 
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
@@ -376,8 +373,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   int64_t owadd[8];
   int nowadd = 0;
   for (int64_t v = 1; v <= 4; v++) {
-    int64_t w = budget / v;
-    while (w > 1 && !ob_tmpl_block_fits(tg, w, v)) w--;
+    int64_t w = ob_tmpl_widest_block(tg, v);
     if (w >= 1 && w <= p.ow) {
       owadd[2 * nowadd] = -1;
       owadd[2 * nowadd + 1] = w;
@@ -406,6 +402,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * up to 14 columns (within the accumulator budget) that divides the output
    * width, ic_bn up to a vector's lanes */
   int64_t owb = 1, most = budget < 14 ? budget : 14;
+  int64_t w2 = ob_tmpl_widest_block(tg, 2); /* the widest 2-vector block: 6 with 16 registers */
   for (int64_t b = most; b >= 1; b--)
     if (p.ow % b == 0) {
       owb = b;
@@ -481,9 +478,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * stand (the stationary row: 72 against 47 for 6 x 2). */
   if (ob_tmpl_registers(tg) <= 16 && p.ow >= 12 && p.g == 1 && p.c >= lanes &&
       p.k % (2 * lanes) == 0) {
-    int64_t w = budget / 2;
-    while (w > 1 && !ob_tmpl_block_fits(tg, w, 2)) w--;
-    owb = w;
+    owb = w2;
     ocb = 2 * lanes;
     ohb = 1;
     row_first = false;
@@ -510,11 +505,9 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * fastest of 6) */
   if (ob_tmpl_registers(tg) <= 16 && p.c / p.g < lanes && p.g == 1 && p.ow >= 12 && p.k % (2 * lanes) == 0 &&
       p.r * p.s > 1) {
-    int64_t w = budget / 2;
-    while (w > 1 && !ob_tmpl_block_fits(tg, w, 2)) w--;
     ob_config_set_split(&c, "tile_ic", (int64_t[]){1}, 1);
     ob_config_set_split(&c, "tile_oc", (int64_t[]){2 * lanes}, 1);
-    ob_config_set_split(&c, "tile_ow", (int64_t[]){w}, 1);
+    ob_config_set_split(&c, "tile_ow", (int64_t[]){w2}, 1);
     ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
     ob_config_set_knob(&c, "unroll_kw", 0);
     ob_config_set_knob(&c, "reduce_order", 1);
@@ -553,12 +546,10 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * 80-83 over pixels. Weights beyond the L2 keep rows and their prefetch
    * (ResNet-50's 2048-channel layers: no clear difference warm), unless the
    * input is gathered (1024x14 -> 2048 1x1/2: 61 -> 70 GFLOPS over pixels). */
-  int64_t w6 = budget / 2;
-  while (w6 > 1 && !ob_tmpl_block_fits(tg, w6, 2)) w6--;
   if (ob_tmpl_registers(tg) <= 16 && pixels_useful(&p) && !rows && p.g == 1 && p.c >= lanes &&
-      p.k % (2 * lanes) == 0 && p.ow % w6 && p.oh * p.ow >= 2 * w6 && (wbytes <= tf->l2_bytes || gather)) {
+      p.k % (2 * lanes) == 0 && p.ow % w2 && p.oh * p.ow >= 2 * w2 && (wbytes <= tf->l2_bytes || gather)) {
     ob_config_set_split(&c, "tile_oc", (int64_t[]){2 * lanes}, 1);
-    ob_config_set_split(&c, "tile_ow", (int64_t[]){w6}, 1);
+    ob_config_set_split(&c, "tile_ow", (int64_t[]){w2}, 1);
     ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
     ob_config_set_knob(&c, "stationary", 0);
     ob_config_set_knob(&c, "pixels", 1);

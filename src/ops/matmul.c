@@ -146,42 +146,48 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
   return OB_OK;
 }
 
-/* K in blocks of kc (knob k_block): a thread owns a panel of nb columns
- * and all rows; for each block of kc it runs every row block, so the
- * block's kc x nb slice of B stays in L1 while the rows pass, and the
- * panel's partial sums wait in an M x nb buffer (in L1 too) between blocks.
- * Without it each row block streams the whole K x nb panel from L2. */
-static ob_status build_kblock(ob_sched *s, ob_stage *so, ob_stage *sc, const mm_p *p, int64_t ty, int64_t nb,
-                              int64_t tk, int64_t kc) {
+/* The packed GEMM's loops: the output in register blocks of ty rows by a
+ * panel of nb columns, row blocks inside panels so a panel of B is reused
+ * across them, K in steps of tk. A thread runs a panel and one row block,
+ * the block's sums in registers. With K in blocks of kc (knob k_block) a
+ * thread owns a panel and all rows, and for each block of kc runs every
+ * row block, so the block's kc x nb slice of B stays in L1 while the rows
+ * pass and the panel's partial sums wait in an M x nb buffer (in L1 too);
+ * without it each row block streams the whole K x nb panel from L2. */
+static ob_status sched_pack(ob_sched *s, ob_stage *so, ob_stage *sc, const mm_p *p, int64_t ty, int64_t nb,
+                            int64_t tk, int64_t kc) {
   int off = p->b ? 1 : 0;
-  ob_ivar *yo, *yi, *xo, *xi, *f, *kco, *kr, *ko, *ki, *cmo, *cmi;
+  ob_ivar *yo, *yi, *xo, *xi, *f = NULL, *ko, *ki, *kco = NULL, *cmo = NULL;
   ob_status st = ob_sched_split(s, so, ob_stage_axis(so, off), ty, &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off + 1), nb, &xo, &xi);
   if (!st) st = ob_sched_reorder(s, so, 4, (ob_ivar *[]){xo, yo, yi, xi});
-  f = xo;
-  if (!st && p->b) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), xo, &f);
+  if (!st && kc) f = xo;
+  else if (!st) st = ob_sched_fuse(s, so, xo, yo, &f);
+  if (!st && p->b) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), f, &f);
   if (!st) st = ob_sched_parallel(s, so, f);
   if (!st && nb > 1) st = ob_sched_vectorize(s, so, xi);
-  if (!st) st = ob_sched_unroll(s, so, yi);
+  if (!st) st = ob_sched_unroll(s, so, yi); /* the tile stays in registers */
   if (!st) st = ob_sched_compute_at(s, sc, so, f);
-  if (!st) st = ob_sched_split(s, sc, ob_stage_reduce_axis(sc, 0), kc, &kco, &kr);
+  ob_ivar *kr = ob_stage_reduce_axis(sc, 0), *cm = ob_stage_axis(sc, off), *cn = ob_stage_axis(sc, off + 1);
+  if (!st && kc) st = ob_sched_split(s, sc, kr, kc, &kco, &kr);
   if (!st) st = ob_sched_split(s, sc, kr, tk, &ko, &ki);
-  if (!st) st = ob_sched_split(s, sc, ob_stage_axis(sc, off), ty, &cmo, &cmi);
-  ob_ivar *cn = ob_stage_axis(sc, off + 1);
+  if (!st && kc) st = ob_sched_split(s, sc, cm, ty, &cmo, &cm);
   if (!st) {
     ob_ivar *ord[7];
     int n = 0;
     if (p->b) ord[n++] = ob_stage_axis(sc, 0);
-    ord[n++] = kco;
-    ord[n++] = cmo;
+    if (kc) {
+      ord[n++] = kco;
+      ord[n++] = cmo;
+    }
     ord[n++] = ko;
     ord[n++] = ki;
-    ord[n++] = cmi;
+    ord[n++] = cm;
     ord[n++] = cn;
     st = ob_sched_reorder(s, sc, n, ord);
   }
   if (!st && nb > 1) st = ob_sched_vectorize(s, sc, cn);
-  if (!st) st = ob_sched_unroll(s, sc, cmi);
+  if (!st) st = ob_sched_unroll(s, sc, cm);
   if (!st && tk > 1) st = ob_sched_unroll(s, sc, ki);
   return st;
 }
@@ -245,39 +251,7 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   ob_stage *so = ob_sched_stage(s, O), *sc = ob_sched_stage(s, C);
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && O != X) st = ob_sched_compute_inline(s, ob_sched_stage(s, X));
-  int off = p.b ? 1 : 0;
-  if (!st && kc) st = build_kblock(s, so, sc, &p, ty[1], nb, tk[1], kc);
-  if (st || kc) {
-    if (st) ob_sched_free(s);
-    else *out = s;
-    return st;
-  }
-  ob_ivar *yo, *yi, *xo, *xi, *f;
-  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off), ty[1], &yo, &yi);
-  if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off + 1), nb, &xo, &xi);
-  if (!st) st = ob_sched_reorder(s, so, 4, (ob_ivar *[]){xo, yo, yi, xi}); /* a B panel is reused across row blocks */
-  if (!st) st = ob_sched_fuse(s, so, xo, yo, &f);
-  if (!st && p.b) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), f, &f);
-  if (!st) st = ob_sched_parallel(s, so, f);
-  if (!st && nb > 1) st = ob_sched_vectorize(s, so, xi);
-  if (!st) st = ob_sched_unroll(s, so, yi); /* the tile stays in registers */
-  if (!st) st = ob_sched_compute_at(s, sc, so, f);
-  ob_ivar *ko, *ki;
-  if (!st) st = ob_sched_split(s, sc, ob_stage_reduce_axis(sc, 0), tk[1], &ko, &ki);
-  ob_ivar *cm = ob_stage_axis(sc, off), *cn = ob_stage_axis(sc, off + 1);
-  if (!st) {
-    ob_ivar *ord[5];
-    int n = 0;
-    if (p.b) ord[n++] = ob_stage_axis(sc, 0);
-    ord[n++] = ko;
-    ord[n++] = ki;
-    ord[n++] = cm;
-    ord[n++] = cn;
-    st = ob_sched_reorder(s, sc, n, ord);
-  }
-  if (!st && nb > 1) st = ob_sched_vectorize(s, sc, cn);
-  if (!st) st = ob_sched_unroll(s, sc, cm);
-  if (!st && tk[1] > 1) st = ob_sched_unroll(s, sc, ki);
+  if (!st) st = sched_pack(s, so, sc, &p, ty[1], nb, tk[1], kc);
   if (st) {
     ob_sched_free(s);
     return st;

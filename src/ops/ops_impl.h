@@ -221,6 +221,14 @@ static inline bool ob_tmpl_block_fits(const ob_target *tg, int64_t points, int64
   int64_t acc = points * vecs;
   return acc <= ob_tmpl_budget(tg) && acc + vecs + 1 <= ob_tmpl_registers(tg);
 }
+/* The widest block of `vecs` vectors per point that fits (AVX2's 6 x 2
+ * vectors, BLIS's 6x16 Haswell sgemm block); 1 when none wider does, 0
+ * when the budget holds fewer than `vecs` accumulators. */
+static inline int64_t ob_tmpl_widest_block(const ob_target *tg, int64_t vecs) {
+  int64_t w = ob_tmpl_budget(tg) / vecs;
+  while (w > 1 && !ob_tmpl_block_fits(tg, w, vecs)) w--;
+  return w;
+}
 /* Vector widths (float lanes) a template offers for a vectorized loop: the
  * powers of two from 4 to four registers' worth (4, 8, ..., 4 x lanes).
  * Returns the count; out needs room for 8. */

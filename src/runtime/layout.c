@@ -106,6 +106,16 @@ static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool 
     if (ob_graph_node_input(g, c, k) >= 0) add_edges(g, sel, n, ob_graph_node_input(g, c, k), false, e, ne, cap, depth + 1);
 }
 
+/* A candidate: task's config cfg of template tmpl (in the arena), its time
+ * s, and the blocks it reads its data input in and writes its output in. */
+static ls_cand cand_of(const ob_task *task, const ob_config *cfg, const char *tmpl, double s) {
+  int out_arg = -1;
+  for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
+    if (!ob_task_arg_is_input(task, a)) out_arg = a;
+  return (ls_cand){tmpl, cfg->index, s, block_of(ob_task_arg_layout(task, cfg, 0)),
+                   out_arg >= 0 ? block_of(ob_task_arg_layout(task, cfg, out_arg)) : 0};
+}
+
 /* A default config with another channel block, as candidates of a node
  * without records. With 16 registers the direct convolution's default
  * writes two vectors of output channels (the 6 x 2-vector block) and reads
@@ -116,17 +126,17 @@ static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool 
  * on; depthwise_NCHWc.x86 varies tile_c, its channel block in and out,
  * with the widest column block of at most the default's that still fits
  * the registers (MobileNet-V2's layers on a Zen 3 core, fastest of 4: two
- * vectors by 4 columns 34-71 GFLOPS against 34-70 for one by 7-8, neither
+ * vectors by 4 columns 42-71 GFLOPS against 34-70 for one by 7-8, neither
  * always ahead). Their time is unknown, as the default's: the selection
  * then picks the blocks the neighbours read and write. */
-static int block_variants(const ob_task *task, const ob_config *dflt, const char *tmpl, int out_arg,
-                          ls_cand *out) {
+static int block_variants(const ob_task *task, const ob_config *dflt, const char *tmpl, ls_cand *out) {
   const ob_space *sp = ob_task_space(task);
   bool dw = !strcmp(tmpl, "depthwise_NCHWc.x86");
   const char *knob = dw ? "tile_c" : "tile_ic";
   if ((!dw && strcmp(tmpl, "conv2d_NCHWc.x86")) || ob_space_knob_find(sp, knob) < 0) return 0;
   int64_t lanes = ob_target_get_facts(ob_task_target(task))->lanes_f32, have[2], ow[2];
   ob_config_split(dflt, knob, have);
+  ob_config_split(dflt, "tile_ow", ow);
   int n = 0;
   for (int64_t b = lanes / 2; b <= 2 * lanes && n < RT_BLOCK_VARIANTS; b *= 2) {
     if (b == have[1] || b < 2) continue;
@@ -135,11 +145,8 @@ static int block_variants(const ob_task *task, const ob_config *dflt, const char
     ob_config_set_split(&v, knob, &b, 1);
     ob_config_split(&v, knob, got);
     if (got[1] != b) continue; /* not a block of the channels */
-    ob_config_split(dflt, "tile_ow", ow);
     for (int64_t w = ow[1]; dw && w > 1 && !ob_space_is_valid(sp, v.index); w--) ob_config_set_split(&v, "tile_ow", &w, 1);
-    if (!ob_space_is_valid(sp, v.index)) continue;
-    out[n++] = (ls_cand){tmpl, v.index, 0.0, block_of(ob_task_arg_layout(task, &v, 0)),
-                         out_arg >= 0 ? block_of(ob_task_arg_layout(task, &v, out_arg)) : 0};
+    if (ob_space_is_valid(sp, v.index)) out[n++] = cand_of(task, &v, tmpl, 0.0);
   }
   return n;
 }
@@ -162,44 +169,31 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
     ob_ctx_clear_error(ctx); /* choose_kernel reads it again and says why */
     return;
   }
-  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)(recs->n + 1));
+  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)(recs->n + 1 + RT_BLOCK_VARIANTS));
   int nc = 0;
   for (int64_t i = 0; c && i < recs->n; i++) {
     const ob_db_record *r = &recs->rec[i];
     ob_task *task = NULL;
     ob_config cfg;
     if (!rt_record_task(ctx, rt, &wl, r, &task, &cfg)) continue;
-    int out_arg = -1;
-    for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
-      if (!ob_task_arg_is_input(task, a)) out_arg = a;
-    c[nc] = (ls_cand){rt_strdup(rt, r->tmpl), cfg.index, r->timing.median_s,
-                      block_of(ob_task_arg_layout(task, &cfg, 0)),
-                      out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
-    nc++;
+    c[nc++] = cand_of(task, &cfg, rt_strdup(rt, r->tmpl), r->timing.median_s);
     ob_task_free(task);
   }
-  int64_t recs_n = recs->n;
   ob_db_records_free(recs);
-  if (!nc && c) {
-    /* no record: the default config runs (choose_kernel's fallback); its
-     * blocks still bind the neighbours' picks (its time, unknown, is the
-     * same whatever they pick) */
+  bool unknown = !nc;
+  if (unknown && c) {
+    /* no record: the default config runs (choose_kernel's fallback), or
+     * one of its block variants; their blocks still bind the neighbours'
+     * picks (their time, unknown, is the same whatever they pick) */
     ob_task *task = NULL;
     if (ob_task_new(ctx, &wl, NULL, rt->target, &task) != OB_OK) {
       ob_ctx_clear_error(ctx);
       return;
     }
     ob_config cfg = ob_task_default_config(task);
-    int out_arg = -1;
-    for (int a = 0; a < ob_task_num_args(task) && out_arg < 0; a++)
-      if (!ob_task_arg_is_input(task, a)) out_arg = a;
     const char *tmpl = rt_strdup(rt, ob_task_template(task));
-    c = rt_alloc(rt, sizeof *c * (1 + RT_BLOCK_VARIANTS));
-    if (c) {
-      c[nc++] = (ls_cand){tmpl, cfg.index, 0.0, block_of(ob_task_arg_layout(task, &cfg, 0)),
-                          out_arg >= 0 ? block_of(ob_task_arg_layout(task, &cfg, out_arg)) : 0};
-      nc += block_variants(task, &cfg, tmpl, out_arg, c + nc);
-    }
+    c[nc++] = cand_of(task, &cfg, tmpl, 0.0);
+    nc += block_variants(task, &cfg, tmpl, c + nc);
     ob_task_free(task);
   }
   /* a node whose candidates all read and write plain data has no choice
@@ -210,7 +204,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   out->n = nc;
   out->c = c;
   out->pick = 0;
-  out->unknown = !recs_n;
+  out->unknown = unknown;
 }
 
 /* A conversion runs unless both sides name the same block. An opaque side
@@ -233,18 +227,28 @@ static double edge_cost(int64_t a, int64_t b, size_t bytes) {
   return c;
 }
 
-static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, int cand) {
+/* The estimated conversions on the edges into node (reading its data
+ * input, or a fused residual against its output) were it to take cand,
+ * given its producers' picks. */
+static double in_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, int cand) {
   const ls_cand *c = &sel[node].c[cand];
-  double cost = c->s;
-  for (int i = 0; i < ne; i++) {
+  double cost = 0;
+  for (int i = 0; i < ne; i++)
     if (e[i].to == node) {
       const ls_cand *p = &sel[e[i].from].c[sel[e[i].from].pick];
       cost += edge_cost(p->ob, e[i].out_out ? c->ob : c->ib, e[i].bytes);
-    } else if (e[i].from == node) {
+    }
+  return cost;
+}
+
+static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, int cand) {
+  const ls_cand *c = &sel[node].c[cand];
+  double cost = c->s + in_cost(sel, e, ne, node, cand);
+  for (int i = 0; i < ne; i++)
+    if (e[i].from == node) {
       const ls_cand *q = &sel[e[i].to].c[sel[e[i].to].pick];
       cost += edge_cost(c->ob, e[i].out_out ? q->ob : q->ib, e[i].bytes);
     }
-  }
   return cost;
 }
 
@@ -286,12 +290,7 @@ ob_status rt_layout_select(ob_rt *rt) {
     int best = sel[n].pick;
     double bc = INFINITY;
     for (int c = 0; c < sel[n].n; c++) {
-      double x = 0;
-      for (int i = 0; i < ne; i++)
-        if (e[i].to == n) {
-          const ls_cand *p = &sel[e[i].from].c[sel[e[i].from].pick];
-          x += edge_cost(p->ob, e[i].out_out ? sel[n].c[c].ob : sel[n].c[c].ib, e[i].bytes);
-        }
+      double x = in_cost(sel, e, ne, n, c);
       if (x < bc - 1e-12) {
         bc = x;
         best = c;

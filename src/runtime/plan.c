@@ -338,7 +338,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
     note(rt, "no record of %s for this host, target and %s in the database: default config of %s", key,
          rt->resources, ob_task_template(task));
   ob_config cfg = ob_task_default_config(task);
-  /* the selection's pick among the default's input-block variants (layout.c) */
+  /* the selection's pick among the default's channel-block variants (layout.c) */
   if (picked && !strcmp(ptmpl, ob_task_template(task)) && pidx != cfg.index &&
       ob_space_get(ctx, ob_task_space(task), pidx, &cfg) != OB_OK) {
     ob_ctx_clear_error(ctx);
