@@ -345,7 +345,10 @@ static void test_weight_prefetch(void) {
     char what[128];
     snprintf(what, sizeof what, "weight prefetch %s pad %s", c[i].shape, c[i].pad ? c[i].pad : "0");
     bool big = l2 > 0 && c[i].wbytes > (double)l2;
-    bool want = big && (c[i].one_by_one || c[i].whole_row);
+    /* a 1x1 layer in input-channel chunks (k_chunk) reads a chunk's weights
+     * of a block once per chunk, and runs without */
+    ob_config dk = ob_task_default_config(t);
+    bool want = big && (c[i].one_by_one ? !ob_config_knob(&dk, "k_chunk") : c[i].whole_row);
     CHECK_MSG(nest_prefetches(t, what) == want, "%s: prefetch %s expected (L2 %lld bytes)", what,
               want ? "" : "not", (long long)l2);
     const ob_space *sp = ob_task_space(t);
@@ -537,6 +540,77 @@ static void test_compact(void) {
   }
 }
 
+/* conv2d_NCHWc's input channels in chunks (knob k_chunk): offered for 1x1
+ * windows without padding, each chunk a power of two from 64 that divides
+ * C and is less; only over pixels; configs with it give the reference's
+ * results (a pixel tail, a padded last channel block, two images, stride 2
+ * gathered or not, epilogues with a residual, groups of blocks and one
+ * block per task); the default chunks a stride-1 layer whose input and a
+ * block's weights overflow the L2 (ResNet-50's 2048x7 -> 512) with 16
+ * registers, and not one whose input stays there (128x28 -> 512). */
+static void test_k_chunk(void) {
+  static const struct {
+    const char *shape, *pad, *stride, *epi;
+    int values;
+  } c[] = {
+      {"C=256,H=7,W=7,K=64,R=1,S=1", NULL, NULL, "bias,add", 3},
+      {"N=2,C=128,H=5,W=9,K=40,R=1,S=1", NULL, NULL, "relu", 2},
+      {"C=192,H=14,W=14,K=32,R=1,S=1", NULL, "2", "bias,relu", 2},
+      {"C=1024,H=3,W=3,K=16,R=1,S=1", NULL, NULL, NULL, 5},
+      {"C=96,H=7,W=7,K=16,R=1,S=1", NULL, NULL, NULL, 1},
+      {"C=128,H=7,W=7,K=16,R=1,S=1", "1", NULL, NULL, 1},
+      {"C=128,H=7,W=7,K=16,R=3,S=3", NULL, NULL, NULL, 1},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char what[128];
+    ob_task *t = knob_case("k_chunk", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    if (!t) continue;
+    if (c[i].values > 1) {
+      ob_config cfgs[6];
+      int n = configs_with(t, "k_chunk", 64, 4, 171 + i, cfgs);
+      CHECK_MSG(n >= 3, "%s: too few configs with chunks (%d)", what, n);
+      for (int j = 0; j < n; j++)
+        CHECK_MSG(ob_config_knob(&cfgs[j], "pixels") && !ob_config_knob(&cfgs[j], "stationary"),
+                  "%s: the filter let chunks in without pixels", what);
+      if (c[i].values > 2 && n < 6) { /* the largest chunk too */
+        cfgs[n] = cfgs[0];
+        ob_config_set_knob(&cfgs[n], "k_chunk", 64LL << (c[i].values - 2));
+        if (ob_space_is_valid(ob_task_space(t), cfgs[n].index)) n++;
+      }
+      expect_correct(t, cfgs, n, what);
+    }
+    ob_task_free(t);
+  }
+  static const struct {
+    const char *shape;
+    bool chunked; /* with 16 registers, a 512 KB L2 and a 32 KB L1 */
+    int64_t kc;
+  } d[] = {
+      {"C=2048,H=7,W=7,K=512,R=1,S=1", true, 256},
+      {"C=1024,H=14,W=14,K=256,R=1,S=1", true, 128},
+      {"C=256,H=56,W=56,K=64,R=1,S=1", true, 64},
+      {"C=128,H=28,W=28,K=512,R=1,S=1", false, 0},
+      {"C=512,H=7,W=7,K=2048,R=1,S=1", false, 0},
+  };
+  for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+    ob_task *t = task_of("conv2d", d[i].shape, NULL, NULL, NULL, NULL, "conv2d_NCHWc.x86");
+    if (!t) continue;
+    const ob_target_facts *f = ob_target_get_facts(ob_task_target(t));
+    ob_config dc = ob_task_default_config(t);
+    int64_t kc = ob_config_knob(&dc, "k_chunk");
+    if (f->vector_registers > 16) {
+      CHECK_MSG(kc == 0, "%s: k_chunk %lld by default with 32 registers", d[i].shape, (long long)kc);
+    } else if (f->l2_bytes == 512 * 1024 && f->l1d_bytes == 32 * 1024) {
+      CHECK_MSG(kc == d[i].kc, "%s: default k_chunk %lld, %lld expected", d[i].shape, (long long)kc,
+                (long long)d[i].kc);
+      CHECK_MSG(!kc || ob_config_knob(&dc, "pixels"), "%s: chunks without pixels", d[i].shape);
+    } else {
+      CHECK_MSG(!kc || d[i].chunked, "%s: k_chunk %lld by default", d[i].shape, (long long)kc);
+    }
+    ob_task_free(t);
+  }
+}
+
 /* ---- Winograd ------------------------------------------------------------------- */
 static void check_winograd(const char *shape, const char *pad, const char *epi, int64_t m, int64_t order,
                            int extra) {
@@ -660,6 +734,7 @@ int main(void) {
     test_rows_outer();
     test_pixels();
     test_compact();
+    test_k_chunk();
     test_k_block();
     test_winograd();
   }

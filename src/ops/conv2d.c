@@ -286,6 +286,9 @@ static bool nchwc_ok(const ob_config *cfg, void *user) {
   /* a pixel block is tile_ow pixels of one row-major run: no row block,
    * and the blocks run inside the channel blocks */
   if (ob_config_knob(cfg, "pixels") && (oh[1] != 1 || ob_config_knob(cfg, "rows_outer"))) return false;
+  /* a K-chunked order runs over pixel blocks, with its own thread split */
+  if (ob_config_knob(cfg, "k_chunk") && (!ob_config_knob(cfg, "pixels") || ob_config_knob(cfg, "stationary")))
+    return false;
   return ob_tmpl_block_fits(tg, ow[1] * oh[1], ob_tmpl_vectors(tg, oc[1]));
 }
 
@@ -345,6 +348,49 @@ static bool pixels_useful(const conv_p *p) { return unpadded_1x1(p) && p->oh > 1
  * 512 KB L2. */
 static bool compact_useful(const conv_p *p) { return unpadded_1x1(p) && (p->sh > 1 || p->sw > 1); }
 
+/* Output-channel blocks per task of the K-chunked order (knob k_chunk):
+ * the largest divisor of the block count whose partial sums (the group's
+ * blocks over every pixel) take at most an eighth of the L2, leaving at
+ * least 4 tasks (two per core of two) where there are that many blocks. */
+static int64_t k_group(const conv_p *p, const ob_target *tg, int64_t occ, int64_t ocb) {
+  int64_t l2 = ob_target_get_facts(tg)->l2_bytes;
+  double cap = (l2 > 0 ? (double)l2 : 512.0 * 1024) / 8;
+  double blk = 4.0 * (double)(p->n * p->oh * p->ow * ocb);
+  int64_t best = 1;
+  for (int64_t g = 1; g <= occ; g++)
+    if (occ % g == 0 && (double)g * blk <= cap && (occ / g >= 4 || g == 1)) best = g;
+  return best;
+}
+
+/* The default input-channel chunk (knob k_chunk) for blocks of ocb output
+ * channels, 0 for none: a stride-1 1x1 layer whose input and one block's
+ * weights overflow the L2 re-reads the input from L3 once per block (a
+ * "reduce" layer: ResNet-50's 2048x7 -> 512 reads 400 KB per block, and
+ * a block's 128 KB of weights evict it). In chunks, a chunk's input passes
+ * a group of blocks while it stays in the L2. The chunk: the largest
+ * offered whose input takes at most a quarter of the L2 and whose weights
+ * of a block at most half the L1 (the smallest, 64, if none does). A
+ * group of one block gains too: the chunk's weights stay in L1 while the
+ * pixels pass (512x28 -> 128, 256x56 -> 64). Measured on a Zen 3 core (512
+ * KB L2, 32 KB L1; interleaved, fastest of 3-4), against the defaults
+ * before (rows outside, or rows with 6 x 2-vector blocks): 2048x7 -> 512
+ * 37-49 -> 68 GFLOPS (chunks of 256), 1024x14 -> 256 51-59 -> 84 (128),
+ * 512x28 -> 128 64 -> 84 (64), 256x56 -> 64 62 -> 82 (64); 128x28 -> 512,
+ * whose input stays in the L2, 66-68 either way. */
+static int64_t chunk_default(const conv_p *p, const ob_target *tg, int64_t ocb) {
+  const ob_target_facts *f = ob_target_get_facts(tg);
+  if (!pixels_useful(p) || p->sh > 1 || p->sw > 1 || p->g > 1 || f->l2_bytes <= 0 || f->l1d_bytes <= 0) return 0;
+  double px = (double)(p->n * p->oh * p->ow);
+  double in = 4.0 * (double)p->c * px, slice = 4.0 * (double)p->c * (double)ocb;
+  if (in + slice <= 0.9 * (double)f->l2_bytes) return 0;
+  int64_t kc = 0;
+  for (int64_t c = 64; c <= 512; c *= 2)
+    if (p->c % c == 0 && p->c > c &&
+        (!kc || (4.0 * (double)c * px <= f->l2_bytes / 4.0 && 4.0 * (double)(c * ocb) <= f->l1d_bytes / 2.0)))
+      kc = c;
+  return kc;
+}
+
 static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp, ob_config *dflt) {
   (void)ctx;
   conv_p p = params(wl);
@@ -396,6 +442,14 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_knob_added(sp, "pixels", (int64_t[]){0, 1}, pixels_useful(&p) ? 2 : 1);
   /* compact 1: a 1x1 strided window's input gathered densely first */
   if (!st) st = ob_space_define_knob_added(sp, "compact", (int64_t[]){0, 1}, compact_useful(&p) ? 2 : 1);
+  /* k_chunk C: input channels in chunks of C, each chunk's input passing
+   * every output-channel block of a thread's group (see build_nchwc) */
+  int64_t kcs[8] = {0};
+  int nkc = 1;
+  if (pixels_useful(&p) && p.g == 1)
+    for (int64_t kc = 64; kc <= 512; kc *= 2)
+      if (p.c % kc == 0 && p.c > kc) kcs[nkc++] = kc;
+  if (!st) st = ob_space_define_knob_added(sp, "k_chunk", kcs, nkc);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
   /* fallback as AutoTVM's: a vector of output channels, a register block of
@@ -543,16 +597,21 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * divide, rows not outside: blocks over pixels, one tail per image.
    * Measured on a Zen 3 core (interleaved, fastest of 4): ResNet-18's
    * 256x14 -> 512 1x1/2 (7x7 out) 64 GFLOPS with 7 x 1 vector per row,
-   * 80-83 over pixels. Weights beyond the L2 keep rows and their prefetch
-   * (ResNet-50's 2048-channel layers: no clear difference warm), unless the
-   * input is gathered (1024x14 -> 2048 1x1/2: 61 -> 70 GFLOPS over pixels). */
-  if (ob_tmpl_registers(tg) <= 16 && pixels_useful(&p) && !rows && p.g == 1 && p.c >= lanes &&
-      p.k % (2 * lanes) == 0 && p.ow % w2 && p.oh * p.ow >= 2 * w2 && (wbytes <= tf->l2_bytes || gather)) {
+   * 80-83 over pixels; weights beyond the L2 too (with the prefetch of
+   * build_nchwc): ResNet-50's 512x7 -> 2048 68 -> 84 warm, 65 -> 80
+   * flushed, 1024x14 -> 2048 1x1/2 gathered 61 -> 70. Where chunk_default
+   * chunks the input channels, over pixels even where the rows' block fits
+   * (1024x14 -> 256) and instead of rows outside (512x28 -> 128). */
+  int64_t kc = chunk_default(&p, tg, 2 * lanes);
+  if (ob_tmpl_registers(tg) <= 16 && pixels_useful(&p) && (!rows || kc) && p.g == 1 && p.c >= lanes &&
+      p.k % (2 * lanes) == 0 && (p.ow % w2 || kc) && p.oh * p.ow >= 2 * w2) {
     ob_config_set_split(&c, "tile_oc", (int64_t[]){2 * lanes}, 1);
     ob_config_set_split(&c, "tile_ow", (int64_t[]){w2}, 1);
     ob_config_set_split(&c, "tile_oh", (int64_t[]){1}, 1);
     ob_config_set_knob(&c, "stationary", 0);
+    ob_config_set_knob(&c, "rows_outer", 0);
     ob_config_set_knob(&c, "pixels", 1);
+    ob_config_set_knob(&c, "k_chunk", kc);
   }
   *dflt = c;
   return OB_OK;
@@ -578,6 +637,8 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   bool pix = ob_config_knob(cfg, "pixels");
   bool stat = ob_config_knob(cfg, "stationary") && ow[1] >= p.ow && oh[1] == 1 && !rows;
   int64_t icc = p.c / icb, occ = nchwc_occ(&p, ocb);
+  int64_t kc = pix && !stat ? ob_config_knob(cfg, "k_chunk") : 0, kgrp = 1;
+  if (kc) kgrp = k_group(&p, tg, occ, ocb);
   int64_t cpgb = p.c / p.g / icb, kpgb = p.k / p.g / ocb; /* channel blocks per group */
 
   ob_tensor *data = ob_te_placeholder(te, "data", 5, (int64_t[]){p.n, icc, p.h, p.w, icb}, OB_F32);
@@ -643,7 +704,18 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   if (!st && pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
   ob_ivar *yo = NULL, *yi = NULL, *xo, *xi, *f1, *f2;
   ob_ivar *on = ob_stage_axis(so, 0), *ooc = ob_stage_axis(so, 1), *oblk = ob_stage_axis(so, bd);
-  if (pix) { /* blocks of tile_ow pixels: xo runs them inside the parallel
+  ob_ivar *ooci = NULL;
+  /* k_chunk: a task is a group of output-channel blocks (k_group) over
+   * every pixel, its sums in a buffer; for each chunk of input channels,
+   * each block of the group, each pixel block: the chunk's reduction */
+  if (kc) {
+    ob_ivar *ooco = NULL;
+    if (!st) st = ob_sched_split(s, so, ooc, kgrp, &ooco, &ooci);
+    if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), ow[1], &xo, &xi);
+    if (!st) st = ob_sched_reorder(s, so, 6, (ob_ivar *[]){on, ooco, ooci, xo, xi, oblk});
+    if (!st) st = ob_sched_fuse(s, so, on, ooco, &f1);
+    f2 = f1;
+  } else if (pix) { /* blocks of tile_ow pixels: xo runs them inside the parallel
               * loop over channel blocks, so lowering peels the last one */
     if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), ow[1], &xo, &xi);
     if (!st) st = ob_sched_reorder(s, so, 5, (ob_ivar *[]){on, ooc, xo, xi, oblk});
@@ -662,12 +734,20 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   if (!st && ocb > 1) st = ob_sched_vectorize(s, so, oblk);
   if (!st) st = ob_sched_unroll(s, so, xi); /* the tile stays in registers */
   if (!st && yi) st = ob_sched_unroll(s, so, yi);
-  if (!st) st = ob_sched_compute_at(s, sacc, so, stat ? f1 : xo);
+  if (!st) st = ob_sched_compute_at(s, sacc, so, stat || kc ? f1 : xo);
   ob_ivar *an = ob_stage_axis(sacc, 0), *ak = ob_stage_axis(sacc, 1), *ay = ob_stage_axis(sacc, 2),
           *ax = pix ? NULL : ob_stage_axis(sacc, 3), *ab = ob_stage_axis(sacc, bd);
   ob_ivar *r0 = ob_stage_reduce_axis(sacc, 0), *r1 = ob_stage_reduce_axis(sacc, 1),
           *r2 = ob_stage_reduce_axis(sacc, 2), *r3 = ob_stage_reduce_axis(sacc, 3);
-  if (!st && pix) { /* the pixels' axis is the register block's columns */
+  if (!st && kc) { /* chunk, block of the group, pixel block, the chunk's channels */
+    ob_ivar *r0o, *r0i, *ayo, *ayi;
+    st = ob_sched_split(s, sacc, r0, kc / icb, &r0o, &r0i);
+    if (!st) st = ob_sched_split(s, sacc, ay, ow[1], &ayo, &ayi);
+    if (!st)
+      st = ob_sched_reorder(s, sacc, 10, order ? (ob_ivar *[]){an, r0o, ak, ayo, r0i, r1, r2, r3, ayi, ab}
+                                               : (ob_ivar *[]){an, r0o, ak, ayo, r0i, r2, r3, r1, ayi, ab});
+    ay = ayi;
+  } else if (!st && pix) { /* the pixels' axis is the register block's columns */
     st = ob_sched_reorder(s, sacc, 8, order ? (ob_ivar *[]){an, ak, r0, r1, r2, r3, ay, ab}
                                             : (ob_ivar *[]){an, ak, r0, r2, r3, r1, ay, ab});
   } else if (!st) {
@@ -689,10 +769,14 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
    * 1024->2048/2 at 14x14 ran 26-35 % faster with flushed caches and
    * 5-6 % faster warm. Not for 3x3 windows in this order: there it gained 4 %
    * flushed and lost 6 % warm (512x7->512), and lost warm on 256x14->512/2;
-   * those take the stationary order instead. */
+   * those take the stationary order instead. In input-channel chunks
+   * (k_chunk) a block's weights are read once per chunk, in parts that
+   * pass every pixel block, and the hardware's stream prefetch suffices
+   * (2048x7 -> 512 flushed: 36 GFLOPS with rows and the prefetch, 65 in
+   * chunks without it). */
   const ob_target_facts *f = ob_target_get_facts(tg);
   int64_t slice = cpgb * p.r * p.s * icb * ocb; /* one output-channel block's weights */
-  if (!st && !rows && p.r == 1 && p.s == 1 && f->l2_bytes > 0 && 4.0 * (double)(occ * slice) > (double)f->l2_bytes)
+  if (!st && !rows && !kc && p.r == 1 && p.s == 1 && f->l2_bytes > 0 && 4.0 * (double)(occ * slice) > (double)f->l2_bytes)
     st = pix ? ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 2, (ob_ivar *[]){xo, r0}, r0)
              : ob_sched_prefetch(s, sacc, wt, ob_stage_axis(so, 1), slice, 3, (ob_ivar *[]){yo, xo, r0}, r0);
   /* stationary: in parts of a few cache lines, at every input-channel step
