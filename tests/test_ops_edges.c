@@ -611,6 +611,51 @@ static void test_k_chunk(void) {
   }
 }
 
+/* The untuned template of conv2d (ob_op_untuned_template): Winograd for
+ * 3x3 windows at stride 1 with 16 channels or more in and out and 8x8
+ * outputs or more; the default template (NULL) for strides, dilation,
+ * groups, other windows, an image's 3 channels, 7x7 outputs; NULL for
+ * operators without a pick. */
+static void test_untuned_template(void) {
+  ob_target *tg = NULL;
+  CHECK(ob_target_parse(ctx, "llvm -mcpu=native", &tg) == OB_OK);
+  if (!tg) return;
+  static const struct {
+    const char *op, *shape, *stride, *pad, *dil;
+    bool wino;
+  } c[] = {
+      {"conv2d", "C=64,H=56,W=56,K=64,R=3,S=3", NULL, "1", NULL, true},
+      {"conv2d", "C=16,H=8,W=8,K=16,R=3,S=3", NULL, "1", NULL, true},
+      {"conv2d", "C=32,H=147,W=147,K=64,R=3,S=3", NULL, NULL, NULL, true},
+      {"conv2d", "C=512,H=7,W=7,K=512,R=3,S=3", NULL, "1", NULL, false},
+      {"conv2d", "C=64,H=56,W=56,K=128,R=3,S=3", "2", "1", NULL, false},
+      {"conv2d", "C=64,H=56,W=56,K=64,R=3,S=3", NULL, "2", "2", false},
+      {"conv2d", "C=3,H=56,W=56,K=64,R=3,S=3", NULL, "1", NULL, false},
+      {"conv2d", "C=64,H=56,W=56,K=64,R=1,S=1", NULL, NULL, NULL, false},
+      {"conv2d", "C=64,H=56,W=56,K=64,R=5,S=5", NULL, "2", NULL, false},
+      {"conv2d", "C=64,H=56,W=56,K=64,R=3,S=3,groups=2", NULL, "1", NULL, false},
+      {"dense", "M=1,N=1000,K=512", NULL, NULL, NULL, false},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    ob_workload wl;
+    ob_status st = ob_workload_parse(ctx, c[i].op, c[i].shape, &wl);
+    if (!st && c[i].stride) st = ob_workload_set(ctx, &wl, "stride", atoi(c[i].stride));
+    if (!st && c[i].pad) st = ob_workload_set(ctx, &wl, "pad", atoi(c[i].pad));
+    if (!st && c[i].dil) st = ob_workload_set(ctx, &wl, "dilation", atoi(c[i].dil));
+    CHECK_MSG(st == OB_OK, "untuned %s: %s", c[i].shape, ob_ctx_errmsg(ctx));
+    if (st) continue;
+    const char *u = ob_op_untuned_template(&wl, tg);
+    CHECK_MSG(c[i].wino ? u && !strcmp(u, "conv2d_winograd.x86") : !u, "untuned %s %s stride %s: %s", c[i].op,
+              c[i].shape, c[i].stride ? c[i].stride : "1", u ? u : "(default)");
+    if (u) { /* a template of the workload, which builds */
+      ob_task *t = NULL;
+      CHECK_MSG(ob_task_new(ctx, &wl, u, tg, &t) == OB_OK, "untuned %s: %s", c[i].shape, ob_ctx_errmsg(ctx));
+      ob_task_free(t);
+    }
+  }
+  ob_target_free(tg);
+}
+
 /* ---- Winograd ------------------------------------------------------------------- */
 static void check_winograd(const char *shape, const char *pad, const char *epi, int64_t m, int64_t order,
                            int extra) {
@@ -735,6 +780,7 @@ int main(void) {
     test_pixels();
     test_compact();
     test_k_chunk();
+    test_untuned_template();
     test_k_block();
     test_winograd();
   }

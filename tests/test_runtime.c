@@ -457,6 +457,42 @@ done:
   fixture_close(&f);
 }
 
+/* A node without records runs the operator's untuned template: the
+ * Winograd default for the 3x3 stride-1 convolutions that
+ * ob_op_untuned_template names (simple's, at 8x8 outputs and more), the
+ * direct one elsewhere; no pack step around them, and the output matches
+ * the reference at the runtime's tolerance. */
+static void test_untuned_winograd(void) {
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "untuned winograd")) goto done;
+  int want = 0;
+  for (int n = 0; n < ob_graph_node_count(f.g); n++) {
+    ob_workload wl;
+    if (ob_graph_node_dead(f.g, n) || ob_graph_node_op(f.g, n) != OB_GOP_CONV ||
+        ob_graph_node_workload(ctx, f.g, n, &wl) != OB_OK)
+      continue;
+    const char *u = ob_op_untuned_template(&wl, f.tg);
+    want += u && !strcmp(u, "conv2d_winograd.x86");
+  }
+  CHECK_MSG(want >= 1, "untuned winograd: simple has %d convolutions for Winograd untuned", want);
+  ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "untuned winograd"); /* an empty database */
+  if (rt) {
+    int ran = 0, packs = 0, direct = 0;
+    for (int i = 0; i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && !si.from_db && !strcmp(si.tmpl, "conv2d_winograd.x86")) ran++;
+      if (si.kind == OB_RT_STEP_KERNEL && !strcmp(si.tmpl, "conv2d_NCHWc.x86")) direct++;
+      if (si.kind == OB_RT_STEP_CONVERT && (!strcmp(si.op, "pack") || !strcmp(si.op, "unpack"))) packs++;
+    }
+    CHECK_MSG(ran == want && direct >= 1 && packs == 0,
+              "untuned winograd: %d of %d Winograd kernels ran, %d direct, %d pack steps", ran, want, direct, packs);
+  }
+  ob_rt_free(rt);
+done:
+  fixture_close(&f);
+}
+
 static int node_named(const ob_graph *g, const char *name) {
   for (int n = 0; n < ob_graph_node_count(g); n++)
     if (!ob_graph_node_dead(g, n) && !strcmp(ob_graph_node_name(g, n), name)) return n;
@@ -864,6 +900,7 @@ int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_bad();
   test_winograd_records();
+  test_untuned_winograd();
   test_layout_select();
   test_one_block_view();
   test_blocked_concat();

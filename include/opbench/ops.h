@@ -106,6 +106,11 @@ OB_API int ob_op_templates(const char *op, const char **names, int cap);
 OB_API int ob_op_templates_for(const char *op, const ob_target *t, const char **names, int cap);
 /* True for a template of GPU targets (false for unknown names). */
 OB_API bool ob_op_template_is_gpu(const char *op, const char *tmpl);
+/* The template to run where nothing was measured (a graph node without
+ * records): the operator's pick for wl on target t where it has one (conv2d:
+ * Winograd for 3x3 windows at stride 1 on CPUs), else NULL, the default
+ * template. ob_task_new takes the result as its tmpl. */
+OB_API const char *ob_op_untuned_template(const ob_workload *wl, const ob_target *t);
 
 typedef struct ob_task ob_task;
 /* tmpl NULL picks the operator's default template. target is borrowed and

@@ -63,6 +63,9 @@ typedef struct ob_op_def {
   void (*reference)(const ob_workload *wl, void *const *bufs);
   const ob_tmpl_def *tmpls;
   int ntmpls;
+  /* Optional: the template to run untuned (ob_op_untuned_template); NULL
+   * or a NULL result: the first of the target's kind. */
+  const char *(*untuned)(const ob_workload *wl, const ob_target *tg);
 } ob_op_def;
 
 const ob_op_def *ob_op_def_find(const char *name);

@@ -53,6 +53,11 @@ bool ob_op_template_is_gpu(const char *op, const char *tmpl) {
   return false;
 }
 
+const char *ob_op_untuned_template(const ob_workload *wl, const ob_target *t) {
+  const ob_op_def *d = wl ? ob_op_def_find(wl->op) : NULL;
+  return d && d->untuned && t ? d->untuned(wl, t) : NULL;
+}
+
 static int attr_index(const ob_workload *wl, const char *name) {
   for (int i = 0; i < wl->nattr; i++)
     if (!strcmp(wl->attr_name[i], name)) return i;

@@ -330,7 +330,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   ob_db_records_free(recs);
   if (best >= 0) return best;
   ob_task *task = NULL;
-  if (ob_task_new(ctx, wl, NULL, rt->target, &task) != OB_OK) {
+  if (ob_task_new(ctx, wl, ob_op_untuned_template(wl, rt->target), rt->target, &task) != OB_OK) {
     ob_fail_prefix(ctx, "runtime: node '%s'", ob_graph_node_name(g, node));
     return -1;
   }
