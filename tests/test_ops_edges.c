@@ -370,16 +370,22 @@ static void test_weight_prefetch(void) {
   }
 }
 
-/* A case of a conv2d_NCHWc knob's test: its task (NULL when it could not
- * be made), its name in what, and the knob's value count checked. */
-static ob_task *knob_case(const char *knob, const char *shape, const char *stride, const char *pad, const char *epi,
-                          int values, char *what, size_t n) {
-  ob_task *t = task_of("conv2d", shape, stride, pad, NULL, epi, "conv2d_NCHWc.x86");
+/* A case of a conv2d_NCHWc knob's test: the workload, its epilogue and
+ * how many values the knob has there. */
+typedef struct knob_row {
+  const char *shape, *pad, *stride, *epi;
+  int values;
+} knob_row;
+
+/* The case's task (NULL when it could not be made), its name in what, and
+ * the knob's value count checked. */
+static ob_task *knob_case(const char *knob, const knob_row *r, char *what, size_t n) {
+  ob_task *t = task_of("conv2d", r->shape, r->stride, r->pad, NULL, r->epi, "conv2d_NCHWc.x86");
   if (!t) return NULL;
-  snprintf(what, n, "%s %s pad %s stride %s", knob, shape, pad ? pad : "0", stride ? stride : "1");
+  snprintf(what, n, "%s %s pad %s stride %s", knob, r->shape, r->pad ? r->pad : "0", r->stride ? r->stride : "1");
   const ob_space *sp = ob_task_space(t);
   int k = ob_space_knob_find(sp, knob);
-  CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == values, "%s: knob %s has the wrong values", what, knob);
+  CHECK_MSG(k >= 0 && ob_space_knob_len(sp, k) == r->values, "%s: knob %s has the wrong values", what, knob);
   return t;
 }
 
@@ -406,7 +412,8 @@ static void test_rows_outer(void) {
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     char what[128];
-    ob_task *t = knob_case("rows_outer", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    knob_row r = {c[i].shape, c[i].pad, c[i].stride, c[i].epi, c[i].values};
+    ob_task *t = knob_case("rows_outer", &r, what, sizeof what);
     if (!t) continue;
     ob_config d = ob_task_default_config(t);
     bool want = c[i].values == 2 && half > 0 && c[i].wbytes <= half && c[i].ibytes > half &&
@@ -429,10 +436,7 @@ static void test_rows_outer(void) {
  * results of configs with it (blocks that cross rows, the image's tail,
  * stride 2, padded channel blocks, a batch, epilogues with a residual). */
 static void test_pixels(void) {
-  static const struct {
-    const char *shape, *pad, *stride, *epi;
-    int values;
-  } c[] = {
+  static const knob_row c[] = {
       {"C=16,H=7,W=7,K=48,R=1,S=1", NULL, NULL, "bias,add", 2},
       {"C=24,H=14,W=14,K=32,R=1,S=1", NULL, "2", "bias,relu", 2},
       {"N=2,C=8,H=5,W=9,K=23,R=1,S=1", NULL, NULL, "add", 2},
@@ -441,7 +445,7 @@ static void test_pixels(void) {
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     char what[128];
-    ob_task *t = knob_case("pixels", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    ob_task *t = knob_case("pixels", &c[i], what, sizeof what);
     if (!t) continue;
     ob_config d = ob_task_default_config(t);
     if (ob_config_knob(&d, "pixels")) {
@@ -496,10 +500,7 @@ static void test_pixels(void) {
  * rows stay inside, and over pixels with 16 registers even where the
  * weights outgrow the L2 (ResNet-50's 1024x14 -> 2048 1x1/2). */
 static void test_compact(void) {
-  static const struct {
-    const char *shape, *pad, *stride, *epi;
-    int values;
-  } c[] = {
+  static const knob_row c[] = {
       {"C=32,H=14,W=14,K=48,R=1,S=1", NULL, "2", "bias,add", 2},
       {"N=2,C=16,H=9,W=11,K=23,R=1,S=1", NULL, "2", "relu", 2},
       {"C=24,H=12,W=12,K=16,R=1,S=1", NULL, "3", NULL, 2},
@@ -509,7 +510,7 @@ static void test_compact(void) {
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     char what[128];
-    ob_task *t = knob_case("compact", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    ob_task *t = knob_case("compact", &c[i], what, sizeof what);
     if (!t) continue;
     if (c[i].values == 2) {
       ob_config cfgs[7];
@@ -549,10 +550,7 @@ static void test_compact(void) {
  * block's weights overflow the L2 (ResNet-50's 2048x7 -> 512) with 16
  * registers, and not one whose input stays there (128x28 -> 512). */
 static void test_k_chunk(void) {
-  static const struct {
-    const char *shape, *pad, *stride, *epi;
-    int values;
-  } c[] = {
+  static const knob_row c[] = {
       {"C=256,H=7,W=7,K=64,R=1,S=1", NULL, NULL, "bias,add", 3},
       {"N=2,C=128,H=5,W=9,K=40,R=1,S=1", NULL, NULL, "relu", 2},
       {"C=192,H=14,W=14,K=32,R=1,S=1", NULL, "2", "bias,relu", 2},
@@ -563,7 +561,7 @@ static void test_k_chunk(void) {
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     char what[128];
-    ob_task *t = knob_case("k_chunk", c[i].shape, c[i].stride, c[i].pad, c[i].epi, c[i].values, what, sizeof what);
+    ob_task *t = knob_case("k_chunk", &c[i], what, sizeof what);
     if (!t) continue;
     if (c[i].values > 1) {
       ob_config cfgs[6];
