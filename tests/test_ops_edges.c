@@ -55,8 +55,10 @@ static void expect_correct(ob_task *t, const ob_config *cfgs, int n, const char 
   expect_correct_on(t, cfgs, n, what, 2);
 }
 
-static ob_task *task_of(const char *op, const char *shape, const char *stride, const char *pad,
-                        const char *dil, const char *epi, const char *tmpl) {
+/* The workload of op and shape with stride, padding (one value or four:
+ * top, left, bottom, right), dilation and epilogue where not NULL. */
+static ob_status workload_of(const char *op, const char *shape, const char *stride, const char *pad,
+                             const char *dil, const char *epi, ob_workload *out) {
   ob_workload wl;
   ob_status st = ob_workload_parse(ctx, op, shape, &wl);
   int64_t v[4];
@@ -71,6 +73,14 @@ static ob_task *task_of(const char *op, const char *shape, const char *stride, c
     for (int i = 0; nv == 4 && i < 4 && !st; i++) st = ob_workload_set(ctx, &wl, names4[i], v[i]);
   }
   if (!st && epi) st = ob_workload_set_epilogue(ctx, &wl, epi);
+  *out = wl;
+  return st;
+}
+
+static ob_task *task_of(const char *op, const char *shape, const char *stride, const char *pad,
+                        const char *dil, const char *epi, const char *tmpl) {
+  ob_workload wl;
+  ob_status st = workload_of(op, shape, stride, pad, dil, epi, &wl);
   ob_task *t = NULL;
   if (!st) st = ob_task_new(ctx, &wl, tmpl, NULL, &t);
   CHECK_MSG(st == OB_OK, "%s %s stride %s pad %s dilation %s %s: %s", op, shape, stride ? stride : "1",
@@ -636,10 +646,7 @@ static void test_untuned_template(void) {
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
     ob_workload wl;
-    ob_status st = ob_workload_parse(ctx, c[i].op, c[i].shape, &wl);
-    if (!st && c[i].stride) st = ob_workload_set(ctx, &wl, "stride", atoi(c[i].stride));
-    if (!st && c[i].pad) st = ob_workload_set(ctx, &wl, "pad", atoi(c[i].pad));
-    if (!st && c[i].dil) st = ob_workload_set(ctx, &wl, "dilation", atoi(c[i].dil));
+    ob_status st = workload_of(c[i].op, c[i].shape, c[i].stride, c[i].pad, c[i].dil, NULL, &wl);
     CHECK_MSG(st == OB_OK, "untuned %s: %s", c[i].shape, ob_ctx_errmsg(ctx));
     if (st) continue;
     const char *u = ob_op_untuned_template(&wl, tg);

@@ -348,6 +348,18 @@ static bool pixels_useful(const conv_p *p) { return unpadded_1x1(p) && p->oh > 1
  * 512 KB L2. */
 static bool compact_useful(const conv_p *p) { return unpadded_1x1(p) && (p->sh > 1 || p->sw > 1); }
 
+/* The values of knob k_chunk: 0 (none), then the powers of two from 64 to
+ * 512 that divide C and are less, for 1x1 windows without padding over
+ * pixels and without groups; their count. */
+static int chunk_values(const conv_p *p, int64_t *out) {
+  int n = 0;
+  out[n++] = 0;
+  if (pixels_useful(p) && p->g == 1)
+    for (int64_t kc = 64; kc <= 512; kc *= 2)
+      if (p->c % kc == 0 && p->c > kc) out[n++] = kc;
+  return n;
+}
+
 /* Output-channel blocks per task of the K-chunked order (knob k_chunk):
  * the largest divisor of the block count whose partial sums (the group's
  * blocks over every pixel) take at most an eighth of the L2, leaving at
@@ -379,15 +391,16 @@ static int64_t k_group(const conv_p *p, const ob_target *tg, int64_t occ, int64_
  * whose input stays in the L2, 66-68 either way. */
 static int64_t chunk_default(const conv_p *p, const ob_target *tg, int64_t ocb) {
   const ob_target_facts *f = ob_target_get_facts(tg);
-  if (!pixels_useful(p) || p->sh > 1 || p->sw > 1 || p->g > 1 || f->l2_bytes <= 0 || f->l1d_bytes <= 0) return 0;
+  int64_t kcs[8];
+  int n = chunk_values(p, kcs);
+  if (n < 2 || p->sh > 1 || p->sw > 1 || f->l2_bytes <= 0 || f->l1d_bytes <= 0) return 0;
   double px = (double)(p->n * p->oh * p->ow);
   double in = 4.0 * (double)p->c * px, slice = 4.0 * (double)p->c * (double)ocb;
   if (in + slice <= 0.9 * (double)f->l2_bytes) return 0;
-  int64_t kc = 0;
-  for (int64_t c = 64; c <= 512; c *= 2)
-    if (p->c % c == 0 && p->c > c &&
-        (!kc || (4.0 * (double)c * px <= f->l2_bytes / 4.0 && 4.0 * (double)(c * ocb) <= f->l1d_bytes / 2.0)))
-      kc = c;
+  int64_t kc = kcs[1];
+  for (int i = 2; i < n; i++)
+    if (4.0 * (double)kcs[i] * px <= f->l2_bytes / 4.0 && 4.0 * (double)(kcs[i] * ocb) <= f->l1d_bytes / 2.0)
+      kc = kcs[i];
   return kc;
 }
 
@@ -444,11 +457,8 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   if (!st) st = ob_space_define_knob_added(sp, "compact", (int64_t[]){0, 1}, compact_useful(&p) ? 2 : 1);
   /* k_chunk C: input channels in chunks of C, each chunk's input passing
    * every output-channel block of a thread's group (see build_nchwc) */
-  int64_t kcs[8] = {0};
-  int nkc = 1;
-  if (pixels_useful(&p) && p.g == 1)
-    for (int64_t kc = 64; kc <= 512; kc *= 2)
-      if (p.c % kc == 0 && p.c > kc) kcs[nkc++] = kc;
+  int64_t kcs[8];
+  int nkc = chunk_values(&p, kcs);
   if (!st) st = ob_space_define_knob_added(sp, "k_chunk", kcs, nkc);
   if (st) return st;
   ob_space_set_filter(sp, nchwc_ok, (void *)tg); /* read only */
@@ -704,12 +714,11 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   if (!st && pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
   ob_ivar *yo = NULL, *yi = NULL, *xo, *xi, *f1, *f2;
   ob_ivar *on = ob_stage_axis(so, 0), *ooc = ob_stage_axis(so, 1), *oblk = ob_stage_axis(so, bd);
-  ob_ivar *ooci = NULL;
   /* k_chunk: a task is a group of output-channel blocks (k_group) over
    * every pixel, its sums in a buffer; for each chunk of input channels,
    * each block of the group, each pixel block: the chunk's reduction */
   if (kc) {
-    ob_ivar *ooco = NULL;
+    ob_ivar *ooco = NULL, *ooci = NULL;
     if (!st) st = ob_sched_split(s, so, ooc, kgrp, &ooco, &ooci);
     if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), ow[1], &xo, &xi);
     if (!st) st = ob_sched_reorder(s, so, 6, (ob_ivar *[]){on, ooco, ooci, xo, xi, oblk});
@@ -931,8 +940,7 @@ static const ob_tmpl_def k_tmpls[] = {
 static const char *untuned(const ob_workload *wl, const ob_target *tg) {
   conv_p p = params(wl);
   if (ob_target_is_gpu(tg) || wl->dtype != OB_F32) return NULL;
-  bool wino = p.r == 3 && p.s == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 && p.g == 1;
-  return wino && p.c >= 16 && p.k >= 16 && p.oh * p.ow >= 64 ? "conv2d_winograd.x86" : NULL;
+  return ob_winograd_applies(&p) && p.c >= 16 && p.k >= 16 && p.oh * p.ow >= 64 ? "conv2d_winograd.x86" : NULL;
 }
 
 const ob_op_def ob_op_conv2d = {

@@ -143,6 +143,9 @@ void ob_winograd_pack(const ob_workload *wl, const ob_config *cfg, int arg, cons
 void ob_winograd_unpack(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst);
 int64_t ob_winograd_arg_numel(const ob_workload *wl, const ob_config *cfg, int arg);
 ob_arg_layout ob_winograd_layout(const ob_workload *wl, const ob_config *cfg, int arg);
+/* Whether conv2d_winograd.x86 takes the geometry: a 3x3 window at stride 1,
+ * no dilation or groups. */
+bool ob_winograd_applies(const ob_conv_geom *p);
 ob_tolerance ob_winograd_config_tolerance(const ob_workload *wl, const ob_config *cfg);
 
 /* ---- packed GEMM template (matmul.c), shared by dense and batch_matmul ---- */

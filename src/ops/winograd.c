@@ -154,7 +154,7 @@ static wino_cfg wino_of(const ob_workload *wl, const ob_config *cfg) {
   return w;
 }
 
-static bool applies(const ob_conv_geom *p) {
+bool ob_winograd_applies(const ob_conv_geom *p) {
   return p->r == 3 && p->s == 3 && p->sh == 1 && p->sw == 1 && p->dh == 1 && p->dw == 1 && p->g == 1;
 }
 
@@ -181,7 +181,7 @@ static int blocks_dividing(int64_t n, const int64_t *cand, int ncand, int64_t *o
 ob_status ob_winograd_define(ob_ctx *ctx, const ob_target *tg, const ob_workload *wl, ob_space *sp,
                              ob_config *dflt) {
   ob_conv_geom p = ob_conv2d_geom(wl);
-  if (!applies(&p))
+  if (!ob_winograd_applies(&p))
     return ob_fail(ctx, OB_ERR_UNSUPPORTED,
                    "conv2d_winograd.x86 takes 3x3 windows at stride 1 without dilation or groups "
                    "(got %lldx%lld, stride %lld,%lld, dilation %lld,%lld, groups %lld)",

@@ -129,29 +129,36 @@ static ls_cand cand_of(const ob_task *task, const ob_config *cfg, const char *tm
  * vectors by 4 columns 42-71 GFLOPS against 34-70 for one by 7-8, neither
  * always ahead). Their time is unknown, as the default's: the selection
  * then picks the blocks the neighbours read and write. */
+/* The channel block a config's knob sets: the inner factor of a split
+ * (conv2d_NCHWc's tile_ic, the depthwise tile_c), the value of a plain
+ * knob (Winograd's tile_ic); set_block sets it to the nearest the knob has. */
+static int64_t get_block(const ob_config *c, const char *knob, bool split) {
+  int64_t f[2];
+  if (!split) return ob_config_knob(c, knob);
+  ob_config_split(c, knob, f);
+  return f[1];
+}
+static void set_block(ob_config *c, const char *knob, bool split, int64_t b) {
+  if (split) ob_config_set_split(c, knob, &b, 1);
+  else ob_config_set_knob(c, knob, b);
+}
+
 static int block_variants(const ob_task *task, const ob_config *dflt, const char *tmpl, ls_cand *out) {
   const ob_space *sp = ob_task_space(task);
   bool dw = !strcmp(tmpl, "depthwise_NCHWc.x86");
-  bool wino = !strcmp(tmpl, "conv2d_winograd.x86"); /* tile_ic a plain knob there */
   const char *knob = dw ? "tile_c" : "tile_ic";
-  if ((!dw && !wino && strcmp(tmpl, "conv2d_NCHWc.x86")) || ob_space_knob_find(sp, knob) < 0) return 0;
-  int64_t lanes = ob_target_get_facts(ob_task_target(task))->lanes_f32, have[2] = {1, 0}, ow[2] = {1, 1};
-  if (wino) have[1] = ob_config_knob(dflt, knob);
-  else ob_config_split(dflt, knob, have);
+  int k = ob_space_knob_find(sp, knob);
+  if ((!dw && strcmp(tmpl, "conv2d_NCHWc.x86") && strcmp(tmpl, "conv2d_winograd.x86")) || k < 0) return 0;
+  bool split = ob_space_knob_kind(sp, k) == OB_KNOB_SPLIT;
+  int64_t lanes = ob_target_get_facts(ob_task_target(task))->lanes_f32, have = get_block(dflt, knob, split);
+  int64_t ow[2] = {1, 1};
   if (dw) ob_config_split(dflt, "tile_ow", ow);
   int n = 0;
   for (int64_t b = lanes / 2; b <= 2 * lanes && n < RT_BLOCK_VARIANTS; b *= 2) {
-    if (b == have[1] || b < 2) continue;
+    if (b == have || b < 2) continue;
     ob_config v = *dflt;
-    int64_t got[2] = {1, 0};
-    if (wino) {
-      ob_config_set_knob(&v, knob, b);
-      got[1] = ob_config_knob(&v, knob);
-    } else {
-      ob_config_set_split(&v, knob, &b, 1);
-      ob_config_split(&v, knob, got);
-    }
-    if (got[1] != b) continue; /* not a block of the channels */
+    set_block(&v, knob, split, b);
+    if (get_block(&v, knob, split) != b) continue; /* not a block of the channels */
     for (int64_t w = ow[1]; dw && w > 1 && !ob_space_is_valid(sp, v.index); w--) ob_config_set_split(&v, "tile_ow", &w, 1);
     if (ob_space_is_valid(sp, v.index)) out[n++] = cand_of(task, &v, tmpl, 0.0);
   }
@@ -193,7 +200,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
      * one of its block variants; their blocks still bind the neighbours'
      * picks (their time, unknown, is the same whatever they pick) */
     ob_task *task = NULL;
-    if (ob_task_new(ctx, &wl, ob_op_untuned_template(&wl, rt->target), rt->target, &task) != OB_OK) {
+    if (rt_untuned_task(ctx, rt, &wl, &task) != OB_OK) {
       ob_ctx_clear_error(ctx);
       return;
     }
@@ -342,8 +349,7 @@ bool rt_layout_picked(const ob_rt *rt, int node, const char **tmpl, uint64_t *in
 static int64_t default_ib(const ob_rt *rt, int n) {
   ob_workload wl;
   ob_task *task = NULL;
-  if (ob_graph_node_workload(rt->ctx, rt->g, n, &wl) != OB_OK ||
-      ob_task_new(rt->ctx, &wl, ob_op_untuned_template(&wl, rt->target), rt->target, &task)) {
+  if (ob_graph_node_workload(rt->ctx, rt->g, n, &wl) != OB_OK || rt_untuned_task(rt->ctx, rt, &wl, &task)) {
     ob_ctx_clear_error(rt->ctx);
     return 0;
   }

@@ -247,6 +247,10 @@ double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
   return 2.0 * (double)bytes / (runs ? 8e9 : 1.2e9);
 }
 
+ob_status rt_untuned_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, ob_task **task) {
+  return ob_task_new(ctx, wl, ob_op_untuned_template(wl, rt->target), rt->target, task);
+}
+
 /* The config of node's workload: the database's fastest record for this
  * host, target and resources (the cost of converting the input into its
  * data layout counted), else the default of the default template. */
@@ -330,7 +334,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   ob_db_records_free(recs);
   if (best >= 0) return best;
   ob_task *task = NULL;
-  if (ob_task_new(ctx, wl, ob_op_untuned_template(wl, rt->target), rt->target, &task) != OB_OK) {
+  if (rt_untuned_task(ctx, rt, wl, &task) != OB_OK) {
     ob_fail_prefix(ctx, "runtime: node '%s'", ob_graph_node_name(g, node));
     return -1;
   }

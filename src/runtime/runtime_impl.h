@@ -208,6 +208,10 @@ int64_t rt_layout_wanted_block(const ob_rt *rt, int t);
  * record's template or its config does not parse. */
 bool rt_record_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, const ob_db_record *r, ob_task **task,
                     ob_config *cfg);
+/* The task a node of workload wl runs without records (plan.c): its
+ * operator's untuned template (ob_op_untuned_template) on the runtime's
+ * target. */
+ob_status rt_untuned_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, ob_task **task);
 
 /* ---- running (exec.c) ------------------------------------------------------------------
  * ob_rt_profile's loop: per step (and for the whole runs) the median, or
