@@ -56,7 +56,8 @@ OB_API const char *ob_rt_kernels_name(ob_rt_kernels k); /* "tuned", "default", "
 typedef struct ob_rt_opts {
   ob_rt_kernels kernels;
   const ob_target *target; /* borrowed; NULL: the default target (ob_target_host) */
-  ob_build_opts build;     /* compiler, cache folder, build timeout */
+  ob_build_opts build;     /* compiler, cache folder, build timeout (<= 0: 120 s per
+                              kernel: a chosen kernel, not a variant to weed out) */
   int nthreads;            /* >= 1 */
   const int *cores;        /* NULL: 0..nthreads-1 */
   struct ob_db *db;        /* records for OB_RT_TUNED/ONEDNN; NULL: defaults everywhere */

@@ -634,6 +634,8 @@ static ob_status plan_node(ob_rt *rt, int node) {
   return rt_native_plan(rt, node);
 }
 
+#define RT_BUILD_TIMEOUT_S 120.0
+
 /* ---- building ------------------------------------------------------------------------------------- */
 
 static ob_status build_kernels(ob_rt *rt) {
@@ -671,6 +673,11 @@ static ob_status build_kernels(ob_rt *rt) {
   }
   if (st) goto done;
   ob_build_opts bo = rt->o.build;
+  /* Tuning's 10 s limit weeds out variants; the runtime builds the kernels
+   * it chose, and a Winograd kernel that compiles in 2.4 s alone took over
+   * 10 s on a loaded 2-core CI machine and failed the model. The limit
+   * still catches a hung compiler. */
+  if (bo.timeout_s <= 0) bo.timeout_s = RT_BUILD_TIMEOUT_S;
   st = ob_kernel_build(ctx, rt->target, &bo, fns, names, nb, art);
   if (st) goto done;
   for (int j = 0; j < nb && !st; j++) {
