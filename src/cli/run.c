@@ -719,10 +719,13 @@ static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const o
 }
 
 /* Rounds of the comparison: each round times every variant once with the
- * model's protocol, in the same order (untuned, tuned, oneDNN: the oneDNN
- * primitives' worker threads, which spin a while after their last job, are
- * followed by the untuned run, and each timing starts with a discarded
- * warm-up run anyway). */
+ * model's protocol, round r starting at variant r, so that each variant
+ * takes each place once (a Latin square over 3 rounds and 3 variants).
+ * In the same order every round (untuned, tuned, oneDNN), the untuned run
+ * always followed the oneDNN primitives' run (whose worker threads spin a
+ * while after their last job) and the first place of each round; a fixed
+ * place is a bias the comparison need not carry. Each timing starts with
+ * a discarded warm-up run as before. */
 #define CMP_ROUNDS 3
 
 /* Times rts[0..n) in CMP_ROUNDS interleaved rounds; tm[i] gets variant i's
@@ -740,7 +743,8 @@ static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_op
   }
   bool ok = true;
   for (int r = 0; r < CMP_ROUNDS && ok; r++)
-    for (int i = 0; i < n && ok; i++) {
+    for (int j = 0; j < n && ok; j++) {
+      int i = (j + r) % n;
       ob_timing t;
       if (ob_rt_time(rts[i], o, &t) != OB_OK) {
         cli_error("%s", ob_ctx_errmsg(ctx));
