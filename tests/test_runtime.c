@@ -6,6 +6,8 @@
  * content-addressed cache ($OPBENCH_CACHE, set by ctest), so a second run
  * of the test builds nothing. */
 #include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -493,6 +495,85 @@ done:
   fixture_close(&f);
 }
 
+/* A kernel that fails to build costs its node that kernel, not the model:
+ * with a compiler that refuses Winograd's kernels, the untuned Winograd
+ * nodes of an empty database run the direct template's default, the output
+ * still checked, and a note says why; with one that refuses every
+ * convolution nothing is left to fall back to: a clear error naming the
+ * first failure. */
+static void test_build_fallback(void) {
+  rt_fixture f;
+  char cc[160], cache[160], nb[200];
+  cc[0] = cache[0] = 0;
+  FILE *notes = NULL;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "build fallback")) goto done;
+  static const char *const refuse[2] = {"conv2d_winograd", "conv2d_"};
+  for (int v = 0; v < 2; v++) {
+    snprintf(cc, sizeof cc, "%s/cc%d.sh", f.dir, v);
+    snprintf(cache, sizeof cache, "%s/cache%d", f.dir, v);
+    FILE *w = fopen(cc, "w");
+    if (!w) {
+      CHECK_MSG(false, "build fallback: cannot write %s", cc);
+      goto done;
+    }
+    fprintf(w, "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in *.c) if grep -q '%s' \"$a\"; then echo 'cc: refused' >&2; "
+            "exit 1; fi;; esac; done\nexec cc \"$@\"\n", refuse[v]);
+    fclose(w);
+    chmod(cc, 0755);
+    notes = tmpfile();
+    ob_rt_opts o = ob_rt_opts_default();
+    o.db = f.db;
+    o.target = f.tg;
+    o.build.timeout_s = OB_TEST_TIMEOUT_S;
+    o.build.cc = cc;
+    o.build.cache_dir = cache;
+    o.notes = notes;
+    ob_rt *rt = NULL;
+    ob_status st = ob_rt_new(ctx, f.g, &o, &rt);
+    char text[4096] = "";
+    if (notes) {
+      rewind(notes);
+      size_t n = fread(text, 1, sizeof text - 1, notes);
+      text[n] = 0;
+      fclose(notes);
+      notes = NULL;
+    }
+    if (v == 0) {
+      CHECK_MSG(st == OB_OK, "build fallback: %s", ob_ctx_errmsg(ctx));
+      CHECK_MSG(strstr(text, "failed to build") && strstr(text, "planning again without") &&
+                    strstr(text, "conv2d_winograd.x86"),
+                "build fallback: notes '%s'", text);
+      int wino = 0, direct = 0;
+      for (int i = 0; rt && i < ob_rt_step_count(rt); i++) {
+        ob_rt_step_info si;
+        ob_rt_step_get(rt, i, &si);
+        wino += si.kind == OB_RT_STEP_KERNEL && !strcmp(si.tmpl, "conv2d_winograd.x86");
+        direct += si.kind == OB_RT_STEP_KERNEL && !strcmp(si.tmpl, "conv2d_NCHWc.x86");
+      }
+      CHECK_MSG(rt && wino == 0 && direct >= 2, "build fallback: %d Winograd and %d direct kernels", wino, direct);
+      if (rt && feed(rt, &f.x)) {
+        CHECK(ob_rt_run(rt) == OB_OK);
+        ob_rt_check_result c;
+        ob_rt_check(rt, (const void *const *)f.x.ref, 1e-3, &c);
+        CHECK_MSG(c.ok, "build fallback: %s", c.message);
+      }
+    } else {
+      CHECK_MSG(st == OB_ERR_COMPILE && !rt, "build fallback, nothing left: status %d: %s", (int)st, ob_ctx_errmsg(ctx));
+      const char *m = ob_ctx_errmsg(ctx);
+      CHECK_MSG(strstr(m, "no other kernel") && strstr(m, "first:") && strstr(m, "refused"),
+                "build fallback, nothing left: '%s'", m);
+      ob_ctx_clear_error(ctx);
+    }
+    ob_rt_free(rt);
+    unlink(cc);
+    snprintf(nb, sizeof nb, "rm -rf '%s'", cache);
+    CHECK(system(nb) == 0);
+  }
+done:
+  if (notes) fclose(notes);
+  fixture_close(&f);
+}
+
 static int node_named(const ob_graph *g, const char *name) {
   for (int n = 0; n < ob_graph_node_count(g); n++)
     if (!ob_graph_node_dead(g, n) && !strcmp(ob_graph_node_name(g, n), name)) return n;
@@ -901,6 +982,7 @@ int main(void) {
   test_bad();
   test_winograd_records();
   test_untuned_winograd();
+  test_build_fallback();
   test_layout_select();
   test_one_block_view();
   test_blocked_concat();

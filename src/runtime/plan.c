@@ -247,8 +247,29 @@ double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
   return 2.0 * (double)bytes / (runs ? 8e9 : 1.2e9);
 }
 
+/* True when an earlier plan failed to build this kernel (index), or any
+ * config of tmpl for workload key (UINT64_MAX). */
+static bool avoided(const ob_rt *rt, const char *key, const char *tmpl, uint64_t index) {
+  for (int i = 0; i < rt->navoid; i++)
+    if ((index == UINT64_MAX || rt->avoid[i].index == index) && !strcmp(rt->avoid[i].key, key) &&
+        !strcmp(rt->avoid[i].tmpl, tmpl))
+      return true;
+  return false;
+}
+
 ob_status rt_untuned_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, ob_task **task) {
-  return ob_task_new(ctx, wl, ob_op_untuned_template(wl, rt->target), rt->target, task);
+  const char *tmpl = ob_op_untuned_template(wl, rt->target);
+  ob_status st = ob_task_new(ctx, wl, tmpl, rt->target, task);
+  if (st || !tmpl || !rt->navoid) return st;
+  /* a config of the untuned pick failed to build in an earlier plan (its
+   * default or a block variant the layout selection chose): the
+   * operator's default template instead */
+  char key[256];
+  ob_workload_key(wl, key, sizeof key);
+  if (!avoided(rt, key, ob_task_template(*task), UINT64_MAX)) return OB_OK;
+  ob_task_free(*task);
+  *task = NULL;
+  return ob_task_new(ctx, wl, NULL, rt->target, task);
 }
 
 /* The config of node's workload: the database's fastest record for this
@@ -297,7 +318,9 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
    * the node's neighbours, not from its input alone */
   const char *ptmpl = NULL;
   uint64_t pidx = 0;
-  bool picked = use_db && rt_layout_picked(rt, node, &ptmpl, &pidx);
+  /* (not where a config of its template failed: the selection's picks
+   * without records are the untuned template's block variants) */
+  bool picked = use_db && rt_layout_picked(rt, node, &ptmpl, &pidx) && !avoided(rt, key, ptmpl, UINT64_MAX);
   int best = -1;
   double best_cost = INFINITY;
   for (int64_t i = 0; recs && i < recs->n; i++) {
@@ -305,7 +328,8 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
     ob_task *task = NULL;
     ob_config cfg;
     if (!rt_record_task(ctx, rt, wl, r, &task, &cfg)) continue;
-    if (picked && (strcmp(r->tmpl, ptmpl) || cfg.index != pidx)) {
+    if (avoided(rt, key, ob_task_template(task), cfg.index) ||
+        (picked && (strcmp(r->tmpl, ptmpl) || cfg.index != pidx))) {
       ob_task_free(task);
       continue;
     }
@@ -342,6 +366,13 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
     note(rt, "no record of %s for this host, target and %s in the database: default config of %s", key,
          rt->resources, ob_task_template(task));
   ob_config cfg = ob_task_default_config(task);
+  if (avoided(rt, key, ob_task_template(task), cfg.index)) {
+    ob_fail(ctx, OB_ERR_COMPILE, "runtime: node '%s': the default config of %s failed to build, and no other "
+            "kernel of %s is left to try", ob_graph_node_name(g, node), ob_task_template(task), key);
+    rt->none_left = true;
+    ob_task_free(task);
+    return -1;
+  }
   /* the selection's pick among the default's channel-block variants (layout.c) */
   if (picked && !strcmp(ptmpl, ob_task_template(task)) && pidx != cfg.index &&
       ob_space_get(ctx, ob_task_space(task), pidx, &cfg) != OB_OK) {
@@ -680,16 +711,31 @@ static ob_status build_kernels(ob_rt *rt) {
   if (bo.timeout_s <= 0) bo.timeout_s = RT_BUILD_TIMEOUT_S;
   st = ob_kernel_build(ctx, rt->target, &bo, fns, names, nb, art);
   if (st) goto done;
-  for (int j = 0; j < nb && !st; j++) {
+  /* every kernel that failed, for the next plan to avoid (ob_rt_new); the
+   * error names the first */
+  int compiled = 0, nfail = 0;
+  for (int j = 0; j < nb; j++) {
     rt_kern *k = &rt->kern[which[j]];
-    if (art[j].error_no != OB_MERR_NONE) {
+    compiled += !art[j].cached;
+    if (art[j].error_no == OB_MERR_NONE) continue;
+    nfail++;
+    if (rt->nfailed < RT_MAX_AVOID) {
+      rt_avoid *f = &rt->failed[rt->nfailed++];
+      snprintf(f->key, sizeof f->key, "%s", k->key);
+      snprintf(f->tmpl, sizeof f->tmpl, "%s", ob_task_template(k->task));
+      f->index = k->cfg.index;
+    }
+    if (!st) {
       char *cfg = ob_config_str(&k->cfg);
       st = ob_fail(ctx, OB_ERR_COMPILE, "runtime: kernel of %s (template %s, config %s) failed to build: %s: %.300s",
                    k->key, ob_task_template(k->task), cfg ? cfg : "?", ob_merr_str(art[j].error_no),
                    art[j].message ? art[j].message : "");
       free(cfg);
-      break;
     }
+  }
+  rt->all_failed = nfail > 1 && nfail == compiled;
+  for (int j = 0; j < nb && !st; j++) {
+    rt_kern *k = &rt->kern[which[j]];
     k->cached = art[j].cached;
     if (art[j].cached) rt->st.ncached++;
     else rt->st.nbuilt++;
@@ -763,9 +809,12 @@ static ob_status setup(ob_rt *rt) {
   return ob_pool_new(ctx, rt->cores, o->nthreads, &rt->pool);
 }
 
-ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt **out) {
-  OB_ASSERT(ctx && g && out);
+/* One plan and build of g, avoiding avoid[0..navoid); a kernel that fails
+ * to build is named in *failed (its key empty otherwise). */
+static ob_status rt_new_once(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, const rt_avoid *avoid, int navoid,
+                             rt_avoid *failed, int *nfailed, ob_rt **out) {
   *out = NULL;
+  *nfailed = 0;
   ob_rt_opts opts = o ? *o : ob_rt_opts_default();
   if (opts.nthreads < 1 || opts.nthreads > 256)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "runtime: %d threads (expected 1..256)", opts.nthreads);
@@ -782,6 +831,8 @@ ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt *
   rt->ctx = ctx;
   rt->g = g;
   rt->o = opts;
+  rt->avoid = avoid;
+  rt->navoid = navoid;
   ob_status st = OB_OK;
   int nt = ob_graph_tensor_count(g);
   rt->arena = ob_arena_new(ctx, 1 << 16);
@@ -847,8 +898,50 @@ ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt *
   *out = rt;
   return OB_OK;
 fail:
+  /* none when every kernel compiled failed: the compiler is at fault, and
+   * another plan would fail alike */
+  if (!rt->all_failed) {
+    *nfailed = rt->nfailed;
+    memcpy(failed, rt->failed, sizeof(rt_avoid) * (size_t)rt->nfailed);
+  }
+  if (rt->none_left) st = OB_ERR_COMPILE;
   ob_rt_free(rt);
   return st;
+}
+
+/* A kernel that does not build (a compiler that rejects or outlasts it, a
+ * record of another compiler's day) costs its node that kernel, not the
+ * model: the plan is made again without it, the node taking its next
+ * record or its default (the operator's default template's, where the
+ * untuned pick failed), said in a note. */
+ob_status ob_rt_new(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, ob_rt **out) {
+  OB_ASSERT(ctx && g && out);
+  rt_avoid avoid[RT_MAX_AVOID];
+  int navoid = 0;
+  char first[512] = "";
+  for (;;) {
+    rt_avoid failed[RT_MAX_AVOID];
+    int nfailed = 0;
+    ob_status st = rt_new_once(ctx, g, o, avoid, navoid, failed, &nfailed, out);
+    if (st != OB_ERR_COMPILE || !nfailed || navoid + nfailed > RT_MAX_AVOID) {
+      if (st && navoid) { /* the failure that started the retries, too */
+        char cur[512];
+        snprintf(cur, sizeof cur, "%s", ob_ctx_errmsg(ctx));
+        ob_fail(ctx, st, "%s (first: %s)", cur, first);
+      }
+      return st;
+    }
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ob_ctx_errmsg(ctx));
+    for (char *c = msg; *c; c++)
+      if (*c == '\n' || *c == '\r') *c = ' '; /* a note is one line */
+    if (!navoid) snprintf(first, sizeof first, "%s", msg);
+    if (o && o->notes)
+      fprintf(o->notes, "%s; planning again without %s\n", msg, nfailed > 1 ? "the kernels that failed" : "that kernel");
+    ob_ctx_clear_error(ctx);
+    memcpy(avoid + navoid, failed, sizeof(rt_avoid) * (size_t)nfailed);
+    navoid += nfailed;
+  }
 }
 
 void ob_rt_free(ob_rt *rt) {

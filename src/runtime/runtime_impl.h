@@ -111,6 +111,14 @@ typedef struct rt_lsel {
   bool unknown;          /* no records: the default config and its block variants */
 } rt_lsel;
 
+/* A kernel that failed to build: a new plan avoids it (ob_rt_new). */
+typedef struct rt_avoid {
+  char key[256];  /* workload key */
+  char tmpl[64];
+  uint64_t index; /* config index */
+} rt_avoid;
+#define RT_MAX_AVOID 8
+
 struct ob_rt {
   ob_ctx *ctx;
   const ob_graph *g;
@@ -150,6 +158,13 @@ struct ob_rt {
   char resources[512];
   bool noted_foreign;
   int64_t foreign_records;
+  /* kernels earlier plans failed to build (the caller's array) */
+  const rt_avoid *avoid;
+  int navoid;
+  rt_avoid failed[RT_MAX_AVOID]; /* build_kernels: kernels that failed */
+  int nfailed;
+  bool all_failed;  /* every kernel it compiled failed (the compiler, not a kernel) */
+  bool none_left;  /* a node's every kernel failed to build in earlier plans */
 };
 
 /* ---- values and steps (plan.c) ---------------------------------------------- */
