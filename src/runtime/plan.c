@@ -665,9 +665,9 @@ static ob_status plan_node(ob_rt *rt, int node) {
   return rt_native_plan(rt, node);
 }
 
-#define RT_BUILD_TIMEOUT_S 120.0
-
 /* ---- building ------------------------------------------------------------------------------------- */
+
+#define RT_BUILD_TIMEOUT_S 120.0 /* per kernel, where the options set none */
 
 static ob_status build_kernels(ob_rt *rt) {
   ob_ctx *ctx = rt->ctx;
@@ -809,8 +809,9 @@ static ob_status setup(ob_rt *rt) {
   return ob_pool_new(ctx, rt->cores, o->nthreads, &rt->pool);
 }
 
-/* One plan and build of g, avoiding avoid[0..navoid); a kernel that fails
- * to build is named in *failed (its key empty otherwise). */
+/* One plan and build of g, avoiding avoid[0..navoid); the kernels that
+ * failed to build go to failed[0..*nfailed) (none where every kernel it
+ * compiled failed). */
 static ob_status rt_new_once(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o, const rt_avoid *avoid, int navoid,
                              rt_avoid *failed, int *nfailed, ob_rt **out) {
   *out = NULL;
