@@ -508,8 +508,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * is 9 loads per 14. Measured (ResNet-18, one core): 28x28 C=128 K=256
    * stride 2 from 164 to 175-182 GFLOPS, 56x56 C=64 K=128 from 171 to
    * 175-177. */
-  if ((p.sh > 1 || p.sw > 1) && p.r * p.s > 1 && p.c / p.g >= lanes && ocb == lanes && p.g == 1 &&
-      k2) {
+  if ((p.sh > 1 || p.sw > 1) && p.r * p.s > 1 && p.c / p.g >= lanes && ocb == lanes && p.g == 1 && k2) {
     for (int64_t b = most / 2; b >= 4; b--)
       if (p.ow % b == 0 && ob_tmpl_block_fits(tg, b, 2)) {
         owb = b;
@@ -547,8 +546,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * GFLOPS at 56x56 and 28x28, 44 -> 67 at 14x14; stride 2 51 -> 70-81;
    * 1x1 stride 2 40-48 -> 63-67. Below 12 columns (7x7) the rules above
    * stand (the stationary row: 72 against 47 for 6 x 2). */
-  if (ob_tmpl_registers(tg) <= 16 && p.ow >= 12 && p.g == 1 && p.c >= lanes &&
-      k2) {
+  if (ob_tmpl_registers(tg) <= 16 && p.ow >= 12 && p.g == 1 && p.c >= lanes && k2) {
     owb = w2;
     ocb = 2 * lanes;
     ohb = 1;
@@ -806,23 +804,18 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   return OB_OK;
 }
 
-/* Layout moves between NCHW / KCRS and the blocked forms; the padding of a
- * last, partial output-channel block is zero (weights, bias, residual). */
-/* NCHW (c channels) <-> N (nb blocks) HW b: one block's b channels at a
- * time, the plain side contiguous along HW and the blocked side within a
- * block's few KB, no division per element; channels past c (a padded
- * last block) are skipped here (to_blocked: zeroed by the caller). The
- * runtime unpacks a padded output every run through this: squeezenet's
- * 1000-way classifier (169 K floats) took 0.30-0.34 ms with a division
- * and a modulo per element, 0.20 block by block with the plain side
- * contiguous, 0.12 in a standalone test with the blocked side contiguous. */
+/* NCHW (c channels) <-> N (nb blocks) HW b, block by block and pixel by
+ * pixel: the blocked side contiguous, the plain side's b rows in step (b
+ * lines in L1), no division per element; channels past c (a padded last
+ * block) are skipped (to_blocked: zeroed by the caller). The runtime
+ * unpacks a padded output every run through this: squeezenet's 1000-way
+ * classifier (169 K floats) took 0.30-0.34 ms with a division and a
+ * modulo per element, 0.18-0.27 ms so. */
 static void blocks_move(const float *restrict src, float *restrict dst, int64_t n, int64_t nb, int64_t b, int64_t c,
                         int64_t hw, bool to_blocked) {
   for (int64_t i = 0; i < n; i++)
     for (int64_t kb = 0; kb < nb; kb++) {
       int64_t cb = c - kb * b < b ? c - kb * b : b, blk = (i * nb + kb) * hw * b, plain = (i * c + kb * b) * hw;
-      /* pixel by pixel: the blocked side runs contiguous, the plain side's
-       * b rows are written (read) in step, b lines in L1 */
       if (to_blocked)
         for (int64_t x = 0; x < hw; x++)
           for (int64_t j = 0; j < cb; j++) dst[blk + x * b + j] = src[plain + j * hw + x];
@@ -832,6 +825,8 @@ static void blocks_move(const float *restrict src, float *restrict dst, int64_t 
     }
 }
 
+/* Layout moves between NCHW / KCRS and the blocked forms; the padding of a
+ * last, partial output-channel block is zero (weights, bias, residual). */
 static void nchwc_move(const ob_workload *wl, const ob_config *cfg, int arg, const float *src, float *dst,
                        bool to_blocked) {
   conv_p p = params(wl);

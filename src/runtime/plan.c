@@ -362,7 +362,11 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
     ob_fail_prefix(ctx, "runtime: node '%s'", ob_graph_node_name(g, node));
     return -1;
   }
-  if (use_db && !key_seen(rt, key))
+  /* (a plan made again after a failed build says it only for the
+   * workloads whose kernels failed: the first plan said the rest) */
+  bool said = rt->navoid > 0;
+  for (int i = 0; i < rt->navoid && said; i++) said = strcmp(rt->avoid[i].key, key) != 0;
+  if (use_db && !key_seen(rt, key) && !said)
     note(rt, "no record of %s for this host, target and %s in the database: default config of %s", key,
          rt->resources, ob_task_template(task));
   ob_config cfg = ob_task_default_config(task);
