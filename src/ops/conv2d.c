@@ -468,9 +468,9 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
   int64_t owb = 1, most = budget < 14 ? budget : 14;
   /* two vectors of output channels where they divide K, or where the last
    * block's padding wastes at most 1/32 of the work: squeezenet's 1000-way
-   * 1x1 classifier (512x13x13) ran in 8-channel blocks at 48-53 GFLOPS, the
-   * load ports' pace of 13 x 1 vectors, against 77-82 in padded 16-channel
-   * blocks over pixels (a Zen 3 core, interleaved, fastest of 5) */
+   * 1x1 classifier (512x13x13) ran in 8-channel blocks at 52-68 GFLOPS, the
+   * load ports' pace of 13 x 1 vectors, against 77-80 in padded 16-channel
+   * blocks over pixels (a Zen 3 core, interleaved, fastest of 5 and of 6) */
   bool k2 = p.k % (2 * lanes) == 0 ||
             (p.g == 1 && padded_fits(&p, 2 * lanes) && (2 * lanes - p.k % (2 * lanes)) * 32 <= p.k);
   int64_t w2 = ob_tmpl_widest_block(tg, 2); /* the widest 2-vector block: 6 with 16 registers */

@@ -247,12 +247,13 @@ double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
   return 2.0 * (double)bytes / (runs ? 8e9 : 1.2e9);
 }
 
-/* True when an earlier plan failed to build this kernel (index), or any
- * config of tmpl for workload key (UINT64_MAX). */
+/* True when an earlier plan failed to build this kernel (index), any
+ * config of tmpl for workload key (UINT64_MAX), or any kernel of key (tmpl
+ * NULL). */
 static bool avoided(const ob_rt *rt, const char *key, const char *tmpl, uint64_t index) {
   for (int i = 0; i < rt->navoid; i++)
     if ((index == UINT64_MAX || rt->avoid[i].index == index) && !strcmp(rt->avoid[i].key, key) &&
-        !strcmp(rt->avoid[i].tmpl, tmpl))
+        (!tmpl || !strcmp(rt->avoid[i].tmpl, tmpl)))
       return true;
   return false;
 }
@@ -364,8 +365,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   }
   /* (a plan made again after a failed build says it only for the
    * workloads whose kernels failed: the first plan said the rest) */
-  bool said = rt->navoid > 0;
-  for (int i = 0; i < rt->navoid && said; i++) said = strcmp(rt->avoid[i].key, key) != 0;
+  bool said = rt->navoid > 0 && !avoided(rt, key, NULL, UINT64_MAX);
   if (use_db && !key_seen(rt, key) && !said)
     note(rt, "no record of %s for this host, target and %s in the database: default config of %s", key,
          rt->resources, ob_task_template(task));
@@ -737,7 +737,9 @@ static ob_status build_kernels(ob_rt *rt) {
       free(cfg);
     }
   }
-  rt->all_failed = nfail > 1 && nfail == compiled;
+  /* every kernel it compiled failed: the compiler is at fault, not a
+   * kernel, and another plan would fail alike */
+  if (nfail > 1 && nfail == compiled) rt->nfailed = 0;
   for (int j = 0; j < nb && !st; j++) {
     rt_kern *k = &rt->kern[which[j]];
     k->cached = art[j].cached;
@@ -903,12 +905,8 @@ static ob_status rt_new_once(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o
   *out = rt;
   return OB_OK;
 fail:
-  /* none when every kernel compiled failed: the compiler is at fault, and
-   * another plan would fail alike */
-  if (!rt->all_failed) {
-    *nfailed = rt->nfailed;
-    memcpy(failed, rt->failed, sizeof(rt_avoid) * (size_t)rt->nfailed);
-  }
+  *nfailed = rt->nfailed;
+  memcpy(failed, rt->failed, sizeof(rt_avoid) * (size_t)rt->nfailed);
   if (rt->none_left) st = OB_ERR_COMPILE;
   ob_rt_free(rt);
   return st;

@@ -161,10 +161,10 @@ struct ob_rt {
   /* kernels earlier plans failed to build (the caller's array) */
   const rt_avoid *avoid;
   int navoid;
-  rt_avoid failed[RT_MAX_AVOID]; /* build_kernels: kernels that failed */
+  rt_avoid failed[RT_MAX_AVOID]; /* build_kernels: kernels that failed (none
+                                    where every kernel it compiled failed) */
   int nfailed;
-  bool all_failed;  /* every kernel it compiled failed (the compiler, not a kernel) */
-  bool none_left;  /* a node's every kernel failed to build in earlier plans */
+  bool none_left; /* a node's every kernel failed to build in earlier plans */
 };
 
 /* ---- values and steps (plan.c) ---------------------------------------------- */
