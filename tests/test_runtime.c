@@ -952,9 +952,11 @@ static int count_conversions(const ob_rt *rt, const char *what, int *kern, int *
  * picked so that the blocks agree along the graph, and the output matches
  * the reference. With 16 registers, where the defaults write two vectors
  * of channels and read one, MobileNet-V2's chain of 1x1 expand, depthwise
- * and 1x1 project layers converts at the defaults (--kernels default) and
- * not at all with the variants. Elsewhere (32 registers) the defaults'
- * blocks mostly agree already: the variants must not add conversions. */
+ * and 1x1 project layers would convert at nearly every edge (32 steps, 1.5
+ * of 13 ms at 1 thread) and does not at all with the variants, tuned run
+ * or untuned (--kernels default: the blocks are the graph's plan, not
+ * tuning). Elsewhere (32 registers) the defaults' blocks mostly agree
+ * already: the variants must not add conversions. */
 static void test_default_blocks(void) {
   rt_fixture f;
   ob_rt *dflt = NULL;
@@ -971,9 +973,9 @@ static void test_default_blocks(void) {
     int conv0 = count_conversions(dflt, "default blocks, --kernels default", &k0, &f0);
     CHECK_MSG(kern > 40 && fromdb == 0, "default blocks: %d kernels (%d from the db)", kern, fromdb);
     if (ob_target_get_facts(f.tg)->vector_registers <= 16)
-      CHECK_MSG(conv == 0 && conv0 > 10, "default blocks: %d conversions (%d at the defaults)", conv, conv0);
+      CHECK_MSG(conv == 0 && conv0 == 0, "default blocks: %d conversions (%d untuned)", conv, conv0);
     else
-      CHECK_MSG(conv <= conv0, "default blocks: %d conversions, %d at the defaults", conv, conv0);
+      CHECK_MSG(conv == conv0, "default blocks: %d conversions, %d untuned", conv, conv0);
   }
   ob_rt_free(rt);
 done:

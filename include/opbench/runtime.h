@@ -46,7 +46,8 @@ struct ob_db; /* db.h */
 
 typedef enum ob_rt_kernels {
   OB_RT_TUNED = 0, /* the database's best config per task; the default on a miss */
-  OB_RT_DEFAULT,   /* every task at its template's default config (untuned) */
+  OB_RT_DEFAULT,   /* every task at its template's default config, or the
+                      channel-block variant of it the layout plan picks (untuned) */
   OB_RT_ONEDNN,    /* oneDNN for conv/depthwise/dense/batch_matmul/pooling nodes,
                       the rest as OB_RT_TUNED */
   OB_RT_KERNELS_COUNT

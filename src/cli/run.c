@@ -102,7 +102,7 @@ static bool db_read(ob_ctx *ctx, const char *path, ob_db **db) {
   ob_status st = ob_db_open(ctx, path, OB_DB_READONLY, db);
   if (st == OB_ERR_NOT_FOUND) {
     ob_ctx_clear_error(ctx);
-    printf("db         %s does not exist: every task runs its default config\n", path);
+    printf("db         %s does not exist: every task runs its default config (blocks planned)\n", path);
     return true;
   }
   if (st) {

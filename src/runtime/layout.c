@@ -179,13 +179,16 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   ob_workload_key(&wl, key, sizeof key);
   ob_db_records *recs = NULL;
   ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
-  if (ob_db_top_k(rt->o.db, &k, RT_TOPK, &recs) != OB_OK) {
+  /* no database, or every task untuned: the defaults and their block
+   * variants only (the selection is the graph's plan, not tuning) */
+  bool use_db = rt->o.kernels == OB_RT_TUNED && rt->o.db;
+  if (use_db && ob_db_top_k(rt->o.db, &k, RT_TOPK, &recs) != OB_OK) {
     ob_ctx_clear_error(ctx); /* choose_kernel reads it again and says why */
     return;
   }
-  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)(recs->n + 1 + RT_BLOCK_VARIANTS));
+  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)((recs ? recs->n : 0) + 1 + RT_BLOCK_VARIANTS));
   int nc = 0;
-  for (int64_t i = 0; c && i < recs->n; i++) {
+  for (int64_t i = 0; c && recs && i < recs->n; i++) {
     const ob_db_record *r = &recs->rec[i];
     ob_task *task = NULL;
     ob_config cfg;

@@ -321,7 +321,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
   uint64_t pidx = 0;
   /* (not where a config of its template failed: the selection's picks
    * without records are the untuned template's block variants) */
-  bool picked = use_db && rt_layout_picked(rt, node, &ptmpl, &pidx) && !avoided(rt, key, ptmpl, UINT64_MAX);
+  bool picked = rt_layout_picked(rt, node, &ptmpl, &pidx) && !avoided(rt, key, ptmpl, UINT64_MAX);
   int best = -1;
   double best_cost = INFINITY;
   for (int64_t i = 0; recs && i < recs->n; i++) {
@@ -866,7 +866,7 @@ static ob_status rt_new_once(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o
    * it is made: made outside the handle's span, an OpenMP build would split
    * for every core of the process and run a team that fights the pinned
    * threads at every call */
-  if (opts.kernels == OB_RT_TUNED && opts.db && (st = rt_layout_select(rt))) goto fail;
+  if (opts.kernels != OB_RT_ONEDNN && (st = rt_layout_select(rt))) goto fail;
   if (rt->bl) ob_baseline_enter(rt->bl);
   for (int n = 0; n < ob_graph_node_count(g) && !st; n++)
     if (!ob_graph_node_dead(g, n)) st = plan_node(rt, n);
