@@ -637,6 +637,72 @@ static void test_k_chunk(void) {
   }
 }
 
+/* conv2d_NCHWc's register tile over several output-channel blocks (knob
+ * oc_group): four values everywhere; the filter keeps whole groups (of the
+ * blocks of one convolution group), within the registers, and out of the
+ * orders that own one block per thread or task (stationary, k_chunk);
+ * configs with groups of 2, 3 and 4 give the reference's results (rows and
+ * pixels, rows outside, a 3x3 window with padding and stride, groups of
+ * channels, a padded last block, two images, epilogues with a residual), and
+ * their kernels are scheduled for register pressure; the default with 16
+ * registers on a 1x1 layer to 24 channels is three 8-channel blocks by 4. */
+static void test_oc_group(void) {
+  static const struct {
+    knob_row r;
+    int64_t grp;
+  } c[] = {
+      {{"C=144,H=14,W=14,K=24,R=1,S=1", NULL, NULL, "bias,add", 4}, 3},
+      {{"N=2,C=16,H=9,W=11,K=48,R=3,S=3", "1", "2", "relu", 4}, 2},
+      {{"C=16,H=9,W=11,K=48,R=3,S=3", "1", NULL, "bias,relu", 4}, 3},
+      {{"C=24,H=7,W=7,K=32,R=1,S=1", NULL, NULL, "add", 4}, 4},
+      {{"C=8,H=6,W=10,K=40,R=1,S=1", NULL, NULL, NULL, 4}, 2}, /* padded: 8-lane blocks divide 40, 16 do not */
+      {{"C=32,H=8,W=8,K=48,R=3,S=3,groups=2", "1", NULL, "bias", 4}, 3},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char what[128];
+    ob_task *t = knob_case("oc_group", &c[i].r, what, sizeof what);
+    if (!t) continue;
+    ob_config cfgs[6];
+    int n = configs_with(t, "oc_group", c[i].grp, 4, 211 + i, cfgs);
+    CHECK_MSG(n >= 3, "%s: too few configs with oc_group %lld (%d)", what, (long long)c[i].grp, n);
+    for (int j = 0; j < n; j++) {
+      int64_t oc[2], ow[2], oh[2];
+      ob_config_split(&cfgs[j], "tile_oc", oc);
+      ob_config_split(&cfgs[j], "tile_ow", ow);
+      ob_config_split(&cfgs[j], "tile_oh", oh);
+      int64_t vec = (oc[1] + 7) / 8 * c[i].grp;
+      CHECK_MSG(oc[0] % c[i].grp == 0 && !ob_config_knob(&cfgs[j], "stationary") &&
+                    !ob_config_knob(&cfgs[j], "k_chunk") && ow[1] * oh[1] * vec <= 32,
+                "%s: the filter let a bad group in", what);
+    }
+    expect_correct(t, cfgs, n, what);
+    ob_lowered *f = NULL;
+    CHECK_MSG(ob_task_lower(t, &cfgs[0], &f) == OB_OK && f->pressure_sched, "%s: not scheduled for pressure", what);
+    ob_lowered_free(f);
+    ob_task_free(t);
+  }
+  ob_task *t = task_of("conv2d", "C=144,H=56,W=56,K=24,R=1,S=1", NULL, NULL, NULL, NULL, "conv2d_NCHWc.x86");
+  if (t) {
+    ob_config d = ob_task_default_config(t);
+    const ob_target_facts *f = ob_target_get_facts(ob_task_target(t));
+    int64_t oc[2];
+    ob_config_split(&d, "tile_oc", oc);
+    if (f->vector_registers <= 16 && f->lanes_f32 == 8)
+      CHECK_MSG(ob_config_knob(&d, "oc_group") == 3 && oc[1] == 8, "144x56 -> 24: oc_group %lld of %lld channels",
+                (long long)ob_config_knob(&d, "oc_group"), (long long)oc[1]);
+    ob_lowered *lw = NULL;
+    CHECK_MSG(ob_task_lower(t, &d, &lw) == OB_OK && lw->pressure_sched == (ob_config_knob(&d, "oc_group") > 1),
+              "144x56 -> 24: pressure scheduling follows the group");
+    ob_lowered_free(lw);
+    /* the filter: a group that does not divide the blocks */
+    ob_config bad = d;
+    ob_config_set_split(&bad, "tile_oc", (int64_t[]){8}, 1);
+    ob_config_set_knob(&bad, "oc_group", 2);
+    CHECK_MSG(!ob_space_is_valid(ob_task_space(t), bad.index), "144x56 -> 24: a group of 2 of 3 blocks");
+    ob_task_free(t);
+  }
+}
+
 /* The untuned template of conv2d (ob_op_untuned_template): Winograd for
  * 3x3 windows at stride 1 with 16 channels or more in and out and 8x8
  * outputs or more; the default template (NULL) for strides, dilation,
@@ -803,6 +869,7 @@ int main(void) {
     test_pixels();
     test_compact();
     test_k_chunk();
+    test_oc_group();
     test_untuned_template();
     test_k_block();
     test_winograd();

@@ -78,6 +78,7 @@ struct ob_lowered {
   struct ob_buffer **temps; /* OB_BUF_GLOBAL */
   int ntemps;
   ob_launch launch;
+  bool pressure_sched; /* ob_sched_pressure_sched */
 };
 
 /* ---- statements (stmt.c) ------------------------------------------------- */

@@ -111,6 +111,13 @@ OB_API ob_status ob_sched_cache_read(ob_sched *s, const ob_tensor *t, ob_mem_sco
                                      int nreaders, ob_stage *const *readers, ob_stage **out);
 OB_API ob_status ob_sched_set_scope(ob_sched *s, ob_stage *st, ob_mem_scope scope);
 OB_API ob_status ob_sched_unroll_pragma(ob_sched *s, int64_t max_step, bool explicit_unroll);
+/* The C compiler schedules the kernel's instructions for register pressure
+ * before allocating registers (GCC's -fschedule-insns -fsched-pressure, for
+ * this kernel alone). For register tiles that fill the register file to
+ * the last register: without it GCC on x86 hoists the loads, runs out of
+ * registers and reads the weight vectors again as memory operands of every
+ * multiply-add (AVX2's 3 x 4-vector tile: 16 loads per 12 FMAs, not 7). */
+OB_API void ob_sched_pressure_sched(ob_sched *s);
 
 /* Current leaf order of a stage (n leaves into out[cap]). */
 OB_API int ob_stage_leaves(const ob_stage *st, ob_ivar **out, int cap);

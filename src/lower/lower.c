@@ -1133,6 +1133,7 @@ static ob_status launch_info(lctx *lc) {
   }
   l->unroll_max_step = lc->s->unroll_max_step;
   l->unroll_explicit = lc->s->unroll_explicit;
+  f->pressure_sched = lc->s->pressure_sched;
   if (!l->gpu) return OB_OK;
   gwalk w = {.lc = lc, .l = l};
   gpu_check(&w, f->body, false);

@@ -65,6 +65,7 @@ struct ob_sched {
   int next_id;
   int64_t unroll_max_step; /* ob_sched_unroll_pragma */
   bool unroll_explicit;
+  bool pressure_sched; /* ob_sched_pressure_sched */
 };
 
 #endif

@@ -544,6 +544,8 @@ ob_status ob_sched_unroll_pragma(ob_sched *s, int64_t max_step, bool explicit_un
   return OB_OK;
 }
 
+void ob_sched_pressure_sched(ob_sched *s) { s->pressure_sched = true; }
+
 /* e with every load of `from` reading `to` instead (same indices); NULL
  * when the arena failed. */
 static ob_expr *retarget(ob_arena *a, ob_expr *e, const ob_tensor *from, const ob_tensor *to) {
