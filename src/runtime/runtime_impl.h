@@ -230,7 +230,7 @@ ob_status rt_untuned_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, o
 
 /* ---- running (exec.c) ------------------------------------------------------------------
  * ob_rt_profile's loop: per step (and for the whole runs) the median, or
- * with `trimmed` the mean of the middle 80 % of the runs (sums of such means
+ * with `trimmed` the mean over the runs whose totals fall in the middle half (sums of such means
  * add up to the runs' own trimmed mean, which sums of medians do not). */
 ob_status rt_profile_runs(ob_rt *rt, int runs, bool trimmed, double *step_s, double *total_s);
 
