@@ -703,6 +703,44 @@ static void test_oc_group(void) {
   }
 }
 
+/* conv2d_NCHWc with one input channel per block and the window's columns
+ * not unrolled (the stems' plain layout): the column loop stays a loop in
+ * the C (ob_sched_no_unroll), and such configs give the reference's
+ * results (3x3/2 and 7x7/2 with padding, an epilogue, two images). */
+static void test_stem_loop(void) {
+  static const char *const shapes[] = {"C=3,H=33,W=31,K=32,R=3,S=3", "N=2,C=3,H=30,W=30,K=16,R=7,S=7"};
+  static const char *const pads[] = {"1", "3"};
+  for (int i = 0; i < 2; i++) {
+    ob_task *t = task_of("conv2d", shapes[i], "2", pads[i], NULL, "bias,relu", "conv2d_NCHWc.x86");
+    if (!t) continue;
+    ob_config cfgs[5];
+    int n = 0;
+    ob_config d = ob_task_default_config(t);
+    ob_config_set_split(&d, "tile_ic", (int64_t[]){1}, 1);
+    ob_config_set_knob(&d, "unroll_kw", 0);
+    if (ob_space_is_valid(ob_task_space(t), d.index)) cfgs[n++] = d;
+    ob_rng rng = {301 + (uint64_t)i};
+    for (int tries = 0; n < 5 && tries < 2000; tries++) {
+      ob_config c;
+      if (ob_space_get(ctx, ob_task_space(t), ob_rng_next(&rng) % ob_space_len(ob_task_space(t)), &c) != OB_OK) continue;
+      ob_config_set_split(&c, "tile_ic", (int64_t[]){1}, 1);
+      ob_config_set_knob(&c, "unroll_kw", 0);
+      if (ob_space_is_valid(ob_task_space(t), c.index)) cfgs[n++] = c;
+    }
+    ob_ctx_clear_error(ctx);
+    CHECK_MSG(n >= 3, "%s: too few configs of one channel per block (%d)", shapes[i], n);
+    ob_lowered *f = NULL;
+    CHECK_MSG(n && ob_task_lower(t, &cfgs[0], &f) == OB_OK, "%s: %s", shapes[i], ob_ctx_errmsg(ctx));
+    char *nest = f ? ob_lowered_str(f) : NULL;
+    CHECK_MSG(nest && strstr(nest, "for (kept a loop) rx"), "%s: the window's columns not kept a loop:\n%s", shapes[i],
+              nest ? nest : "(null)");
+    free(nest);
+    ob_lowered_free(f);
+    expect_correct(t, cfgs, n, shapes[i]);
+    ob_task_free(t);
+  }
+}
+
 /* The untuned template of conv2d (ob_op_untuned_template): Winograd for
  * 3x3 windows at stride 1 with 16 channels or more in and out and 8x8
  * outputs or more; the default template (NULL) for strides, dilation,
@@ -870,6 +908,7 @@ int main(void) {
     test_compact();
     test_k_chunk();
     test_oc_group();
+    test_stem_loop();
     test_untuned_template();
     test_k_block();
     test_winograd();

@@ -1274,7 +1274,8 @@ static void test_more(ku_env *e) {
   ob_tensor *E = COMPUTE("E", SUB(MUL(LD(P, IV(ei), IV(ej)), LD(Q, IV(ei), IV(ej))), LD(P, IV(ei), IV(ej))), ei, ej);
   ob_ivar *fi = ob_te_axis(te, "i", 16), *fj = ob_te_axis(te, "j", 40);
   ob_tensor *F = COMPUTE("F", ob_te_call(te, OB_TANH, LD(E, IV(fi), IV(fj))), fi, fj);
-  enum { CREF, KFIRST_PAR, VEC_J_KGUARD, DREF, D_INIT_GUARD, EREF, E_CACHE, E_UNROLL_BIG, FREF, F_PAR_ROOT, NK };
+  enum { CREF, KFIRST_PAR, VEC_J_KGUARD, DREF, D_INIT_GUARD, EREF, E_CACHE, E_UNROLL_BIG, E_NO_UNROLL, FREF, F_PAR_ROOT,
+         NK };
   ku_kernel k[NK];
   ob_sched *s;
   ob_stage *st, *cl;
@@ -1317,6 +1318,13 @@ static void test_more(ku_env *e) {
   OK(ob_sched_unroll(s, st, in));
   prep(e, &k[E_UNROLL_BIG], s, "mo_e_unroll_big");
 
+  s = sched_of(e, te, 1, &E); /* 4 trips kept a loop; the kernel scheduled for register pressure */
+  st = ob_sched_stage(s, E);
+  OK(ob_sched_split(s, st, ob_stage_axis(st, 1), 4, &o, &in));
+  OK(ob_sched_no_unroll(s, st, in));
+  ob_sched_pressure_sched(s);
+  prep(e, &k[E_NO_UNROLL], s, "mo_e_no_unroll");
+
   prep_default(e, &k[FREF], te, 1, &F, "mo_fref");
   s = sched_of(e, te, 1, &F); /* a whole-tensor temporary used inside parallel loops */
   st = ob_sched_stage(s, F);
@@ -1332,6 +1340,7 @@ static void test_more(ku_env *e) {
   ku_compare(e, "guarded init nest", &k[D_INIT_GUARD], &k[DREF], false);
   ku_compare(e, "cache_write elementwise", &k[E_CACHE], &k[EREF], false);
   ku_compare(e, "unroll 80", &k[E_UNROLL_BIG], &k[EREF], false);
+  ku_compare(e, "kept a loop", &k[E_NO_UNROLL], &k[EREF], false);
   ku_compare(e, "parallel over a temporary (pool)", &k[F_PAR_ROOT], &k[FREF], true);
   ku_compare(e, "parallel over a temporary (serial)", &k[F_PAR_ROOT], &k[FREF], false);
 
@@ -1345,6 +1354,10 @@ static void test_more(ku_env *e) {
            "for j in [0, 40) {", "E[");
   KU_HAS(k[E_UNROLL_BIG].nest, "unrolled i.j.fused.inner in [0, 80) {");
   KU_HAS(k[E_UNROLL_BIG].src, "#pragma GCC unroll 80");
+  KU_HAS(k[E_NO_UNROLL].nest, "for (kept a loop) j.inner in [0, 4) {");
+  KU_HAS(k[E_NO_UNROLL].src, "#pragma GCC unroll 1\n");
+  KU_HAS(k[E_NO_UNROLL].src, "\"schedule-insns\", \"sched-pressure\"");
+  CHECK(!strstr(k[EREF].src, "sched-pressure") && !strstr(k[E_UNROLL_BIG].src, "unroll 1\n"));
   KU_ORDER(k[F_PAR_ROOT].nest, "alloc E: float32[640]", "parallel i in [0, 16) {", "parallel i in [0, 16) {");
   KU_HAS(k[F_PAR_ROOT].src, "mo_f_par_root_par1");
   KU_HAS(k[F_PAR_ROOT].src, "float *E_"); /* the temporary rides in the closure */

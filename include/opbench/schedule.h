@@ -50,6 +50,10 @@ OB_API ob_status ob_sched_compute_inline(ob_sched *s, ob_stage *st);
  * reductions); returns that stage. Only before any other primitive on st. */
 OB_API ob_status ob_sched_cache_write(ob_sched *s, ob_stage *st, ob_stage **local);
 OB_API ob_status ob_sched_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv);
+/* The loop stays a loop in the C the kernel compiles from: GCC's complete
+ * peeling of short constant loops (a 3x3 window's 3 columns) would
+ * otherwise unroll it, which is no schedule's choice (#pragma GCC unroll 1) */
+OB_API ob_status ob_sched_no_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv);
 OB_API ob_status ob_sched_vectorize(ob_sched *s, ob_stage *st, ob_ivar *iv);
 OB_API ob_status ob_sched_parallel(ob_sched *s, ob_stage *st, ob_ivar *iv);
 

@@ -54,6 +54,9 @@ typedef enum ob_iter_ann {
   OB_IT_THREAD_X,
   OB_IT_THREAD_Y,
   OB_IT_THREAD_Z,
+  /* serial, and kept a loop: the C compiler does not unroll it either
+   * (ob_sched_no_unroll) */
+  OB_IT_NO_UNROLL,
   OB_IT_ANN_COUNT
 } ob_iter_ann;
 static inline bool ob_ann_is_block(ob_iter_ann a) { return a >= OB_IT_BLOCK_X && a <= OB_IT_BLOCK_Z; }

@@ -759,6 +759,9 @@ static void emit_stmt(cg *g, const ob_stmt *s, int d) {
       if (s->ann == OB_IT_UNROLL) {
         ind(g, d);
         ob_str_appendf(g->out, "#pragma GCC unroll %lld\n", (long long)s->var->extent);
+      } else if (s->ann == OB_IT_NO_UNROLL) {
+        ind(g, d);
+        ob_str_append(g->out, "#pragma GCC unroll 1\n");
       }
       emit_scalar_for(g, s, d);
     }

@@ -1338,7 +1338,7 @@ bool ob_lowered_arg_is_output(const ob_lowered *f, int i) { return f->args[i]->i
 /* ---- printing --------------------------------------------------------------- */
 static const char *const k_ann_word[OB_IT_ANN_COUNT] = {
     "for", "unrolled", "vectorized", "parallel", "blockIdx.x", "blockIdx.y", "blockIdx.z",
-    "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    "threadIdx.x", "threadIdx.y", "threadIdx.z", "for (kept a loop)"};
 
 static void print_stmt(ob_str *o, const ob_stmt *s, int ind) {
   switch (s->kind) {

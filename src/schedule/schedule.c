@@ -475,6 +475,9 @@ ob_iter_ann ob_stage_ann(const ob_stage *st, const ob_ivar *iv) {
 ob_status ob_sched_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv) {
   return annotate(s, st, iv, OB_IT_UNROLL, "unroll");
 }
+ob_status ob_sched_no_unroll(ob_sched *s, ob_stage *st, ob_ivar *iv) {
+  return annotate(s, st, iv, OB_IT_NO_UNROLL, "no_unroll");
+}
 ob_status ob_sched_vectorize(ob_sched *s, ob_stage *st, ob_ivar *iv) {
   return annotate(s, st, iv, OB_IT_VECTORIZE, "vectorize");
 }

@@ -21,7 +21,7 @@ const char *ob_dtype_name(ob_dtype t) { return (unsigned)t < OB_DTYPE_COUNT ? k_
 const char *ob_iter_ann_name(ob_iter_ann a) {
   static const char *const names[OB_IT_ANN_COUNT] = {
       "serial",     "unroll",     "vectorize",  "parallel",   "blockIdx.x",
-      "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+      "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "no_unroll"};
   return (unsigned)a < OB_IT_ANN_COUNT ? names[a] : "?";
 }
 
