@@ -728,14 +728,14 @@ static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const o
  * a discarded warm-up run as before. */
 #define CMP_ROUNDS 3
 
-/* Times rts[0..n) in CMP_ROUNDS interleaved rounds; tm[i] gets variant i's
- * statistics over the repeats of all its rounds (its costs list: the first
- * OB_TIMING_MAX_COSTS of them), rmed[i][r] each round's median. */
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
+/* Times rts[0..n) in CMP_ROUNDS interleaved rounds; tm[i] gets variant i's
+ * statistics over the repeats of all its rounds (its costs list: the first
+ * OB_TIMING_MAX_COSTS of them), rmed[i][r] each round's median. */
 static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_opts *o, ob_timing *tm,
                              double rmed[][CMP_ROUNDS], ob_rt *rec, double *rec_steps, double *rec_tot) {
   double *all = malloc(sizeof(double) * (size_t)n * CMP_ROUNDS * OB_TIMING_MAX_COSTS);

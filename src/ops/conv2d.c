@@ -644,7 +644,7 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
    * 15 times per 14 multiply-adds, 16-channel blocks pad 24 to 32; oneDNN's
    * 1x1 kernel spans three 8-channel blocks by 4 columns, 7 loads per 12.
    * So does oc_group 3. Measured on a Zen 3 core (interleaved, fastest of
-   * 6): 144x56 -> 24 50-56 -> 64-68 GFLOPS, 96x56 -> 24 54-75 -> 68-83 */
+   * 6): 144x56 -> 24 50-56 -> 64-68 GFLOPS, 96x56 -> 24 49-75 -> 66-83 */
   int64_t w3 = ob_tmpl_widest_block(tg, 3);
   if (ob_tmpl_registers(tg) <= 16 && unpadded_1x1(&p) && p.sh == 1 && p.sw == 1 && p.g == 1 && !k2 &&
       p.k % (3 * lanes) == 0 && w3 >= 4 && p.c >= lanes) {
