@@ -88,22 +88,39 @@ static ob_task *task_of(const char *op, const char *shape, const char *stride, c
   return st ? NULL : t;
 }
 
-/* The default config with knob `name` = v, and `extra` random valid configs
- * with it too (seeded), skipping configs the filter rejects. */
-static int configs_with(ob_task *t, const char *name, int64_t v, int extra, uint64_t seed, ob_config *out) {
+/* The default config with fix applied (NULL: as it is), and `extra` random
+ * valid configs with it too (seeded), skipping configs the filter rejects. */
+typedef struct cfg_fix {
+  const char *knob; /* knob = v (NULL: none) */
+  int64_t v;
+  const char *split; /* and split's inner factor = f (NULL: none) */
+  int64_t f;
+} cfg_fix;
+
+static void fix_config(ob_config *c, const cfg_fix *fix) {
+  if (fix && fix->knob) ob_config_set_knob(c, fix->knob, fix->v);
+  if (fix && fix->split) ob_config_set_split(c, fix->split, &fix->f, 1);
+}
+
+static int configs_fixed(ob_task *t, const cfg_fix *fix, int extra, uint64_t seed, ob_config *out) {
   const ob_space *sp = ob_task_space(t);
   int n = 0;
   ob_config c = ob_task_default_config(t);
-  if (name) ob_config_set_knob(&c, name, v);
+  fix_config(&c, fix);
   if (ob_space_is_valid(sp, c.index)) out[n++] = c;
   ob_rng rng = {seed};
   for (int tries = 0; n < 1 + extra && tries < 2000; tries++) {
     if (ob_space_get(ctx, sp, ob_rng_next(&rng) % ob_space_len(sp), &c) != OB_OK) continue;
-    if (name) ob_config_set_knob(&c, name, v);
+    fix_config(&c, fix);
     if (ob_space_is_valid(sp, c.index)) out[n++] = c;
   }
   ob_ctx_clear_error(ctx);
   return n;
+}
+
+/* The default config with knob `name` = v, and `extra` random ones. */
+static int configs_with(ob_task *t, const char *name, int64_t v, int extra, uint64_t seed, ob_config *out) {
+  return configs_fixed(t, &(cfg_fix){.knob = name, .v = v}, extra, seed, out);
 }
 
 /* ---- border-aware convolution ---------------------------------------------- */
@@ -714,20 +731,8 @@ static void test_stem_loop(void) {
     ob_task *t = task_of("conv2d", shapes[i], "2", pads[i], NULL, "bias,relu", "conv2d_NCHWc.x86");
     if (!t) continue;
     ob_config cfgs[5];
-    int n = 0;
-    ob_config d = ob_task_default_config(t);
-    ob_config_set_split(&d, "tile_ic", (int64_t[]){1}, 1);
-    ob_config_set_knob(&d, "unroll_kw", 0);
-    if (ob_space_is_valid(ob_task_space(t), d.index)) cfgs[n++] = d;
-    ob_rng rng = {301 + (uint64_t)i};
-    for (int tries = 0; n < 5 && tries < 2000; tries++) {
-      ob_config c;
-      if (ob_space_get(ctx, ob_task_space(t), ob_rng_next(&rng) % ob_space_len(ob_task_space(t)), &c) != OB_OK) continue;
-      ob_config_set_split(&c, "tile_ic", (int64_t[]){1}, 1);
-      ob_config_set_knob(&c, "unroll_kw", 0);
-      if (ob_space_is_valid(ob_task_space(t), c.index)) cfgs[n++] = c;
-    }
-    ob_ctx_clear_error(ctx);
+    int n = configs_fixed(t, &(cfg_fix){.knob = "unroll_kw", .v = 0, .split = "tile_ic", .f = 1}, 4, 301 + (uint64_t)i,
+                          cfgs);
     CHECK_MSG(n >= 3, "%s: too few configs of one channel per block (%d)", shapes[i], n);
     ob_lowered *f = NULL;
     CHECK_MSG(n && ob_task_lower(t, &cfgs[0], &f) == OB_OK, "%s: %s", shapes[i], ob_ctx_errmsg(ctx));

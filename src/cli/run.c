@@ -728,11 +728,6 @@ static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const o
  * a discarded warm-up run as before. */
 #define CMP_ROUNDS 3
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Times rts[0..n) in CMP_ROUNDS interleaved rounds; tm[i] gets variant i's
  * statistics over the repeats of all its rounds (its costs list: the first
  * OB_TIMING_MAX_COSTS of them), rmed[i][r] each round's median. */
@@ -791,9 +786,7 @@ static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_op
   for (int k = 0; ok && rec && k <= ns; k++) {
     double v[CMP_ROUNDS];
     for (int r = 0; r < CMP_ROUNDS; r++) v[r] = k < ns ? rr[(size_t)r * (size_t)(ns + 1) + (size_t)k] : rtot[r];
-    qsort(v, CMP_ROUNDS, sizeof v[0], cmp_double);
-    if (k < ns) rec_steps[k] = v[CMP_ROUNDS / 2];
-    else *rec_tot = v[CMP_ROUNDS / 2];
+    ob_stats(v, CMP_ROUNDS, k < ns ? &rec_steps[k] : rec_tot, NULL, NULL);
   }
   free(rr);
   for (int i = 0; i < n && ok; i++) {

@@ -666,6 +666,20 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
  * block when ocb does not divide K (no groups then). */
 static int64_t nchwc_occ(const conv_p *p, int64_t ocb) { return (p->k + ocb - 1) / ocb; }
 
+/* Reorders st as ord[0..n), with g (oc_group's blocks of a group; NULL:
+ * none) moved, or put, just before the last axis (the vectorized channel
+ * block): the group is the register tile's innermost unrolled loop. */
+static ob_status reorder_grouped(ob_sched *s, ob_stage *st, int n, ob_ivar *const *ord, ob_ivar *g) {
+  ob_ivar *o[12];
+  int k = 0;
+  OB_ASSERT(n < 12);
+  for (int i = 0; i < n - 1; i++)
+    if (ord[i] != g) o[k++] = ord[i];
+  if (g) o[k++] = g;
+  o[k++] = ord[n - 1];
+  return ob_sched_reorder(s, st, k, o);
+}
+
 static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *wl, const ob_config *cfg, ob_sched **out) {
   conv_p p = params(wl);
   ob_epilogue e;
@@ -764,18 +778,14 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
               * loop over channel blocks, so lowering peels the last one */
     if (!st && grp > 1) st = ob_sched_split(s, so, ooc, grp, &ooc, &oci);
     if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), ow[1], &xo, &xi);
-    if (!st)
-      st = oci ? ob_sched_reorder(s, so, 6, (ob_ivar *[]){on, ooc, xo, xi, oci, oblk})
-               : ob_sched_reorder(s, so, 5, (ob_ivar *[]){on, ooc, xo, xi, oblk});
+    if (!st) st = reorder_grouped(s, so, 5, (ob_ivar *[]){on, ooc, xo, xi, oblk}, oci);
     if (!st) st = ob_sched_fuse(s, so, on, ooc, &f1);
     f2 = f1;
   } else {
     if (!st && grp > 1) st = ob_sched_split(s, so, ooc, grp, &ooc, &oci);
     if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 2), oh[1], &yo, &yi);
     if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 3), ow[1], &xo, &xi);
-    if (!st)
-      st = oci ? ob_sched_reorder(s, so, 8, (ob_ivar *[]){on, rows ? yo : ooc, rows ? ooc : yo, xo, yi, xi, oci, oblk})
-               : ob_sched_reorder(s, so, 7, (ob_ivar *[]){on, rows ? yo : ooc, rows ? ooc : yo, xo, yi, xi, oblk});
+    if (!st) st = reorder_grouped(s, so, 7, (ob_ivar *[]){on, rows ? yo : ooc, rows ? ooc : yo, xo, yi, xi, oblk}, oci);
     if (!st) st = ob_sched_fuse(s, so, on, rows ? yo : ooc, &f1);
     /* stationary: a thread owns whole output-channel blocks (see
      * stationary_fits), the partial sums of the block in a buffer */
@@ -799,20 +809,14 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
       st = ob_sched_reorder(s, sacc, 10, order ? (ob_ivar *[]){an, r0o, ak, ayo, r0i, r1, r2, r3, ayi, ab}
                                                : (ob_ivar *[]){an, r0o, ak, ayo, r0i, r2, r3, r1, ayi, ab});
     ay = ayi;
-  } else if (!st && pix && grp > 1) { /* the group's blocks inside the columns */
-    st = ob_sched_reorder(s, sacc, 8, order ? (ob_ivar *[]){an, r0, r1, r2, r3, ay, ak, ab}
-                                            : (ob_ivar *[]){an, r0, r2, r3, r1, ay, ak, ab});
   } else if (!st && pix) { /* the pixels' axis is the register block's columns */
-    st = ob_sched_reorder(s, sacc, 8, order ? (ob_ivar *[]){an, ak, r0, r1, r2, r3, ay, ab}
-                                            : (ob_ivar *[]){an, ak, r0, r2, r3, r1, ay, ab});
-  } else if (!st && grp > 1) {
-    st = ob_sched_reorder(s, sacc, 9, order ? (ob_ivar *[]){an, r0, r1, r2, r3, ay, ax, ak, ab}
-                                            : (ob_ivar *[]){an, r0, r2, r3, r1, ay, ax, ak, ab});
+    st = reorder_grouped(s, sacc, 8, order ? (ob_ivar *[]){an, ak, r0, r1, r2, r3, ay, ab}
+                                           : (ob_ivar *[]){an, ak, r0, r2, r3, r1, ay, ab}, grp > 1 ? ak : NULL);
   } else if (!st) {
     ob_ivar *ord0[] = {an, ak, r0, r2, r3, r1, ay, ax, ab}; /* icc, kh, kw, icb */
     ob_ivar *ord1[] = {an, ak, r0, r1, r2, r3, ay, ax, ab}; /* icc, icb, kh, kw */
     ob_ivar *ords[] = {an, ak, r0, ay, r1, r2, r3, ax, ab}; /* icc, rows, icb, kh, kw */
-    st = ob_sched_reorder(s, sacc, 9, stat ? ords : order ? ord1 : ord0);
+    st = reorder_grouped(s, sacc, 9, stat ? ords : order ? ord1 : ord0, grp > 1 ? ak : NULL);
   }
   if (!st && grp > 1) st = ob_sched_unroll(s, sacc, ak);
   if (grp > 1) ob_sched_pressure_sched(s); /* a group's weight vectors stay in registers */

@@ -297,7 +297,7 @@ bool rt_record_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, const o
 static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char *key) {
   const ob_graph *g = rt->g;
   ob_ctx *ctx = rt->ctx;
-  bool use_db = rt->o.kernels != OB_RT_DEFAULT && rt->o.db;
+  bool use_db = rt_reads_records(rt);
   ob_db_records *recs = NULL;
   if (use_db) {
     ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};

@@ -167,6 +167,12 @@ struct ob_rt {
   bool none_left; /* a node's every kernel failed to build in earlier plans */
 };
 
+/* Whether the plan reads the database's records (a database given and the
+ * tasks not all untuned); oneDNN nodes aside, the rest of a --kernels
+ * onednn plan reads them too. Without them, defaults and their block
+ * variants. */
+static inline bool rt_reads_records(const ob_rt *rt) { return rt->o.kernels != OB_RT_DEFAULT && rt->o.db; }
+
 /* ---- values and steps (plan.c) ---------------------------------------------- */
 int rt_val_new(ob_rt *rt, int tensor, rt_layout lay, ob_dtype dt, size_t bytes);
 /* A step reading in[0..nin) and writing out[0..nout) (value ids); uses and
