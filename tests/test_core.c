@@ -591,7 +591,8 @@ typedef struct visit {
   int64_t begin[MAX_CALLS], end[MAX_CALLS];
   pthread_t tid[MAX_CALLS];
   int cpu[MAX_CALLS];
-  int slow_ms; /* chunks not starting at 0 sleep this long */
+  int slow_ms; /* calls off the caller's thread sleep this long */
+  pthread_t caller;
 } visit;
 
 static void visit_task(void *closure, int64_t begin, int64_t end) {
@@ -603,7 +604,7 @@ static void visit_task(void *closure, int64_t begin, int64_t end) {
     v->tid[k] = pthread_self();
     v->cpu[k] = sched_getcpu();
   }
-  if (v->slow_ms && begin != 0) sleep_ms(v->slow_ms);
+  if (v->slow_ms && !pthread_equal(pthread_self(), v->caller)) sleep_ms(v->slow_ms);
   int64_t s = 0;
   for (int64_t i = begin; i < end; i++) {
     atomic_fetch_add_explicit(&v->count[i], 1, memory_order_relaxed);
@@ -612,44 +613,51 @@ static void visit_task(void *closure, int64_t begin, int64_t end) {
   atomic_fetch_add(&v->sum, s);
 }
 
-/* Runs one parallel_for and checks sum, exactly-once visits and the shape of
- * the partition; `cores` says where each chunk should have run. */
+/* Runs one parallel_for and checks sum, exactly-once visits and where the
+ * calls ran: each a non-empty sub-range, no more than one per grain and
+ * steal, on the caller or on a worker pinned to cores[1]. */
 static void check_pool_run(ob_pool *p, visit *v, int64_t n, const int *cores) {
   memset(v, 0, sizeof *v);
   ob_pool_parallel_for(p, n, visit_task, v);
   int size = ob_pool_size(p);
-  int64_t want_calls = n == 0 ? 0 : (n < size ? n : size);
   CHECK_MSG(atomic_load(&v->sum) == n * (n - 1) / 2, "n=%lld size=%d sum", (long long)n, size);
-  CHECK_MSG(atomic_load(&v->ncalls) == want_calls, "n=%lld size=%d: %d calls", (long long)n,
-            size, atomic_load(&v->ncalls));
   int bad = 0;
   for (int64_t i = 0; i < n; i++) bad += atomic_load(&v->count[i]) != 1;
   CHECK_MSG(bad == 0, "n=%lld size=%d: %d indices not visited exactly once", (long long)n,
             size, bad);
-
   int calls = atomic_load(&v->ncalls);
-  if (calls < 1 || calls > MAX_CALLS) return;
-  /* Chunks, taken in order of their begin, tile [0, n) and differ by <= 1. */
-  int64_t at = 0, lo = n, hi = 0;
-  for (int k = 0; k < calls; k++) {
-    int found = -1;
-    for (int j = 0; j < calls; j++)
-      if (v->begin[j] == at) found = j;
-    if (found < 0) break;
-    int64_t len = v->end[found] - v->begin[found];
-    if (len < lo) lo = len;
-    if (len > hi) hi = len;
-    at = v->end[found];
-    if (v->begin[found] == 0) {
-      CHECK_MSG(pthread_equal(v->tid[found], pthread_self()), "chunk 0 not on the caller");
-    } else if (cores) {
-      CHECK(!pthread_equal(v->tid[found], pthread_self()));
-      CHECK_MSG(v->cpu[found] == cores[1], "chunk ran on cpu %d, want %d", v->cpu[found],
-                cores[1]);
-    }
+  if (n == 0 || size == 1 || n == 1) CHECK_MSG(calls == (n > 0), "n=%lld size=%d: %d calls", (long long)n, size, calls);
+  for (int k = 0; k < calls && k < MAX_CALLS; k++) {
+    CHECK(0 <= v->begin[k] && v->begin[k] < v->end[k] && v->end[k] <= n);
+    bool caller = pthread_equal(v->tid[k], pthread_self());
+    if (cores && !caller)
+      CHECK_MSG(v->cpu[k] == cores[1], "a worker's call ran on cpu %d, want %d", v->cpu[k], cores[1]);
+    if (cores && caller) CHECK_MSG(v->cpu[k] == cores[0], "the caller ran on cpu %d", v->cpu[k]);
   }
-  CHECK_MSG(at == n, "chunks do not tile [0, %lld)", (long long)n);
-  CHECK_MSG(hi - lo <= 1, "chunk sizes %lld..%lld", (long long)lo, (long long)hi);
+}
+
+/* Iterations below `slow_below` sleep 1 ms each: the caller's part. */
+typedef struct steal {
+  int64_t slow_below;
+  _Atomic int count[64];
+  pthread_t tid[64];
+} steal;
+
+static void steal_task(void *closure, int64_t begin, int64_t end) {
+  steal *st = closure;
+  for (int64_t i = begin; i < end; i++) {
+    st->tid[i] = pthread_self();
+    atomic_fetch_add(&st->count[i], 1);
+    if (i < st->slow_below) sleep_ms(1);
+  }
+}
+
+static void per_thread_task(void *closure, int64_t begin, int64_t end) {
+  visit *v = closure;
+  CHECK(end == begin + 1 && begin >= 0 && begin < 2);
+  v->tid[begin] = pthread_self();
+  v->cpu[begin] = sched_getcpu();
+  atomic_fetch_add(&v->ncalls, 1);
 }
 
 static void noop_task(void *closure, int64_t begin, int64_t end) {
@@ -712,6 +720,7 @@ static void test_pool(void) {
     CHECK_SKIP("pool: only one usable core; the two-thread tests need two");
   } else {
     ob_pool *p2 = NULL;
+    int bad_rounds;
     ob_status st = ob_pool_new(ctx, cores, 2, &p2);
     CHECK_MSG(st == OB_OK, "%s", ob_ctx_errmsg(ctx));
     if (st == OB_OK) {
@@ -741,16 +750,53 @@ static void test_pool(void) {
       printf("pool: idle for %.3f s used %.4f s CPU\n", wall, cpu);
       CHECK_MSG(cpu < 0.05, "idle pool used %.3f s CPU in %.3f s", cpu, wall);
 
-      /* Waking sleeping workers, and a worker chunk far slower than the
-       * caller's (the caller must sleep, then be woken). */
+      /* Waking sleeping workers, and a worker far slower than the caller
+       * (the caller steals what the worker has left, or sleeps and is
+       * woken). */
       check_pool_run(p2, v, 1000, cores);
       memset(v, 0, sizeof *v);
       v->slow_ms = 50;
+      v->caller = pthread_self();
       ob_pool_parallel_for(p2, 100, visit_task, v);
       CHECK(atomic_load(&v->sum) == 100 * 99 / 2);
-      CHECK(atomic_load(&v->ncalls) == 2);
       v->slow_ms = 0;
       check_pool_run(p2, v, 7, cores);
+
+      /* Stealing: the caller's half sleeps 1 ms an iteration, the worker's
+       * is instant; the worker, done at once, takes over part of the
+       * caller's (static halves: none of it). */
+      steal *sl = calloc(1, sizeof *sl);
+      sl->slow_below = 32;
+      ob_pool_parallel_for(p2, 64, steal_task, sl);
+      int stolen = 0, twice = 0;
+      for (int i = 0; i < 64; i++) {
+        twice += atomic_load(&sl->count[i]) != 1;
+        stolen += i < 32 && !pthread_equal(sl->tid[i], pthread_self());
+      }
+      CHECK_MSG(twice == 0, "%d iterations not run exactly once", twice);
+      CHECK_MSG(stolen >= 4, "the idle worker ran %d of the caller's 32 slow iterations", stolen);
+      printf("pool: the idle worker took %d of the caller's 32 slow iterations\n", stolen);
+      free(sl);
+
+      /* Exactly once under contention: uneven iterations, many rounds. */
+      bad_rounds = 0;
+      for (int r = 0; r < 300; r++) {
+        memset(v, 0, sizeof *v);
+        v->slow_ms = 0;
+        int64_t n = 50 + r * 7 % 900;
+        ob_pool_parallel_for(p2, n, visit_task, v);
+        int64_t miss = 0;
+        for (int64_t i = 0; i < n; i++) miss += atomic_load(&v->count[i]) != 1;
+        bad_rounds += miss != 0 || atomic_load(&v->sum) != n * (n - 1) / 2;
+      }
+      CHECK_MSG(bad_rounds == 0, "%d of 300 rounds visited some index not exactly once", bad_rounds);
+
+      /* Per thread: index i on thread i, on its core. */
+      memset(v, 0, sizeof *v);
+      ob_pool_per_thread(p2, per_thread_task, v);
+      CHECK(atomic_load(&v->ncalls) == 2);
+      CHECK(pthread_equal(v->tid[0], pthread_self()) && v->cpu[0] == cores[0]);
+      CHECK(!pthread_equal(v->tid[1], pthread_self()) && v->cpu[1] == cores[1]);
       ob_pool_free(p2);
       sched_getaffinity(0, sizeof now, &now);
       CHECK(CPU_EQUAL(&now, &orig));

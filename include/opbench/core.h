@@ -207,9 +207,14 @@ typedef struct ob_pool ob_pool;
 OB_API ob_status ob_pool_new(ob_ctx *ctx, const int *cores, int ncores, ob_pool **out);
 OB_API void ob_pool_free(ob_pool *p);
 OB_API int ob_pool_size(const ob_pool *p);
-/* Runs fn over [0, n) split into contiguous chunks, one per thread (static
- * schedule, as TVM's CPU runtime), and returns when all are done. */
+/* Runs fn over [0, n) and returns when all is done: each thread owns a
+ * contiguous part (the static schedule of TVM's CPU runtime) and takes it
+ * in grains, and a thread done early takes the back half of what another
+ * has left, so fn sees several contiguous sub-ranges, each exactly once. */
 OB_API void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure);
+/* Runs fn(closure, i, i + 1) on thread i, for each of the pool's threads
+ * (thread 0 the caller): for per-thread state such as counters. */
+OB_API void ob_pool_per_thread(ob_pool *p, ob_task_fn fn, void *closure);
 /* Parses "0,1" or "0-3" into cores[cap]; returns count via *n. */
 OB_API OB_NODISCARD ob_status ob_parse_cores(ob_ctx *ctx, const char *text, int *cores, int cap, int *n);
 

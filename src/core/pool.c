@@ -6,7 +6,15 @@
  * counter; workers spin on it briefly, then sleep on a futex so an idle pool
  * burns no CPU. Completion is an atomic countdown the caller spins on (and
  * sleeps on, for long jobs). The pool owns its workers; the calling thread
- * stays pinned to cores[0] until ob_pool_free, which restores its mask. */
+ * stays pinned to cores[0] until ob_pool_free, which restores its mask.
+ *
+ * Each thread owns one contiguous part of the iterations, as a static
+ * schedule gives it, and takes it from the front in grains; a thread whose
+ * part is done takes the back half of what is left of another's. Cores of
+ * one machine do not run at one speed: on a shared host two pinned threads
+ * doing equal work differed by 1.2-1.5x for seconds at a time (either core
+ * the slow one), and a worker still waking from its futex is late too; a
+ * static split waits for the slowest. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -27,6 +35,13 @@
  * caller spins longer: its core has nothing else to do while it waits. */
 enum { OB_SPIN_WORKER = 1 << 12, OB_SPIN_CALLER = 1 << 15, OB_CACHELINE = 64 };
 
+/* One thread's part of the job's iterations: [front, back) packed in one
+ * word (front low, back high) so the owner taking from the front and a thief
+ * taking from the back agree through one compare-and-swap. */
+typedef struct ob_part {
+  _Alignas(OB_CACHELINE) _Atomic uint64_t range;
+} ob_part;
+
 typedef struct ob_worker {
   struct ob_pool *pool;
   int index; /* chunk index this worker runs; 1..size-1 */
@@ -41,6 +56,8 @@ struct ob_pool {
   void *closure;
   int64_t n;
   int nchunks;
+  int64_t grain;  /* iterations an owner takes at once */
+  bool per_thread; /* ob_pool_per_thread: chunk i on thread i, no stealing */
 
   /* Written by workers as they finish. */
   _Alignas(OB_CACHELINE) _Atomic uint32_t pending;
@@ -54,6 +71,7 @@ struct ob_pool {
   int nworkers; /* workers started so far, threads[1..nworkers] */
   pthread_t *threads;
   ob_worker *workers;
+  ob_part *parts; /* one per thread */
   pthread_t owner;
   bool restore_mask;
   cpu_set_t owner_mask;
@@ -84,6 +102,50 @@ static void ob_chunk_range(int64_t n, int nchunks, int i, int64_t *begin, int64_
   *end = *begin + base + (i < rem ? 1 : 0);
 }
 
+static uint64_t ob_range_pack(uint32_t front, uint32_t back) { return (uint64_t)back << 32 | front; }
+
+/* Takes up to `want` iterations from the front (thief false) or the back
+ * of part q; false when it is empty. */
+static bool ob_part_take(ob_part *q, int64_t want, bool thief, int64_t *b, int64_t *e) {
+  uint64_t r = atomic_load_explicit(&q->range, memory_order_relaxed);
+  for (;;) {
+    uint32_t f = (uint32_t)r, k = (uint32_t)(r >> 32);
+    if (f >= k) return false;
+    uint32_t take = thief ? (k - f + 1) / 2 : (uint32_t)(want < (int64_t)(k - f) ? want : (int64_t)(k - f));
+    uint64_t next = thief ? ob_range_pack(f, k - take) : ob_range_pack(f + take, k);
+    if (atomic_compare_exchange_weak_explicit(&q->range, &r, next, memory_order_acq_rel, memory_order_relaxed)) {
+      *b = thief ? k - take : f;
+      *e = thief ? k : f + take;
+      return true;
+    }
+  }
+}
+
+/* Thread `self`'s share of the job: its own part in grains, then the back
+ * halves of the others' parts, each stolen range made its own part again
+ * so that it can be stolen back in turn. */
+static void ob_run_parts(ob_pool *p, int self) {
+  int64_t b, e;
+  if (p->per_thread) {
+    if (self < p->nchunks) p->fn(p->closure, self, self + 1);
+    return;
+  }
+  ob_part *mine = &p->parts[self];
+  for (;;) {
+    while (ob_part_take(mine, p->grain, false, &b, &e)) p->fn(p->closure, b, e);
+    bool stole = false;
+    for (int j = 1; j < p->size && !stole; j++) {
+      int v = (self + j) % p->size;
+      if (ob_part_take(&p->parts[v], 0, true, &b, &e)) {
+        /* mine is empty and only its owner refills it */
+        atomic_store_explicit(&mine->range, ob_range_pack((uint32_t)b, (uint32_t)e), memory_order_release);
+        stole = true;
+      }
+    }
+    if (!stole) return;
+  }
+}
+
 static uint32_t ob_wait_new_gen(ob_pool *p, uint32_t seen) {
   uint32_t g;
   for (int i = 0; i < OB_SPIN_WORKER; i++) {
@@ -106,11 +168,7 @@ static void *ob_worker_main(void *arg) {
   for (;;) {
     seen = ob_wait_new_gen(p, seen);
     if (atomic_load_explicit(&p->stop, memory_order_relaxed)) break;
-    if (w->index < p->nchunks) {
-      int64_t b, e;
-      ob_chunk_range(p->n, p->nchunks, w->index, &b, &e);
-      p->fn(p->closure, b, e);
-    }
+    ob_run_parts(p, w->index);
     /* Every worker counts down, even one without a chunk, so none can still
      * be reading this job's fields when the caller writes the next one. */
     if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
@@ -150,7 +208,9 @@ ob_status ob_pool_new(ob_ctx *ctx, const int *cores, int ncores, ob_pool **out) 
   p->owner = pthread_self();
   p->threads = calloc((size_t)ncores, sizeof *p->threads);
   p->workers = calloc((size_t)ncores, sizeof *p->workers);
-  if (!p->threads || !p->workers) {
+  p->parts = aligned_alloc(OB_CACHELINE, sizeof *p->parts * (size_t)ncores);
+  if (p->parts) memset(p->parts, 0, sizeof *p->parts * (size_t)ncores);
+  if (!p->threads || !p->workers || !p->parts) {
     st = ob_fail(ctx, OB_ERR_NOMEM, "cannot allocate a %d-thread pool", ncores);
     goto fail;
   }
@@ -219,6 +279,7 @@ void ob_pool_free(ob_pool *p) {
     pthread_setaffinity_np(p->owner, sizeof p->owner_mask, &p->owner_mask);
   free(p->threads);
   free(p->workers);
+  free(p->parts);
   free(p);
 }
 
@@ -227,13 +288,8 @@ int ob_pool_size(const ob_pool *p) {
   return p->size;
 }
 
-void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure) {
-  OB_ASSERT(p && fn);
-  if (n <= 0) return;
-  if (p->size == 1 || n == 1) {
-    fn(closure, 0, n);
-    return;
-  }
+/* Runs one job on every thread and waits for all of them. */
+static void ob_pool_run(ob_pool *p, int64_t n, ob_task_fn fn, void *closure, bool per_thread) {
   bool nested = atomic_exchange_explicit(&p->busy, true, memory_order_acquire);
   OB_ASSERT(!nested && "ob_pool_parallel_for called from inside a parallel_for");
 
@@ -242,13 +298,21 @@ void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure) {
   p->closure = closure;
   p->n = n;
   p->nchunks = nchunks;
+  p->per_thread = per_thread;
+  /* grains of a sixteenth of a part: a few compare-and-swaps per part,
+   * and at the end a slow thread holds at most one grain nobody can take */
+  int64_t part = (n + nchunks - 1) / nchunks;
+  p->grain = part / 16 > 1 ? part / 16 : 1;
+  for (int i = 0; i < p->size; i++) {
+    int64_t b = 0, e = 0;
+    if (i < nchunks && !per_thread) ob_chunk_range(n, nchunks, i, &b, &e);
+    atomic_store_explicit(&p->parts[i].range, ob_range_pack((uint32_t)b, (uint32_t)e), memory_order_relaxed);
+  }
   atomic_store_explicit(&p->pending, (uint32_t)(p->size - 1), memory_order_relaxed);
   atomic_fetch_add(&p->gen, 1); /* publishes the job (seq_cst, see sleepers) */
   if (atomic_load(&p->sleepers) > 0) ob_futex_wake(&p->gen, INT_MAX);
 
-  int64_t b, e;
-  ob_chunk_range(n, nchunks, 0, &b, &e);
-  fn(closure, b, e);
+  ob_run_parts(p, 0);
 
   int spin = 0;
   while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
@@ -263,6 +327,28 @@ void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure) {
     break;
   }
   atomic_store_explicit(&p->busy, false, memory_order_release);
+}
+
+void ob_pool_parallel_for(ob_pool *p, int64_t n, ob_task_fn fn, void *closure) {
+  OB_ASSERT(p && fn);
+  if (n <= 0) return;
+  if (p->size == 1 || n == 1) {
+    fn(closure, 0, n);
+    return;
+  }
+  /* parts hold 32-bit bounds; every loop is over one tensor's elements or
+   * fewer, and validation caps those at OB_MAX_TENSOR_ELEMS (2^31) */
+  OB_ASSERT(n <= UINT32_MAX && "parallel_for over more than 2^32 iterations");
+  ob_pool_run(p, n, fn, closure, false);
+}
+
+void ob_pool_per_thread(ob_pool *p, ob_task_fn fn, void *closure) {
+  OB_ASSERT(p && fn);
+  if (p->size == 1) {
+    fn(closure, 0, 1);
+    return;
+  }
+  ob_pool_run(p, p->size, fn, closure, true);
 }
 
 /* Reads a decimal core number at *s (leading spaces allowed). */

@@ -350,7 +350,7 @@ static void count_pass(worker *w, timed_call *tc, const ob_timing_opts *t, int n
   for (int i = 0; i < n; i++)
     for (int c = 0; c < OB_COUNTER_COUNT; c++) sets[i].fd[c] = -1;
   count_open co = {sets, asked};
-  ob_pool_parallel_for(w->pool, n, count_open_cb, &co);
+  ob_pool_per_thread(w->pool, count_open_cb, &co);
   int64_t calls = (int64_t)(number > 0 ? number : 1) * 3;
   for (int i = 0; i < n; i++) ob_counter_set_enable(&sets[i], false);
   for (int i = 0; i < n; i++) ob_counter_set_reset(&sets[i]);
