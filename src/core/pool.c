@@ -59,8 +59,11 @@ struct ob_pool {
   int64_t grain;  /* iterations an owner takes at once */
   bool per_thread; /* ob_pool_per_thread: chunk i on thread i, no stealing */
 
-  /* Written by workers as they finish. */
-  _Alignas(OB_CACHELINE) _Atomic uint32_t pending;
+  /* Admission to the job: its generation (high half), a closed bit and
+   * the count of workers that joined (low half); and the count of those
+   * that are done. */
+  _Alignas(OB_CACHELINE) _Atomic uint64_t admit;
+  _Alignas(OB_CACHELINE) _Atomic uint32_t done;
   atomic_int caller_sleeping;
 
   _Alignas(OB_CACHELINE) atomic_int sleepers; /* workers blocked on `gen` */
@@ -146,6 +149,16 @@ static void ob_run_parts(ob_pool *p, int self) {
   }
 }
 
+enum { OB_ADMIT_CLOSED = 1u << 31 };
+
+/* A worker joins job `g` unless the caller has closed it (or moved on). */
+static bool ob_join(ob_pool *p, uint32_t g) {
+  uint64_t a = atomic_load(&p->admit);
+  while ((uint32_t)(a >> 32) == g && !(a & OB_ADMIT_CLOSED))
+    if (atomic_compare_exchange_weak(&p->admit, &a, a + 1)) return true;
+  return false;
+}
+
 static uint32_t ob_wait_new_gen(ob_pool *p, uint32_t seen) {
   uint32_t g;
   for (int i = 0; i < OB_SPIN_WORKER; i++) {
@@ -168,11 +181,15 @@ static void *ob_worker_main(void *arg) {
   for (;;) {
     seen = ob_wait_new_gen(p, seen);
     if (atomic_load_explicit(&p->stop, memory_order_relaxed)) break;
+    /* A worker that wakes after the others have taken every iteration (a
+     * futex wake on a virtual machine took 30-40 us here) finds the job
+     * closed and goes back to waiting: the caller never waits for it. One
+     * that joined counts itself done, so none can still be reading the
+     * job's fields when the caller writes the next one. */
+    if (!ob_join(p, seen)) continue;
     ob_run_parts(p, w->index);
-    /* Every worker counts down, even one without a chunk, so none can still
-     * be reading this job's fields when the caller writes the next one. */
-    if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
-      ob_futex_wake(&p->pending, 1);
+    atomic_fetch_add(&p->done, 1);
+    if (atomic_load(&p->caller_sleeping)) ob_futex_wake(&p->done, 1);
   }
   return NULL;
 }
@@ -308,21 +325,30 @@ static void ob_pool_run(ob_pool *p, int64_t n, ob_task_fn fn, void *closure, boo
     if (i < nchunks && !per_thread) ob_chunk_range(n, nchunks, i, &b, &e);
     atomic_store_explicit(&p->parts[i].range, ob_range_pack((uint32_t)b, (uint32_t)e), memory_order_relaxed);
   }
-  atomic_store_explicit(&p->pending, (uint32_t)(p->size - 1), memory_order_relaxed);
-  atomic_fetch_add(&p->gen, 1); /* publishes the job (seq_cst, see sleepers) */
+  atomic_store(&p->done, 0);
+  uint32_t g = atomic_load_explicit(&p->gen, memory_order_relaxed) + 1;
+  atomic_store(&p->admit, (uint64_t)g << 32);
+  atomic_store(&p->gen, g); /* publishes the job (seq_cst, see sleepers) */
   if (atomic_load(&p->sleepers) > 0) ob_futex_wake(&p->gen, INT_MAX);
 
   ob_run_parts(p, 0);
 
+  /* Every iteration is taken: close the job to latecomers and wait for
+   * those that joined. Per-thread jobs need every thread: never closed. */
+  uint32_t joined = (uint32_t)(p->size - 1);
+  if (!per_thread) {
+    uint64_t a = atomic_fetch_or(&p->admit, (uint64_t)OB_ADMIT_CLOSED);
+    joined = (uint32_t)(a & (OB_ADMIT_CLOSED - 1));
+  }
   int spin = 0;
-  while (atomic_load_explicit(&p->pending, memory_order_acquire) != 0) {
+  uint32_t d;
+  while ((d = atomic_load(&p->done)) != joined) {
     if (++spin < OB_SPIN_CALLER) {
       ob_cpu_relax();
       continue;
     }
     atomic_store(&p->caller_sleeping, 1);
-    uint32_t left;
-    while ((left = atomic_load(&p->pending)) != 0) ob_futex_wait(&p->pending, left);
+    while ((d = atomic_load(&p->done)) != joined) ob_futex_wait(&p->done, d);
     atomic_store(&p->caller_sleeping, 0);
     break;
   }
