@@ -44,12 +44,12 @@ typedef struct ob_part {
 
 typedef struct ob_worker {
   struct ob_pool *pool;
-  int index; /* chunk index this worker runs; 1..size-1 */
+  int index; /* the part this worker owns; 1..size-1 */
 } ob_worker;
 
 struct ob_pool {
-  /* Written by the caller once per job; workers read it after `gen` moves,
-   * and the caller rewrites it only after every worker has counted down. */
+  /* Written by the caller once per job; workers read it after joining the
+   * job, and the caller rewrites it only after those have counted done. */
   _Alignas(OB_CACHELINE) _Atomic uint32_t gen;
   atomic_bool stop;
   ob_task_fn fn;
