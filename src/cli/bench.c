@@ -27,7 +27,15 @@
 
 #define BENCH_MAX_TMPLS 8
 #define BENCH_MAX_ROUNDS 64
-#define BENCH_DEFAULT_ROUNDS 9 /* --vs: interleaved rounds per workload (--rounds) */
+#define BENCH_DEFAULT_ROUNDS 9 /* --vs: interleaved rounds per workload, at least (--rounds: exactly) */
+/* Without --rounds, a workload whose rounds are short gets more of them,
+ * up to BENCH_AUTO_ROUNDS while its rounds have taken under
+ * BENCH_ROUNDS_BUDGET_S: the fastest of 9 rounds of a 0.1-0.2 ms kernel
+ * still read 0.94-1.02 of oneDNN in four runs of the same code, of 27
+ * rounds 0.98-1.04 (bench/results/kernels.txt); kernels of milliseconds
+ * spend the budget in their 9 rounds and keep them. */
+#define BENCH_AUTO_ROUNDS 27
+#define BENCH_ROUNDS_BUDGET_S 3.0
 #define BENCH_SEARCH_ROUNDS 3  /* --vs with rounds: rounds of the search's re-measurement */
 
 typedef struct bench_entry {
@@ -179,13 +187,15 @@ static void set_time(ob_timing *t, double *gflops, double s) {
  * printed as a second geomean. The results keep their other fields (CV,
  * number, flags) from the first measurement. */
 static bool interleave(ob_ctx *ctx, const cli_args *a, ob_measurer *m, ob_baseline *base, const char *file,
-                       bench_entry *e, int rounds) {
+                       bench_entry *e, int rounds, bool more) {
   ob_task *bt = e->best_task ? e->best_task : e->task;
   ob_config dc = ob_task_default_config(e->task);
   bool same = !e->best_task && e->best_c.index == dc.index; /* the best is the default */
   bool wino = e->have_wino && !e->wino.error_no;
   int *got = e->round_n;
-  for (int r = 0; r < rounds; r++) {
+  double t0 = ob_now_s();
+  int r = 0;
+  for (; r < rounds || (more && r < BENCH_AUTO_ROUNDS && ob_now_s() - t0 < BENCH_ROUNDS_BUDGET_S); r++) {
     for (int k = 0; k < 4; k++) {
       static const int order[4] = {3, 0, 1, 2}; /* Winograd, best, direct, default */
       int side = order[r % 2 ? 3 - k : k];       /* 0 best, 1 direct, 2 default, 3 Winograd */
@@ -219,8 +229,8 @@ static bool interleave(ob_ctx *ctx, const cli_args *a, ob_measurer *m, ob_baseli
   for (int k = 0; k < 4; k++) {
     double med = 0, fastest = 0;
     if (got[k]) ob_stats(e->round_ms[k], got[k], &med, NULL, NULL);
-    for (int r = 0; r < got[k]; r++)
-      if (r == 0 || e->round_ms[k][r] < fastest) fastest = e->round_ms[k][r];
+    for (int q = 0; q < got[k]; q++)
+      if (q == 0 || e->round_ms[k][q] < fastest) fastest = e->round_ms[k][q];
     e->med_ms[k] = med;
     fin[k] = fastest * 1e-3;
   }
@@ -254,7 +264,7 @@ static bool interleave(ob_ctx *ctx, const cli_args *a, ob_measurer *m, ob_baseli
   if (got[2]) set_time(&e->res.timing, &e->res.gflops, fin[2]);
   if (got[1]) set_time(&e->base.timing, &e->base.gflops, fin[1]);
   if (got[3]) set_time(&e->wino.timing, &e->wino.gflops, fin[3]);
-  e->nrounds = rounds;
+  e->nrounds = r;
   return true;
 }
 
@@ -504,6 +514,10 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
   /* --vs onednn on the CPU; --vs cudnn (alias cublas) on a CUDA GPU:
    * cuDNN's convolutions and cuBLAS's matrix products */
   bool gpu_vs = a->vs && strcmp(a->vs, "onednn") != 0;
+  char rounds_text[96] = "";
+  if (!a->rounds)
+    snprintf(rounds_text, sizeof rounds_text, " (up to %d while the workload's rounds take under %.0f s)",
+             BENCH_AUTO_ROUNDS, BENCH_ROUNDS_BUDGET_S);
   if (a->vs && !gpu_vs && ob_target_is_gpu(target)) {
     if (!onednn_beside_opencl_cpu(ctx, a, target, &base)) goto done;
   } else if (a->vs && (gpu_vs ? ob_baseline_cudnn_new(ctx, target, &base)
@@ -602,7 +616,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         }
         e->have_wino = true;
       }
-      if (rounds > 1 && !interleave(ctx, a, measurer, base, file, e, rounds)) goto done;
+      if (rounds > 1 && !interleave(ctx, a, measurer, base, file, e, rounds, !a->rounds)) goto done;
       double rb = ratio(&e->best, &e->base), rd = ratio(&e->res, &e->base);
       if (rb > 0 && rd > 0) {
         log_best += log(rb);
@@ -641,12 +655,12 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
                "atol %.0e (oneDNN's Winograd, its tile its own, at the widest: F(6x6,3x3)'s)\n",
                dt.rtol, dt.atol, w2.rtol, w2.atol, w4.rtol, w4.atol, w6.rtol, w6.atol);
         if (base && rounds > 1)
-          printf("final figures: %d interleaved rounds per workload, each timing %sopbench's best config, %s "
+          printf("final figures: %d interleaved rounds per workload%s, each timing %sopbench's best config, %s "
                  "direct and opbench's default in turn (reversed every other round); each side's figure is its "
                  "fastest round (a round: the median of its repeats), since the host's slow windows only slow "
                  "rounds down; where opbench's default is faster than the search's pick in the rounds, the default is "
                  "the best; the geomeans of the rounds' medians are printed too\n",
-                 rounds, gpu_vs ? "" : "oneDNN's Winograd, ", bname);
+                 rounds, rounds_text, gpu_vs ? "" : "oneDNN's Winograd, ", bname);
         else if (base)
           printf("final figures: one measurement per side (--rounds 1), not interleaved\n");
         print_vs_header(base ? bname : NULL);
@@ -782,6 +796,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         cJSON_AddNumberToObject(o, "ratio_winograd", ratio(&e->best, &e->wino));
       }
       if (e->nrounds) { /* the round figures the final medians come from */
+        cJSON_AddNumberToObject(o, "rounds", e->nrounds);
         cJSON *ro = cJSON_AddObjectToObject(o, "round_ms");
         static const char *const side[4] = {"best", "baseline", "default", "baseline_winograd"};
         for (int k = 0; k < 4; k++) {
