@@ -187,7 +187,8 @@ static void set_time(ob_timing *t, double *gflops, double s) {
  * printed as a second geomean. The results keep their other fields (CV,
  * number, flags) from the first measurement. */
 static bool interleave(ob_ctx *ctx, const cli_args *a, ob_measurer *m, ob_baseline *base, const char *file,
-                       bench_entry *e, int rounds, bool more) {
+                       bench_entry *e, int rounds) {
+  bool more = !a->rounds; /* the default: more rounds for short kernels */
   ob_task *bt = e->best_task ? e->best_task : e->task;
   ob_config dc = ob_task_default_config(e->task);
   bool same = !e->best_task && e->best_c.index == dc.index; /* the best is the default */
@@ -616,7 +617,7 @@ int cli_cmd_bench(ob_ctx *ctx, const cli_args *a) {
         }
         e->have_wino = true;
       }
-      if (rounds > 1 && !interleave(ctx, a, measurer, base, file, e, rounds, !a->rounds)) goto done;
+      if (rounds > 1 && !interleave(ctx, a, measurer, base, file, e, rounds)) goto done;
       double rb = ratio(&e->best, &e->base), rd = ratio(&e->res, &e->base);
       if (rb > 0 && rd > 0) {
         log_best += log(rb);

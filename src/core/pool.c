@@ -4,8 +4,8 @@
  * Dispatch is built for many short back-to-back loops (a kernel timed
  * thousands of times): the caller publishes a job and bumps a generation
  * counter; workers spin on it briefly, then sleep on a futex so an idle pool
- * burns no CPU. Completion is an atomic countdown the caller spins on (and
- * sleeps on, for long jobs). The pool owns its workers; the calling thread
+ * burns no CPU. Completion is a count of the workers done that the caller
+ * spins on (and sleeps on, for long jobs). The pool owns its workers; the calling thread
  * stays pinned to cores[0] until ob_pool_free, which restores its mask.
  *
  * Each thread owns one contiguous part of the iterations, as a static
@@ -54,8 +54,6 @@ struct ob_pool {
   atomic_bool stop;
   ob_task_fn fn;
   void *closure;
-  int64_t n;
-  int nchunks;
   int64_t grain;  /* iterations an owner takes at once */
   bool per_thread; /* ob_pool_per_thread: chunk i on thread i, no stealing */
 
@@ -130,7 +128,7 @@ static bool ob_part_take(ob_part *q, int64_t want, bool thief, int64_t *b, int64
 static void ob_run_parts(ob_pool *p, int self) {
   int64_t b, e;
   if (p->per_thread) {
-    if (self < p->nchunks) p->fn(p->closure, self, self + 1);
+    p->fn(p->closure, self, self + 1);
     return;
   }
   ob_part *mine = &p->parts[self];
@@ -313,8 +311,6 @@ static void ob_pool_run(ob_pool *p, int64_t n, ob_task_fn fn, void *closure, boo
   int nchunks = n < p->size ? (int)n : p->size;
   p->fn = fn;
   p->closure = closure;
-  p->n = n;
-  p->nchunks = nchunks;
   p->per_thread = per_thread;
   /* grains of a sixteenth of a part: a few compare-and-swaps per part,
    * and at the end a slow thread holds at most one grain nobody can take */
