@@ -261,6 +261,7 @@ typedef struct fake {
   int calls, flushes;
   int fail_at;       /* the call (1-based) that returns 7; 0: none */
   double flush_cost; /* time a flush takes (never timed) */
+  int hook_fail_at;  /* the between-repeats hook call (1-based) that returns 9; 0: none */
 } fake;
 
 static double fake_clock(void *user) { return ((fake *)user)->t; }
@@ -273,6 +274,15 @@ static int fake_call(void *user) {
   if (f->t < f->noisy_until && fmod(f->t, 5e-3) < 2e-3) d *= 2;
   f->t += d;
   return 0;
+}
+
+/* The between-repeats hook: counts in flushes, advances the clock by
+ * flush_cost, fails with 9 at call hook_fail_at. */
+static int fake_between(void *user) {
+  fake *f = user;
+  f->flushes++;
+  f->t += f->flush_cost;
+  return f->hook_fail_at && f->flushes == f->hook_fail_at ? 9 : 0;
 }
 
 static void fake_flush(void *user) {
@@ -386,6 +396,20 @@ static void test_time_loop(void) {
   f = (fake){.per_call = 1e-5, .flush_cost = 1e-3};
   o.flush = false;
   CHECK(ob_time_loop(&o, 1e9, fake_call, fake_flush, &f, &t) == 0 && f.flushes == 0);
+
+  /* a hook between the kept repeats, outside the timed calls: once per
+   * kept repeat (the calibration's kept group and the stability rule's
+   * extra repeats included), its cost in no figure; nonzero stops the loop */
+  f = (fake){.per_call = 1e-6, .noisy_until = 15e-3, .flush_cost = 5e-3};
+  o = fake_opts();
+  o.between = fake_between;
+  o.between_user = &f;
+  CHECK(ob_time_loop(&o, 1e9, fake_call, NULL, &f, &t) == 0);
+  CHECK_MSG(t.extra_repeats > 0 && f.flushes == t.repeat && fabs(t.median_s - 1e-6) < 1e-12,
+            "hook calls %d, repeats %d, median %g", f.flushes, t.repeat, t.median_s);
+  f = (fake){.per_call = 1e-6, .hook_fail_at = 3};
+  o.between_user = &f;
+  CHECK(ob_time_loop(&o, 1e9, fake_call, NULL, &f, &t) == 9 && f.flushes == 3);
 
   /* the real clock measures its own overhead when not given one */
   f = (fake){.per_call = 1e-6};

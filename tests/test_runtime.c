@@ -297,6 +297,14 @@ static void test_threads_batch(void) {
         to.max_cv = 0;
         CHECK(ob_rt_time(rt, &to, &t) == OB_OK);
         CHECK(t.median_s > 0 && t.repeat >= 2);
+        /* timing with profiled runs between the repeats: the steps add up
+         * to the profiled runs' total (less the loop's few ns a step) */
+        double *ps = calloc((size_t)ns, sizeof *ps), ptot = 0, psum = 0;
+        CHECK(ob_rt_time_profiled(rt, &to, 2, &t, ps, &ptot) == OB_OK);
+        for (int i = 0; i < ns; i++) psum += ps[i];
+        CHECK_MSG(t.median_s > 0 && ptot > 0 && psum <= ptot && psum > 0.95 * ptot,
+                  "time_profiled: median %g, profiled total %g, steps %g", t.median_s, ptot, psum);
+        free(ps);
       }
       ob_rt_free(rt);
       ob_rt_free(run_checked(g, &x, OB_RT_ONEDNN, 2, "resnet-18 batch 2"));

@@ -242,6 +242,11 @@ typedef struct ob_timing_opts {
   double timeout_s;          /* limit for a whole measurement; <= 0: 10 s */
   double timer_overhead_s;   /* the caller's measurement (ob_timer_overhead); 0: measured */
   ob_time_clock_fn clock;    /* seconds; NULL: CLOCK_MONOTONIC (tests pass a fake clock) */
+  int (*between)(void *user); /* NULL, or called after every kept repeat, outside the timed
+                                 calls (the runtime profiles its steps there, so that the
+                                 profile meets the host's slow windows as the timing does);
+                                 nonzero stops the loop with that code */
+  void *between_user;
 } ob_timing_opts;
 
 /* number 0 (adaptive), repeat 10, min_repeat_ms -1 (the target's floor),

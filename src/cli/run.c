@@ -727,12 +727,19 @@ static bool tune_jobs(ob_ctx *ctx, const ob_graph_task *tasks, int keep, const o
  * place is a bias the comparison need not carry. Each timing starts with
  * a discarded warm-up run as before. */
 #define CMP_ROUNDS 3
+/* --record-steps: profiled runs of the tuned plan after each of its timed
+ * repeats (5 repeats a round by default: 60 runs in all) */
+#define RECORD_RUNS_PER_REPEAT 4
 
 /* Times rts[0..n) in CMP_ROUNDS interleaved rounds; tm[i] gets variant i's
  * statistics over the repeats of all its rounds (its costs list: the first
- * OB_TIMING_MAX_COSTS of them), rmed[i][r] each round's median. */
+ * OB_TIMING_MAX_COSTS of them), rmed[i][r] each round's median. With rec
+ * (one of rts), rec's timing profiles its steps between its repeats:
+ * rec_steps[i] gets step i's median over the rounds of its trimmed mean,
+ * *rec_tot the same of the whole profiled runs, *rec_runs their count. */
 static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_opts *o, ob_timing *tm,
-                             double rmed[][CMP_ROUNDS], ob_rt *rec, double *rec_steps, double *rec_tot) {
+                             double rmed[][CMP_ROUNDS], ob_rt *rec, double *rec_steps, double *rec_tot,
+                             int *rec_runs) {
   double *all = malloc(sizeof(double) * (size_t)n * CMP_ROUNDS * OB_TIMING_MAX_COSTS);
   int *nall = calloc((size_t)n, sizeof(int));
   if (!all || !nall) {
@@ -753,11 +760,18 @@ static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_op
     for (int j = 0; j < n && ok; j++) {
       int i = (j + r) % n;
       ob_timing t;
-      if (ob_rt_time(rts[i], o, &t) != OB_OK) {
-        cli_error("%s", ob_ctx_errmsg(ctx));
+      /* the tuned plan's step records in the pauses between its timed
+       * repeats: a slow window of the host lands in both alike */
+      bool prof = rec && rts[i] == rec;
+      ob_status st = prof ? ob_rt_time_profiled(rec, o, RECORD_RUNS_PER_REPEAT, &t, rr + (size_t)r * (size_t)(ns + 1),
+                                                &rtot[r])
+                          : ob_rt_time(rts[i], o, &t);
+      if (st != OB_OK) {
+        cli_error("%s%s", prof ? "--record-steps: " : "", ob_ctx_errmsg(ctx));
         ok = false;
         break;
       }
+      if (prof) *rec_runs += (t.repeat - t.retaken) * RECORD_RUNS_PER_REPEAT;
       double *dst = all + (size_t)i * CMP_ROUNDS * OB_TIMING_MAX_COSTS;
       memcpy(dst + nall[i], t.costs, sizeof(double) * (size_t)t.ncosts);
       nall[i] += t.ncosts;
@@ -770,14 +784,6 @@ static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_op
       tm[i].extra_repeats += t.extra_repeats;
       tm[i].retaken += t.retaken;
       tm[i].noisy |= t.noisy;
-      /* a third of the step records after each round's tuned timing: a
-       * slow window of the host lands in both alike */
-      if (rec && rts[i] == rec &&
-          ob_rt_profile_trimmed(rec, RECORD_RUNS / CMP_ROUNDS, rr + (size_t)r * (size_t)(ns + 1), &rtot[r]) != OB_OK) {
-        cli_error("--record-steps: %s", ob_ctx_errmsg(ctx));
-        ok = false;
-        break;
-      }
     }
   /* each step's record: its median over the rounds, as the end-to-end
    * figure is the median over the rounds' runs; a mean let one round in a
@@ -949,21 +955,26 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   }
   double rmed[3][CMP_ROUNDS];
   /* --record-steps: the tuned plan's in-graph step records, taken here,
-   * in each round right after its tuned timing (each step's median over
-   * the rounds of its trimmed mean): in another process the same plan ran 13.4 or 16.9 ms
+   * between the timed repeats of each round (each step's median over the
+   * rounds of its trimmed mean): in another process the same plan ran 13.4 or 16.9 ms
    * end to end (resnet-18 at 2 threads, quiet, 05:33 and 05:58), and in
    * this one a record taken after all rounds met a slow window of the host
    * the rounds had not (resnet-18 at 1 thread: steps 28.2 ms against 22.3
-   * end to end, quiet, 06:19) */
+   * end to end, quiet, 06:19), and runs profiled after each round's timing
+   * still met windows its repeats had not (squeezenet-1.1 at 1 thread: 9.88
+   * against 8.29 ms) */
   double rec_sum = 0, rec_tot = 0;
+  int rec_runs = 0;
   rec_steps = a->record_steps ? calloc((size_t)ob_rt_step_count(rts[1]) + 1, sizeof(double)) : NULL;
   if (a->record_steps && !rec_steps) {
     cli_error("out of memory");
     goto done;
   }
-  if (!time_interleaved(ctx, rts, 3, &mt, tm, rmed, a->record_steps ? rts[1] : NULL, rec_steps, &rec_tot)) goto done;
+  if (!time_interleaved(ctx, rts, 3, &mt, tm, rmed, a->record_steps ? rts[1] : NULL, rec_steps, &rec_tot,
+                        &rec_runs))
+    goto done;
   if (a->record_steps &&
-      ob_rt_store_steps(rts[1], db, rec_steps, RECORD_RUNS / CMP_ROUNDS * CMP_ROUNDS, &rec_sum) != OB_OK) {
+      ob_rt_store_steps(rts[1], db, rec_steps, rec_runs, &rec_sum) != OB_OK) {
     cli_error("--record-steps: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
@@ -974,9 +985,10 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
     for (int r = 0; r < CMP_ROUNDS; r++) printf("%s %.3f", r ? " /" : "", rmed[i][r] * 1e3);
     printf(" ms\n");
     if (i == 1 && a->record_steps)
-      printf("recorded   in-graph latencies of %d steps in %s (%d profiled runs after each of the %d rounds, the "
-             "middle half of each; each step's median over the rounds): sum %.3f ms; the profiled runs %.3f ms\n",
-             ob_rt_step_count(rts[i]), ob_db_path(db), RECORD_RUNS / CMP_ROUNDS, CMP_ROUNDS, rec_sum * 1e3,
+      printf("recorded   in-graph latencies of %d steps in %s (%d profiled runs, %d after each timed repeat of the "
+             "%d rounds, the middle half of each round's; each step's median over the rounds): sum %.3f ms; the "
+             "profiled runs %.3f ms\n",
+             ob_rt_step_count(rts[i]), ob_db_path(db), rec_runs, RECORD_RUNS_PER_REPEAT, CMP_ROUNDS, rec_sum * 1e3,
              rec_tot * 1e3);
     if (i == 1) print_db_sum(ctx, rts[i], db, &tm[i]);
     if (i == 1 && a->profile && !print_profile(ctx, rts[i], &tm[i])) goto done;

@@ -254,6 +254,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
           break;
         }
         all[taken++] = el / number;
+        if (o.between && (rc = o.between(o.between_user)) != 0) return rc;
         break;
       }
       number = grow(number, el, floor_s);
@@ -263,6 +264,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
   /* The repeats. */
   for (; taken < o.repeat; taken++) {
     int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken], &retakes_left, &retaken);
+    if (!rc && o.between) rc = o.between(o.between_user);
     if (rc) return rc;
   }
 
@@ -280,6 +282,7 @@ int ob_time_loop(const ob_timing_opts *o_in, double deadline_s, ob_time_call_fn 
     double t = now(&L);
     if (t - t_ext + per_repeat > budget || t + per_repeat >= deadline_s) break;
     int rc = one_repeat(&L, &number, floor_s, deadline_s, &all[taken], &retakes_left, &retaken);
+    if (!rc && o.between) rc = o.between(o.between_user);
     if (rc) return rc;
     taken++;
   }

@@ -159,61 +159,127 @@ static int cmp_run_tot(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-ob_status rt_profile_runs(ob_rt *rt, int runs, bool trimmed, double *step_s, double *total_s) {
-  if (runs < 1) runs = 1;
-  double *t = malloc(sizeof(double) * (size_t)runs * (size_t)(rt->ns + 1));
-  double *tot = malloc(sizeof(double) * (size_t)runs);
-  if (!t || !tot) {
-    free(t);
-    free(tot);
+/* Profiled runs kept for the reduction: t[run * (ns + 1) + i] is step i's
+ * seconds in that run, t[run * (ns + 1) + ns] the whole run's. */
+typedef struct prof_acc {
+  ob_rt *rt;
+  double *t;
+  int n, cap;
+  ob_status st; /* the first failure, for the caller (the timing loop only sees a code) */
+  int per_call; /* runs per call of prof_between */
+} prof_acc;
+
+/* One run timing each step into acc. */
+static ob_status prof_run(prof_acc *acc) {
+  ob_rt *rt = acc->rt;
+  size_t w = (size_t)rt->ns + 1;
+  if (acc->n == acc->cap) {
+    int cap = acc->cap ? 2 * acc->cap : 64;
+    double *t = realloc(acc->t, sizeof(double) * w * (size_t)cap);
+    if (!t) return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
+    acc->t = t;
+    acc->cap = cap;
+  }
+  double *row = acc->t + w * (size_t)acc->n;
+  double r0 = ob_now_s();
+  for (int i = 0; i < rt->ns; i++) {
+    rt_step *s = &rt->s[i];
+    double t0 = ob_now_s();
+    int rc = s->run(rt, s);
+    row[i] = ob_now_s() - t0;
+    if (rc) return step_failed(rt, s, rc);
+  }
+  row[rt->ns] = ob_now_s() - r0;
+  acc->n++;
+  return OB_OK;
+}
+
+/* The kept runs reduced: trimmed, each step's mean over the runs whose
+ * totals fall in the middle half (a slow phase of the host slows every
+ * step of a run; trimming each step apart kept different runs per step,
+ * and the sum strayed 4-5 % from the whole run's on bert-base and
+ * mobilenet-v2), so that the steps add up to those runs' mean total; else
+ * each step's median. */
+static ob_status prof_reduce(prof_acc *acc, bool trimmed, double *step_s, double *total_s) {
+  ob_rt *rt = acc->rt;
+  int ns = rt->ns, runs = acc->n;
+  size_t w = (size_t)ns + 1;
+  run_tot *o = malloc(sizeof *o * (size_t)runs);
+  double *x = malloc(sizeof *x * (size_t)runs);
+  if (!o || !x) {
+    free(o);
+    free(x);
     return ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
   }
+  if (trimmed) {
+    for (int r = 0; r < runs; r++) o[r] = (run_tot){acc->t[w * (size_t)r + (size_t)ns], r};
+    qsort(o, (size_t)runs, sizeof *o, cmp_run_tot);
+    int lo = runs / 4, hi = runs - runs / 4;
+    for (int i = 0; i <= ns; i++) {
+      double sum = 0;
+      for (int k = lo; k < hi; k++) sum += acc->t[w * (size_t)o[k].r + (size_t)i];
+      if (i < ns) step_s[i] = sum / (hi - lo);
+      else if (total_s) *total_s = sum / (hi - lo);
+    }
+  } else {
+    for (int i = 0; i <= ns; i++) {
+      for (int r = 0; r < runs; r++) x[r] = acc->t[w * (size_t)r + (size_t)i];
+      qsort(x, (size_t)runs, sizeof *x, cmp_d);
+      if (i < ns) step_s[i] = x[runs / 2];
+      else if (total_s) *total_s = x[runs / 2];
+    }
+  }
+  free(o);
+  free(x);
+  return OB_OK;
+}
+
+ob_status rt_profile_runs(ob_rt *rt, int runs, bool trimmed, double *step_s, double *total_s) {
+  if (runs < 1) runs = 1;
+  prof_acc acc = {.rt = rt};
   bool e;
   enter(rt, &e);
   ob_status st = run_named(rt);
-  for (int r = 0; r < runs && !st; r++) {
-    double r0 = ob_now_s();
-    for (int i = 0; i < rt->ns && !st; i++) {
-      rt_step *s = &rt->s[i];
-      double t0 = ob_now_s();
-      int rc = s->run(rt, s);
-      t[(size_t)i * (size_t)runs + (size_t)r] = ob_now_s() - t0;
-      if (rc) st = step_failed(rt, s, rc);
-    }
-    tot[r] = ob_now_s() - r0;
+  for (int r = 0; r < runs && !st; r++) st = prof_run(&acc);
+  leave(rt, e);
+  if (!st) st = prof_reduce(&acc, trimmed, step_s, total_s);
+  free(acc.t);
+  return st;
+}
+
+/* The timing loop's hook between repeats: acc->per_call profiled runs. */
+static int prof_between(void *user) {
+  prof_acc *acc = user;
+  for (int k = 0; k < acc->per_call && !acc->st; k++) acc->st = prof_run(acc);
+  return acc->st ? -1 : 0;
+}
+
+ob_status ob_rt_time_profiled(ob_rt *rt, const ob_timing_opts *o, int runs_per_repeat, ob_timing *out,
+                              double *step_s, double *total_s) {
+  memset(out, 0, sizeof *out);
+  prof_acc acc = {.rt = rt, .per_call = runs_per_repeat < 1 ? 1 : runs_per_repeat};
+  ob_timing_opts t = ob_timing_resolve(o, rt->target);
+  if (t.timer_overhead_s <= 0) t.timer_overhead_s = ob_timer_overhead();
+  t.between = prof_between;
+  t.between_user = &acc;
+  /* the profiled runs take about as long as the timed ones */
+  double limit = t.timeout_s * (1 + acc.per_call);
+  bool e;
+  enter(rt, &e);
+  ob_status st = run_named(rt);
+  if (!st) {
+    int rc = ob_time_loop(&t, ob_now_s() + limit, run_all, NULL, rt, out);
+    if (acc.st)
+      st = acc.st;
+    else if (rc == OB_TIME_DEADLINE)
+      st = ob_fail(rt->ctx, OB_ERR_TIMEOUT, "runtime: timing the model ran past %g s", limit);
+    else if (rc)
+      st = run_named(rt);
+    if (!st && rc) st = ob_fail(rt->ctx, OB_ERR_RUNTIME, "runtime: a step failed while timing (status %d)", rc);
   }
   leave(rt, e);
-  if (!st && trimmed) {
-    /* whole runs, not steps one by one: the runs whose totals fall in the
-     * middle half, each step's mean over them, so that the steps add up to
-     * those runs' mean total (a slow phase of the host slows every step of
-     * a run; trimming each step apart kept different runs per step, and the
-     * sum strayed 4-5 % from the whole run's on bert-base and mobilenet-v2) */
-    run_tot *o = malloc(sizeof *o * (size_t)runs);
-    if (!o) st = ob_fail(rt->ctx, OB_ERR_NOMEM, "runtime: out of memory");
-    for (int r = 0; o && r < runs; r++) o[r] = (run_tot){tot[r], r};
-    if (o) qsort(o, (size_t)runs, sizeof *o, cmp_run_tot);
-    int lo = runs / 4, hi = runs - runs / 4;
-    for (int i = 0; o && i < rt->ns; i++) {
-      double sum = 0;
-      for (int k = lo; k < hi; k++) sum += t[(size_t)i * (size_t)runs + (size_t)o[k].r];
-      step_s[i] = sum / (hi - lo);
-    }
-    double sum = 0;
-    for (int k = lo; o && k < hi; k++) sum += o[k].t;
-    if (o && total_s) *total_s = sum / (hi - lo);
-    free(o);
-  } else if (!st) {
-    for (int i = 0; i < rt->ns; i++) {
-      double *x = t + (size_t)i * (size_t)runs;
-      qsort(x, (size_t)runs, sizeof *x, cmp_d);
-      step_s[i] = x[runs / 2];
-    }
-    qsort(tot, (size_t)runs, sizeof *tot, cmp_d);
-    if (total_s) *total_s = tot[runs / 2];
-  }
-  free(t);
-  free(tot);
+  if (!st) st = prof_reduce(&acc, true, step_s, total_s);
+  free(acc.t);
   return st;
 }
 
