@@ -304,20 +304,34 @@ static int run_graph(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob
   }
   ob_timing tm;
   ob_timing_opts mt = model_timing(a);
-  if (ob_rt_time(rt, &mt, &tm) != OB_OK) {
-    cli_error("%s", ob_ctx_errmsg(ctx));
+  /* --record-steps: the profiled runs between the timed repeats, so that
+   * the records and the latency they are compared with meet the same
+   * moments of the host */
+  int per = RECORD_RUNS / (mt.repeat > 0 ? mt.repeat : OB_TIMING_DEFAULT_REPEAT);
+  if (per < 1) per = 1;
+  double *steps = a->record_steps ? calloc((size_t)ob_rt_step_count(rt) + 1, sizeof(double)) : NULL, tot = 0;
+  if (a->record_steps && !steps) {
+    cli_error("out of memory");
+    goto done;
+  }
+  if ((a->record_steps ? ob_rt_time_profiled(rt, &mt, per, &tm, steps, &tot) : ob_rt_time(rt, &mt, &tm)) != OB_OK) {
+    cli_error("%s%s", a->record_steps ? "--record-steps: " : "", ob_ctx_errmsg(ctx));
+    free(steps);
     goto done;
   }
   print_timing("", &tm);
   if (a->record_steps) {
-    double sum = 0, tot = 0;
-    if (ob_rt_record_steps(rt, db, RECORD_RUNS, &sum, &tot) != OB_OK) {
+    double sum = 0;
+    int runs = (tm.repeat - tm.retaken) * per;
+    ob_status st = ob_rt_store_steps(rt, db, steps, runs, &sum);
+    free(steps);
+    if (st != OB_OK) {
       cli_error("--record-steps: %s", ob_ctx_errmsg(ctx));
       goto done;
     }
-    printf("recorded   in-graph latencies of %d steps in %s (%d profiled runs, the middle half): sum %.3f ms; the "
-           "profiled runs %.3f ms\n",
-           ob_rt_step_count(rt), ob_db_path(db), RECORD_RUNS, sum * 1e3, tot * 1e3);
+    printf("recorded   in-graph latencies of %d steps in %s (%d profiled runs, %d after each timed repeat, the "
+           "middle half): sum %.3f ms; the profiled runs %.3f ms\n",
+           ob_rt_step_count(rt), ob_db_path(db), runs, per, sum * 1e3, tot * 1e3);
   }
   print_db_sum(ctx, rt, db, &tm);
   if (a->profile && !print_profile(ctx, rt, &tm)) goto done;
