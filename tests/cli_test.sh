@@ -60,6 +60,13 @@ json_check "op --number 2 --min-repeat-ms 2: number grows to the floor" \
   op dense $DENSE --number 2 --min-repeat-ms 2 --repeat 3 --json
 json_check "op --flush: cold caches in the record" 'd["cache"] == "cold" and d["flush"]' \
   op dense $DENSE --flush --repeat 3 --json
+json_check "op --flush-weights: cold, the first input kept warm" 'd["cache"] == "cold" and d["flush_keep_first"]' \
+  op dense $DENSE --flush-weights --repeat 3 --json
+json_check "op --flush: every input flushed" 'd["flush"] and not d["flush_keep_first"]' op dense $DENSE --flush --repeat 3 --json
+good "op --flush-weights says what it flushes" '^flush +every input but the first' op dense $DENSE --flush-weights --repeat 3
+bad "tune --fleet --flush-weights: the fleet's workers flush every input" '--flush-weights is measured here' \
+  tune --op dense --shape M=4,N=16,K=16 --fleet http://127.0.0.1:1 --device-key k --flush-weights
+bad "profile --flush-weights: not a profile flag" "unknown flag '--flush-weights'" profile --op dense --shape M=4,N=16,K=16 --flush-weights
 json_check "op --max-cv 0: no stability rule (only preempted repeats retaken)" 'd["extra_repeats"] == d["retaken"] and d["max_cv"] == 0 and not d["noisy"]' \
   op dense $DENSE --max-cv 0 --json
 json_check "op --max-cv 2.5%" 'd["max_cv"] == 0.025' op dense $DENSE --max-cv 2.5% --repeat 3 --json

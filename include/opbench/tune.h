@@ -20,6 +20,10 @@ typedef struct ob_measure_opts {
   int nthreads;          /* >= 1 */
   const int *cores;      /* NULL: 0..nthreads-1 */
   uint64_t seed;         /* random inputs */
+  bool flush_keep_first; /* with timing.flush: every input but the first is flushed
+                            (AutoTVM's enable_cpu_cache_flush): in a model the first,
+                            the activation, comes warm from the layer before, and
+                            the weights cold from the layers before that */
 } ob_measure_opts;
 /* 1 thread, ob_timing_default() (adaptive number, repeat 10, the target's
  * floor, stability rule on), seed 1. */

@@ -63,7 +63,7 @@ enum {
 typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
-  F_MIN_REPEAT_MS, F_MAX_CV, F_MAX_OFFCPU, F_STABILITY_BUDGET, F_FLUSH, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
+  F_MIN_REPEAT_MS, F_MAX_CV, F_MAX_OFFCPU, F_STABILITY_BUDGET, F_FLUSH, F_FLUSH_WEIGHTS, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_RECONFIRM, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
@@ -104,6 +104,7 @@ static const flag_def flags[F_COUNT] = {
     [F_MAX_OFFCPU] = {"--max-offcpu", true, M_TIMING},
     [F_STABILITY_BUDGET] = {"--stability-budget", true, M_TIMING},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
+    [F_FLUSH_WEIGHTS] = {"--flush-weights", false, M_OP | M_TUNE},
     [F_TIMEOUT] = {"--timeout", true, M_TIMING},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_TIMING},
     [F_CC] = {"--cc", true, M_TIMING},
@@ -226,6 +227,12 @@ static const char measure_help[] =
     "                       (default: as long as the repeats before it took)\n"
     "  --flush              cold caches: flush the inputs before every call (default warm;\n"
     "                       every record states which)\n"
+    "  --flush-weights      as --flush, but the first input (the activation) stays warm, as\n"
+    "                       in a model, where the layer before leaves it in cache while\n"
+    "                       the weights come cold (AutoTVM's enable_cpu_cache_flush); the\n"
+    "                       records say cold. Tuning a model with warm weights can pick a\n"
+    "                       config that re-reads them from a warm L3 and runs 2x slower\n"
+    "                       in the graph\n"
     "  --timeout S          run time limit of one variant, seconds (default 10)\n"
     "  --build-timeout S    compile time limit of one variant, seconds (default 10)\n"
     "  --cc CC              C compiler (default $OPBENCH_CC, else cc)\n"
@@ -917,6 +924,10 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     if (!double_flag(name, v, 0, 1e5, &a->mo.timing.stability_budget_s)) return false;
     break;
   case F_FLUSH: a->mo.timing.flush = true; break;
+  case F_FLUSH_WEIGHTS:
+    a->mo.timing.flush = true;
+    a->mo.flush_keep_first = true;
+    break;
   case F_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.timing.timeout_s)) return false;
     a->timeout_set = true;
@@ -1414,6 +1425,13 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     return false;
   }
   a->model_tune = cmd == CLI_CMD_TUNE && has_model;
+  /* the fleet's jobs carry the timing options, not which inputs to flush;
+   * collaboration tuning measures through the co-runner, which flushes all */
+  if (cmd == CLI_CMD_TUNE && a->mo.flush_keep_first && (a->fleet || a->ncorun_spec)) {
+    cli_error("--flush-weights is measured here, one kernel at a time: not with %s (--flush flushes every input there)",
+              a->fleet ? "--fleet" : "--corun");
+    return false;
+  }
   if (cmd == CLI_CMD_TUNE && a->ncorun_spec && (a->model_tune || a->fleet)) {
     cli_error("--corun (collaboration tuning of two operators) is for 'opbench tune --op', measured here: not with %s",
               a->model_tune ? "a model" : "--fleet");

@@ -225,6 +225,7 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
       cJSON_AddNumberToObject(root, "min_repeat_ms", asked.min_repeat_ms);
       cJSON_AddBoolToObject(root, "flush", asked.flush);
     }
+    cJSON_AddBoolToObject(root, "flush_keep_first", a->mo.flush_keep_first);
     cJSON_AddNumberToObject(root, "max_cv", asked.max_cv);
     cJSON_AddNumberToObject(root, "max_offcpu", asked.max_offcpu);
     cJSON_AddNumberToObject(root, "build_s", res.build_s);
@@ -264,6 +265,8 @@ int cli_cmd_op(ob_ctx *ctx, const cli_args *a) {
              a->mo.nthreads, asked.number, asked.repeat, asked.min_repeat_ms,
              asked.flush ? "on" : "off");
     }
+    if (a->mo.flush_keep_first)
+      printf("flush      every input but the first before each call (--flush-weights: the activation warm)\n");
     printf("build      %.3f s, run %.3f s\n", res.build_s, res.run_s);
   }
   fflush(stdout);

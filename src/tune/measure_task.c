@@ -70,7 +70,8 @@ static ob_status run_built(ob_runner *runner, ob_task *task, const ob_measure_op
   OB_ASSERT(nargs <= 16);
   for (int a = 0; a < nargs; a++) {
     bytes[a] = ob_task_arg_bytes_for(task, cfg, a); /* the kernel's layout may pad */
-    is_in[a] = ob_task_arg_is_input(task, a);
+    /* buf_is_input says which buffers the flush clears */
+    is_in[a] = ob_task_arg_is_input(task, a) && !(a == 0 && mo->flush_keep_first);
   }
   check_ctx cc = {task, cfg, mo->seed, OB_OK};
   ob_run_request req = {
