@@ -30,6 +30,12 @@
 #define SA_CHAINS 128
 #define SA_ITERS 500
 #define SA_EARLY_STOP 50
+/* Seconds one annealing may take: its steps score every chain's next
+ * config through features of the lowered config, and lowering a Winograd
+ * config costs far more than a direct one's (one conv2d_winograd.x86 task
+ * of 16 trials ran 442 s under xgb, 23 s under random, all but seconds of it
+ * lowering for the annealing; the direct tasks beside it 5-8 s) */
+#define SA_BUDGET_S 5.0
 #define EPS_GREEDY 0.05       /* share of proposals drawn at random */
 #define DIVERSITY_RATIO 2     /* SA keeps this many plans' worth for the filter */
 #define KNOB_WEIGHT 0.5       /* diversity bonus of a config whose every knob value is new */
@@ -386,9 +392,10 @@ static ob_status anneal(xgb *t, heap *h) {
   st = score(t, t->chains, nc, scores);
   if (st) return st;
   for (int i = 0; i < nc; i++) heap_push(t, h, scores[i], t->chains[i]);
-  double temp = 1.0, cool = 1.0 / (SA_ITERS + 1);
+  double temp = 1.0, cool = 1.0 / (SA_ITERS + 1), t0 = ob_now_s();
   int k = 0, last = 0;
-  while (k < SA_ITERS && k < last + SA_EARLY_STOP) {
+  bool over = false;
+  while (k < SA_ITERS && k < last + SA_EARLY_STOP && !(over = ob_now_s() - t0 > SA_BUDGET_S)) {
     for (int i = 0; i < nc; i++) next[i] = random_walk(t, t->chains[i]);
     st = score(t, next, nc, nscores);
     if (st) return st;
@@ -407,8 +414,8 @@ static ob_status anneal(xgb *t, heap *h) {
   int64_t lowered = 0, hits = 0;
   ob_feat_cache_stats(t->fc, &lowered, &hits);
   ob_log(t->ctx, OB_LOG_DEBUG,
-         "xgb: annealing stopped after %d steps with %d candidates (features: %lld configs lowered, "
-         "%lld from the cache)", k, h->n, (long long)lowered, (long long)hits);
+         "xgb: annealing stopped after %d steps%s with %d candidates (features: %lld configs lowered, "
+         "%lld from the cache)", k, over ? " (its time budget)" : "", h->n, (long long)lowered, (long long)hits);
   /* sort best first */
   scored *o = malloc(sizeof(scored) * (size_t)(h->n ? h->n : 1));
   uint64_t *p = malloc(sizeof(uint64_t) * (size_t)(h->n ? h->n : 1));
