@@ -66,6 +66,10 @@ db=$tmp/t.db
 # under dense.x86 too: 11 task-template pairs
 good "tune --modelname: AutoTVM's per-task progress" '^\[Task 1/11\] Current/Best' \
   tune "${S[@]}" --trials 4 --db "$db" --iftune true --ifcompare true --tuner random "${T[@]}"
+check "tune --modelname: the trials measured with the weights cold, the activation warm (the default)" \
+  "grep -Eq '^tasks .*weights flushed before every call, the activation warm' '$tmp/out'"
+check "  ...and their records say cold" \
+  "[ \$(sqlite3 '$db' 'select count(*) from measurements where flush = 0') = 0 ] && [ \$(sqlite3 '$db' 'select count(*) from measurements where flush = 1') -gt 0 ]"
 check "tune --modelname: Winograd tuned beside the blocked direct template" \
   "grep -Eq '^tuned +7 tasks \(11 task-template pairs\)' '$tmp/out'"
 check "tune --ifcompare: untuned, tuned and oneDNN, and the speedups" \
@@ -132,6 +136,10 @@ bad "run --save-output into a missing folder" 'save-output' \
 echo "not a database" >"$tmp/junk.db"
 bad "run --db: not a database" 'junk.db' run "${S[@]}" --db "$tmp/junk.db"
 bad "vm: a batch size of 0 in the list" 'batch size of 0|bad value' run "${S[@]}" --executor vm --batchsize 1,0
+good "tune --modelname --warm: warm caches" '^tasks .*warm caches \(--warm\)' \
+  tune "${S[@]}" --trials 1 --db "$tmp/warm.db" --iftune true --ifcompare false --tuner random --warm "${T[@]}"
+bad "tune --modelname --warm --flush" '--warm is for tuning a model' \
+  tune "${S[@]}" --db "$tmp/warm.db" --warm --flush
 check "the database is untouched by the failures" "[ -s '$db' ] && sqlite3 '$db' 'SELECT count(*) FROM measurements' | grep -Eq '^[1-9]'"
 
 finish

@@ -63,7 +63,7 @@ enum {
 typedef enum flag_id {
   F_HELP, F_VERBOSE, F_SHAPE, F_STRIDE, F_PAD, F_DILATION, F_EPILOGUE, F_TEMPLATE,
   F_CONFIG, F_CONFIG_INDEX, F_SUITE, F_DRY_RUN, F_THREADS, F_CORES, F_NUMBER, F_REPEAT,
-  F_MIN_REPEAT_MS, F_MAX_CV, F_MAX_OFFCPU, F_STABILITY_BUDGET, F_FLUSH, F_FLUSH_WEIGHTS, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
+  F_MIN_REPEAT_MS, F_MAX_CV, F_MAX_OFFCPU, F_STABILITY_BUDGET, F_FLUSH, F_FLUSH_WEIGHTS, F_WARM, F_TIMEOUT, F_BUILD_TIMEOUT, F_CC, F_SEED, F_PRINT_SOURCE,
   F_PRINT_IR, F_JSON, F_VS, F_SEARCH, F_OP, F_TUNER, F_TRIALS, F_EARLY_STOPPING, F_BATCH,
   F_DB, F_LOG, F_NO_TRANSFER, F_REMEASURE, F_RECONFIRM, F_WORKLOAD, F_HOST, F_RESOURCES, F_FORMAT, F_OUT,
   F_TOP, F_MODELSOURCE, F_MODELNAME, F_MODELPATH, F_BATCHSIZE, F_SEQLEN, F_INPUT_SIZE, F_HIDDEN,
@@ -105,6 +105,7 @@ static const flag_def flags[F_COUNT] = {
     [F_STABILITY_BUDGET] = {"--stability-budget", true, M_TIMING},
     [F_FLUSH] = {"--flush", false, M_MEASURE},
     [F_FLUSH_WEIGHTS] = {"--flush-weights", false, M_OP | M_TUNE},
+    [F_WARM] = {"--warm", false, M_TUNE},
     [F_TIMEOUT] = {"--timeout", true, M_TIMING},
     [F_BUILD_TIMEOUT] = {"--build-timeout", true, M_TIMING},
     [F_CC] = {"--cc", true, M_TIMING},
@@ -535,9 +536,13 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "reference, and prints mean and median latency of each and the speedups.\n"
             "  --key-ops P          tune only the tasks that make up P%% of the estimated time\n"
             "  --iftune B, --ifcompare B   true or false\n"
-            "  --profile            also the tuned run's per-node breakdown\n"            "  --record-steps       store the tuned plan's in-graph step latencies in --db (as run\n"
-            "                       --record-steps does), in this process right after its timing\n"
-            "                       rounds: the db in-graph line then sums records of the same process\n"
+            "  --profile            also the tuned run's per-node breakdown\n"
+            "  --record-steps       store the tuned plan's in-graph step latencies in --db (as run\n"
+            "                       --record-steps does), in this process between the tuned timing's\n"
+            "                       repeats: the db in-graph line then sums records of the same moments\n"
+            "  --warm               measure the trials with warm caches; a model's default is\n"
+            "                       --flush-weights (its tasks' weights cold, the activation warm, as\n"
+            "                       in the graph: AutoTVM's x86 advice)\n"
             "  --input FILE         the first input (.npy or raw float32) instead of random data\n"
             "  --save-output FILE   the tuned run's first output as .npy\n\n%s%s\n%s",
             workload_help, measure_help, model_help);
@@ -928,6 +933,7 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
     a->mo.timing.flush = true;
     a->mo.flush_keep_first = true;
     break;
+  case F_WARM: a->warm = true; break;
   case F_TIMEOUT:
     if (!double_flag(name, v, 1e-3, 1e5, &a->mo.timing.timeout_s)) return false;
     a->timeout_set = true;
@@ -1425,6 +1431,17 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     return false;
   }
   a->model_tune = cmd == CLI_CMD_TUNE && has_model;
+  if (a->warm && (a->mo.timing.flush || !a->model_tune)) {
+    cli_error("--warm is for tuning a model, whose default is --flush-weights; not with %s",
+              a->mo.timing.flush ? "--flush or --flush-weights" : "--op (warm is its default)");
+    return false;
+  }
+  /* a model's tasks are tuned as they run in it: the weights cold, the
+   * activation warm (AutoTVM's x86 advice; see --flush-weights) */
+  if (a->model_tune && !a->warm && !a->mo.timing.flush) {
+    a->mo.timing.flush = true;
+    a->mo.flush_keep_first = true;
+  }
   /* the fleet's jobs carry the timing options, not which inputs to flush;
    * collaboration tuning measures through the co-runner, which flushes all */
   if (cmd == CLI_CMD_TUNE && a->mo.flush_keep_first && (a->fleet || a->ncorun_spec)) {

@@ -142,6 +142,7 @@ typedef struct cli_args {
   /* run, and tune with a model (the collector) */
   const char *kernels;     /* --kernels tuned|default|onednn (run; default tuned) */
   bool profile;            /* --profile: per-node breakdown */
+  bool warm;               /* --warm: tune a model with warm caches (its default: --flush-weights) */
   bool record_steps;       /* --record-steps: store in-graph step latencies in --db (run) */
   const char *executor;    /* --executor graph|vm (default graph) */
   int iftune, ifcompare;   /* --iftune/--ifcompare true|false (tune with a model; default true) */

@@ -852,8 +852,11 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   printf("model      %s, batch %lld; target %s; %d thread%s on cores %s; db %s\n", ob_graph_name(g),
          (long long)(a->batchsize ? a->batchsize : 1), ob_target_str(target), a->mo.nthreads,
          a->mo.nthreads == 1 ? "" : "s", cores, a->db_path);
-  printf("tasks      %d distinct workloads; %d to tune%s (tuner %s, %d trials each)\n", nt, keep,
-         keep < nt ? " (--key-ops)" : "", a->tuner, a->trials);
+  printf("tasks      %d distinct workloads; %d to tune%s (tuner %s, %d trials each; %s)\n", nt, keep,
+         keep < nt ? " (--key-ops)" : "", a->tuner, a->trials,
+         a->mo.flush_keep_first ? "weights flushed before every call, the activation warm (--warm: all warm)"
+         : a->mo.timing.flush   ? "every input flushed before every call (--flush)"
+                                : "warm caches (--warm)");
   for (int i = 0; i < keep; i++)
     printf("  %3d %6d x %-s\n", i + 1, tasks[i].count, tasks[i].key);
   fflush(stdout);
