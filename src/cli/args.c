@@ -1443,8 +1443,9 @@ bool cli_parse(ob_ctx *ctx, cli_cmd cmd, int argc, char **argv, cli_args *a) {
     a->mo.flush_keep_first = true;
   }
   /* the fleet's jobs carry the timing options, not which inputs to flush;
-   * collaboration tuning measures through the co-runner, which flushes all */
-  if (cmd == CLI_CMD_TUNE && a->mo.flush_keep_first && (a->fleet || a->ncorun_spec)) {
+   * collaboration tuning measures through the co-runner, which flushes all
+   * (a model is refused both below, with its own message) */
+  if (cmd == CLI_CMD_TUNE && !a->model_tune && a->mo.flush_keep_first && (a->fleet || a->ncorun_spec)) {
     cli_error("--flush-weights is measured here, one kernel at a time: not with %s (--flush flushes every input there)",
               a->fleet ? "--fleet" : "--corun");
     return false;

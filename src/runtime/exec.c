@@ -204,6 +204,7 @@ static ob_status prof_reduce(prof_acc *acc, bool trimmed, double *step_s, double
   ob_rt *rt = acc->rt;
   int ns = rt->ns, runs = acc->n;
   size_t w = (size_t)ns + 1;
+  if (runs < 1) return ob_fail(rt->ctx, OB_ERR_RUNTIME, "runtime: no profiled run to reduce");
   run_tot *o = malloc(sizeof *o * (size_t)runs);
   double *x = malloc(sizeof *x * (size_t)runs);
   if (!o || !x) {
