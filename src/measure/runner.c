@@ -402,7 +402,7 @@ static void worker_serve(worker *w, const unsigned char *msg, size_t len, int fd
   size_t need = sizeof q + nb * 16 + nt * 4 + nb + (size_t)q.path_len + 1 + q.sym_len + 1;
   if (co) need += cnb * 16 + cnt * 4 + (size_t)q.co_path_len + 1 + q.co_sym_len + 1;
   if (q.kind != W_RUN || q.nbufs < 0 || q.nthreads < 1 || q.timing.repeat < 1 ||
-      q.timing.repeat > OB_TIMING_MAX_COSTS || q.timing.number < 0 || q.timing.clock ||
+      q.timing.repeat > OB_TIMING_MAX_COSTS || q.timing.number < 0 || q.timing.clock || q.timing.between ||
       (co && q.co_nthreads < 1) || len != need || fd < 0) {
     worker_err(w, "malformed request");
     return;
@@ -839,6 +839,8 @@ static ob_status native_run(void *self, const ob_run_request *req, const ob_timi
   q.nbufs = (int32_t)nb;
   q.nthreads = nthreads;
   q.timing = *t;
+  q.timing.between = NULL; /* a hook of this process's timing, not the worker's */
+  q.timing.between_user = NULL;
   q.deadline = deadline;
   q.map_bytes = b->map_bytes;
   q.path_len = (uint32_t)path_len;
