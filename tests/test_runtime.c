@@ -300,10 +300,13 @@ static void test_threads_batch(void) {
         /* timing with profiled runs between the repeats: the steps add up
          * to the profiled runs' total (less the loop's few ns a step) */
         double *ps = calloc((size_t)ns, sizeof *ps), ptot = 0, psum = 0;
-        CHECK(ob_rt_time_profiled(rt, &to, 2, &t, ps, &ptot) == OB_OK);
+        int pruns = 0;
+        CHECK(ob_rt_time_profiled(rt, &to, 2, &t, ps, &ptot, &pruns) == OB_OK);
         for (int i = 0; i < ns; i++) psum += ps[i];
         CHECK_MSG(t.median_s > 0 && ptot > 0 && psum <= ptot && psum > 0.95 * ptot,
                   "time_profiled: median %g, profiled total %g, steps %g", t.median_s, ptot, psum);
+        CHECK_MSG(pruns == 2 * (t.repeat - t.retaken), "time_profiled: %d runs, %d kept repeats", pruns,
+                  t.repeat - t.retaken);
         free(ps);
       }
       ob_rt_free(rt);

@@ -126,9 +126,10 @@ OB_API ob_status ob_rt_profile_trimmed(ob_rt *rt, int runs, double *step_s, doub
  * the profile and the timing meet the host's slow windows alike (profiled
  * runs taken after a round's timing summed to 9.88 ms against its 8.29 end
  * to end, squeezenet-1.1 at 1 thread). The limit on the whole is the
- * timing's timeout times 1 + runs_per_repeat. */
+ * timing's timeout times 1 + runs_per_repeat. *runs (may be NULL) gets the
+ * number of profiled runs. */
 OB_API ob_status ob_rt_time_profiled(ob_rt *rt, const ob_timing_opts *o, int runs_per_repeat, ob_timing *out,
-                                     double *step_s, double *total_s);
+                                     double *step_s, double *total_s, int *runs);
 
 /* ---- what was compiled ------------------------------------------------------- */
 typedef enum ob_rt_step_kind {

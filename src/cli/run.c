@@ -307,14 +307,14 @@ static int run_graph(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob
   /* --record-steps: the profiled runs between the timed repeats, so that
    * the records and the latency they are compared with meet the same
    * moments of the host */
-  int per = RECORD_RUNS / (mt.repeat > 0 ? mt.repeat : OB_TIMING_DEFAULT_REPEAT);
+  int per = RECORD_RUNS / ob_timing_normalize(&mt, -1).repeat, runs = 0;
   if (per < 1) per = 1;
   double *steps = a->record_steps ? calloc((size_t)ob_rt_step_count(rt) + 1, sizeof(double)) : NULL, tot = 0;
   if (a->record_steps && !steps) {
     cli_error("out of memory");
     goto done;
   }
-  if ((a->record_steps ? ob_rt_time_profiled(rt, &mt, per, &tm, steps, &tot) : ob_rt_time(rt, &mt, &tm)) != OB_OK) {
+  if ((a->record_steps ? ob_rt_time_profiled(rt, &mt, per, &tm, steps, &tot, &runs) : ob_rt_time(rt, &mt, &tm)) != OB_OK) {
     cli_error("%s%s", a->record_steps ? "--record-steps: " : "", ob_ctx_errmsg(ctx));
     free(steps);
     goto done;
@@ -322,7 +322,6 @@ static int run_graph(ob_ctx *ctx, const cli_args *a, const ob_target *target, ob
   print_timing("", &tm);
   if (a->record_steps) {
     double sum = 0;
-    int runs = (tm.repeat - tm.retaken) * per;
     ob_status st = ob_rt_store_steps(rt, db, steps, runs, &sum);
     free(steps);
     if (st != OB_OK) {
@@ -777,15 +776,16 @@ static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_op
       /* the tuned plan's step records in the pauses between its timed
        * repeats: a slow window of the host lands in both alike */
       bool prof = rec && rts[i] == rec;
+      int runs = 0;
       ob_status st = prof ? ob_rt_time_profiled(rec, o, RECORD_RUNS_PER_REPEAT, &t, rr + (size_t)r * (size_t)(ns + 1),
-                                                &rtot[r])
+                                                &rtot[r], &runs)
                           : ob_rt_time(rts[i], o, &t);
       if (st != OB_OK) {
         cli_error("%s%s", prof ? "--record-steps: " : "", ob_ctx_errmsg(ctx));
         ok = false;
         break;
       }
-      if (prof) *rec_runs += (t.repeat - t.retaken) * RECORD_RUNS_PER_REPEAT;
+      *rec_runs += runs;
       double *dst = all + (size_t)i * CMP_ROUNDS * OB_TIMING_MAX_COSTS;
       memcpy(dst + nall[i], t.costs, sizeof(double) * (size_t)t.ncosts);
       nall[i] += t.ncosts;

@@ -124,23 +124,39 @@ void ob_rt_check(const ob_rt *rt, const void *const *ref, double tol, ob_rt_chec
   }
 }
 
-ob_status ob_rt_time(ob_rt *rt, const ob_timing_opts *o, ob_timing *out) {
+/* The model's timing: one discarded run, then the kernels' timing loop.
+ * between (NULL: o's own) runs after every kept repeat with user, and
+ * *hook_st (may be NULL) holds its failure, which is the one reported; the
+ * limit is the timeout times `scale` (the hook's runs take time too). */
+static ob_status time_model(ob_rt *rt, const ob_timing_opts *o, int (*between)(void *), void *user,
+                            const ob_status *hook_st, double scale, ob_timing *out) {
   memset(out, 0, sizeof *out);
   ob_timing_opts t = ob_timing_resolve(o, rt->target);
   if (t.timer_overhead_s <= 0) t.timer_overhead_s = ob_timer_overhead();
+  if (between) {
+    t.between = between;
+    t.between_user = user;
+  }
+  double limit = t.timeout_s * scale;
   bool e;
   enter(rt, &e);
   ob_status st = run_named(rt); /* the discarded warm-up names a failing step */
   if (!st) {
-    int rc = ob_time_loop(&t, ob_now_s() + t.timeout_s, run_all, NULL, rt, out);
-    if (rc == OB_TIME_DEADLINE)
-      st = ob_fail(rt->ctx, OB_ERR_TIMEOUT, "runtime: timing the model ran past %g s", t.timeout_s);
+    int rc = ob_time_loop(&t, ob_now_s() + limit, run_all, NULL, rt, out);
+    if (hook_st && *hook_st)
+      st = *hook_st;
+    else if (rc == OB_TIME_DEADLINE)
+      st = ob_fail(rt->ctx, OB_ERR_TIMEOUT, "runtime: timing the model ran past %g s", limit);
     else if (rc)
       st = run_named(rt);
     if (!st && rc) st = ob_fail(rt->ctx, OB_ERR_RUNTIME, "runtime: a step failed while timing (status %d)", rc);
   }
   leave(rt, e);
   return st;
+}
+
+ob_status ob_rt_time(ob_rt *rt, const ob_timing_opts *o, ob_timing *out) {
+  return time_model(rt, o, NULL, NULL, NULL, 1, out);
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -256,30 +272,12 @@ static int prof_between(void *user) {
 }
 
 ob_status ob_rt_time_profiled(ob_rt *rt, const ob_timing_opts *o, int runs_per_repeat, ob_timing *out,
-                              double *step_s, double *total_s) {
-  memset(out, 0, sizeof *out);
+                              double *step_s, double *total_s, int *runs) {
   prof_acc acc = {.rt = rt, .per_call = runs_per_repeat < 1 ? 1 : runs_per_repeat};
-  ob_timing_opts t = ob_timing_resolve(o, rt->target);
-  if (t.timer_overhead_s <= 0) t.timer_overhead_s = ob_timer_overhead();
-  t.between = prof_between;
-  t.between_user = &acc;
   /* the profiled runs take about as long as the timed ones */
-  double limit = t.timeout_s * (1 + acc.per_call);
-  bool e;
-  enter(rt, &e);
-  ob_status st = run_named(rt);
-  if (!st) {
-    int rc = ob_time_loop(&t, ob_now_s() + limit, run_all, NULL, rt, out);
-    if (acc.st)
-      st = acc.st;
-    else if (rc == OB_TIME_DEADLINE)
-      st = ob_fail(rt->ctx, OB_ERR_TIMEOUT, "runtime: timing the model ran past %g s", limit);
-    else if (rc)
-      st = run_named(rt);
-    if (!st && rc) st = ob_fail(rt->ctx, OB_ERR_RUNTIME, "runtime: a step failed while timing (status %d)", rc);
-  }
-  leave(rt, e);
+  ob_status st = time_model(rt, o, prof_between, &acc, &acc.st, 1 + acc.per_call, out);
   if (!st) st = prof_reduce(&acc, true, step_s, total_s);
+  if (!st && runs) *runs = acc.n;
   free(acc.t);
   return st;
 }
