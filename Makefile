@@ -12,6 +12,8 @@
 
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 JOBS ?= 2
+# one kernel cache for both test builds (content-addressed: see CMakeLists.txt)
+TEST_KCACHE ?= $(CURDIR)/build-kcache
 FUZZ_SECONDS ?= 300
 DEMO_TRIALS ?= 16
 
@@ -36,12 +38,12 @@ test: deps
 	$(MAKE) test-asan
 
 test-release:
-	cmake -S . -B build $(CMAKE_FLAGS) -DOB_WERROR=ON
+	cmake -S . -B build $(CMAKE_FLAGS) -DOB_WERROR=ON -DOB_TEST_KCACHE=$(TEST_KCACHE)
 	cmake --build build -j$(JOBS)
 	ctest --test-dir build --output-on-failure -j2
 
 test-asan:
-	cmake -S . -B build-asan $(CMAKE_FLAGS) -DOB_SANITIZE=ON -DOB_WERROR=ON
+	cmake -S . -B build-asan $(CMAKE_FLAGS) -DOB_SANITIZE=ON -DOB_WERROR=ON -DOB_TEST_KCACHE=$(TEST_KCACHE)
 	cmake --build build-asan -j$(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j2
 
@@ -49,4 +51,4 @@ fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) ./scripts/fuzz.sh
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-kcache
