@@ -7,7 +7,7 @@
 #                              300) per target; inputs that reach new code
 #                              are kept in BUILD/corpus/<target>/ for the
 #                              next run, crashes saved as BUILD/crashes/<target>-*
-#   scripts/fuzz.sh --quick    what `make test` runs: FUZZ_SECONDS (default 15)
+#   scripts/fuzz.sh --quick    what `make test` runs: FUZZ_SECONDS (default 8)
 #                              per target, nothing kept
 #   scripts/fuzz.sh --merge    after a run: minimizes BUILD/corpus/<target>/
 #                              into the committed fuzz/corpus/<target>/
@@ -36,7 +36,7 @@ if ! command -v clang >/dev/null 2>&1; then
   echo "fuzz.sh: clang is not installed; skipping the fuzz targets (scripts/install-deps.sh installs it)"
   exit 77
 fi
-secs=${FUZZ_SECONDS:-$([ $mode = quick ] && echo 15 || echo 300)}
+secs=${FUZZ_SECONDS:-$([ $mode = quick ] && echo 8 || echo 300)}
 
 echo "fuzz.sh: building the fuzz targets in $bdir"
 mkdir -p "$bdir"
