@@ -972,6 +972,66 @@ static void test_autotvm_roundtrip(void) {
 }
 
 
+/* The cache state a record was timed in (warm, cold, cold weights with a
+ * warm activation) is stored, read back, exported and imported, and top-k
+ * can take one state's records only (the runtime compares like with like). */
+static void test_cache_state(void) {
+  ob_db *db = open_db("cache.db");
+  const char *wl = "dense/f32/M1N512K512";
+  static const struct { uint64_t idx; double m; int state; } k_rows[] = {
+      {1, 1e-6, OB_DB_CACHE_WARM},        {2, 3e-6, OB_DB_CACHE_COLD},
+      {3, 2e-6, OB_DB_CACHE_COLD_WEIGHTS}, {4, 2.5e-6, OB_DB_CACHE_COLD_WEIGHTS},
+      {5, 0.5e-6, OB_DB_CACHE_ANY}, /* protocol unknown (an imported record) */
+  };
+  for (size_t i = 0; i < sizeof k_rows / sizeof k_rows[0]; i++) {
+    trial t;
+    make_trial(&t, wl, "dense.x86", k_rows[i].idx, k_rows[i].m);
+    t.r.timing.flush = k_rows[i].state >= OB_DB_CACHE_COLD;
+    t.r.timing.flush_keep_first = k_rows[i].state == OB_DB_CACHE_COLD_WEIGHTS;
+    if (k_rows[i].state == OB_DB_CACHE_ANY) t.r.timing.min_repeat_ms = NAN;
+    CHECK(ob_db_put_measurement(db, &t.r, 0, NULL) == OB_OK);
+  }
+  ob_db_records *r = NULL;
+  CHECK(ob_db_workload_records(db, wl, &r) == OB_OK && r && r->n == 5);
+  for (int64_t i = 0; r && i < r->n; i++) {
+    const ob_timing *x = &r->rec[i].timing;
+    int want = k_rows[r->rec[i].config_index - 1].state;
+    if (want == OB_DB_CACHE_ANY) CHECK(isnan(x->min_repeat_ms) && !x->flush && !x->flush_keep_first);
+    else CHECK_MSG((int)ob_db_cache_of(x) == want, "config %llu: %s", (unsigned long long)r->rec[i].config_index,
+                   ob_db_cache_name(ob_db_cache_of(x)));
+  }
+  ob_db_records_free(r);
+  ob_db_key k = task_key(wl, NULL);
+  static const struct { ob_db_cache c; int n; uint64_t first; } k_top[] = {
+      {OB_DB_CACHE_WARM, 1, 1}, {OB_DB_CACHE_COLD, 1, 2}, {OB_DB_CACHE_COLD_WEIGHTS, 2, 3}, {OB_DB_CACHE_ANY, 5, 5}};
+  for (size_t i = 0; i < sizeof k_top / sizeof k_top[0]; i++) {
+    CHECK(ob_db_top_k_cache(db, &k, k_top[i].c, 10, &r) == OB_OK && r);
+    CHECK_MSG(r && r->n == k_top[i].n && r->rec[0].config_index == k_top[i].first, "%s: %lld records",
+              ob_db_cache_name(k_top[i].c), r ? (long long)r->n : -1LL);
+    ob_db_records_free(r);
+  }
+  CHECK(ob_db_top_k_cache(db, &k, OB_DB_CACHE_COLD_WEIGHTS, 0, &r) == OB_ERR_INVALID_ARG && !r);
+  CHECK(!strcmp(ob_db_cache_name(OB_DB_CACHE_COLD_WEIGHTS), "cold-weights"));
+  /* CSV names it; AutoTVM's log carries it and brings it back */
+  int64_t rows = 0;
+  CHECK(ob_db_export_csv(db, NULL, path_in("cache.csv"), &rows) == OB_OK && rows == 5);
+  char *csv = read_all(path_in("cache.csv"), NULL);
+  CHECK(csv && strstr(csv, ",cold-weights,") && strstr(csv, ",cold,") && strstr(csv, ",warm,"));
+  free(csv);
+  int64_t n = 0;
+  CHECK(ob_db_export_autotvm(db, NULL, path_in("cache.json"), ob_op_autotvm_map(), NULL, NULL, NULL, &n) == OB_OK &&
+        n == 5);
+  ob_db *b = open_db("cache_b.db");
+  ob_db_import_opts o = {.host = HOST, .resources = RES, .map = ob_op_autotvm_map()};
+  ob_db_import_result res;
+  CHECK(ob_db_import_autotvm(b, path_in("cache.json"), &o, &res) == OB_OK && res.nimported == 5);
+  ob_db_import_result_clear(&res);
+  CHECK(ob_db_top_k_cache(b, &k, OB_DB_CACHE_COLD_WEIGHTS, 10, &r) == OB_OK && r && r->n == 2);
+  ob_db_records_free(r);
+  ob_db_close(b);
+  ob_db_close(db);
+}
+
 /* Every field of the timing record is stored and read back; an unknown
  * protocol stays unknown; long AutoTVM cost lists are kept whole; CSV
  * carries the protocol; stats count noisy and emulated records. */
@@ -1472,6 +1532,7 @@ int main(int argc, char **argv) {
     test_autotvm_map();
     test_workload_attrs();
     test_timing_record();
+    test_cache_state();
     test_profile_tables();
     if (!pg) test_migrate_v1(); /* version-1 stores are SQLite files */
   }

@@ -128,8 +128,10 @@ static void fixture_close(rt_fixture *f) {
 
 /* A runtime of g on db's tuned configs, fed x, run once and checked against
  * x's reference (what names the test in failures). NULL when a step failed. */
-static ob_rt *tuned_run_checked(const ob_graph *g, ob_db *db, const ob_target *tg, const io *x, const char *what) {
+static ob_rt *tuned_run_cache(const ob_graph *g, ob_db *db, const ob_target *tg, const io *x, const char *what,
+                              ob_db_cache cache) {
   ob_rt_opts o = ob_rt_opts_default();
+  o.cache = cache;
   o.kernels = OB_RT_TUNED;
   o.db = db;
   o.target = tg;
@@ -146,6 +148,10 @@ static ob_rt *tuned_run_checked(const ob_graph *g, ob_db *db, const ob_target *t
   ob_rt_check(rt, (const void *const *)x->ref, 1e-3, &c);
   CHECK_MSG(c.ok, "%s: %s", what, c.message);
   return rt;
+}
+
+static ob_rt *tuned_run_checked(const ob_graph *g, ob_db *db, const ob_target *tg, const io *x, const char *what) {
+  return tuned_run_cache(g, db, tg, x, what, ob_rt_opts_default().cache);
 }
 
 /* The plan's invariant: buffers whose byte ranges intersect have disjoint
@@ -405,9 +411,10 @@ static void test_bad(void) {
   ob_rt_vm_free(NULL);
 }
 
-/* Puts one record of cfg (template tmpl) for node n's workload. */
-static void put_record(ob_db *db, const ob_host *h, const ob_target *tg, const char *res, const ob_graph *g, int n,
-                       const char *tmpl, const ob_config *cfg, double m) {
+/* Puts one record of cfg (template tmpl) for node n's workload, timed warm
+ * or in another cache state. */
+static void put_record_in(ob_db *db, const ob_host *h, const ob_target *tg, const char *res, const ob_graph *g, int n,
+                          const char *tmpl, const ob_config *cfg, double m, ob_db_cache cache) {
   ob_workload wl;
   CHECK(ob_graph_node_workload(ctx, g, n, &wl) == OB_OK);
   char key[256], *ent = NULL;
@@ -418,8 +425,90 @@ static void put_record(ob_db *db, const ob_host *h, const ob_target *tg, const c
                     .timing = {.median_s = m, .mean_s = m, .cv = 0.01, .ncosts = 1, .costs = {m}, .number = 1,
                                .repeat = 1, .min_repeat_ms = 1.0},
                     .nthreads = 1, .cores = "0", .timestamp = 1700000000.0};
+  r.timing.flush = cache == OB_DB_CACHE_COLD || cache == OB_DB_CACHE_COLD_WEIGHTS;
+  r.timing.flush_keep_first = cache == OB_DB_CACHE_COLD_WEIGHTS;
   CHECK_MSG(ob_db_put_measurement(db, &r, 0, NULL) == OB_OK, "put: %s", ob_ctx_errmsg(ctx));
   free(ent);
+}
+
+static void put_record(ob_db *db, const ob_host *h, const ob_target *tg, const char *res, const ob_graph *g, int n,
+                       const char *tmpl, const ob_config *cfg, double m) {
+  put_record_in(db, h, tg, res, g, n, tmpl, cfg, m, OB_DB_CACHE_WARM);
+}
+
+/* Records of two cache states for every direct convolution: a warm one
+ * that reads faster and one with cold weights (tune --modelname's
+ * default), of two configs with the same data layouts (the layout
+ * selection has nothing to trade). The runtime's default takes the
+ * cold-weights config, the one a model's kernel meets; asked for warm or
+ * any state, the warm one; with warm records only, those (said in stats). */
+static void test_cache_records(void) {
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "cache records")) goto done;
+  uint64_t warm_cfg[64], cold_cfg[64];
+  int node[64], nn = 0;
+  for (int n = 0; n < ob_graph_node_count(f.g) && nn < 64; n++) {
+    ob_workload wl;
+    if (ob_graph_node_dead(f.g, n) || ob_graph_node_op(f.g, n) != OB_GOP_CONV ||
+        ob_graph_node_workload(ctx, f.g, n, &wl) != OB_OK)
+      continue;
+    ob_task *t = NULL;
+    if (ob_task_new(ctx, &wl, "conv2d_NCHWc.x86", f.tg, &t) != OB_OK) {
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    ob_config a = ob_task_default_config(t), b = a;
+    ob_config_set_knob(&b, "unroll_kw", !ob_config_knob(&a, "unroll_kw"));
+    if (b.index != a.index && ob_space_is_valid(ob_task_space(t), b.index)) {
+      put_record_in(f.db, &f.h, f.tg, f.res, f.g, n, "conv2d_NCHWc.x86", &a, 1e-6, OB_DB_CACHE_WARM);
+      node[nn] = n;
+      warm_cfg[nn] = a.index;
+      cold_cfg[nn++] = b.index;
+    }
+    ob_task_free(t);
+  }
+  CHECK_MSG(nn >= 2, "simple has %d direct convolutions with an unroll_kw knob", nn);
+  /* warm records only: taken whatever the preference, and counted */
+  for (int pass = 0; pass < 4; pass++) {
+    if (pass == 1) /* then cold-weights records of the other configs, slower */
+      for (int i = 0; i < nn; i++) {
+        ob_workload wl;
+        ob_task *t = NULL;
+        CHECK(ob_graph_node_workload(ctx, f.g, node[i], &wl) == OB_OK &&
+              ob_task_new(ctx, &wl, "conv2d_NCHWc.x86", f.tg, &t) == OB_OK);
+        ob_config b;
+        CHECK(t && ob_space_get(ctx, ob_task_space(t), cold_cfg[i], &b) == OB_OK);
+        if (t) put_record_in(f.db, &f.h, f.tg, f.res, f.g, node[i], "conv2d_NCHWc.x86", &b, 5e-6, OB_DB_CACHE_COLD_WEIGHTS);
+        ob_task_free(t);
+      }
+    static const ob_db_cache k_pref[4] = {OB_DB_CACHE_COLD_WEIGHTS, OB_DB_CACHE_COLD_WEIGHTS, OB_DB_CACHE_WARM,
+                                          OB_DB_CACHE_ANY};
+    ob_rt *rt = tuned_run_cache(f.g, f.db, f.tg, &f.x, "cache records", k_pref[pass]);
+    if (!rt) continue;
+    bool cold = pass == 1;
+    int ok = 0;
+    for (int s = 0; s < ob_rt_step_count(rt); s++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, s, &si);
+      for (int i = 0; i < nn; i++)
+        if (si.kind == OB_RT_STEP_KERNEL && si.node == node[i])
+          ok += si.from_db && si.config_index == (cold ? cold_cfg[i] : warm_cfg[i]);
+    }
+    ob_rt_stats st;
+    ob_rt_get_stats(rt, &st);
+    CHECK_MSG(ok == nn, "cache records, pass %d: %d of %d convolutions ran the %s config", pass, ok, nn,
+              cold ? "cold-weights" : "warm");
+    CHECK_MSG(st.cache == k_pref[pass] && st.nother_cache == (pass == 0 ? st.ntuned : 0) && st.ntuned >= 1,
+              "cache records, pass %d: %d of %d tuned tasks from another state", pass, st.nother_cache, st.ntuned);
+    ob_rt_free(rt);
+  }
+  /* an unknown state is refused */
+  ob_rt_opts o = ob_rt_opts_default();
+  o.cache = (ob_db_cache)9;
+  ob_rt *rt = NULL;
+  CHECK(ob_rt_new(ctx, f.g, &o, &rt) == OB_ERR_INVALID_ARG && !rt && strstr(ob_ctx_errmsg(ctx), "cache state"));
+done:
+  fixture_close(&f);
 }
 
 /* Records of conv2d_winograd.x86 in the database: the runtime runs its
@@ -998,6 +1087,7 @@ int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
   test_bad();
   test_winograd_records();
+  test_cache_records();
   test_untuned_winograd();
   test_build_fallback();
   test_layout_select();

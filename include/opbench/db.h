@@ -200,8 +200,22 @@ typedef enum ob_db_order {
   OB_DB_ORDER_COUNT
 } ob_db_order;
 
+/* The cache state a record was timed in, as stored in the flush column:
+ * 0 warm, 1 cold (every input flushed before every call: --flush), 2 the
+ * weights cold and the activation warm (--flush-weights, a model's
+ * default; files written before it stored 1 for it). NULL: unknown. */
+typedef enum ob_db_cache {
+  OB_DB_CACHE_ANY = 0, /* a filter that does not look at it */
+  OB_DB_CACHE_WARM,
+  OB_DB_CACHE_COLD,
+  OB_DB_CACHE_COLD_WEIGHTS
+} ob_db_cache;
+OB_API ob_db_cache ob_db_cache_of(const ob_timing *t);
+OB_API const char *ob_db_cache_name(ob_db_cache c); /* "warm", "cold", "cold-weights", "any" */
+
 typedef struct ob_db_filter {
   ob_db_key key;     /* NULL fields match anything */
+  ob_db_cache cache; /* records timed in this cache state only; ANY: all */
   const char *op;    /* operator of the workload; NULL: any */
   bool ok_only;      /* error-free trials only */
   ob_db_order order;
@@ -219,6 +233,9 @@ OB_API void ob_db_records_free(ob_db_records *r); /* accepts NULL */
 OB_API ob_status ob_db_query(ob_db *db, const ob_db_filter *f, ob_db_records **out);
 /* The k fastest error-free records for the key (tmpl NULL: any template). */
 OB_API ob_status ob_db_top_k(ob_db *db, const ob_db_key *key, int64_t k, ob_db_records **out);
+/* The same among the records timed in one cache state (ANY: all). */
+OB_API ob_status ob_db_top_k_cache(ob_db *db, const ob_db_key *key, ob_db_cache cache, int64_t k,
+                                   ob_db_records **out);
 /* The fastest error-free record; OB_ERR_NOT_FOUND (message names the key)
  * when there is none. out->rec[0] is the best. */
 OB_API ob_status ob_db_best(ob_db *db, const ob_db_key *key, ob_db_records **out);

@@ -212,6 +212,8 @@ typedef struct ob_timing {
   int repeat;                        /* repeats taken (after any stability extension); 0: unknown */
   double min_repeat_ms;              /* the floor used (0: none); NAN: unknown */
   bool flush;                        /* cold caches (inputs flushed before every call) vs warm */
+  bool flush_keep_first;             /* with flush: the first input (a model's activation) was
+                                        left warm, the others (weights) flushed (--flush-weights) */
   double timer_overhead_s;           /* one clock read, measured by the worker; 0: unknown */
   bool below_resolution;             /* median < 10x timer overhead */
   bool noisy;                        /* cv still above the stability threshold at the end */

@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "opbench/core.h"
+#include "opbench/db.h"
 #include "opbench/graph.h"
 #include "opbench/kernel.h"
 #include "opbench/target.h"
@@ -63,6 +64,10 @@ typedef struct ob_rt_opts {
   const int *cores;        /* NULL: 0..nthreads-1 */
   struct ob_db *db;        /* records for OB_RT_TUNED/ONEDNN; NULL: defaults everywhere */
   const char *host;        /* fingerprint whose records apply; NULL: this host's */
+  ob_db_cache cache;       /* records timed in this cache state are preferred: a workload
+                              that has any takes its config among them only, else among
+                              all (default OB_DB_CACHE_COLD_WEIGHTS, the state a model's
+                              kernel meets, tune --modelname's default; ANY: all alike) */
   FILE *notes;             /* notices, one line each (a task at its default config,
                               records of another host not applied); NULL: none */
 } ob_rt_opts;
@@ -164,6 +169,9 @@ typedef struct ob_rt_stats {
   int nreblock;          /* conversions between two channel blocks */
   int ntasks;            /* distinct workloads run by kernels */
   int ntuned, ndefault;  /* of those: configs from the database / defaults */
+  int nother_cache;      /* tuned ones whose workload had no record timed in the
+                            preferred cache state (opts.cache): taken from the others */
+  ob_db_cache cache;     /* opts.cache */
   int nbuilt, ncached;   /* kernels compiled now / found in the kernel cache */
   double build_s;        /* wall seconds of compiling, loading, packing */
   size_t peak_bytes;     /* the planned block of activations */

@@ -231,7 +231,7 @@ static const char measure_help[] =
     "  --flush-weights      as --flush, but the first input (the activation) stays warm, as\n"
     "                       in a model, where the layer before leaves it in cache while\n"
     "                       the weights come cold (AutoTVM's enable_cpu_cache_flush); the\n"
-    "                       records say cold. Tuning a model with warm weights can pick a\n"
+    "                       records say cold-weights. Tuning a model with warm weights can pick a\n"
     "                       config that re-reads them from a warm L3 and runs 2x slower\n"
     "                       in the graph\n"
     "  --timeout S          run time limit of one variant, seconds (default 10)\n"

@@ -162,7 +162,7 @@ static const char *timing_text(const ob_timing *t, char *buf, size_t cap) {
   if (!isnan(t->min_repeat_ms)) snprintf(fl, sizeof fl, "%g ms", t->min_repeat_ms);
   if (t->timer_overhead_s > 0) snprintf(ovh, sizeof ovh, "%.3g ns", t->timer_overhead_s * 1e9);
   snprintf(buf, cap, "number %s, repeat %s, floor %s, %s caches, timer overhead %s%s%s%s", num,
-           rep, fl, isnan(t->min_repeat_ms) ? "unknown" : t->flush ? "cold" : "warm", ovh,
+           rep, fl, isnan(t->min_repeat_ms) ? "unknown" : ob_db_cache_name(ob_db_cache_of(t)), ovh,
            t->noisy ? ", noisy" : "", t->below_resolution ? ", below resolution" : "",
            t->emulated ? ", emulated (not a performance figure)" : "");
   return buf;
@@ -194,7 +194,7 @@ static cJSON *record_json(ob_ctx *ctx, sel *s, const ob_db_record *r) {
     cJSON_AddNullToObject(o, "cache");
   } else {
     cJSON_AddNumberToObject(o, "min_repeat_ms", t->min_repeat_ms);
-    cJSON_AddStringToObject(o, "cache", t->flush ? "cold" : "warm");
+    cJSON_AddStringToObject(o, "cache", ob_db_cache_name(ob_db_cache_of(t)));
   }
   if (t->timer_overhead_s > 0) cJSON_AddNumberToObject(o, "timer_overhead_s", t->timer_overhead_s);
   else cJSON_AddNullToObject(o, "timer_overhead_s");

@@ -137,6 +137,11 @@ static ob_rt_opts rt_opts(const cli_args *a, const ob_target *t, ob_db *db, ob_r
   o.cores = a->mo.cores;
   o.db = db;
   o.notes = stdout;
+  /* tune --modelname prefers the records its own trials make */
+  if (a->model_tune)
+    o.cache = !a->mo.timing.flush ? OB_DB_CACHE_WARM
+              : a->mo.flush_keep_first ? OB_DB_CACHE_COLD_WEIGHTS
+                                       : OB_DB_CACHE_COLD;
   return o;
 }
 
@@ -149,6 +154,9 @@ static void print_compiled(const ob_rt *rt) {
          s.ndefault);
   printf("           %d weights packed at load (%.2f MB); kernels: %d built, %d from the cache; %.2f s\n", s.npacked,
          (double)s.packed_bytes / 1e6, s.nbuilt, s.ncached, s.build_s);
+  if (s.nother_cache > 0)
+    printf("records    %d tuned task%s had no record timed in the cache state preferred (%s): configs from "
+           "records of another state\n", s.nother_cache, s.nother_cache == 1 ? "" : "s", ob_db_cache_name(s.cache));
   printf("memory     activations: peak %.3f MB in one planned block; %.3f MB for all %d buffers one after "
          "another (%.1f %%)\n",
          (double)s.peak_bytes / 1e6, (double)s.sum_bytes / 1e6, s.nbuffers,

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "opbench/db.h"
 
 void cli_timing_json(cJSON *o, const ob_timing *t) {
   cJSON_AddNumberToObject(o, "number", t->number);
@@ -16,7 +17,8 @@ void cli_timing_json(cJSON *o, const ob_timing *t) {
   if (isnan(t->min_repeat_ms)) cJSON_AddNullToObject(o, "min_repeat_ms");
   else cJSON_AddNumberToObject(o, "min_repeat_ms", t->min_repeat_ms);
   cJSON_AddBoolToObject(o, "flush", t->flush);
-  cJSON_AddStringToObject(o, "cache", t->flush ? "cold" : "warm");
+  cJSON_AddBoolToObject(o, "flush_keep_first", t->flush && t->flush_keep_first);
+  cJSON_AddStringToObject(o, "cache", ob_db_cache_name(ob_db_cache_of(t))); /* warm, cold, cold-weights */
   cJSON_AddNumberToObject(o, "timer_overhead_ns", t->timer_overhead_s * 1e9);
   cJSON_AddBoolToObject(o, "below_resolution", t->below_resolution);
   cJSON_AddBoolToObject(o, "noisy", t->noisy);
@@ -39,7 +41,7 @@ void cli_timing_text(const ob_timing *t, const ob_timing_opts *asked, int nthrea
   printf("timing     threads %d, number %d (%s), repeat %d, min_repeat_ms %g, %s caches, "
          "timer overhead %s\n",
          nthreads, t->number, adaptive ? "adaptive" : "fixed", t->repeat, t->min_repeat_ms,
-         t->flush ? "cold (--flush)" : "warm", ovh);
+         !t->flush ? "warm" : t->flush_keep_first ? "weights cold (--flush-weights)" : "cold (--flush)", ovh);
   if (t->retaken > 0)
     printf("preempted  %d repeat%s retaken: the thread was off its CPU for more than %g %% of "
            "%s\n",

@@ -247,6 +247,7 @@ static void timing_from_json(const cJSON *j, ob_timing *t) {
     if (cJSON_IsBool(fl)) { /* floor and cache state are known together */
       t->min_repeat_ms = v->valuedouble;
       t->flush = cJSON_IsTrue(fl);
+      t->flush_keep_first = t->flush && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "flush_keep_first"));
     }
   }
   if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(j, "timer_overhead_s")) &&
@@ -588,6 +589,7 @@ static ob_status export_row(void *user, const ob_db_record *r) {
     if (!isnan(t->min_repeat_ms)) {
       cJSON_AddItemToObject(tj, "min_repeat_ms", num_json(t->min_repeat_ms));
       cJSON_AddBoolToObject(tj, "flush", t->flush);
+      if (t->flush && t->flush_keep_first) cJSON_AddBoolToObject(tj, "flush_keep_first", true);
     }
     if (t->timer_overhead_s > 0)
       cJSON_AddItemToObject(tj, "timer_overhead_s", num_json(t->timer_overhead_s));

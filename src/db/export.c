@@ -92,7 +92,7 @@ static ob_status csv_row(void *user, const ob_db_record *r) {
   if (t->repeat > 0) fprintf(f, "%d", t->repeat);
   fputc(',', f);
   csv_real(f, t->min_repeat_ms);
-  csv_field(f, known ? (t->flush ? "cold" : "warm") : "", false);
+  csv_field(f, known ? ob_db_cache_name(ob_db_cache_of(t)) : "", false); /* warm, cold, cold-weights */
   csv_real(f, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
   fprintf(f, "%d,%d,%d,%d,", t->below_resolution, t->noisy, t->extra_repeats, t->emulated);
   csv_real(f, r->build_s);

@@ -142,7 +142,7 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   ob_db_bind_int(st, 19, t->repeat);
   bool known = !isnan(t->min_repeat_ms); /* else the protocol is unknown */
   ob_db_bind_real(st, 20, t->min_repeat_ms);
-  if (known) ob_db_bind_int(st, 21, t->flush);
+  if (known) ob_db_bind_int(st, 21, (int64_t)ob_db_cache_of(t) - OB_DB_CACHE_WARM); /* 0, 1, 2 */
   else ob_db_bind_null(st, 21);
   ob_db_bind_real(st, 22, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
   ob_db_bind_int(st, 23, t->below_resolution);
@@ -287,6 +287,8 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, ob_dbst
   OB_ASSERT(f->order >= 0 && f->order < OB_DB_ORDER_COUNT);
   shape |= (unsigned)f->order << 7;
   shape |= (unsigned)kind << 9;
+  OB_ASSERT(f->cache >= OB_DB_CACHE_ANY && f->cache <= OB_DB_CACHE_COLD_WEIGHTS);
+  shape |= (unsigned)f->cache << 10;
 
   ob_str sql = {0};
   if (kind == OB_Q_RECORDS) {
@@ -328,8 +330,17 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, ob_dbst
     ob_str_appendf(&sql, " %s %s", first ? "WHERE" : "AND", k_cond[i]);
     first = false;
   }
-  if (f->ok_only)
+  if (f->ok_only) {
     ob_str_appendf(&sql, " %s m.error_no = 0 AND m.median_s IS NOT NULL", first ? "WHERE" : "AND");
+    first = false;
+  }
+  /* the stored cache state (a version-1 file has none: matches only ANY) */
+  if (f->cache != OB_DB_CACHE_ANY)
+    ob_str_appendf(&sql, " %s %s", first ? "WHERE" : "AND",
+                   db->version >= 2 ? (f->cache == OB_DB_CACHE_WARM   ? "m.flush = 0"
+                                       : f->cache == OB_DB_CACHE_COLD ? "m.flush = 1"
+                                                                      : "m.flush = 2")
+                                    : "0 = 1");
   if (kind == OB_Q_RECORDS) {
     switch (f->order) {
     case OB_DB_ORDER_FASTEST:
@@ -436,7 +447,9 @@ ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void 
     t->repeat = (int)ob_db_col_int(st, 22);
     t->min_repeat_ms = ob_db_col_real(st, 23);
     bool flush_known = !ob_db_col_null(st, 24);
-    t->flush = flush_known && (int)ob_db_col_int(st, 24) != 0;
+    int64_t fl = flush_known ? ob_db_col_int(st, 24) : 0;
+    t->flush = fl != 0;
+    t->flush_keep_first = fl == OB_DB_CACHE_COLD_WEIGHTS - OB_DB_CACHE_WARM;
     if (!flush_known) t->min_repeat_ms = NAN; /* one unknown protocol, one sentinel */
     double ovh = ob_db_col_real(st, 25);
     t->timer_overhead_s = isfinite(ovh) && ovh > 0 ? ovh : 0;
@@ -522,14 +535,32 @@ ob_status ob_db_query(ob_db *db, const ob_db_filter *f, ob_db_records **out) {
 }
 
 ob_status ob_db_top_k(ob_db *db, const ob_db_key *key, int64_t k, ob_db_records **out) {
+  return ob_db_top_k_cache(db, key, OB_DB_CACHE_ANY, k, out);
+}
+
+ob_status ob_db_top_k_cache(ob_db *db, const ob_db_key *key, ob_db_cache cache, int64_t k,
+                            ob_db_records **out) {
   OB_ASSERT(db && key && out);
-  ob_db_filter f = {.key = *key, .ok_only = true, .order = OB_DB_ORDER_FASTEST, .limit = k};
+  ob_db_filter f = {.key = *key, .ok_only = true, .order = OB_DB_ORDER_FASTEST, .limit = k, .cache = cache};
   if (k <= 0) {
     *out = NULL;
     return ob_fail(db->ctx, OB_ERR_INVALID_ARG, "database '%s': top-k needs k >= 1 (got %lld)",
                    db->path, (long long)k);
   }
   return ob_db_query(db, &f, out);
+}
+
+ob_db_cache ob_db_cache_of(const ob_timing *t) {
+  return !t->flush ? OB_DB_CACHE_WARM : t->flush_keep_first ? OB_DB_CACHE_COLD_WEIGHTS : OB_DB_CACHE_COLD;
+}
+
+const char *ob_db_cache_name(ob_db_cache c) {
+  switch (c) {
+  case OB_DB_CACHE_WARM: return "warm";
+  case OB_DB_CACHE_COLD: return "cold";
+  case OB_DB_CACHE_COLD_WEIGHTS: return "cold-weights";
+  default: return "any";
+  }
 }
 
 ob_status ob_db_best(ob_db *db, const ob_db_key *key, ob_db_records **out) {

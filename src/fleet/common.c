@@ -513,6 +513,7 @@ char *fl_result_json(const fl_result *r) {
   cJSON_AddNumberToObject(tj, "repeat", t->repeat);
   cJSON_AddItemToObject(tj, "min_repeat_ms", num(t->min_repeat_ms));
   cJSON_AddBoolToObject(tj, "flush", t->flush);
+  cJSON_AddBoolToObject(tj, "flush_keep_first", t->flush && t->flush_keep_first);
   cJSON_AddItemToObject(tj, "timer_overhead_s", num(t->timer_overhead_s));
   cJSON_AddBoolToObject(tj, "below_resolution", t->below_resolution);
   cJSON_AddBoolToObject(tj, "noisy", t->noisy);
@@ -560,6 +561,7 @@ bool fl_result_parse(const char *json, size_t len, fl_result *r, char *why, size
     t->repeat = (int)get_num(tj, "repeat", 0);
     t->min_repeat_ms = get_num(tj, "min_repeat_ms", NAN);
     t->flush = get_bool(tj, "flush");
+    t->flush_keep_first = t->flush && get_bool(tj, "flush_keep_first");
     double ovh = get_num(tj, "timer_overhead_s", 0);
     t->timer_overhead_s = isfinite(ovh) ? ovh : 0;
     t->below_resolution = get_bool(tj, "below_resolution");

@@ -320,7 +320,10 @@ void ob_rt_step_get(const ob_rt *rt, int i, ob_rt_step_info *out) {
   if (s->kind == OB_RT_STEP_CONVERT && s->node >= 0) out->node = -1;
 }
 
-void ob_rt_get_stats(const ob_rt *rt, ob_rt_stats *out) { *out = rt->st; }
+void ob_rt_get_stats(const ob_rt *rt, ob_rt_stats *out) {
+  *out = rt->st;
+  out->cache = rt->o.cache;
+}
 
 double ob_rt_db_sum(const ob_rt *rt, int *covered, int *steps) {
   double sum = 0;

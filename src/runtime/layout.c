@@ -181,7 +181,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
   ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
   /* no database, or every task untuned: the defaults and their block
    * variants only (the selection is the graph's plan, not tuning) */
-  if (rt_reads_records(rt) && ob_db_top_k(rt->o.db, &k, RT_TOPK, &recs) != OB_OK) {
+  if (rt_reads_records(rt) && rt_top_records(rt, &k, &recs, NULL) != OB_OK) {
     ob_ctx_clear_error(ctx); /* choose_kernel reads it again and says why */
     return;
   }

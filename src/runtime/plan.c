@@ -294,14 +294,31 @@ bool rt_record_task(ob_ctx *ctx, const ob_rt *rt, const ob_workload *wl, const o
   return true;
 }
 
+/* The k fastest records of a workload (key) in the cache state the runtime
+ * prefers when it has any, else in every state: a config timed warm and
+ * one timed with cold weights are not compared (the warm one reads faster
+ * however it runs in the model). The layout selection and choose_kernel
+ * read the same list. */
+ob_status rt_top_records(const ob_rt *rt, const ob_db_key *k, ob_db_records **out, bool *other) {
+  if (other) *other = false;
+  if (rt->o.cache != OB_DB_CACHE_ANY) {
+    ob_status st = ob_db_top_k_cache(rt->o.db, k, rt->o.cache, RT_TOPK, out);
+    if (st || (*out)->n > 0) return st;
+    ob_db_records_free(*out);
+    *out = NULL;
+    if (other) *other = true;
+  }
+  return ob_db_top_k(rt->o.db, k, RT_TOPK, out);
+}
+
 static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char *key) {
   const ob_graph *g = rt->g;
   ob_ctx *ctx = rt->ctx;
-  bool use_db = rt_reads_records(rt);
+  bool use_db = rt_reads_records(rt), other_cache = false, new_key = !key_seen(rt, key);
   ob_db_records *recs = NULL;
   if (use_db) {
     ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
-    if (ob_db_top_k(rt->o.db, &k, RT_TOPK, &recs) != OB_OK) {
+    if (rt_top_records(rt, &k, &recs, &other_cache) != OB_OK) {
       ob_fail_prefix(ctx, "runtime: reading the database for %s", key);
       return -1;
     }
@@ -357,7 +374,10 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
     }
   }
   ob_db_records_free(recs);
-  if (best >= 0) return best;
+  if (best >= 0) {
+    if (other_cache && new_key) rt->st.nother_cache++;
+    return best;
+  }
   ob_task *task = NULL;
   if (rt_untuned_task(ctx, rt, wl, &task) != OB_OK) {
     ob_fail_prefix(ctx, "runtime: node '%s'", ob_graph_node_name(g, node));
@@ -769,6 +789,7 @@ ob_rt_opts ob_rt_opts_default(void) {
   memset(&o, 0, sizeof o);
   o.kernels = OB_RT_TUNED;
   o.nthreads = 1;
+  o.cache = OB_DB_CACHE_COLD_WEIGHTS;
   return o;
 }
 
@@ -827,6 +848,8 @@ static ob_status rt_new_once(ob_ctx *ctx, const ob_graph *g, const ob_rt_opts *o
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "runtime: %d threads (expected 1..256)", opts.nthreads);
   if ((unsigned)opts.kernels >= OB_RT_KERNELS_COUNT)
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "runtime: unknown kernel source %d", (int)opts.kernels);
+  if (opts.cache < OB_DB_CACHE_ANY || opts.cache > OB_DB_CACHE_COLD_WEIGHTS)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "runtime: unknown cache state %d", (int)opts.cache);
   for (int t = 0; t < ob_graph_tensor_count(g); t++)
     if (ob_graph_tensor_ndim(g, t) < 0 && ob_graph_tensor_producer(g, t) >= 0 &&
         !ob_graph_node_dead(g, ob_graph_tensor_producer(g, t)))

@@ -172,6 +172,7 @@ struct ob_rt {
  * onednn plan reads them too. Without them, defaults and their block
  * variants. */
 static inline bool rt_reads_records(const ob_rt *rt) { return rt->o.kernels != OB_RT_DEFAULT && rt->o.db; }
+ob_status rt_top_records(const ob_rt *rt, const ob_db_key *k, ob_db_records **out, bool *other);
 
 /* ---- values and steps (plan.c) ---------------------------------------------- */
 int rt_val_new(ob_rt *rt, int tensor, rt_layout lay, ob_dtype dt, size_t bytes);

@@ -97,6 +97,7 @@ static ob_status run_built(ob_runner *runner, ob_task *task, const ob_measure_op
   r->run_s = rr.run_s;
   if (rr.error_no) return OB_OK;
   r->timing = rr.timing;
+  r->timing.flush_keep_first = rr.timing.flush && mo->flush_keep_first;
   r->gflops = rr.timing.median_s > 0 ? ob_task_flops(task) / rr.timing.median_s / 1e9 : 0;
   return OB_OK;
 }
