@@ -60,7 +60,7 @@ json_check "op --number 2 --min-repeat-ms 2: number grows to the floor" \
   op dense $DENSE --number 2 --min-repeat-ms 2 --repeat 3 --json
 json_check "op --flush: cold caches in the record" 'd["cache"] == "cold" and d["flush"]' \
   op dense $DENSE --flush --repeat 3 --json
-json_check "op --flush-weights: cold, the first input kept warm" 'd["cache"] == "cold" and d["flush_keep_first"]' \
+json_check "op --flush-weights: cold weights, the first input kept warm" 'd["cache"] == "cold-weights" and d["flush_keep_first"]' \
   op dense $DENSE --flush-weights --repeat 3 --json
 json_check "op --flush: every input flushed" 'd["flush"] and not d["flush_keep_first"]' op dense $DENSE --flush --repeat 3 --json
 good "op --flush-weights says what it flushes" '^flush +every input but the first' op dense $DENSE --flush-weights --repeat 3

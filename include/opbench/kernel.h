@@ -65,6 +65,8 @@ typedef struct ob_build_opts {
                             else $HOME/.cache/opbench, else /tmp/opbench-<uid> */
   double timeout_s;      /* <= 0: 10 s, as AutoTVM */
   int jobs;              /* parallel compilers; <= 0: number of online CPUs */
+  bool exact_flags;      /* the flags alone, without $OPBENCH_CFLAGS_APPEND (builder.c):
+                            kernels whose instructions are what is measured (the FMA peak) */
 } ob_build_opts;
 
 typedef struct ob_build_input {

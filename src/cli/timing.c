@@ -17,7 +17,6 @@ void cli_timing_json(cJSON *o, const ob_timing *t) {
   if (isnan(t->min_repeat_ms)) cJSON_AddNullToObject(o, "min_repeat_ms");
   else cJSON_AddNumberToObject(o, "min_repeat_ms", t->min_repeat_ms);
   cJSON_AddBoolToObject(o, "flush", t->flush);
-  cJSON_AddBoolToObject(o, "flush_keep_first", t->flush && t->flush_keep_first);
   cJSON_AddStringToObject(o, "cache", ob_db_cache_name(ob_db_cache_of(t))); /* warm, cold, cold-weights */
   cJSON_AddNumberToObject(o, "timer_overhead_ns", t->timer_overhead_s * 1e9);
   cJSON_AddBoolToObject(o, "below_resolution", t->below_resolution);

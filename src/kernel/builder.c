@@ -384,7 +384,7 @@ static ob_status pick_compiler(ob_ctx *ctx, const ob_build_opts *opts, char *cc,
   bool own_cc = !(opts && opts->cc && opts->cc[0]);
   if (own_cc && f->triple[0]) st = ob_target_check_buildable(ctx, t);
   snprintf(cc, cc_cap, "%s", own_cc ? f->cc : opts->cc);
-  const char *extra = getenv("OPBENCH_CFLAGS_APPEND");
+  const char *extra = opts && opts->exact_flags ? NULL : getenv("OPBENCH_CFLAGS_APPEND");
   bool more = extra && extra[strspn(extra, " \t")];
   int n = snprintf(flags, flags_cap, "%s%s%s", opts && opts->flags ? opts->flags : f->cflags, more ? " " : "",
                    more ? extra : "");
