@@ -247,7 +247,18 @@ static drive_res random_draw(const ob_task *task, uint64_t seed, const space_bes
   return r;
 }
 
+/* Under ASan the tuners' code paths run with one seed each and the
+ * averages' bars are left to the release build (the same checks there):
+ * three seeds took 228 of the sanitizer suite's 455 s from a clean clone,
+ * and its annealing, bounded in time, then walks fewer steps than the
+ * release build's anyway. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NSEEDS 1
+#define STAT_BARS false
+#else
 #define NSEEDS 3
+#define STAT_BARS true
+#endif
 #define BUDGET 400
 
 static void test_tuners_find_optimum(void) {
@@ -272,8 +283,8 @@ static void test_tuners_find_optimum(void) {
       if (verbose) printf("%-12s seed %d: optimum after %d trials, 95%% after %d\n", names[k], s + 1, r.to_best, r.to_good);
     }
     double mean = sum / NSEEDS;
-    CHECK_MSG(found == NSEEDS, "%s found the optimum in %d of %d runs", names[k], found, NSEEDS);
-    CHECK_MSG(mean < 0.5 * rnd, "%s: %.1f trials on average, random %.1f", names[k], mean, rnd);
+    CHECK_MSG(!STAT_BARS || found == NSEEDS, "%s found the optimum in %d of %d runs", names[k], found, NSEEDS);
+    CHECK_MSG(!STAT_BARS || mean < 0.5 * rnd, "%s: %.1f trials on average, random %.1f", names[k], mean, rnd);
   }
   ob_task_free(t);
 }
@@ -496,9 +507,9 @@ static void test_transfer(void) {
         printf("%-10s seed %d: 95%% after %d trials without transfer, %d with (optimum %d / %d)\n",
                names[k], s + 11, r1.to_good, r2.to_good, r1.to_best, r2.to_best);
     }
-    CHECK_MSG(with < without, "%s: %.1f trials to 95%% with transfer, %.1f without", names[k],
+    CHECK_MSG(!STAT_BARS || with < without, "%s: %.1f trials to 95%% with transfer, %.1f without", names[k],
               with / NSEEDS, without / NSEEDS);
-    CHECK_MSG(with_best <= without_best, "%s: %.1f trials to the optimum with transfer, %.1f without",
+    CHECK_MSG(!STAT_BARS || with_best <= without_best, "%s: %.1f trials to the optimum with transfer, %.1f without",
               names[k], with_best / NSEEDS, without_best / NSEEDS);
   }
   /* a database path that does not exist: no transfer, the tuner still works */
