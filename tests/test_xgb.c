@@ -249,9 +249,7 @@ static drive_res random_draw(const ob_task *task, uint64_t seed, const space_bes
 
 /* Under ASan the tuners' code paths run with one seed each and the
  * averages' bars are left to the release build (the same checks there):
- * three seeds took 228 of the sanitizer suite's 455 s from a clean clone,
- * and its annealing, bounded in time, then walks fewer steps than the
- * release build's anyway. */
+ * three seeds took 228 of the sanitizer suite's 455 s from a clean clone. */
 #if defined(__SANITIZE_ADDRESS__)
 #define NSEEDS 1
 #define STAT_BARS false

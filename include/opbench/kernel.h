@@ -286,6 +286,9 @@ OB_API void ob_stats(const double *x, int n, double *median, double *trimmed_mea
 OB_API void ob_timing_finish(ob_timing *t, double max_cv);
 /* Seconds one clock read costs (the best of a few runs of 1000 reads). */
 OB_API double ob_timer_overhead(void);
+/* The calling thread's CPU seconds (NAN where the clock is missing): wall
+ * time minus this is time it spent off its CPU, the loop's max_offcpu rule. */
+OB_API double ob_thread_cpu_s(void);
 /* Flushes [p, p + bytes) from every cache level (x86 clflush, AArch64 dc
  * civac; a no-op elsewhere). The one flush the runner and baseline use. */
 OB_API void ob_cache_flush(const void *p, size_t bytes);

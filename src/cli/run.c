@@ -139,9 +139,7 @@ static ob_rt_opts rt_opts(const cli_args *a, const ob_target *t, ob_db *db, ob_r
   o.notes = stdout;
   /* tune --modelname prefers the records its own trials make */
   if (a->model_tune)
-    o.cache = !a->mo.timing.flush ? OB_DB_CACHE_WARM
-              : a->mo.flush_keep_first ? OB_DB_CACHE_COLD_WEIGHTS
-                                       : OB_DB_CACHE_COLD;
+    o.cache = ob_db_cache_of(&(ob_timing){.flush = a->mo.timing.flush, .flush_keep_first = a->mo.flush_keep_first});
   return o;
 }
 

@@ -51,6 +51,10 @@ ob_status ob_db_record_check(ob_db *db, const ob_db_record *r) {
                  db->path, what, why);
 }
 
+/* The flush column's value of a known cache state: 0 warm, 1 cold, 2 cold
+ * weights (ob_db_cache's order; NULL is the unknown protocol). */
+static int flush_col(ob_db_cache c) { return (int)c - OB_DB_CACHE_WARM; }
+
 static void bind_key(ob_dbstmt *st, const ob_db_record *r) {
   ob_db_bind_text(st, 1, r->host);
   ob_db_bind_text(st, 2, r->workload);
@@ -142,7 +146,7 @@ ob_status ob_db_put_locked(ob_db *db, const ob_db_record *r, unsigned flags, boo
   ob_db_bind_int(st, 19, t->repeat);
   bool known = !isnan(t->min_repeat_ms); /* else the protocol is unknown */
   ob_db_bind_real(st, 20, t->min_repeat_ms);
-  if (known) ob_db_bind_int(st, 21, (int64_t)ob_db_cache_of(t) - OB_DB_CACHE_WARM); /* 0, 1, 2 */
+  if (known) ob_db_bind_int(st, 21, flush_col(ob_db_cache_of(t)));
   else ob_db_bind_null(st, 21);
   ob_db_bind_real(st, 22, t->timer_overhead_s > 0 ? t->timer_overhead_s : NAN);
   ob_db_bind_int(st, 23, t->below_resolution);
@@ -335,12 +339,10 @@ static ob_status filter_stmt(ob_db *db, const ob_db_filter *f, int kind, ob_dbst
     first = false;
   }
   /* the stored cache state (a version-1 file has none: matches only ANY) */
-  if (f->cache != OB_DB_CACHE_ANY)
-    ob_str_appendf(&sql, " %s %s", first ? "WHERE" : "AND",
-                   db->version >= 2 ? (f->cache == OB_DB_CACHE_WARM   ? "m.flush = 0"
-                                       : f->cache == OB_DB_CACHE_COLD ? "m.flush = 1"
-                                                                      : "m.flush = 2")
-                                    : "0 = 1");
+  if (f->cache != OB_DB_CACHE_ANY) {
+    if (db->version >= 2) ob_str_appendf(&sql, " %s m.flush = %d", first ? "WHERE" : "AND", flush_col(f->cache));
+    else ob_str_appendf(&sql, " %s 0 = 1", first ? "WHERE" : "AND");
+  }
   if (kind == OB_Q_RECORDS) {
     switch (f->order) {
     case OB_DB_ORDER_FASTEST:
@@ -449,7 +451,7 @@ ob_status ob_db_visit(ob_db *db, const ob_db_filter *f, ob_db_visit_fn fn, void 
     bool flush_known = !ob_db_col_null(st, 24);
     int64_t fl = flush_known ? ob_db_col_int(st, 24) : 0;
     t->flush = fl != 0;
-    t->flush_keep_first = fl == OB_DB_CACHE_COLD_WEIGHTS - OB_DB_CACHE_WARM;
+    t->flush_keep_first = fl == flush_col(OB_DB_CACHE_COLD_WEIGHTS);
     if (!flush_known) t->min_repeat_ms = NAN; /* one unknown protocol, one sentinel */
     double ovh = ob_db_col_real(st, 25);
     t->timer_overhead_s = isfinite(ovh) && ovh > 0 ? ovh : 0;

@@ -33,7 +33,7 @@ static double mono_s(void) {
 /* The calling thread's CPU time (POSIX; NAN where the clock is missing).
  * Wall time minus this is time the thread spent off its CPU: preempted by
  * another process, or asleep waiting for a pool worker that was. */
-static double thread_cpu_s(void) {
+double ob_thread_cpu_s(void) {
 #ifdef CLOCK_THREAD_CPUTIME_ID
   struct timespec ts;
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
@@ -157,23 +157,23 @@ static int group(const loop *L, int number, double *el, double *off) {
     double sum = 0;
     for (int k = 0; k < number; k++) {
       if (L->flush) L->flush(L->user);
-      double c0 = L->offcpu_check ? thread_cpu_s() : 0;
+      double c0 = L->offcpu_check ? ob_thread_cpu_s() : 0;
       double t0 = now(L);
       int rc = L->call(L->user);
       sum += now(L) - t0;
-      if (L->offcpu_check) cpu += thread_cpu_s() - c0;
+      if (L->offcpu_check) cpu += ob_thread_cpu_s() - c0;
       if (rc) return rc;
     }
     *el = sum;
   } else {
-    double c0 = L->offcpu_check ? thread_cpu_s() : 0;
+    double c0 = L->offcpu_check ? ob_thread_cpu_s() : 0;
     double t0 = now(L);
     for (int k = 0; k < number; k++) {
       int rc = L->call(L->user);
       if (rc) return rc;
     }
     *el = now(L) - t0;
-    if (L->offcpu_check) cpu = thread_cpu_s() - c0;
+    if (L->offcpu_check) cpu = ob_thread_cpu_s() - c0;
   }
   /* Both clocks are read around the calls, so the gap is the calls' own
    * off-CPU time plus a clock read: far below the 1 % threshold. */

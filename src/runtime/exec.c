@@ -2,7 +2,6 @@
  * out; the check against reference outputs; whole-model timing through the
  * kernels' timing loop; the per-step profile; what was compiled. */
 #include <limits.h>
-#include <time.h>
 
 #include "runtime/runtime_impl.h"
 
@@ -186,14 +185,8 @@ typedef struct prof_acc {
   int per_call; /* runs per call of prof_between */
   double max_offcpu; /* > 0: a run whose thread was off its CPU longer than this share
                         of it is taken again, as the timing loop retakes its repeats */
-  int retakes_left, retaken;
+  int retakes_left;
 } prof_acc;
-
-static double thread_cpu_s(void) {
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return NAN;
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One run timing each step into acc. */
 static ob_status prof_run(prof_acc *acc) {
@@ -207,26 +200,25 @@ static ob_status prof_run(prof_acc *acc) {
     acc->cap = cap;
   }
   double *row = acc->t + w * (size_t)acc->n;
-  double c0 = acc->max_offcpu > 0 ? thread_cpu_s() : 0;
-  double r0 = ob_now_s();
-  for (int i = 0; i < rt->ns; i++) {
-    rt_step *s = &rt->s[i];
-    double t0 = ob_now_s();
-    int rc = s->run(rt, s);
-    row[i] = ob_now_s() - t0;
-    if (rc) return step_failed(rt, s, rc);
-  }
-  double el = row[rt->ns] = ob_now_s() - r0;
-  /* preempted (or waiting on a preempted worker): the timed repeats beside
-   * it drop such runs, so the profile does too, else a long model's steps
-   * (bert-base at 1 thread: 330 ms a run) summed 7-8 % over its timing */
-  if (acc->max_offcpu > 0 && acc->retakes_left > 0) {
-    double cpu = thread_cpu_s() - c0;
-    if (isfinite(cpu) && el - cpu > acc->max_offcpu * el) {
-      acc->retakes_left--;
-      acc->retaken++;
-      return prof_run(acc);
+  /* a run preempted (or waiting on a preempted worker) is taken again into
+   * the same row: the timed repeats beside it drop such runs, so the profile
+   * does too, else a long model's steps (bert-base at 1 thread: 330 ms a
+   * run) summed 7-8 % over its timing */
+  for (;;) {
+    double c0 = acc->max_offcpu > 0 ? ob_thread_cpu_s() : 0;
+    double r0 = ob_now_s();
+    for (int i = 0; i < rt->ns; i++) {
+      rt_step *s = &rt->s[i];
+      double t0 = ob_now_s();
+      int rc = s->run(rt, s);
+      row[i] = ob_now_s() - t0;
+      if (rc) return step_failed(rt, s, rc);
     }
+    double el = row[rt->ns] = ob_now_s() - r0;
+    if (!(acc->max_offcpu > 0 && acc->retakes_left > 0)) break;
+    double cpu = ob_thread_cpu_s() - c0;
+    if (!(isfinite(cpu) && el - cpu > acc->max_offcpu * el)) break;
+    acc->retakes_left--;
   }
   acc->n++;
   return OB_OK;
