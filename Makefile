@@ -4,7 +4,7 @@
 #               budget, then runs the model untuned, tuned and with oneDNN
 #               kernels (about 10 minutes on 2 cores; records in demo.db)
 #   make test   installs missing packages, builds with -Werror and runs every
-#               test (a short fuzz pass among them), then does the same in an
+#               test (the fuzz corpora replayed among them), then does the same in an
 #               ASan+UBSan build
 #   make fuzz   builds the libFuzzer targets (clang) in build-fuzz/ and runs
 #               each for FUZZ_SECONDS (default 300), keeping what they find

@@ -7,8 +7,9 @@
 #                              300) per target; inputs that reach new code
 #                              are kept in BUILD/corpus/<target>/ for the
 #                              next run, crashes saved as BUILD/crashes/<target>-*
-#   scripts/fuzz.sh --quick    what `make test` runs: FUZZ_SECONDS (default 8)
-#                              per target, nothing kept
+#   scripts/fuzz.sh --quick    a short pass: FUZZ_SECONDS (default 8) per
+#                              target, nothing kept (make test replays the
+#                              corpora instead: fuzz/replay.c)
 #   scripts/fuzz.sh --merge    after a run: minimizes BUILD/corpus/<target>/
 #                              into the committed fuzz/corpus/<target>/
 #   --build-dir DIR            build folder (default build-fuzz)

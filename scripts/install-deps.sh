@@ -4,7 +4,7 @@
 # not run as root. python3 (the CLI test's JSON check) and sqlite3 (the CLI
 # database tests) are for the tests only; clang and libclang-rt-14-dev
 # (libFuzzer and clang's sanitizer runtimes) only for the fuzz targets (make
-# fuzz, and the short pass in make test). The aarch64 cross compiler, its C
+# fuzz; make test replays their corpora in its gcc builds). The aarch64 cross compiler, its C
 # library and qemu-user build and run the kernels of the target
 # `c -isa=neon -triple=aarch64-linux-gnu` (under emulation); gnuplot-nox draws
 # schedule timelines (opbench schedule --timeline) and the plots of opbench
