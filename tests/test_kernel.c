@@ -11,9 +11,13 @@
  *    AutoTVM's number + floor, the floor invariant, the stability rule and
  *    its budget, the deadline, call failures, flushing outside the timed
  *    region, the flags; option normalisation and the statistics;
+ *  - two processes building the same new source at once compile it once:
+ *    the second waits for the first's object (the builder's lock), and
+ *    the cache keeps no lock files;
  *  - the off-CPU rule on the real clocks: repeats during which the thread
  *    slept are retaken (at most `repeat` of them) and never kept while a
  *    retake is left, and the rule can be switched off. */
+#include <dirent.h>
 #include <math.h>
 #include <sched.h>
 #include <time.h>
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -204,6 +209,85 @@ static void test_build_load_run(void) {
   ob_kernel_artifact_clear(&a[0]);
   ob_lowered_free(low);
   ob_task_free(t);
+}
+
+/* Two processes start building the same new source together: one compiles
+ * it, the other finds it compiling (its lock) and takes the object from the
+ * cache when it lands. Without the lock both compile (the source takes a
+ * few tenths of a second at -O2, so the two overlap). A lock file left
+ * behind unlocked does not hold anyone up, and none stays in the cache. */
+static void test_build_once_across_processes(void) {
+  char dir[300];
+  snprintf(dir, sizeof dir, "%s/once-XXXXXX", cache);
+  if (!mkdtemp(dir)) {
+    CHECK(!"mkdtemp");
+    return;
+  }
+  ob_str src = {0};
+  ob_str_appendf(&src, "/* %ld %ld */\nfloat once_fn(float x) {\n", (long)getpid(), (long)time(NULL));
+  for (int i = 0; i < 3000; i++) ob_str_appendf(&src, "  x = x * 1.0001f + %d.0f; if (x > %d.5f) x -= 1.0f;\n", i, i);
+  ob_str_appendf(&src, "  return x;\n}\n");
+  ob_build_opts o = {.cache_dir = dir, .flags = "-O2 -fPIC -shared", .jobs = 1};
+  ob_build_input in = {.source = src.data, .name = "once"};
+  int go[2];
+  CHECK(pipe(go) == 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  char b;
+  if (pid == 0) { /* 0: compiled here, 1: from the cache, 2: failed */
+    close(go[1]);
+    if (read(go[0], &b, 1) != 1) _exit(2);
+    ob_build_result r;
+    int code = ob_build_batch(ctx, &o, &in, 1, &r) == OB_OK && r.error_no == OB_MERR_NONE ? (r.cached ? 1 : 0) : 2;
+    _exit(code);
+  }
+  close(go[0]);
+  CHECK(write(go[1], "g", 1) == 1);
+  close(go[1]);
+  ob_build_result r;
+  CHECK(ob_build_batch(ctx, &o, &in, 1, &r) == OB_OK && r.error_no == OB_MERR_NONE);
+  int status = 0;
+  CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+  int child = WEXITSTATUS(status);
+  CHECK_MSG(child != 2, "the child's build failed");
+  CHECK_MSG((child == 0) != !r.cached, "compiled %d time(s) (child %s, parent %s)", (child == 0) + !r.cached,
+            child == 0 ? "compiled" : "cached", r.cached ? "cached" : "compiled");
+  ob_build_result_clear(&r);
+
+  /* an unlocked lock file of a new source: built at once */
+  ob_str_appendf(&src, "int once_more(void) { return 1; }\n");
+  in.source = src.data;
+  ob_build_result r2;
+  CHECK(ob_build_batch(ctx, &o, &in, 1, &r2) == OB_OK && r2.error_no == OB_MERR_NONE && !r2.cached);
+  ob_build_result_clear(&r2);
+  ob_str_appendf(&src, "int once_again(void) { return 2; }\n");
+  in.source = src.data;
+  CHECK(ob_build_batch(ctx, &o, &in, 1, &r2) == OB_OK && r2.error_no == OB_MERR_NONE && r2.so_path);
+  char lock[400] = "";
+  if (r2.so_path) { /* <base>.so: the object goes, <base>.lock is left behind, unlocked */
+    snprintf(lock, sizeof lock, "%.*s.lock", (int)strlen(r2.so_path) - 3, r2.so_path);
+    CHECK(unlink(r2.so_path) == 0);
+  }
+  ob_build_result_clear(&r2);
+  FILE *f = fopen(lock, "w");
+  CHECK(f != NULL);
+  if (f) fclose(f);
+  double t0 = ob_now_s();
+  CHECK(ob_build_batch(ctx, &o, &in, 1, &r2) == OB_OK && r2.error_no == OB_MERR_NONE);
+  CHECK_MSG(ob_now_s() - t0 < 5.0, "a stale lock file held the build up for %.1f s", ob_now_s() - t0);
+  ob_build_result_clear(&r2);
+
+  int locks = 0;
+  DIR *d = opendir(dir);
+  CHECK(d != NULL);
+  for (struct dirent *e; d && (e = readdir(d));)
+    locks += strstr(e->d_name, ".lock") != NULL;
+  if (d) closedir(d);
+  CHECK_MSG(locks == 0, "%d lock file(s) left in the cache", locks);
+  ob_str_free(&src);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
 }
 
 /* A target given to ob_kernel_build reaches codegen (its vector width) and
@@ -555,6 +639,7 @@ int main(void) {
   test_abi();
   test_build_load_run();
   test_build_for_target();
+  test_build_once_across_processes();
   if (own) {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
