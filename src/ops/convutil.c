@@ -29,6 +29,24 @@ ob_status ob_conv_check_sizes(ob_ctx *ctx, const char *op, const ob_conv_geom *p
   return OB_OK;
 }
 
+/* First output position o in [0, out) whose input position o * stride + off
+ * is >= 0, and one past the last whose position is < in. */
+static void valid_range(int64_t off, int64_t stride, int64_t in, int64_t out, int64_t *lo, int64_t *hi) {
+  int64_t l = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  int64_t h = in - 1 - off < 0 ? 0 : (in - 1 - off) / stride + 1;
+  *lo = l < out ? l : out;
+  *hi = h < out ? h : out;
+  if (*hi < *lo) *hi = *lo;
+}
+
+/* Each output sums its products in the order (c, ry, rx), taps in the
+ * padding skipped, in double. The loops run that reduction outermost and a
+ * chunk of one output row innermost, in a stack accumulator (no allocation
+ * to fail): every output gets the same sum in the same order as one
+ * output at a time would, with the bounds worked out once per tap instead
+ * of tested per product (the tests run this reference on every zoo model,
+ * under ASan too, where it was half of test_graph's time). */
+#define CONV_REF_CHUNK 256
 void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs) {
   ob_epilogue e;
   OB_ASSERT(ob_epilogue_parse(NULL, epilogue, &e) == OB_OK);
@@ -38,26 +56,34 @@ void ob_conv_ref(const ob_conv_geom *p, const char *epilogue, void *const *bufs)
   const float *res = ob_epilogue_has(&e, OB_EPI_ADD) ? bufs[a++] : NULL;
   float *out = bufs[a];
   int64_t cpg = p->c / p->g, kpg = p->k / p->g;
+  double acc[CONV_REF_CHUNK];
   for (int64_t n = 0; n < p->n; n++)
-    for (int64_t k = 0; k < p->k; k++)
+    for (int64_t k = 0; k < p->k; k++) {
+      int64_t c0 = k / kpg * cpg;
       for (int64_t y = 0; y < p->oh; y++)
-        for (int64_t x = 0; x < p->ow; x++) {
-          double s = 0;
-          int64_t c0 = k / kpg * cpg;
+        for (int64_t x0 = 0; x0 < p->ow; x0 += CONV_REF_CHUNK) {
+          int64_t len = p->ow - x0 < CONV_REF_CHUNK ? p->ow - x0 : CONV_REF_CHUNK;
+          for (int64_t j = 0; j < len; j++) acc[j] = 0;
           for (int64_t c = 0; c < cpg; c++)
             for (int64_t ry = 0; ry < p->r; ry++) {
               int64_t iy = y * p->sh + ry * p->dh - p->pt;
               if (iy < 0 || iy >= p->h) continue;
+              const float *row = in + ((n * p->c + c0 + c) * p->h + iy) * p->w;
+              const float *wrow = wt + ((k * cpg + c) * p->r + ry) * p->s;
               for (int64_t rx = 0; rx < p->s; rx++) {
-                int64_t ix = x * p->sw + rx * p->dw - p->pl;
-                if (ix < 0 || ix >= p->w) continue;
-                s += (double)in[((n * p->c + c0 + c) * p->h + iy) * p->w + ix] *
-                     wt[((k * cpg + c) * p->r + ry) * p->s + rx];
+                int64_t off = rx * p->dw - p->pl, lo, hi;
+                valid_range(off, p->sw, p->w, x0 + len, &lo, &hi);
+                if (lo < x0) lo = x0;
+                double wv = wrow[rx];
+                for (int64_t x = lo; x < hi; x++) acc[x - x0] += (double)row[x * p->sw + off] * wv;
               }
             }
-          int64_t i = ((n * p->k + k) * p->oh + y) * p->ow + x;
-          out[i] = (float)ob_epilogue_ref_at(&e, s, i, p->k, p->oh * p->ow, bias, res);
+          for (int64_t j = 0; j < len; j++) {
+            int64_t i = ((n * p->k + k) * p->oh + y) * p->ow + x0 + j;
+            out[i] = (float)ob_epilogue_ref_at(&e, acc[j], i, p->k, p->oh * p->ow, bias, res);
+          }
         }
+    }
 }
 
 int64_t ob_window_out(int64_t in, int64_t pad_a, int64_t pad_b, int64_t dil, int64_t k,
