@@ -20,7 +20,9 @@
  * padding (a select: tiles overhang the image), and the output transform
  * is inlined into the output's loop nest (a, b = y % m, x % m unrolled, so
  * the coefficient chains fold to constants and the compiler shares the
- * inner sums). The GEMM's accumulators (tile_x tiles x tile_oc channels)
+ * inner sums); for F(6x6) its first half is a stage of its own,
+ *   Y[t][a][n][k]  = sum_e AT[a][e] M[t][e][n][k],  out = sum_n AT[b][n] Y,
+ * computed for the output's block of tiles (half the C to compile). The GEMM's accumulators (tile_x tiles x tile_oc channels)
  * stay in registers over its channel loop.
  * Loop order (knob "order"): 0 = per block of tile_x tiles (parallel), the
  * input transform of the block, then the GEMM over all output channels and
@@ -398,16 +400,39 @@ static ob_expr *load6(ob_te *te, ob_tensor *t, bool pm, ob_expr *const *logical)
   return ob_te_load(te, t, 6, idx);
 }
 
-typedef struct o_ctx { /* out: M at (nn, y/m, x/m, e, n, k) */
+typedef struct y_ctx { /* Y: M at (nn, ty, tx, e, n, k) */
+  ob_tensor *M;
+  ob_ivar *nn, *ty, *tx, *n, *k;
+  bool pm;
+} y_ctx;
+
+static ob_expr *y_term_e(ob_te *te, int e, void *user) {
+  y_ctx *y = user;
+  return load6(te, y->M, y->pm,
+               (ob_expr *[]){ob_te_var(te, y->nn), ob_te_var(te, y->ty), ob_te_var(te, y->tx), ob_te_int(te, e),
+                             ob_te_var(te, y->n), ob_te_var(te, y->k)});
+}
+
+typedef struct om_ctx { /* out: M at (nn, y/m, x/m, e, n, k) */
   ob_tensor *M;
   ob_expr *nn, *ty, *tx, *k;
   int e;
   bool pm;
+} om_ctx;
+
+static ob_expr *om_term_n(ob_te *te, int n, void *user) {
+  om_ctx *o = user;
+  return load6(te, o->M, o->pm, (ob_expr *[]){o->nn, o->ty, o->tx, ob_te_int(te, o->e), ob_te_int(te, n), o->k});
+}
+
+typedef struct o_ctx { /* out: Y at (nn, y/m, x/m, y%m, n, k) */
+  ob_tensor *Y;
+  ob_expr *nn, *ty, *tx, *a, *k;
 } o_ctx;
 
 static ob_expr *o_term_n(ob_te *te, int n, void *user) {
   o_ctx *o = user;
-  return load6(te, o->M, o->pm, (ob_expr *[]){o->nn, o->ty, o->tx, ob_te_int(te, o->e), ob_te_int(te, n), o->k});
+  return ob_te_load(te, o->Y, 6, (ob_expr *[]){o->nn, o->ty, o->tx, o->a, ob_te_int(te, n), o->k});
 }
 
 /* Order 2's chunk of the reduction: the largest multiple of unroll_c
@@ -465,32 +490,58 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   wino_store_order(pm, (void *const *)(ob_ivar *[]){mn, mty, mtx, me, mnu, mk}, (void **)max_);
   ob_tensor *M = ob_te_compute(te, "wino_m", 6, max_,
                                ob_te_reduce(te, OB_REDUCE_SUM, OB_TE_MUL(te, mv, mu), 1, &rc));
-  /* out[nn, kc, y, x, kb]: the output transform, a = y % m, b = x % m */
+  /* The output transform, out[nn, kc, y, x, kb] with a = y % m, b = x % m:
+   * for F(2x2) and F(4x4) inlined into the output's loop nest as one sum
+   * of AT[a][e] AT[b][n] M[.., e, n, k] (the compiler shares the inner
+   * sums); for F(6x6) in two stages, Y[nn, ty, tx, a, n, k] = sum_e
+   * AT[a][e] M[.., e, n, k] for the block's tiles, then out = sum_n
+   * AT[b][n] Y[.., a, n, k]: m x alpha x (alpha + m) terms per tile
+   * instead of m^2 x alpha^2. F(6x6)'s one-stage kernels were 0.2-0.7 MB
+   * of C (2-7 s to compile), the two-stage ones take half; at m = 4 the
+   * second stage's round trip through memory cost 9 % (56x56, 64
+   * channels) for 1.5x less C, so smaller tiles keep one stage. */
+  bool two = w.m >= 6;
   ob_ivar *on = ob_te_axis(te, "n", p.n), *okc = ob_te_axis(te, "kc", p.k / w.ocb), *oy = ob_te_axis(te, "y", p.oh),
           *ox = ob_te_axis(te, "x", p.ow), *okb = ob_te_axis(te, "kb", w.ocb);
   ob_expr *mm = ob_te_int(te, w.m);
-  o_ctx ocx = {M, ob_te_var(te, on), ob_te_bin(te, OB_DIV, ob_te_var(te, oy), mm),
-               ob_te_bin(te, OB_DIV, ob_te_var(te, ox), mm),
-               OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, okc), ocb), ob_te_var(te, okb)), 0, pm};
+  ob_expr *ony = ob_te_var(te, on), *oty = ob_te_bin(te, OB_DIV, ob_te_var(te, oy), mm),
+          *otx = ob_te_bin(te, OB_DIV, ob_te_var(te, ox), mm),
+          *ok = OB_TE_ADD(te, OB_TE_MUL(te, ob_te_var(te, okc), ocb), ob_te_var(te, okb));
   ob_expr *xb = ob_te_bin(te, OB_MOD, ob_te_var(te, ox), mm), *ya = ob_te_bin(te, OB_MOD, ob_te_var(te, oy), mm);
-  ob_expr *orows[WINO_MAX_ALPHA];
-  for (int ra = 0; ra < w.m; ra++) {
-    ob_expr *acc = NULL;
-    for (int ee = 0; ee < a; ee++) {
-      double c = wm.AT[ra][ee];
-      if (c == 0) continue;
-      ob_expr *brows[WINO_MAX_ALPHA];
-      ocx.e = ee;
-      for (int b = 0; b < w.m; b++) brows[b] = lin_comb(te, wm.AT[b], (int)a, o_term_n, &ocx);
-      ob_expr *t = chain(te, xb, brows, (int)w.m);
-      if (fabs(c) != 1) t = OB_TE_MUL(te, ob_te_float(te, OB_F32, fabs(c)), t);
-      if (!acc) acc = c < 0 ? OB_TE_SUB(te, ob_te_float(te, OB_F32, 0.0), t) : t;
-      else acc = c < 0 ? OB_TE_SUB(te, acc, t) : OB_TE_ADD(te, acc, t);
+  ob_tensor *Y = NULL, *conv = NULL;
+  if (two) {
+    ob_ivar *yn = ob_te_axis(te, "nn", p.n), *yty = ob_te_axis(te, "ty", w.th), *ytx = ob_te_axis(te, "tx", w.twp);
+    ob_ivar *ya_ = ob_te_axis(te, "a", w.m), *ynu = ob_te_axis(te, "n", a), *yk = ob_te_axis(te, "k", p.k);
+    y_ctx ycx = {M, yn, yty, ytx, ynu, yk, pm};
+    ob_expr *yrows[WINO_MAX_ALPHA];
+    for (int ra = 0; ra < w.m; ra++) yrows[ra] = lin_comb(te, wm.AT[ra], (int)a, y_term_e, &ycx);
+    Y = ob_te_compute(te, "wino_y", 6, (ob_ivar *[]){yn, yty, ytx, ya_, ynu, yk},
+                      chain(te, ob_te_var(te, ya_), yrows, (int)w.m));
+    o_ctx ocx = {Y, ony, oty, otx, ya, ok};
+    ob_expr *brows[WINO_MAX_ALPHA];
+    for (int bb = 0; bb < w.m; bb++) brows[bb] = lin_comb(te, wm.AT[bb], (int)a, o_term_n, &ocx);
+    conv = ob_te_compute(te, "conv", 5, (ob_ivar *[]){on, okc, oy, ox, okb}, chain(te, xb, brows, (int)w.m));
+  } else {
+    om_ctx ocx = {M, ony, oty, otx, ok, 0, pm};
+    ob_expr *orows[WINO_MAX_ALPHA];
+    for (int ra = 0; ra < w.m; ra++) {
+      ob_expr *acc = NULL;
+      for (int ee = 0; ee < a; ee++) {
+        double c = wm.AT[ra][ee];
+        if (c == 0) continue;
+        ob_expr *brows[WINO_MAX_ALPHA];
+        ocx.e = ee;
+        for (int bb = 0; bb < w.m; bb++) brows[bb] = lin_comb(te, wm.AT[bb], (int)a, om_term_n, &ocx);
+        ob_expr *t = chain(te, xb, brows, (int)w.m);
+        if (fabs(c) != 1) t = OB_TE_MUL(te, ob_te_float(te, OB_F32, fabs(c)), t);
+        if (!acc) acc = c < 0 ? OB_TE_SUB(te, ob_te_float(te, OB_F32, 0.0), t) : t;
+        else acc = c < 0 ? OB_TE_SUB(te, acc, t) : OB_TE_ADD(te, acc, t);
+      }
+      orows[ra] = acc ? acc : ob_te_float(te, OB_F32, 0.0);
     }
-    orows[ra] = acc ? acc : ob_te_float(te, OB_F32, 0.0);
+    conv = ob_te_compute(te, "conv", 5, (ob_ivar *[]){on, okc, oy, ox, okb}, chain(te, ya, orows, (int)w.m));
   }
-  ob_tensor *conv = ob_te_compute(te, "conv", 5, (ob_ivar *[]){on, okc, oy, ox, okb}, chain(te, ya, orows, (int)w.m));
-  if (!data || !U || !T || !V || !M || !conv) return OB_ERR_INVALID_ARG;
+  if (!data || !U || !T || !V || !M || (two && !Y) || !conv) return OB_ERR_INVALID_ARG;
   ob_epi_inputs ein;
   ob_epilogue_placeholders_n(te, &e, conv, p.k, &ein);
   ob_tensor *mid[8];
@@ -501,7 +552,7 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   st = ob_sched_new(te, 1, &o, &s);
   if (st) return st;
   ob_stage *so = ob_sched_stage(s, o), *sT = ob_sched_stage(s, T), *sV = ob_sched_stage(s, V),
-           *sM = ob_sched_stage(s, M);
+           *sM = ob_sched_stage(s, M), *sY = two ? ob_sched_stage(s, Y) : NULL;
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (o != conv && !st) st = ob_sched_compute_inline(s, ob_sched_stage(s, conv));
   /* the output: tiles of m x m, tile_x tiles per block */
@@ -533,11 +584,22 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   if (!st && w.ocb > 1) st = ob_sched_vectorize(s, so, okbv);
   if (!st) st = ob_sched_unroll(s, so, yi);
   if (!st) st = ob_sched_unroll(s, so, xi);
+  /* Y of the block's tiles and channels, tile by tile: the first half of
+   * the output transform */
+  ob_ivar *yko, *yki;
+  if (!st && two) st = ob_sched_compute_at(s, sY, so, f);
+  if (!st && two) st = ob_sched_split(s, sY, ob_stage_axis(sY, 5), w.ocb, &yko, &yki);
+  if (!st && two)
+    st = ob_sched_reorder(s, sY, 7, (ob_ivar *[]){ob_stage_axis(sY, 0), ob_stage_axis(sY, 1), ob_stage_axis(sY, 2), yko,
+                                               ob_stage_axis(sY, 3), ob_stage_axis(sY, 4), yki});
+  if (!st && two && w.ocb > 1) st = ob_sched_vectorize(s, sY, yki);
+  if (!st && two) st = ob_sched_unroll(s, sY, ob_stage_axis(sY, 3));
+  if (!st && two) st = ob_sched_unroll(s, sY, ob_stage_axis(sY, 4));
   /* the GEMM of a block: its region is the block's tiles and every
    * channel (order 0), or one channel block (order 1), of every tile of
    * the image (order 2), or the part's channel blocks of every tile
    * ("own") */
-  if (!st) st = ob_sched_compute_at(s, sM, so, f);
+  if (!st) st = two ? ob_sched_compute_at(s, sM, sY, ob_stage_axis(sY, 0)) : ob_sched_compute_at(s, sM, so, f);
   ob_ivar *kco, *kci, *rco, *rci;
   if (!st) st = ob_sched_split(s, sM, ob_stage_axis(sM, wino_pos(pm, 5)), w.ocb, &kco, &kci);
   if (!st) st = ob_sched_split(s, sM, ob_stage_reduce_axis(sM, 0), w.uc, &rco, &rci);
