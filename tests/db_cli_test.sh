@@ -95,6 +95,43 @@ used=$(q "$db" "SELECT min(number) || ' ' || min(min_repeat_ms) || ' ' || max(fl
 check "records store the number used, the floor, the cache state and the timer overhead" \
   $(set -- $used; [ "${1:-0}" -gt 1 ] && [ "$2" = "2.0" ] && [ "$3" = "0" ] && [ "$4" = "1" ]; echo $?) \
   "sqlite3: number, floor, flush, overhead > 0: $used"
+# --cache: records are selected by the cache state they were timed in (one
+# record of a copy restated as cold-weights, flush = 2)
+dbc=$tmp/cache.db
+cp "$db" "$dbc"
+slow_idx=$(q "$dbc" "SELECT config_index FROM measurements WHERE error_no = 0
+  AND resources = 'threads=1;cores=0' ORDER BY median_s DESC, config_index LIMIT 1")
+q "$dbc" "UPDATE measurements SET flush = 2 WHERE config_index = $slow_idx" >/dev/null
+"$OB" db best "${W[@]}" --db "$dbc" --cache cold-weights >"$tmp/bc.out" 2>&1
+rc=$?
+check "db best --cache cold-weights takes the one cold-weights record" \
+  $([ $rc -eq 0 ] && grep -Eq "^best +conv2d_NCHWc.x86 #$slow_idx " "$tmp/bc.out"; echo $?) "$(cat "$tmp/bc.out")"
+"$OB" db top "${W[@]}" --db "$dbc" --cache warm --top 1000 >"$tmp/tc.out" 2>&1
+rc=$?
+nwarm=$(q "$dbc" "SELECT count(*) FROM measurements WHERE error_no = 0 AND flush = 0
+  AND resources = 'threads=1;cores=0'")
+check "db top --cache warm leaves the cold-weights record out" \
+  $([ $rc -eq 0 ] && [ "$(grep -Ec '^ +[0-9]+ conv2d_NCHWc.x86 ' "$tmp/tc.out")" -eq "$nwarm" ] &&
+    ! grep -Eq "^ +[0-9]+ conv2d_NCHWc.x86 +$slow_idx " "$tmp/tc.out" && grep -q "^cache      warm" "$tmp/tc.out"
+  echo $?) "sqlite3: $nwarm warm" "$(cat "$tmp/tc.out")"
+"$OB" db best "${W[@]}" --db "$dbc" --cache cold >"$tmp/bcc.out" 2>&1
+rc=$?
+check "db best --cache cold without cold records: exit 2, says how to widen" \
+  $([ $rc -eq 2 ] && grep -q "cache cold.*--cache any" "$tmp/bcc.out"; echo $?) "exit $rc" "$(cat "$tmp/bcc.out")"
+"$OB" db stats --db "$dbc" --cache warm >"$tmp/sc.out" 2>&1
+rc=$?
+check "db stats --cache is refused" \
+  $([ $rc -eq 2 ] && grep -q "applies to db best, top and export" "$tmp/sc.out"; echo $?) "exit $rc" "$(cat "$tmp/sc.out")"
+"$OB" db best "${W[@]}" --db "$dbc" --cache lukewarm >"$tmp/bl.out" 2>&1
+rc=$?
+check "db best --cache with an unknown state" \
+  $([ $rc -eq 2 ] && grep -q "lukewarm" "$tmp/bl.out"; echo $?) "exit $rc" "$(cat "$tmp/bl.out")"
+"$OB" db export --db "$dbc" --cache cold-weights --out "$tmp/c.csv" >"$tmp/ec.out" 2>&1
+rc=$?
+check "db export --cache cold-weights writes that record only" \
+  $([ $rc -eq 0 ] && [ "$(($(wc -l <"$tmp/c.csv") - 1))" -eq 1 ]; echo $?) "exit $rc" "$(cat "$tmp/ec.out")" \
+  "$(head -3 "$tmp/c.csv")"
+
 nnoisy=$(q "$db" "SELECT count(*) FROM measurements WHERE error_no = 0 AND noisy")
 check "db stats counts the noisy records" \
   $(grep -Eq "^noisy +$nnoisy error-free records" "$tmp/stats.out"; echo $?) \

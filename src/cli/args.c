@@ -71,7 +71,7 @@ typedef enum flag_id {
   F_SAVE_IO, F_TARGET, F_NO_WINOGRAD, F_R, F_S, F_SCHEDULE_OUT, F_SCHEDULE, F_TIMELINE, F_SCHEDULER, F_GFLOPS,
   F_GBPS, F_EFFICIENCY, F_CORUN, F_IOS_ORIGINAL, F_NO_MERGE, F_MAX_PART, F_PRINT_STAGES, F_SHARED,
   F_FLEET, F_BROKER, F_DEVICE_KEY, F_FLEET_KEY, F_PORT, F_MAX_JOBS, F_CLAIM_TIMEOUT, F_BUILD_ONLY, F_SIZES,
-  F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE,
+  F_KNOBS, F_CORUN_MODE, F_CACHE_PRESSURE, F_LIMITS, F_CORE_TYPES, F_TABLE, F_CACHE_STATE,
   F_PREDICTOR, F_SPLIT, F_FOLDS, F_TEST_MODELS, F_ROUNDS, F_MEMBERS, F_KERNELS,
   F_PROFILE, F_RECORD_STEPS, F_EXECUTOR, F_IFTUNE, F_IFCOMPARE, F_CHECK_TOL, F_SCHED_COST, F_CROSS, F_MEASURE, F_CALIBRATE, F_COUNT
 } flag_id;
@@ -179,6 +179,7 @@ static const flag_def flags[F_COUNT] = {
     [F_LIMITS] = {"--limits", true, M_PROFILE},
     [F_CORE_TYPES] = {"--core-types", false, M_PROFILE},
     [F_TABLE] = {"--table", true, M_DB},
+    [F_CACHE_STATE] = {"--cache", true, M_DB},
     [F_PREDICTOR] = {"--predictor", true, M_PRED | M_SCHED},
     [F_SPLIT] = {"--split", true, M_PRED},
     [F_FOLDS] = {"--folds", true, M_PRED},
@@ -645,6 +646,10 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "  --resources TEXT|any the resource setting as stored, or any\n"
             "  --target TEXT|any    the target the records were built for (best/top: default\n"
             "                       the default target, as opbench tune files them; else any)\n"
+            "  --cache warm|cold|cold-weights|any   only records timed in this cache state\n"
+            "                       (best, top, export; default any): warm caches, every input\n"
+            "                       flushed, or the weights flushed and the activation warm (a\n"
+            "                       model's layer, what opbench run and tune --modelname rank by)\n"
             "  --json               print JSON (best, top, stats)\n\n%s",
             workload_help);
     break;
@@ -1130,6 +1135,11 @@ static bool apply_flag(ob_ctx *ctx, cli_args *a, int id, const char *v) {
   case F_TABLE: {
     static const char *const known[] = {"measurements", "profiles", NULL};
     if (!choice_flag(name, v, "table", known, &a->table)) return false;
+    break;
+  }
+  case F_CACHE_STATE: {
+    static const char *const known[] = {"warm", "cold", "cold-weights", "any", NULL};
+    if (!choice_flag(name, v, "cache state", known, &a->cache_state)) return false;
     break;
   }
   case F_SCHED_COST: {

@@ -127,6 +127,7 @@ typedef struct cli_args {
   const char *schedules[16]; /* --schedule FILE (repeatable) */
   int nschedules;
   const char *table;       /* db export --table measurements|profiles */
+  const char *cache_state; /* db best|top|export --cache warm|cold|cold-weights|any */
   /* predict (and schedule --predictor) */
   const char *predictor;   /* --predictor FILE: a model file of opbench predict train */
   const char *split;       /* --split workload|model (default workload) */

@@ -96,6 +96,17 @@ static bool make_selection(ob_ctx *ctx, const cli_args *a, sel *s) {
     ob_tune_resources(&a->mo, s->resources, sizeof s->resources);
     s->f.key.resources = s->resources;
   }
+  if (a->cache_state) {
+    bool measurements = is_action(a, "export") && !(a->table && !strcmp(a->table, "profiles"));
+    if (!narrow && !measurements) {
+      cli_error("--cache selects measurements by their cache state: it applies to db best, top and "
+                "export (of the measurements table), not to db %s%s", a->action,
+                is_action(a, "export") ? " --table profiles" : "");
+      return false;
+    }
+    for (ob_db_cache c = OB_DB_CACHE_ANY; c <= OB_DB_CACHE_COLD_WEIGHTS; c++)
+      if (!strcmp(a->cache_state, ob_db_cache_name(c))) s->f.cache = c;
+  }
   return true;
 }
 
@@ -107,6 +118,7 @@ static void describe_selection(const sel *s) {
   printf("target     %s\n", or_any(s->f.key.target));
   printf("resources  %s\n", or_any(s->f.key.resources));
   if (s->f.key.tmpl) printf("template   %s\n", s->f.key.tmpl);
+  if (s->f.cache != OB_DB_CACHE_ANY) printf("cache      %s\n", ob_db_cache_name(s->f.cache));
 }
 
 /* The config of a record in knob form when its template's space can be
@@ -225,21 +237,25 @@ static int no_record(ob_db *db, const sel *s, const char *what) {
   if (ob_db_stats_get(db, &f, &st) == OB_OK) n = st->total.total;
   ob_db_stats_free(st);
   if (n > 0)
-    return cli_error("%s: no error-free record of %s for host %s, target %s, resources %s%s%s "
+    return cli_error("%s: no error-free record of %s for host %s, target %s, resources %s%s%s%s%s "
                      "(the database holds %lld of this workload under other settings: try "
-                     "--host any --target any --resources any)",
+                     "--host any --target any --resources any%s)",
                      what, s->f.key.workload, or_any(s->f.key.host), or_any(s->f.key.target),
                      or_any(s->f.key.resources),
                      s->f.key.tmpl ? ", template " : "", s->f.key.tmpl ? s->f.key.tmpl : "",
-                     (long long)n);
+                     s->f.cache ? ", cache " : "", s->f.cache ? ob_db_cache_name(s->f.cache) : "",
+                     (long long)n, s->f.cache ? " --cache any" : "");
   return cli_error("%s: the database holds no record of %s", what, s->f.key.workload);
 }
 
 static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
   ob_db_records *r = NULL;
-  ob_status st = ob_db_best(db, &s->f.key, &r);
-  if (st == OB_ERR_NOT_FOUND) return no_record(db, s, "db best");
+  ob_status st = ob_db_top_k_cache(db, &s->f.key, s->f.cache, 1, &r);
   if (st) return cli_error("db best: %s", ob_ctx_errmsg(ctx));
+  if (r->n == 0) {
+    ob_db_records_free(r);
+    return no_record(db, s, "db best");
+  }
   const ob_db_record *b = &r->rec[0];
   ob_db_key k = {b->host, b->workload, b->target, b->resources, b->tmpl};
   ob_db_confirmed c;
@@ -290,7 +306,7 @@ static int cmd_best(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
 
 static int cmd_top(ob_ctx *ctx, ob_db *db, const cli_args *a, sel *s) {
   ob_db_records *r = NULL;
-  if (ob_db_top_k(db, &s->f.key, a->top, &r) != OB_OK)
+  if (ob_db_top_k_cache(db, &s->f.key, s->f.cache, a->top, &r) != OB_OK)
     return cli_error("db top: %s", ob_ctx_errmsg(ctx));
   if (r->n == 0) {
     ob_db_records_free(r);
