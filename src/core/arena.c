@@ -1,8 +1,10 @@
 /* arena.c: bump allocator for objects that share one lifetime (an IR, a
  * schedule, a batch of candidates). The arena owns every chunk; callers never
- * free individual allocations. Chunks come from calloc and are never reused,
- * so every allocation is already zeroed. Out of memory returns NULL and
- * marks the arena failed for good (core.h says what callers do with it). */
+ * free individual allocations. Every allocation comes zeroed: each is
+ * cleared as it is handed out, not its chunk when allocated (a feature
+ * lowering of a tuner uses a few KiB of three 32-64 KiB chunks, and calloc
+ * clearing them was 8.5 % of test_xgb's time). Out of memory returns NULL
+ * and marks the arena failed for good (core.h says what callers do with it). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +29,8 @@ struct ob_arena {
 
 static ob_chunk *ob_chunk_new(size_t cap) {
   if (cap > SIZE_MAX / 2) return NULL;
-  ob_chunk *c = calloc(1, sizeof(ob_chunk) + cap);
-  if (c) c->cap = cap;
+  ob_chunk *c = malloc(sizeof(ob_chunk) + cap);
+  if (c) *c = (ob_chunk){.cap = cap};
   return c;
 }
 
@@ -77,7 +79,7 @@ void *ob_arena_alloc(ob_arena *a, size_t bytes) {
   if (c->cap - c->used >= size) {
     void *p = c->data + c->used;
     c->used += size;
-    return p;
+    return memset(p, 0, size);
   }
   /* A large block gets its own chunk, linked behind the head so the space
    * left in the current chunk stays usable for later small requests. */
@@ -87,14 +89,14 @@ void *ob_arena_alloc(ob_arena *a, size_t bytes) {
     big->used = size;
     big->next = c->next;
     c->next = big;
-    return big->data;
+    return memset(big->data, 0, size);
   }
   ob_chunk *fresh = ob_chunk_new(a->chunk_bytes);
   if (!fresh) return ob_arena_fail(a);
   fresh->next = c;
   a->head = fresh;
   fresh->used = size;
-  return fresh->data;
+  return memset(fresh->data, 0, size);
 }
 
 char *ob_arena_strdup(ob_arena *a, const char *s) {
