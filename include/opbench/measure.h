@@ -93,6 +93,9 @@ typedef struct ob_run_request {
   int pressure_core;
   unsigned counters;         /* events (1 << ob_counter) to count in a pass after the
                                 timing, with the co-runner or pressure still running */
+  double build_s;            /* GPU targets: how much longer than timing.timeout_s the
+                                checked (first) run may take, for the driver's compile
+                                at load and first launch; <= 0: 30 s */
 } ob_run_request;
 
 typedef struct ob_run_result {

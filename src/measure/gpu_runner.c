@@ -46,8 +46,9 @@
 #define G_MAX_BUFS 16
 #define G_ALIGN 64
 #define G_GRACE_S 5.0   /* a worker stuck in a driver call is killed this long after its deadline */
-/* the checked run may take this much longer: the driver's compile (a few
- * seconds for PoCL's heaviest kernels, more on a loaded machine) */
+/* the checked run may take this much longer by default (ob_run_request's
+ * build_s): the driver's compile (a few seconds for PoCL's heaviest
+ * kernels, more on a loaded machine) */
 #define G_BUILD_S 30.0
 
 enum { G_RUN = 0x6f670001, G_TIME, G_SKIP, G_RAN, G_COSTS, G_ERR };
@@ -463,7 +464,7 @@ static ob_status gpu_run(void *self, const ob_run_request *req, const ob_timing_
   /* the checked run: the device's start, the driver's compile (OpenCL
    * builds at load, PoCL again at the first launch) and the run */
   g_rep rep;
-  int how = g_wait(r, ob_now_s() + t->timeout_s + G_BUILD_S, &rep);
+  int how = g_wait(r, ob_now_s() + t->timeout_s + (req->build_s > 0 ? req->build_s : G_BUILD_S), &rep);
   if (how != GW_OK) {
     g_failed(r, how, t->timeout_s, res);
     goto out;
