@@ -17,21 +17,27 @@ static uint8_t *read_all(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   size_t cap = 4096, n = 0;
-  uint8_t *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    uint8_t *grown = realloc(buf, cap *= 2);
-    if (!grown) free(buf);
+  uint8_t *buf = NULL;
+  int err = 0;
+  for (;; cap *= 2) {
+    uint8_t *grown = realloc(buf, cap);
+    if (!grown) {
+      err = ENOMEM;
+      break;
+    }
     buf = grown;
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) {
+      if (ferror(f)) err = EIO;
+      break;
+    }
   }
-  int err = ferror(f) ? EIO : ENOMEM;
   fclose(f);
-  if (buf && err == EIO) {
+  if (err) {
     free(buf);
-    buf = NULL;
+    errno = err;
+    return NULL;
   }
-  if (!buf) errno = err;
   *size = n;
   return buf;
 }

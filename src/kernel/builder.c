@@ -359,6 +359,19 @@ static void start_compile(bvar *v, int i, const ob_build_input *in, const char *
   }
 }
 
+/* v's lock is ours (lk 1) or there is none to be had (lk -1): takes the
+ * object if it landed meanwhile, else starts its compiler. True when a
+ * compiler runs (and holds the lock until finish_compile). */
+static bool claim(bvar *v, int lk, int i, const ob_build_input *in, const char *ccpath, char **argv, int nflags,
+                  ob_build_result *out) {
+  if (!(lk == 1 && cached_object(v, out))) {
+    start_compile(v, i, in, ccpath, argv, nflags, out);
+    if (v->pid > 0) return true;
+  }
+  unlock_variant(v);
+  return false;
+}
+
 /* The compiler of variant v ended with `status` (or was killed for its
  * timeout): fills out and moves the object into the cache. */
 static void finish_compile(bvar *v, int status, bool timed_out, double timeout,
@@ -560,13 +573,7 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
       v->waiting = false;
       waiting--;
       progress = true;
-      if (lk == 1 && cached_object(v, &out[i])) {
-        unlock_variant(v);
-        continue;
-      }
-      start_compile(v, i, &in[i], ccpath, argv, nflags, &out[i]);
-      if (v->pid > 0) running++;
-      else unlock_variant(v);
+      running += claim(v, lk, i, &in[i], ccpath, argv, nflags, &out[i]);
     }
     while (running < jobs && next < n) {
       int i = next++;
@@ -579,13 +586,7 @@ ob_status ob_build_batch(ob_ctx *ctx, const ob_build_opts *opts, const ob_build_
         waiting++;
         continue;
       }
-      if (lk == 1 && cached_object(v, &out[i])) { /* finished while we looked */
-        unlock_variant(v);
-        continue;
-      }
-      start_compile(v, i, &in[i], ccpath, argv, nflags, &out[i]);
-      if (v->pid > 0) running++;
-      else unlock_variant(v);
+      running += claim(v, lk, i, &in[i], ccpath, argv, nflags, &out[i]);
     }
     for (int i = 0; i < next; i++) {
       bvar *v = &vars[i];

@@ -22,8 +22,9 @@
  * the coefficient chains fold to constants and the compiler shares the
  * inner sums); for F(6x6) its first half is a stage of its own,
  *   Y[t][a][n][k]  = sum_e AT[a][e] M[t][e][n][k],  out = sum_n AT[b][n] Y,
- * computed for the output's block of tiles (half the C to compile). The GEMM's accumulators (tile_x tiles x tile_oc channels)
- * stay in registers over its channel loop.
+ * computed for the output's block of tiles (0.33-0.6 of the C). The
+ * GEMM's accumulators (tile_x tiles x tile_oc channels) stay in registers
+ * over its channel loop.
  * Loop order (knob "order"): 0 = per block of tile_x tiles (parallel), the
  * input transform of the block, then the GEMM over all output channels and
  * the output transform per channel block: the transformed input stays in
@@ -496,8 +497,10 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
    * sums); for F(6x6) in two stages, Y[nn, ty, tx, a, n, k] = sum_e
    * AT[a][e] M[.., e, n, k] for the block's tiles, then out = sum_n
    * AT[b][n] Y[.., a, n, k]: m x alpha x (alpha + m) terms per tile
-   * instead of m^2 x alpha^2. F(6x6)'s one-stage kernels were 0.2-0.7 MB
-   * of C (2-7 s to compile), the two-stage ones take half; at m = 4 the
+   * instead of m^2 x alpha^2. On ResNet-18's 3x3 layers F(6x6)'s one-stage
+   * kernels were 0.23-0.69 MB of C, 1.6-7.0 s to compile; two stages have
+   * 0.33-0.60 of the C and compile in 0.50-0.69 of the time, except 7x7x512
+   * (1.03-1.31x; geomean 0.69-0.71, bench/wino_compile.py); at m = 4 the
    * second stage's round trip through memory cost 9 % (56x56, 64
    * channels) for 1.5x less C, so smaller tiles keep one stage. */
   bool two = w.m >= 6;
@@ -586,15 +589,17 @@ ob_status ob_winograd_build(ob_te *te, const ob_target *tg, const ob_workload *w
   if (!st) st = ob_sched_unroll(s, so, xi);
   /* Y of the block's tiles and channels, tile by tile: the first half of
    * the output transform */
-  ob_ivar *yko, *yki;
-  if (!st && two) st = ob_sched_compute_at(s, sY, so, f);
-  if (!st && two) st = ob_sched_split(s, sY, ob_stage_axis(sY, 5), w.ocb, &yko, &yki);
-  if (!st && two)
-    st = ob_sched_reorder(s, sY, 7, (ob_ivar *[]){ob_stage_axis(sY, 0), ob_stage_axis(sY, 1), ob_stage_axis(sY, 2), yko,
-                                               ob_stage_axis(sY, 3), ob_stage_axis(sY, 4), yki});
-  if (!st && two && w.ocb > 1) st = ob_sched_vectorize(s, sY, yki);
-  if (!st && two) st = ob_sched_unroll(s, sY, ob_stage_axis(sY, 3));
-  if (!st && two) st = ob_sched_unroll(s, sY, ob_stage_axis(sY, 4));
+  if (!st && two) {
+    ob_ivar *yko, *yki;
+    st = ob_sched_compute_at(s, sY, so, f);
+    if (!st) st = ob_sched_split(s, sY, ob_stage_axis(sY, 5), w.ocb, &yko, &yki);
+    if (!st)
+      st = ob_sched_reorder(s, sY, 7, (ob_ivar *[]){ob_stage_axis(sY, 0), ob_stage_axis(sY, 1), ob_stage_axis(sY, 2),
+                                                 yko, ob_stage_axis(sY, 3), ob_stage_axis(sY, 4), yki});
+    if (!st && w.ocb > 1) st = ob_sched_vectorize(s, sY, yki);
+    if (!st) st = ob_sched_unroll(s, sY, ob_stage_axis(sY, 3));
+    if (!st) st = ob_sched_unroll(s, sY, ob_stage_axis(sY, 4));
+  }
   /* the GEMM of a block: its region is the block's tiles and every
    * channel (order 0), or one channel block (order 1), of every tile of
    * the image (order 2), or the part's channel blocks of every tile
