@@ -426,7 +426,7 @@ static void finish_compile(bvar *v, int status, bool timed_out, double timeout,
 /* The compiler and flags come from the target's facts (its table row: cc,
  * or $OPBENCH_CC for a native target, and the ISA's flags); opts->cc and
  * opts->flags override them; $OPBENCH_CFLAGS_APPEND goes after either (the
- * test suite sets -O1: its kernels are checked, not timed, and compile 3x
+ * test suite sets -Og: its kernels are checked, not timed, and compile
  * faster; a clean clone's suite spent most of its time in the compiler).
  * A cross target whose own compiler or C library is missing fails here,
  * naming what is missing. */

@@ -214,8 +214,9 @@ static ob_status build_one(ob_ctx *ctx, const ob_limits_opts *o, const ob_target
   if (!src) return ob_fail(ctx, OB_ERR_NOMEM, "host limits: out of memory");
   ob_build_opts bo = o->build;
   /* the peak's chains of FMAs and the bandwidth loops are what is measured:
-   * built as the target builds kernels (at -O1 GCC leaves the FMA peak's
-   * multiply-adds unfused, and the check's expected values assume them fused) */
+   * built as the target builds kernels, without the tests' appended flags
+   * (at -O1 GCC left the FMA peak's multiply-adds unfused, and the check's
+   * expected values assume them fused) */
   bo.exact_flags = true;
   bo.target = t;
   if (!(bo.timeout_s > 0)) bo.timeout_s = 120; /* once per host; a loaded machine compiles slowly */
