@@ -204,9 +204,9 @@ static bool replay_trial(void *user, int trial, const ob_config *cfg, const ob_m
 /* Trials the tuner needs to reach 95% of the table's best; the space size
  * + 1 if it never does. */
 static int trials_to_goal(ob_task *task, const char *name, uint64_t seed, const table *t,
-                          double frac, const char *transfer_db) {
+                          double frac, const char *transfer_db, ob_feat_cache *fc) {
   ob_tuner *tuner = NULL;
-  ob_tuner_opts to = {.seed = seed, .db_path = transfer_db};
+  ob_tuner_opts to = {.seed = seed, .db_path = transfer_db, .features = fc};
   if (ob_tuner_new(ctx, name, task, &to, &tuner)) die(name);
   replay r = {.t = t, .goal = frac * t->best};
   ob_tune_opts o = ob_tune_opts_default();
@@ -442,6 +442,9 @@ int main(int argc, char **argv) {
     const wl_def *d = &k_resnet18[wls[w]];
     const table *t = &tables[w];
     bool have_tl = false;
+    /* the workload's features, lowered once for every row and seed */
+    ob_feat_cache *fc = NULL;
+    if (ob_feat_cache_new(ctx, tasks[w], (1u << OB_FEATURE_KIND_COUNT) - 1, 0, &fc)) die("feature cache");
     char name[64];
     snprintf(name, sizeof name, "%s s%d p%d", d->shape + 4, d->stride, d->pad);
     printf("%3d %-36s %6lld %8.2f", wls[w] + 1, name, (long long)t->nvalid, t->best);
@@ -456,12 +459,13 @@ int main(int argc, char **argv) {
       size_t off = 0;
       for (int sd = 0; sd < nseeds; sd++) {
         v[sd] = trials_to_goal(tasks[w], k_rows[k].tuner, (uint64_t)sd + 1, t, 0.95,
-                               k_rows[k].transfer ? tlpath : NULL);
+                               k_rows[k].transfer ? tlpath : NULL, fc);
         all[k][nall[k]++] = v[sd];
         off += (size_t)snprintf(cell + off, sizeof cell - off, "%s%d", sd ? " " : "", v[sd]);
       }
       printf(" | %-8.0f %-12s", median_int(v, nseeds), cell);
     }
+    ob_feat_cache_free(fc);
     printf("\n");
     fflush(stdout);
     if (t->nmeasured != t->nvalid)

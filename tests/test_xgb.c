@@ -175,18 +175,20 @@ typedef struct drive_res {
   int to_best;   /* trials until the best config was measured; budget + 1 if never */
   int to_good;   /* ... until one within 95% of the best */
   int proposed;
+  uint64_t trace; /* hash of the proposals in order */
   bool repeated, invalid;
 } drive_res;
 
 /* The tuning loop in small: batches of 16, results fed back, until the
  * optimum was measured or the budget is spent. */
 static drive_res drive(ob_task *task, const char *name, uint64_t seed, const char *db, int budget,
-                       const space_best *sb) {
-  drive_res r = {budget + 1, budget + 1, 0, false, false};
+                       const space_best *sb, ob_feat_cache *fc) {
+  drive_res r = {budget + 1, budget + 1, 0, 0, false, false};
   ob_tuner_opts o;
   memset(&o, 0, sizeof o);
   o.seed = seed;
   o.db_path = db;
+  o.features = fc;
   ob_tuner *tu = NULL;
   ob_status st = ob_tuner_new(ctx, name, task, &o, &tu);
   CHECK_MSG(st == OB_OK, "%s: %s", name, ob_ctx_errmsg(ctx));
@@ -208,6 +210,7 @@ static drive_res drive(ob_task *task, const char *name, uint64_t seed, const cha
       }
       if (seen[ix]) r.repeated = true;
       seen[ix] = true;
+      r.trace = ob_hash64(&ix, sizeof ix, r.trace);
       memset(&res[i], 0, sizeof res[i]);
       double g = synth(&cfg[i], &res[i].error_no);
       res[i].gflops = g;
@@ -259,10 +262,41 @@ static drive_res random_draw(const ob_task *task, uint64_t seed, const space_bes
 #endif
 #define BUDGET 400
 
+/* Tuners of one task sharing a feature cache (every kind): each config is
+ * lowered once for all the runs below, and a tuner proposes what it would
+ * with a cache of its own. */
+static ob_feat_cache *shared_cache(ob_task *t) {
+  ob_feat_cache *fc = NULL;
+  unsigned all = (1u << OB_FEATURE_KIND_COUNT) - 1;
+  CHECK(ob_feat_cache_new(ctx, t, all, 0, &fc) == OB_OK);
+  return fc;
+}
+
+static void test_shared_features(ob_task *t, const space_best *sb, ob_feat_cache *fc) {
+  int64_t low0 = 0, low1 = 0, low2 = 0, hits = 0;
+  drive_res own = drive(t, "xgb", 4, NULL, 96, sb, NULL);
+  ob_feat_cache_stats(fc, &low0, NULL);
+  drive_res a = drive(t, "xgb", 4, NULL, 96, sb, fc);
+  ob_feat_cache_stats(fc, &low1, NULL);
+  drive_res b = drive(t, "xgb", 4, NULL, 96, sb, fc);
+  ob_feat_cache_stats(fc, &low2, &hits);
+  CHECK_MSG(own.trace == a.trace && a.trace == b.trace && own.proposed == b.proposed,
+            "the same tuner and seed proposed differently with a shared cache");
+  CHECK_MSG(low1 > low0 && low2 == low1 && hits > 0,
+            "shared cache: %lld lowered by the first run, %lld by the second (%lld hits)",
+            (long long)(low1 - low0), (long long)(low2 - low1), (long long)hits);
+  /* a knob tuner does not lower configs through an all-kinds cache */
+  drive(t, "xgb_knob", 4, NULL, 48, sb, fc);
+  ob_feat_cache_stats(fc, &low0, NULL);
+  CHECK_MSG(low0 == low2, "xgb_knob lowered %lld configs through the shared cache", (long long)(low0 - low2));
+}
+
 static void test_tuners_find_optimum(void) {
   ob_task *t = conv_task(SMALL);
   if (!t) return;
   space_best sb = find_best(t);
+  ob_feat_cache *fc = shared_cache(t);
+  if (fc) test_shared_features(t, &sb, fc);
   CHECK(sb.best > sb.second); /* the optimum is unique */
   double rnd = 0;
   for (int s = 0; s < 32; s++) rnd += random_draw(t, (uint64_t)s + 100, &sb).to_best;
@@ -273,7 +307,7 @@ static void test_tuners_find_optimum(void) {
     double sum = 0;
     int found = 0;
     for (int s = 0; s < NSEEDS; s++) {
-      drive_res r = drive(t, names[k], (uint64_t)s + 1, NULL, BUDGET, &sb);
+      drive_res r = drive(t, names[k], (uint64_t)s + 1, NULL, BUDGET, &sb, fc);
       CHECK_MSG(!r.repeated && !r.invalid, "%s seed %d proposed a config twice or an invalid one",
                 names[k], s + 1);
       found += r.to_best <= BUDGET;
@@ -284,6 +318,7 @@ static void test_tuners_find_optimum(void) {
     CHECK_MSG(!STAT_BARS || found == NSEEDS, "%s found the optimum in %d of %d runs", names[k], found, NSEEDS);
     CHECK_MSG(!STAT_BARS || mean < 0.5 * rnd, "%s: %.1f trials on average, random %.1f", names[k], mean, rnd);
   }
+  ob_feat_cache_free(fc);
   ob_task_free(t);
 }
 
@@ -488,14 +523,15 @@ static void test_transfer(void) {
   db = NULL;
 
   space_best sb = find_best(b);
+  ob_feat_cache *fc = shared_cache(b);
   /* xgb_knob: the other shape's space differs, so its base model falls
    * back to curve features under the knob-feature online model */
   const char *names[] = {"xgb", "xgb_curve", "xgb_knob"};
   for (int k = 0; k < 3; k++) {
     double with = 0, without = 0, with_best = 0, without_best = 0;
     for (int s = 0; s < NSEEDS; s++) {
-      drive_res r1 = drive(b, names[k], (uint64_t)s + 11, NULL, BUDGET, &sb);
-      drive_res r2 = drive(b, names[k], (uint64_t)s + 11, path, BUDGET, &sb);
+      drive_res r1 = drive(b, names[k], (uint64_t)s + 11, NULL, BUDGET, &sb, fc);
+      drive_res r2 = drive(b, names[k], (uint64_t)s + 11, path, BUDGET, &sb, fc);
       CHECK(!r2.repeated && !r2.invalid);
       without += r1.to_good;
       with += r2.to_good;
@@ -514,9 +550,10 @@ static void test_transfer(void) {
   {
     char missing[600];
     snprintf(missing, sizeof missing, "%s.missing", path);
-    drive_res r = drive(b, "xgb", 3, missing, 64, &sb);
+    drive_res r = drive(b, "xgb", 3, missing, 64, &sb, fc);
     CHECK((r.proposed == 64 || r.to_best <= 64) && !r.repeated && !r.invalid);
   }
+  ob_feat_cache_free(fc);
 done:
   ob_db_close(db);
   ob_task_free(a);

@@ -157,6 +157,11 @@ OB_API ob_status ob_search_best(ob_ctx *ctx, struct ob_task *task, ob_measurer *
  * feeds the measured results back. Names: random, gridsearch, ga, xgb
  * (= xgb_itervar, reg loss), xgb-rank, xgb_knob, xgb_itervar, xgb_curve. */
 typedef struct ob_tuner ob_tuner;
+/* The cost-model features of one task's configs, kept by config index
+ * (feature.c). Model tuners of the same task can share one
+ * (ob_tuner_opts.features), so that a config is lowered once for all of
+ * them: tuners compared on a task, seeds repeated, a task tuned again. */
+typedef struct ob_feat_cache ob_feat_cache;
 
 typedef struct ob_tuner_opts {
   uint64_t seed;
@@ -166,6 +171,9 @@ typedef struct ob_tuner_opts {
   double mutation_prob; /* ga: <= 0: 0.1 */
   const char *db_path;  /* xgb transfer: records of the same operator kind
                            from this database seed the cost model; NULL: none */
+  ob_feat_cache *features; /* xgb: a cache of this task's features (borrowed), used
+                              where it keeps every lowered kind the tuner learns
+                              from; NULL or not: the tuner's own */
 } ob_tuner_opts;
 
 /* OB_ERR_NOT_FOUND naming the known tuners for an unknown name. */
@@ -246,6 +254,17 @@ OB_API int ob_feature_len(const ob_space *s, ob_feature_kind kind);
  * with out zeroed). Deterministic. */
 OB_API ob_status ob_feature_extract(ob_ctx *ctx, struct ob_task *task, const ob_config *cfg,
                                     ob_feature_kind kind, float *out);
+
+/* A feature cache over `task`'s space that keeps the kinds in the bit set
+ * `kinds` (1u << OB_FEATURE_ITERVAR | ...; one lowering fills every kind)
+ * in about max_bytes of rows (0: 64 MiB); when full it starts over. The
+ * task is borrowed and must outlive it. Not thread-safe: the tuners that
+ * share it are driven from one thread, and ctx is the one they use. */
+OB_API ob_status ob_feat_cache_new(ob_ctx *ctx, struct ob_task *task, unsigned kinds, size_t max_bytes,
+                                   ob_feat_cache **out);
+OB_API void ob_feat_cache_free(ob_feat_cache *c); /* accepts NULL */
+/* Lowerings done and lookups answered from the cache. */
+OB_API void ob_feat_cache_stats(const ob_feat_cache *c, int64_t *lowered, int64_t *hits);
 
 /* ---- the tuning loop (loop.c) ----------------------------------------------
  * AutoTVM's tune(): the tuner proposes a batch, it is built and measured,

@@ -560,6 +560,11 @@ void ob_feat_cache_free(ob_feat_cache *c) {
   free(c);
 }
 
+bool ob_feat_cache_serves(const ob_feat_cache *c, const struct ob_task *task, unsigned kinds) {
+  unsigned lowered = (1u << OB_FEATURE_ITERVAR) | (1u << OB_FEATURE_CURVE);
+  return c && c->space == ob_task_space(task) && (c->kinds & kinds) == kinds && (kinds & lowered);
+}
+
 ob_status ob_feat_cache_check(const ob_feat_cache *c) {
   return c->failed ? ob_fail(c->ctx, OB_ERR_NOMEM, "out of memory growing the feature cache") : OB_OK;
 }

@@ -1,8 +1,8 @@
 /* feature.h: the cost model's feature extraction, inside the tune module.
  * The public half (kinds, lengths, one-config extraction) is in tune.h;
  * here are the pieces xgb.c needs: extraction from an already lowered
- * function, and a per-task cache keyed by config index. The cache owns its
- * rows; callers get copies. */
+ * function, and the per-task cache's lookups. The cache owns its rows;
+ * callers get copies. */
 #ifndef OB_TUNE_FEATURE_H
 #define OB_TUNE_FEATURE_H
 
@@ -17,14 +17,12 @@ void ob_feature_of_lowered(const ob_lowered *f, float *itervar, float *curve);
  * the outer one computed. */
 void ob_feature_of_knobs(const ob_config *cfg, float *out);
 
-typedef struct ob_feat_cache ob_feat_cache;
-
-/* A cache over `task`'s space that keeps the kinds in the bit set `kinds`
- * (1u << OB_FEATURE_KNOB | ...) in about max_bytes of rows (0: 64 MiB);
- * when full it starts over. The task is borrowed and must outlive it. */
-ob_status ob_feat_cache_new(ob_ctx *ctx, struct ob_task *task, unsigned kinds, size_t max_bytes,
-                            ob_feat_cache **out);
-void ob_feat_cache_free(ob_feat_cache *c); /* accepts NULL */
+/* The cache (ob_feat_cache_new, _free, _stats: tune.h). Whether c serves
+ * a tuner of `task` that learns from the kinds in `kinds`: the same space,
+ * every kind kept, and one of them lowered (a knob-only tuner recomputes
+ * its knobs rather than look them up; a cache with lowered kinds would
+ * lower each config for it). */
+bool ob_feat_cache_serves(const ob_feat_cache *c, const struct ob_task *task, unsigned kinds);
 /* Copies the features of `kind` (one of the cache's kinds) for cfg into
  * out[ob_feature_len(space, kind)]. A config that does not lower gets
  * zeros (it is also cached); the return says whether it lowered. Out of
@@ -32,7 +30,5 @@ void ob_feat_cache_free(ob_feat_cache *c); /* accepts NULL */
  * and ob_feat_cache_check says OB_ERR_NOMEM from then on. */
 bool ob_feat_cache_get(ob_feat_cache *c, const ob_config *cfg, ob_feature_kind kind, float *out);
 ob_status ob_feat_cache_check(const ob_feat_cache *c);
-/* Lowerings done and lookups answered from the cache (for logs). */
-void ob_feat_cache_stats(const ob_feat_cache *c, int64_t *lowered, int64_t *hits);
 
 #endif

@@ -10,8 +10,9 @@
  * tuner then waits for its results rather than filling the loop's batch of
  * delay with more random configs.
  *
- * The tuner object owns its feature cache, training rows, boosters and
- * plan; the task is borrowed and must outlive it. Model failures are not
+ * The tuner object owns its feature cache (or borrows the one
+ * opts->features shares), training rows, boosters and plan; the task is
+ * borrowed and must outlive it. Model failures are not
  * fatal: the tuner logs a warning and proposes random configs instead. */
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ typedef struct xgb {
   int plan_size;
   ob_rng rng;
   ob_feat_cache *fc;
+  bool fc_borrowed; /* opts->features: another's, not freed here */
   int flen;
 
   ob_idxset visited; /* proposed, or told about through update */
@@ -772,7 +774,7 @@ static void xgb_free(void *self) {
   if (!t) return;
   if (t->bst) XGBoosterFree(t->bst);
   if (t->base) XGBoosterFree(t->base);
-  ob_feat_cache_free(t->fc);
+  if (!t->fc_borrowed) ob_feat_cache_free(t->fc);
   ob_idxset_free(&t->visited);
   ob_idxset_free(&t->trained);
   free(t->xidx);
@@ -947,8 +949,12 @@ ob_status ob_xgb_tuner_create(ob_ctx *ctx, const char *name, struct ob_task *tas
   }
   unsigned kinds = 1u << kind;
   if (t->base) kinds |= 1u << t->base_kind;
-  st = ob_feat_cache_new(ctx, task, kinds, 0, &t->fc);
-  if (st) goto fail;
+  if (opts && ob_feat_cache_serves(opts->features, task, kinds)) {
+    t->fc = opts->features;
+    t->fc_borrowed = true;
+  } else if ((st = ob_feat_cache_new(ctx, task, kinds, 0, &t->fc))) {
+    goto fail;
+  }
   *vt = &k_xgb_vt;
   *self = t;
   return OB_OK;
