@@ -445,6 +445,17 @@ static void test_rng(void) {
   int fsame = 1;
   for (int i = 0; i < 1000; i++) fsame &= ob_rng_float(&f1) == ob_rng_float(&f2);
   CHECK(fsame);
+
+  /* the bulk fill gives the same values and leaves the same state */
+  float buf[1001];
+  ob_rng g1 = {77}, g2 = {77};
+  ob_rng_fill(&g1, buf, 1000);
+  buf[1000] = 42.0f;
+  int fill_same = 1;
+  for (int i = 0; i < 1000; i++) fill_same &= buf[i] == ob_rng_float(&g2);
+  CHECK(fill_same && buf[1000] == 42.0f && g1.s == g2.s);
+  ob_rng_fill(&g1, buf, 0);
+  CHECK(g1.s == g2.s);
 }
 
 static double monotonic_s(void) {

@@ -154,6 +154,8 @@ typedef struct ob_rng { uint64_t s; } ob_rng;
 OB_API uint64_t ob_rng_next(ob_rng *r);
 /* Uniform in [-1, 1] and never exactly 0. */
 OB_API float ob_rng_float(ob_rng *r);
+/* p[0..n) = n successive ob_rng_float(r), the same values. */
+OB_API void ob_rng_fill(ob_rng *r, float *p, int64_t n);
 
 /* ---- big buffers on huge pages --------------------------------------------- */
 /* Weights, activations and measurement buffers of 1 MiB or more are placed on

@@ -128,7 +128,7 @@ void ob_graph_fill_input(const ob_graph *g, int i, uint64_t seed, void *buf) {
   ob_rng r = {seed * 0x9e3779b97f4a7c15ull + (uint64_t)i + 1};
   int64_t cnt = ob_gt_numel(x);
   if (x->dtype == OB_F32) {
-    for (int64_t k = 0; k < cnt; k++) ((float *)buf)[k] = ob_rng_float(&r);
+    ob_rng_fill(&r, buf, cnt);
     return;
   }
   int64_t hi = 2;

@@ -32,8 +32,10 @@ int zb_param(zb *b, const char *name, int nd, const int64_t *dims, double scale,
   gtensor *t = b->g->t[id];
   int64_t n = ob_gt_numel(t);
   float *p = t->data;
-  if (!b->zero)
-    for (int64_t i = 0; i < n; i++) p[i] = (float)(centre + scale * ob_rng_float(&b->rng));
+  if (!b->zero) {
+    ob_rng_fill(&b->rng, p, n);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(centre + scale * p[i]);
+  }
   return id;
 }
 

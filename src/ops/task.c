@@ -212,7 +212,7 @@ void ob_task_fill(const ob_task *t, uint64_t seed, void *const *bufs) {
   for (int i = 0; i < t->nargs; i++) {
     float *p = bufs[i];
     if (t->args[i].is_input)
-      for (int64_t k = 0; k < t->args[i].numel; k++) p[k] = ob_rng_float(&r);
+      ob_rng_fill(&r, p, t->args[i].numel);
     else
       for (int64_t k = 0; k < t->args[i].numel; k++) p[k] = NAN;
   }
@@ -314,7 +314,7 @@ ob_status ob_task_fill_for(ob_task *t, const ob_config *cfg, uint64_t seed, void
       for (int64_t k = 0; k < n; k++) p[k] = NAN;
       continue;
     }
-    for (int64_t k = 0; k < t->args[i].numel; k++) t->scratch[k] = ob_rng_float(&r);
+    ob_rng_fill(&r, t->scratch, t->args[i].numel);
     t->tmpl->pack(&t->wl, cfg, i, t->scratch, p);
   }
   return OB_OK;
