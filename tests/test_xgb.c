@@ -181,14 +181,10 @@ typedef struct drive_res {
 
 /* The tuning loop in small: batches of 16, results fed back, until the
  * optimum was measured or the budget is spent. */
-static drive_res drive(ob_task *task, const char *name, uint64_t seed, const char *db, int budget,
-                       const space_best *sb, ob_feat_cache *fc) {
+static drive_res drive_opts(ob_task *task, const char *name, const ob_tuner_opts *opts, int budget,
+                            const space_best *sb) {
   drive_res r = {budget + 1, budget + 1, 0, 0, false, false};
-  ob_tuner_opts o;
-  memset(&o, 0, sizeof o);
-  o.seed = seed;
-  o.db_path = db;
-  o.features = fc;
+  ob_tuner_opts o = *opts;
   ob_tuner *tu = NULL;
   ob_status st = ob_tuner_new(ctx, name, task, &o, &tu);
   CHECK_MSG(st == OB_OK, "%s: %s", name, ob_ctx_errmsg(ctx));
@@ -226,6 +222,12 @@ static drive_res drive(ob_task *task, const char *name, uint64_t seed, const cha
   return r;
 }
 
+static drive_res drive(ob_task *task, const char *name, uint64_t seed, const char *db, int budget,
+                       const space_best *sb, ob_feat_cache *fc) {
+  ob_tuner_opts o = {.seed = seed, .db_path = db, .features = fc};
+  return drive_opts(task, name, &o, budget, sb);
+}
+
 /* Trials a uniform random order without repeats needs for the same goals. */
 static drive_res random_draw(const ob_task *task, uint64_t seed, const space_best *sb) {
   const ob_space *s = ob_task_space(task);
@@ -261,6 +263,7 @@ static drive_res random_draw(const ob_task *task, uint64_t seed, const space_bes
 #define STAT_BARS true
 #endif
 #define BUDGET 400
+#define TRACE_TRIALS 40 /* fits at 8, 16 and 32 results */
 
 /* Tuners of one task sharing a feature cache (every kind): each config is
  * lowered once for all the runs below, and a tuner proposes what it would
@@ -274,11 +277,16 @@ static ob_feat_cache *shared_cache(ob_task *t) {
 
 static void test_shared_features(ob_task *t, const space_best *sb, ob_feat_cache *fc) {
   int64_t low0 = 0, low1 = 0, low2 = 0, hits = 0;
-  drive_res own = drive(t, "xgb", 4, NULL, 96, sb, NULL);
+  /* no time limit on the annealing: a run that lowers everything itself
+   * would otherwise search less far than one served by the cache (under
+   * ASan it did) */
+  ob_tuner_opts o = {.seed = 4, .plan_seconds = 1e6};
+  drive_res own = drive_opts(t, "xgb", &o, TRACE_TRIALS, sb);
   ob_feat_cache_stats(fc, &low0, NULL);
-  drive_res a = drive(t, "xgb", 4, NULL, 96, sb, fc);
+  o.features = fc;
+  drive_res a = drive_opts(t, "xgb", &o, TRACE_TRIALS, sb);
   ob_feat_cache_stats(fc, &low1, NULL);
-  drive_res b = drive(t, "xgb", 4, NULL, 96, sb, fc);
+  drive_res b = drive_opts(t, "xgb", &o, TRACE_TRIALS, sb);
   ob_feat_cache_stats(fc, &low2, &hits);
   CHECK_MSG(own.trace == a.trace && a.trace == b.trace && own.proposed == b.proposed,
             "the same tuner and seed proposed differently with a shared cache");

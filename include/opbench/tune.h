@@ -166,6 +166,10 @@ typedef struct ob_feat_cache ob_feat_cache;
 typedef struct ob_tuner_opts {
   uint64_t seed;
   int plan_size;        /* xgb: configs planned per model fit; <= 0: 64 */
+  double plan_seconds;  /* xgb: how long one annealing may search before it
+                           plans with what it found; <= 0: 5 s. Within it the
+                           tuner is deterministic for a seed; past it, how far
+                           the search got depends on the machine's speed */
   int pop_size;         /* ga: population; <= 0: 100 */
   int elite_num;        /* ga: <= 0: 3 */
   double mutation_prob; /* ga: <= 0: 0.1 */

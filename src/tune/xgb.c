@@ -36,7 +36,7 @@
  * config costs far more than a direct one's (one conv2d_winograd.x86 task
  * of 16 trials ran 442 s under xgb, 23 s under random, all but seconds of it
  * lowering for the annealing; the direct tasks beside it 5-8 s) */
-#define SA_BUDGET_S 5.0
+#define SA_BUDGET_S 5.0 /* default of ob_tuner_opts.plan_seconds */
 #define EPS_GREEDY 0.05       /* share of proposals drawn at random */
 #define DIVERSITY_RATIO 2     /* SA keeps this many plans' worth for the filter */
 #define KNOB_WEIGHT 0.5       /* diversity bonus of a config whose every knob value is new */
@@ -63,6 +63,7 @@ typedef struct xgb {
   ob_feature_kind kind;
   bool rank;
   int plan_size;
+  double plan_s; /* seconds one annealing may take */
   ob_rng rng;
   ob_feat_cache *fc;
   bool fc_borrowed; /* opts->features: another's, not freed here */
@@ -397,7 +398,7 @@ static ob_status anneal(xgb *t, heap *h) {
   double temp = 1.0, cool = 1.0 / (SA_ITERS + 1), t0 = ob_now_s();
   int k = 0, last = 0;
   bool over = false;
-  while (k < SA_ITERS && k < last + SA_EARLY_STOP && !(over = ob_now_s() - t0 > SA_BUDGET_S)) {
+  while (k < SA_ITERS && k < last + SA_EARLY_STOP && !(over = ob_now_s() - t0 > t->plan_s)) {
     for (int i = 0; i < nc; i++) next[i] = random_walk(t, t->chains[i]);
     st = score(t, next, nc, nscores);
     if (st) return st;
@@ -932,6 +933,7 @@ ob_status ob_xgb_tuner_create(ob_ctx *ctx, const char *name, struct ob_task *tas
   t->kind = kind;
   t->rank = rank;
   t->plan_size = opts && opts->plan_size > 0 ? opts->plan_size : PLAN_SIZE;
+  t->plan_s = opts && opts->plan_seconds > 0 ? opts->plan_seconds : SA_BUDGET_S;
   /* hashed: splitmix states of consecutive seeds would be one step apart */
   uint64_t seed = opts ? opts->seed : 0;
   t->rng.s = ob_hash64(&seed, sizeof seed, 0x78676274756e6572ULL);
