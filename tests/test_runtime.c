@@ -329,7 +329,17 @@ static void test_threads_batch(void) {
 static void test_vm(void) {
   ob_model_opts mo = ob_model_opts_default();
   mo.source = "local";
+#if defined(__SANITIZE_ADDRESS__)
+  /* the vm's bookkeeping on a light model: bert-base's 85 M weights made,
+   * packed and run by the reference three to five times took 23 s under
+   * ASan (the release build runs it) */
+  mo.name = "lstm";
+  mo.hidden = 24;
+  const int bdim = 1, sdim = 0; /* ONNX's LSTM input: sequence, batch, features */
+#else
   mo.name = "bert-base";
+  const int bdim = 0, sdim = 1;
+#endif
   mo.seqlen = 4;
   ob_rt_opts o = ob_rt_opts_default();
   o.kernels = OB_RT_DEFAULT;
@@ -345,8 +355,8 @@ static void test_vm(void) {
     CHECK_MSG(st == OB_OK, "vm request %d: %s", i, ob_ctx_errmsg(ctx));
     if (st) continue;
     const ob_graph *g = ob_rt_graph(seen[i]);
-    CHECK(ob_graph_tensor_dims(g, ob_graph_input(g, 0))[0] == req[i][0]);
-    CHECK(ob_graph_tensor_dims(g, ob_graph_input(g, 0))[1] == req[i][1]);
+    CHECK(ob_graph_tensor_dims(g, ob_graph_input(g, 0))[bdim] == req[i][0]);
+    CHECK(ob_graph_tensor_dims(g, ob_graph_input(g, 0))[sdim] == req[i][1]);
     io x = {0};
     if (io_make(g, (uint64_t)i + 1, &x) && feed(seen[i], &x)) {
       CHECK(ob_rt_run(seen[i]) == OB_OK);
