@@ -727,7 +727,7 @@ static bool arena_room(ob_arena *a, void **arr, int64_t n, int64_t *cap, size_t 
 /* The end of such a read: out of memory, a failing step, or OB_OK. */
 static ob_status read_end(ob_db *db, ob_arena *a, int rc, const char *what) {
   if (ob_arena_failed(a)) return ob_fail(db->ctx, OB_ERR_NOMEM, "database '%s': %s: out of memory", db->path, what);
-  if (rc != OB_DB_DONE) return ob_db_sqlfail(db, rc, what);
+  if (rc != OB_DB_DONE) return ob_db_sqlfail(db, rc, "%s", what);
   return OB_OK;
 }
 

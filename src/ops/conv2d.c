@@ -762,7 +762,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
     if (!st && icb > 1) st = ob_sched_vectorize(s, sg, ob_stage_axis(sg, 4));
   }
   if (!st && pad && pad_inline == 2) st = ob_sched_skip_padding(s, sacc);
-  ob_ivar *yo = NULL, *yi = NULL, *xo, *xi, *f1, *f2, *oci = NULL; /* oci: the blocks of a group */
+  ob_ivar *yo = NULL, *yi = NULL, *xo = NULL, *xi = NULL, *f1 = NULL, *f2 = NULL, *oci = NULL; /* oci: the blocks of a group */
   ob_ivar *on = ob_stage_axis(so, 0), *ooc = ob_stage_axis(so, 1), *oblk = ob_stage_axis(so, bd);
   /* k_chunk: a task is a group of output-channel blocks (k_group) over
    * every pixel, its sums in a buffer; for each chunk of input channels,
@@ -802,7 +802,7 @@ static ob_status build_nchwc(ob_te *te, const ob_target *tg, const ob_workload *
   ob_ivar *r0 = ob_stage_reduce_axis(sacc, 0), *r1 = ob_stage_reduce_axis(sacc, 1),
           *r2 = ob_stage_reduce_axis(sacc, 2), *r3 = ob_stage_reduce_axis(sacc, 3);
   if (!st && kc) { /* chunk, block of the group, pixel block, the chunk's channels */
-    ob_ivar *r0o, *r0i, *ayo, *ayi;
+    ob_ivar *r0o = NULL, *r0i = NULL, *ayo = NULL, *ayi = NULL;
     st = ob_sched_split(s, sacc, r0, kc / icb, &r0o, &r0i);
     if (!st) st = ob_sched_split(s, sacc, ay, ow[1], &ayo, &ayi);
     if (!st)

@@ -148,7 +148,7 @@ static ob_status build_dense(ob_te *te, const ob_target *tg, const ob_workload *
   if (st) return st;
   ob_stage *so = ob_sched_stage(s, O), *sc = ob_sched_stage(s, C), *sp = ob_sched_stage(s, P);
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
-  ob_ivar *yo, *yi, *xo, *xi, *f;
+  ob_ivar *yo = NULL, *yi = NULL, *xo = NULL, *xi = NULL, *f = NULL; /* set unless st */
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 0), ty[1], &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, 1), tx[1], &xo, &xi);
   if (!st) st = ob_sched_reorder(s, so, 4, (ob_ivar *[]){yo, xo, yi, xi});
@@ -159,7 +159,7 @@ static ob_status build_dense(ob_te *te, const ob_target *tg, const ob_workload *
   if (!st && sc != so) {
     /* C is a tile-sized stage inside the output tile; its one-trip outer
      * loop is where partial's tile is computed */
-    ob_ivar *cyo, *cyi;
+    ob_ivar *cyo = NULL, *cyi = NULL;
     st = ob_sched_compute_at(s, sc, so, f);
     if (!st) st = ob_sched_split(s, sc, ob_stage_axis(sc, 0), ty[1], &cyo, &cyi);
     pc = sc;
