@@ -122,7 +122,10 @@ one_error "a broker that wants a password" "requires a password" \
   "$OB" fleet status --broker "redis://127.0.0.1:$OB_TEST_REDIS_PORT"
 one_error "a malformed broker URL" "only redis://" "$OB" fleet status --broker "http://127.0.0.1:1"
 one_error "tune with a broker that is down" "cannot reach the broker" \
-  "$OB" tune --op dense --shape M=1,N=8,K=8 --fleet "redis://opbench:x@127.0.0.1:$dead_port" --device-key k --fleet-key "$tmp/key"
+  "$OB" tune --op dense --shape M=1,N=8,K=8 --fleet "redis://opbench:x@127.0.0.1:$dead_port" --device-key k --fleet-key "$tmp/key" \
+  --db "$tmp/down.db"
+[ ! -e "$tmp/down.db" ]
+check "a broker that is down leaves no new database" $? "$(ls -l "$tmp/down.db" 2>&1)"
 
 # ---- 3. tuning through two workers --------------------------------------------------
 K=cpu-$run

@@ -176,6 +176,9 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cli_error("--tuner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
+  /* the broker before a new database: a fleet that cannot be reached
+   * leaves no empty database behind */
+  if (a->fleet && !(fleet = cli_fleet_client(ctx, a))) goto done;
   if (!db && ob_db_open(ctx, a->db_path, 0, &db) != OB_OK) {
     cli_error("--db: %s", ob_ctx_errmsg(ctx));
     goto done;
@@ -184,9 +187,7 @@ int cli_cmd_tune(ob_ctx *ctx, const cli_args *a) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     goto done;
   }
-  if (a->fleet) {
-    if (!(fleet = cli_fleet_client(ctx, a))) goto done;
-  } else if (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK) {
+  if (!a->fleet && (ob_runner_new(ctx, &runner) != OB_OK || ob_measurer_local_new(ctx, runner, &measurer) != OB_OK)) {
     cli_error("cannot start the runner: %s", ob_ctx_errmsg(ctx));
     goto done;
   }
