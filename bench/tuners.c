@@ -444,7 +444,7 @@ int main(int argc, char **argv) {
     bool have_tl = false;
     /* the workload's features, lowered once for every row and seed */
     ob_feat_cache *fc = NULL;
-    if (ob_feat_cache_new(ctx, tasks[w], (1u << OB_FEATURE_KIND_COUNT) - 1, 0, &fc)) die("feature cache");
+    if (ob_feat_cache_new(ctx, tasks[w], OB_FEATURE_KINDS_ALL, 0, &fc)) die("feature cache");
     char name[64];
     snprintf(name, sizeof name, "%s s%d p%d", d->shape + 4, d->stride, d->pad);
     printf("%3d %-36s %6lld %8.2f", wls[w] + 1, name, (long long)t->nvalid, t->best);

@@ -231,16 +231,10 @@ static void test_zoo(void) {
       {"transformers", "gpt2", 0, 3, 0, false},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-#if defined(__SANITIZE_ADDRESS__)
-    /* Under ASan the models of 60 M to 140 M random weights (packing them,
-     * the reference over them) take minutes each and add no code path the
-     * others do not take: the release build checks them. */
-    if (!strcmp(m[i].name, "vgg-16") || !strcmp(m[i].name, "nasnet-a") || !strcmp(m[i].name, "randwire") ||
-        !strcmp(m[i].name, "bert-base-uncased") || !strcmp(m[i].name, "gpt2")) {
+    if (ob_test_asan_leaves(m[i].name, true)) {
       printf("%-18s checked by the release build (too heavy under ASan)\n", m[i].name);
       continue;
     }
-#endif
     double t0 = ob_now_s();
     ob_graph *g = load(m[i].source, m[i].name, m[i].size, m[i].seqlen, m[i].hidden, 1);
     if (!g) continue;

@@ -132,16 +132,11 @@ static void test_zoo(int cores) {
       {"transformers", "bert-base-uncased", 0, 3, 0}, {"transformers", "gpt2", 0, 3, 0},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-#if defined(__SANITIZE_ADDRESS__)
-    /* Under ASan the models of 100 M+ random weights whose schedules run
-     * one group at a time, or as bert-base's do, are left to the release
-     * build (19 of this test's 44 s there, most of it making the weights);
-     * nasnet-a and randwire, the most concurrent, stay. */
-    if (!strcmp(m[i].name, "vgg-16") || !strcmp(m[i].name, "bert-base-uncased") || !strcmp(m[i].name, "gpt2")) {
+    /* nasnet-a and randwire, the most concurrent, stay under ASan */
+    if (ob_test_asan_leaves(m[i].name, false)) {
       printf("%-18s checked by the release build (too heavy under ASan)\n", m[i].name);
       continue;
     }
-#endif
     double t0 = ob_now_s();
     ob_graph *g = load(m[i].source, m[i].name, m[i].size, m[i].seqlen, m[i].hidden);
     if (!g) continue;

@@ -270,8 +270,7 @@ static drive_res random_draw(const ob_task *task, uint64_t seed, const space_bes
  * with a cache of its own. */
 static ob_feat_cache *shared_cache(ob_task *t) {
   ob_feat_cache *fc = NULL;
-  unsigned all = (1u << OB_FEATURE_KIND_COUNT) - 1;
-  CHECK(ob_feat_cache_new(ctx, t, all, 0, &fc) == OB_OK);
+  CHECK(ob_feat_cache_new(ctx, t, OB_FEATURE_KINDS_ALL, 0, &fc) == OB_OK);
   return fc;
 }
 

@@ -242,6 +242,8 @@ typedef enum ob_feature_kind {
   OB_FEATURE_CURVE,
   OB_FEATURE_KIND_COUNT
 } ob_feature_kind;
+/* Every kind as a bit set (ob_feat_cache_new's kinds). */
+#define OB_FEATURE_KINDS_ALL ((1u << OB_FEATURE_KIND_COUNT) - 1)
 
 #define OB_FEATURE_LOOPS 10
 #define OB_FEATURE_BUFS 4

@@ -501,6 +501,9 @@ ob_status ob_feature_extract(ob_ctx *ctx, struct ob_task *task, const ob_config 
 
 /* ---- cache ------------------------------------------------------------------- */
 
+/* the kinds whose features come from the lowered loop nest */
+#define LOWERED_KINDS ((1u << OB_FEATURE_ITERVAR) | (1u << OB_FEATURE_CURVE))
+
 struct ob_feat_cache {
   ob_ctx *ctx;
   struct ob_task *task;
@@ -535,7 +538,7 @@ ob_status ob_feat_cache_new(ob_ctx *ctx, struct ob_task *task, unsigned kinds, s
     c->off[k] = c->row;
     c->row += c->len[k];
   }
-  c->lowers = (kinds & ((1u << OB_FEATURE_ITERVAR) | (1u << OB_FEATURE_CURVE))) != 0;
+  c->lowers = (kinds & LOWERED_KINDS) != 0;
   if (max_bytes == 0) max_bytes = (size_t)64 << 20;
   size_t m = max_bytes / ((size_t)(c->row > 0 ? c->row : 1) * sizeof(float));
   c->maxrows = m < 256 ? 256 : m > (1u << 18) ? (1 << 18) : (int)m;
@@ -561,8 +564,7 @@ void ob_feat_cache_free(ob_feat_cache *c) {
 }
 
 bool ob_feat_cache_serves(const ob_feat_cache *c, const struct ob_task *task, unsigned kinds) {
-  unsigned lowered = (1u << OB_FEATURE_ITERVAR) | (1u << OB_FEATURE_CURVE);
-  return c && c->space == ob_task_space(task) && (c->kinds & kinds) == kinds && (kinds & lowered);
+  return c && c->space == ob_task_space(task) && (c->kinds & kinds) == kinds && (kinds & LOWERED_KINDS);
 }
 
 ob_status ob_feat_cache_check(const ob_feat_cache *c) {
