@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -374,6 +375,20 @@ static double get_num(const cJSON *o, const char *name, double dflt) {
   return dflt;
 }
 
+/* A whole number in [lo, hi], or dflt when absent: false for anything
+ * else (converting an out-of-range double to int is undefined). */
+static bool get_int(const cJSON *o, const char *name, int dflt, int lo, int hi, int *out) {
+  const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
+  if (!j) {
+    *out = dflt;
+    return true;
+  }
+  if (!cJSON_IsNumber(j) || !(j->valuedouble >= lo && j->valuedouble <= hi) || j->valuedouble != floor(j->valuedouble))
+    return false;
+  *out = (int)j->valuedouble;
+  return true;
+}
+
 static bool get_u64(const cJSON *o, const char *name, uint64_t *out) {
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
   if (!cJSON_IsString(j) || !j->valuestring[0] || !isdigit((unsigned char)j->valuestring[0])) return false;
@@ -463,8 +478,8 @@ bool fl_job_parse(const char *json, size_t len, fl_job *j, char *why, size_t cap
       j->attrs = cJSON_PrintUnformatted(a);
       j->entity = cJSON_PrintUnformatted(e);
       ob_timing_opts d = ob_timing_default();
-      d.number = (int)get_num(t, "number", 0);
-      d.repeat = (int)get_num(t, "repeat", 0);
+      bool ints = get_int(t, "number", 0, 0, OB_TIMING_NUMBER_MAX, &d.number) &&
+                  get_int(t, "repeat", 0, 0, OB_TIMING_MAX_COSTS, &d.repeat);
       d.min_repeat_ms = get_num(t, "min_repeat_ms", -1);
       if (isnan(d.min_repeat_ms)) d.min_repeat_ms = -1;
       d.flush = get_bool(t, "flush");
@@ -477,7 +492,7 @@ bool fl_job_parse(const char *json, size_t len, fl_job *j, char *why, size_t cap
       j->build_timeout_s = get_num(o, "build_timeout_s", 0);
       if (!j->attrs || !j->entity) bad = "out of memory";
       else if (j->nthreads < 1) bad = "a bad thread count";
-      else if (d.number < 0 || d.repeat < 0 || d.repeat > OB_TIMING_MAX_COSTS || !isfinite(d.min_repeat_ms) ||
+      else if (!ints || !isfinite(d.min_repeat_ms) ||
                !(d.timeout_s >= 0 && d.timeout_s <= 3600) || !(j->build_timeout_s >= 0 && j->build_timeout_s <= 3600))
         bad = "timing options out of range";
       else ok = true;
@@ -557,8 +572,10 @@ bool fl_result_parse(const char *json, size_t len, fl_result *r, char *why, size
     t->median_s = get_num(tj, "median_s", NAN);
     t->mean_s = get_num(tj, "mean_s", NAN);
     t->cv = get_num(tj, "cv", NAN);
-    t->number = (int)get_num(tj, "number", 0);
-    t->repeat = (int)get_num(tj, "repeat", 0);
+    if (!get_int(tj, "number", 0, 0, OB_TIMING_NUMBER_MAX, &t->number) ||
+        !get_int(tj, "repeat", 0, 0, INT_MAX, &t->repeat) ||
+        !get_int(tj, "extra_repeats", 0, 0, INT_MAX, &t->extra_repeats))
+      bad = "timing counts out of range";
     t->min_repeat_ms = get_num(tj, "min_repeat_ms", NAN);
     t->flush = get_bool(tj, "flush");
     t->flush_keep_first = t->flush && get_bool(tj, "flush_keep_first");
@@ -566,7 +583,6 @@ bool fl_result_parse(const char *json, size_t len, fl_result *r, char *why, size
     t->timer_overhead_s = isfinite(ovh) ? ovh : 0;
     t->below_resolution = get_bool(tj, "below_resolution");
     t->noisy = get_bool(tj, "noisy");
-    t->extra_repeats = (int)get_num(tj, "extra_repeats", 0);
     t->emulated = get_bool(tj, "emulated");
     r->res.build_s = get_num(o, "build_s", 0);
     r->res.run_s = get_num(o, "run_s", 0);

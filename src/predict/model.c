@@ -618,7 +618,11 @@ ob_status ob_predictor_load(ob_ctx *ctx, const char *path, ob_predictor **out) {
     if (st) goto done;
     e->nfeat = want;
     e->sigma = sigma->valuedouble;
-    e->records = cJSON_IsNumber(recs) ? (int64_t)recs->valuedouble : 0;
+    /* the header is outside the checksum: range first, the cast of an
+     * out-of-range double is undefined */
+    e->records = cJSON_IsNumber(recs) && recs->valuedouble >= 0 && recs->valuedouble <= 9e15
+                     ? (int64_t)recs->valuedouble
+                     : 0;
     cJSON_ArrayForEach(z, sizes) {
       size_t n = (size_t)z->valuedouble;
       BoosterHandle b = NULL;
