@@ -298,11 +298,19 @@ static void test_threads_batch(void) {
         CHECK(ob_rt_time(rt, &to, &t) == OB_OK);
         CHECK(t.median_s > 0 && t.repeat >= 2);
         /* timing with profiled runs between the repeats: the steps add up
-         * to the profiled runs' total (less the loop's few ns a step) */
+         * to the profiled runs' total (less the loop's few ns a step). A
+         * thread preempted between two steps (ctest runs two tests at once
+         * on two cores) adds time outside every step: up to 3 tries, and a
+         * step left untimed fails them all */
         double *ps = calloc((size_t)ns, sizeof *ps), ptot = 0, psum = 0;
         int pruns = 0;
-        CHECK(ob_rt_time_profiled(rt, &to, 2, &t, ps, &ptot, &pruns) == OB_OK);
-        for (int i = 0; i < ns; i++) psum += ps[i];
+        for (int attempt = 0; attempt < 3; attempt++) {
+          memset(ps, 0, sizeof *ps * (size_t)ns);
+          ptot = psum = 0;
+          CHECK(ob_rt_time_profiled(rt, &to, 2, &t, ps, &ptot, &pruns) == OB_OK);
+          for (int i = 0; i < ns; i++) psum += ps[i];
+          if (psum > 0.95 * ptot) break;
+        }
         CHECK_MSG(t.median_s > 0 && ptot > 0 && psum <= ptot && psum > 0.95 * ptot,
                   "time_profiled: median %g, profiled total %g, steps %g", t.median_s, ptot, psum);
         CHECK_MSG(pruns == 2 * (t.repeat - t.retaken), "time_profiled: %d runs, %d kept repeats", pruns,
