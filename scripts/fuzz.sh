@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz.sh: builds the libFuzzer targets (fuzz/, clang with
-# -fsanitize=fuzzer,address,undefined) in a build folder of their own and
+# -fsanitize=fuzzer,address,undefined,float-cast-overflow) in a build folder of their own and
 # runs each for a bounded time from its seed corpus fuzz/corpus/<target>/.
 #
 #   scripts/fuzz.sh            what `make fuzz` runs: FUZZ_SECONDS (default
