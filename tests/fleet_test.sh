@@ -9,7 +9,8 @@
 #     workers' host, fleet status shows both alive with the jobs they did,
 #     --host/--port (and $TVM_TRACKER_HOST/PORT) name the broker as well;
 #  4. jobs injected by hand: unsigned, forged, altered, oversized, replayed,
-#     for another device key: each refused and logged, never run, and the
+#     for another device key, dated ahead, signed with timing counts out of
+#     range (1e300, 2.5): each refused and logged, never run, and the
 #     worker keeps serving (a correctly signed one is measured);
 #  5. a worker asked for more threads or a target it cannot run: clear errors;
 #  6. a worker killed (-9) in the middle of a job: another takes it over after
@@ -211,9 +212,17 @@ jk=$(mk_job "hand-2" "1123456789abcdef0123" "other-$run" "$now")
 rc XADD "$S" '*' job "$jk" sig "$(sign "$jk")" >/dev/null
 jo=$(mk_job "hand-3" "2123456789abcdef0123" "$K" "$((now + 100000))")
 rc XADD "$S" '*' job "$jo" sig "$(sign "$jo")" >/dev/null
+# signed, but with timing counts no int holds or no whole number (read as
+# an int, 1e300 was undefined behaviour)
+jn=$(mk_job "hand-5" "4123456789abcdef0123" "$K" "$now")
+jn=${jn/\"number\":0/\"number\":1e300}
+rc XADD "$S" '*' job "$jn" sig "$(sign "$jn")" >/dev/null
+jr=$(mk_job "hand-6" "5123456789abcdef0123" "$K" "$now")
+jr=${jr/\"repeat\":3/\"repeat\":2.5}
+rc XADD "$S" '*' job "$jr" sig "$(sign "$jr")" >/dev/null
 for _ in $(seq 1 100); do
   r=$(grep -c REFUSED "$tmp/a.log" "$tmp/b.log" | awk -F: '{s+=$2} END {print s}')
-  [ $((r - refused_before)) -ge 6 ] && break
+  [ $((r - refused_before)) -ge 8 ] && break
   sleep 0.1
 done
 logs=$(cat "$tmp/a.log" "$tmp/b.log")
@@ -222,8 +231,9 @@ echo "$logs" | grep -q "REFUSED.*unsigned job" &&
   echo "$logs" | grep -q "REFUSED.*oversized job" &&
   echo "$logs" | grep -q "REFUSED.*for device key 'other-$run'" &&
   echo "$logs" | grep -q "REFUSED.*in the future" &&
-  [ "$(echo "$logs" | grep -c "REFUSED.*signature does not match")" -ge 2 ]
-check "unsigned, forged, altered, oversized, other-key and future jobs are refused and logged" $? \
+  [ "$(echo "$logs" | grep -c "REFUSED.*signature does not match")" -ge 2 ] &&
+  [ "$(echo "$logs" | grep -c "REFUSED.*malformed job: timing options out of range")" -ge 2 ]
+check "unsigned, forged, altered, oversized, other-key, future and out-of-range jobs are refused and logged" $? \
   "$(echo "$logs" | grep REFUSED)"
 ! echo "$logs" | grep -vi refused | grep -q "hand-"
 check "no refused job was run" $? "$(echo "$logs" | grep hand-)"
