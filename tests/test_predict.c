@@ -1,9 +1,10 @@
 /* test_predict: the predict module on a synthetic database (no kernel is
  * built or timed): the dataset from records and profile points, held-out
  * splits, training and predicting, the model file (round trip, corrupt,
- * foreign schema, not a model), an operator kind without records, the
- * metrics on hand-made predictions, correlations, the turnaround, the
- * interference model and the placement game on a game solved by hand. */
+ * foreign schema, not a model, a record count out of range), an operator
+ * kind without records, the metrics on hand-made predictions,
+ * correlations, the turnaround, the interference model and the placement
+ * game on a game solved by hand. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,31 @@ static void test_train_and_file(void) {
   }
   CHECK(ob_predictor_load(ctx, path_in("missing.model"), &q) == OB_ERR_NOT_FOUND);
   ob_ctx_clear_error(ctx);
+  /* a header edited outside the checksum: a record count no int64 holds
+   * loads as 0 records (it was cast unchecked: undefined behaviour) */
+  f = fopen(path_in("m.model"), "rb"); /* afresh: the schema case edited buf */
+  n = f ? fread(buf, 1, (1 << 24) - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = '\0'; /* strstr stops in the file */
+  char *rec = n > 0 ? strstr(buf, "\"records\":") : NULL;
+  CHECK(rec != NULL);
+  if (rec && (f = fopen(path_in("records.model"), "wb"))) {
+    char *num = rec + strlen("\"records\":"), *end = num + strspn(num, "0123456789.eE+-");
+    fwrite(buf, 1, (size_t)(num - buf), f);
+    fputs("1e300", f);
+    fwrite(end, 1, n - (size_t)(end - buf), f);
+    fclose(f);
+    CHECK_MSG(ob_predictor_load(ctx, path_in("records.model"), &q) == OB_OK, "%s", ob_ctx_errmsg(ctx));
+    int zero = 0; /* the first section edited: whichever kind it is */
+    for (int i = 0; q && i < ob_predictor_kinds(q); i++) {
+      int64_t nrec = -1;
+      CHECK(ob_predictor_kind(q, i, &nrec, NULL) && nrec >= 0);
+      zero += nrec == 0;
+    }
+    CHECK(q && zero == 1);
+    ob_predictor_free(q);
+    q = NULL;
+  }
   /* held-out co-run pairs: stream and full are told apart */
   if (cd) {
     uint8_t *ct = calloc((size_t)cd->n, 1), *cr = calloc((size_t)cd->n, 1);
