@@ -13,6 +13,7 @@
 #define OB_TESTS_CHECK_H
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { OB_CHECK_SKIP_CODE = 77 };
 
@@ -29,7 +30,6 @@ enum { OB_CHECK_SKIP_CODE = 77 };
  * by_reference also those whose naive reference runs dominate there
  * (nasnet-a, randwire). Neither adds a code path the lighter models lack.
  * Always false outside ASan. */
-#include <string.h>
 static inline bool ob_test_asan_leaves(const char *model, bool by_reference) {
 #if defined(__SANITIZE_ADDRESS__)
   static const char *const heavy[] = {"vgg-16", "bert-base-uncased", "gpt2", "nasnet-a", "randwire"};

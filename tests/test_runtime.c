@@ -305,8 +305,7 @@ static void test_threads_batch(void) {
         double *ps = calloc((size_t)ns, sizeof *ps), ptot = 0, psum = 0;
         int pruns = 0;
         for (int attempt = 0; attempt < 3; attempt++) {
-          memset(ps, 0, sizeof *ps * (size_t)ns);
-          ptot = psum = 0;
+          psum = 0; /* ps and ptot are set by each call */
           CHECK(ob_rt_time_profiled(rt, &to, 2, &t, ps, &ptot, &pruns) == OB_OK);
           for (int i = 0; i < ns; i++) psum += ps[i];
           if (psum > 0.95 * ptot) break;

@@ -1,13 +1,14 @@
 /* test_sched_run: schedules run by the graph runtime's stage executor. On
- * every zoo model at a small size (under ASan all but three), the IOS schedule (with merges where the
- * planner finds them) and the greedy one (the most concurrent groups) are
- * compiled with ob_schedule_compile and run by stages: the output equals
- * the sequential run of the same compiled steps (the naive reference is
- * test_runtime's business, merge correctness test_sched's; leaving it out
- * keeps this test fast), and a second run by stages gives the same bits (no buffer reused too
- * early under the stage order). Bad plans are refused naming the stage,
- * group and node. Kernels at their default configs through the shared
- * kernel cache ($OPBENCH_CACHE). */
+ * every zoo model at a small size (under ASan all but the three heaviest),
+ * the IOS schedule (with merges where the planner finds them) and the
+ * greedy one (the most concurrent groups) are compiled with
+ * ob_schedule_compile and run by stages: the output equals the sequential
+ * run of the same compiled steps (the naive reference is test_runtime's
+ * business, merge correctness test_sched's; leaving it out keeps this test
+ * fast), and a second run by stages gives the same bits (no buffer reused
+ * too early under the stage order). Bad plans are refused naming the
+ * stage, group and node. Kernels at their default configs through the
+ * shared kernel cache ($OPBENCH_CACHE). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
