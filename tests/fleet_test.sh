@@ -10,7 +10,7 @@
 #     --host/--port (and $TVM_TRACKER_HOST/PORT) name the broker as well;
 #  4. jobs injected by hand: unsigned, forged, altered, oversized, replayed,
 #     for another device key, dated ahead, signed with timing counts out of
-#     range (1e300, 2.5): each refused and logged, never run, and the
+#     range (1e300, 2.5) or a thread count of 1.5: each refused and logged, never run, and the
 #     worker keeps serving (a correctly signed one is measured);
 #  5. a worker asked for more threads or a target it cannot run: clear errors;
 #  6. a worker killed (-9) in the middle of a job: another takes it over after
@@ -220,9 +220,13 @@ rc XADD "$S" '*' job "$jn" sig "$(sign "$jn")" >/dev/null
 jr=$(mk_job "hand-6" "5123456789abcdef0123" "$K" "$now")
 jr=${jr/\"repeat\":3/\"repeat\":2.5}
 rc XADD "$S" '*' job "$jr" sig "$(sign "$jr")" >/dev/null
+# signed, with a thread count that is no whole number (read as an int it ran on 1)
+jt=$(mk_job "hand-7" "6123456789abcdef0123" "$K" "$now")
+jt=${jt/\"threads\":1/\"threads\":1.5}
+rc XADD "$S" '*' job "$jt" sig "$(sign "$jt")" >/dev/null
 for _ in $(seq 1 100); do
   r=$(grep -c REFUSED "$tmp/a.log" "$tmp/b.log" | awk -F: '{s+=$2} END {print s}')
-  [ $((r - refused_before)) -ge 8 ] && break
+  [ $((r - refused_before)) -ge 9 ] && break
   sleep 0.1
 done
 logs=$(cat "$tmp/a.log" "$tmp/b.log")
@@ -232,7 +236,8 @@ echo "$logs" | grep -q "REFUSED.*unsigned job" &&
   echo "$logs" | grep -q "REFUSED.*for device key 'other-$run'" &&
   echo "$logs" | grep -q "REFUSED.*in the future" &&
   [ "$(echo "$logs" | grep -c "REFUSED.*signature does not match")" -ge 2 ] &&
-  [ "$(echo "$logs" | grep -c "REFUSED.*malformed job: timing options out of range")" -ge 2 ]
+  [ "$(echo "$logs" | grep -c "REFUSED.*malformed job: timing options out of range")" -ge 2 ] &&
+  echo "$logs" | grep -q "REFUSED.*malformed job: a bad thread count"
 check "unsigned, forged, altered, oversized, other-key, future and out-of-range jobs are refused and logged" $? \
   "$(echo "$logs" | grep REFUSED)"
 ! echo "$logs" | grep -vi refused | grep -q "hand-"

@@ -487,8 +487,7 @@ bool fl_job_parse(const char *json, size_t len, fl_job *j, char *why, size_t cap
       d.stability_budget_s = get_num(t, "stability_budget_s", -1);
       d.timeout_s = get_num(t, "timeout_s", 0);
       j->timing = d;
-      double th = get_num(o, "threads", 1);
-      j->nthreads = th >= 1 && th <= 4096 ? (int)th : 0;
+      if (!get_int(o, "threads", 1, 1, 4096, &j->nthreads)) j->nthreads = 0;
       j->build_timeout_s = get_num(o, "build_timeout_s", 0);
       if (!j->attrs || !j->entity) bad = "out of memory";
       else if (j->nthreads < 1) bad = "a bad thread count";
