@@ -593,6 +593,51 @@ static double alone_s(ob_runner *run, const ob_graph *g, const ob_rt_step_info *
   return out;
 }
 
+/* --steps-csv: every kernel step of the calibration and the held-out
+ * models, profiled in the run (5 runs), beside its db time alone and its
+ * predicted time alone (no factor, floor or cold cost): the data to fit
+ * and check how a kernel's time alone maps to its time in the graph. */
+static void steps_dump(FILE *csv, ob_rt *const *rt, const char *const *names, int th, int rd, ob_predictor *p,
+                       const ob_target *tg, const ob_db_host_limits *lim, double me_s[][MODEL_ROUNDS]) {
+  ob_predict_overhead ov0;
+  memset(&ov0, 0, sizeof ov0);
+  ov0.kernel_factor = 1;
+  for (int m = 0; m < 4; m++) {
+    int ns = ob_rt_step_count(rt[m]);
+    double *st = calloc((size_t)ns + 1, sizeof *st), total = 0;
+    ob_predict_model_step *ps = calloc((size_t)ns + 1, sizeof *ps);
+    ob_predict_model_result r;
+    if (!st || !ps || ob_rt_profile(rt[m], 5, st, &total) ||
+        ob_predict_model(ctx, p, rt[m], tg, th, lim, host.fingerprint, &ov0, ps, &r)) {
+      ob_ctx_clear_error(ctx);
+      free(st);
+      free(ps);
+      continue;
+    }
+    const ob_graph *g = ob_rt_graph(rt[m]);
+    for (int i = 0; i < ns; i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt[m], i, &si);
+      if (si.kind != OB_RT_STEP_KERNEL && si.kind != OB_RT_STEP_ONEDNN) continue;
+      double mib = 0, fl = 0;
+      for (int a = 0; si.node >= 0 && a < ob_graph_node_num_inputs(g, si.node); a++) {
+        int t = ob_graph_node_input(g, si.node, a);
+        if (t >= 0 && ob_graph_tensor_is_param(g, t))
+          mib += (double)ob_graph_tensor_numel(g, t) * 4.0 / (1024.0 * 1024.0);
+      }
+      ob_workload wl;
+      if (ob_graph_node_workload(ctx, g, si.node, &wl) == OB_OK) fl = (double)ob_workload_flops(&wl);
+      else ob_ctx_clear_error(ctx);
+      fprintf(csv, "%d,%d,%s,%d,%s,%.4f,%.0f,%.9f,%.9f,%.9f,%.9f,%.9f\n", th, rd, names[m], i, si.op, mib, fl,
+              si.db_s > 0 ? si.db_s : NAN, ps[i].predicted ? ps[i].seconds : NAN, st[i],
+              m ? me_s[m - 1][rd] : NAN, total);
+    }
+    free(st);
+    free(ps);
+  }
+  fflush(csv);
+}
+
 static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int th, const ob_db_host_limits *lim,
                             const ob_predict_overhead *ov, ob_runner *run) {
   int ns = ob_rt_step_count(rt);
@@ -672,6 +717,7 @@ static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int
 int main(int argc, char **argv) {
   int ntasks = 8, nconfigs = 5, held_configs = 31;
   bool measure_only = false, model_steps = false;
+  const char *steps_csv = NULL; /* every kernel step of every model run, for fitting the in-graph model */
   double measure_budget_s = 0, max_cv = 0.1;
   int64_t input_size = 56;
   const char *db_path = NULL;
@@ -693,6 +739,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--held-configs") && i + 1 < argc) held_configs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--measure-only")) measure_only = true;
     else if (!strcmp(argv[i], "--model-steps")) model_steps = true;
+    else if (!strcmp(argv[i], "--steps-csv") && i + 1 < argc) steps_csv = argv[++i];
     else if (!strcmp(argv[i], "--measure-budget") && i + 1 < argc) measure_budget_s = atof(argv[++i]);
     else if (!strcmp(argv[i], "--max-cv") && i + 1 < argc) max_cv = atof(argv[++i]);
     else if (!strcmp(argv[i], "--keep")) keep = true;
@@ -1042,6 +1089,10 @@ int main(int argc, char **argv) {
     const char *names[4] = {"resnet-18", "resnet-50", "inception-v3", "bert-base"};
     ob_db_host_limits *lim = NULL;
     if (ob_db_get_host_limits(db, host.fingerprint, &lim)) return die("host limits");
+    FILE *csv = steps_csv ? fopen(steps_csv, "w") : NULL;
+    if (steps_csv && !csv) return die(steps_csv);
+    if (csv)
+      fprintf(csv, "threads,round,model,step,op,param_mib,flops,db_s,pred_alone_s,in_run_s,model_meas_s,model_run_s\n");
     for (int th = 1; th <= 2; th++) {
       char head[64];
       snprintf(head, sizeof head, "model latency (%d thread%s)", th, th > 1 ? "s" : "");
@@ -1097,6 +1148,7 @@ int main(int argc, char **argv) {
           pr_sweep[m - 1][rd] = rsw.seconds;
           me_s[m - 1][rd] = tm.median_s;
         }
+        if (csv) steps_dump(csv, rt, names, th, rd, p, target, lim, me_s);
       }
       for (int m = 1; m < 4; m++) {
         char rounds_txt[128] = "";
@@ -1122,6 +1174,7 @@ int main(int argc, char **argv) {
       }
     }
     ob_db_host_limits_free(lim);
+    if (csv) fclose(csv);
   }
   /* 3. co-run: pairs of the training workloads' default configs */
   /* 8 workloads: 56 ordered pairs, each in both modes (a held-out fold of
