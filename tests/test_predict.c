@@ -606,6 +606,39 @@ static void test_analytic(void) {
   ob_target_free(t);
 }
 
+/* The in-graph model's fit: steps made as max(f a, k w) give back f and k;
+ * weight-bound steps that streamed slower than the fastest (a slow window
+ * for memory) move k, not f, so compute-bound steps keep their factor. */
+static void test_fit_in_graph(void) {
+  /* compute-bound steps (little weight) and weight-bound ones (9 MiB) */
+  double a[8] = {2e-4, 1.5e-4, 1e-4, 2.5e-4, 2e-4, 1.8e-4, 1e-4, 3e-4};
+  double w[8] = {0.1, 0.2, 0.5, 0.1, 9, 9, 4.5, 2};
+  double y[8], f = 0, k = 0;
+  for (int i = 0; i < 8; i++) y[i] = fmax(1.2 * a[i], 5e-5 * w[i]);
+  ob_predict_fit_in_graph(y, a, w, 8, &f, &k);
+  CHECK_MSG(fabs(f - 1.2) < 0.003 && fabs(k - 5e-5) < 1e-9, "f %g k %g", f, k);
+  /* the weight-bound steps 30 % and 50 % slower than the rate of the others */
+  y[4] *= 1.3;
+  y[5] *= 1.5;
+  ob_predict_fit_in_graph(y, a, w, 8, &f, &k);
+  CHECK_MSG(fabs(f - 1.2) < 0.01 && k >= 5e-5 && k <= 7.5e-5, "f %g k %g", f, k);
+  /* what the factor over the steps above 1.25x the fastest rate said */
+  double kin = 0, kdb = 0, fastest = INFINITY;
+  for (int i = 0; i < 8; i++)
+    if (w[i] >= 1) fastest = fmin(fastest, y[i] / w[i]);
+  for (int i = 0; i < 8; i++)
+    if (y[i] >= 1.25 * fastest * w[i]) kin += y[i], kdb += a[i];
+  CHECK_MSG(kin / kdb > 1.5, "the old factor %g", kin / kdb);
+  /* no step: f 1, k as it was */
+  k = 3e-5;
+  ob_predict_fit_in_graph(y, a, w, 0, &f, &k);
+  CHECK(f == 1 && k == 3e-5);
+  /* nothing held by its weights: k 0 */
+  for (int i = 0; i < 8; i++) y[i] = 0.9 * a[i];
+  ob_predict_fit_in_graph(y, a, w, 8, &f, &k);
+  CHECK_MSG(fabs(f - 0.9) < 0.003 && k == 0, "f %g k %g", f, k);
+}
+
 /* The miss curve from a synthetic stack: the calibration run after runs of
  * other instances (parameters of their own); its points sit at the
  * calibration's parameters plus the others', the sweep's points beyond the
@@ -661,6 +694,7 @@ int main(void) {
   test_nash();
   test_nash_slowdown();
   test_analytic();
+  test_fit_in_graph();
   test_overhead_stack();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

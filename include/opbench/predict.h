@@ -385,10 +385,12 @@ typedef struct ob_predict_overhead {
   double native_s_per_mb;  /* ... plus this per MiB of the node's outputs */
   double convert_s;        /* per layout conversion step */
   double run_s;            /* per run, beyond the steps (barriers, dispatch) */
-  double kernel_factor;    /* a kernel step's time in the graph over its time
-                              measured alone (the db's median of the same
-                              config), the runs warm: caches its neighbours left
-                              cold; 1 when the calibration had no such step */
+  double kernel_factor;    /* f: a kernel step not held by its weights takes
+                              f x its time measured alone (the db's median of
+                              the same config) in the graph, the runs warm:
+                              caches its neighbours left cold; fitted with
+                              floor_s_per_mb; 1 when the calibration had no
+                              kernel step with a db median */
   double cold_s_per_mb;    /* what a run takes beyond its warm time, per MiB of
                               the parameters its kernel steps read, when every
                               cache was evicted before it (the calibration model
@@ -398,11 +400,15 @@ typedef struct ob_predict_overhead {
                               computation included; 0 when it was not measurable */
   double param_mib;        /* the calibration model's parameters read by its
                               kernel steps */
-  double floor_s_per_mb;   /* the least seconds per parameter MiB a kernel
-                              step with at least 1 MiB of them took in the run:
-                              the rate weights stream at in a run, a floor for
-                              any step (measured alone, weights beyond the L2
-                              came warm from the L3); 0: none such */
+  double floor_s_per_mb;   /* k: seconds per parameter MiB a step held by its
+                              weights takes in the run (they stream from
+                              memory; measured alone, weights beyond the L2
+                              came warm from the L3). A step takes the longer of
+                              f x its time alone and k x its parameter MiB, f
+                              and k fitted jointly (least relative squares) on
+                              the calibration's steps with a db median; without
+                              any, the fastest rate a step of at least 1 MiB
+                              read its parameters at; 0: none such */
   int nmiss;               /* points of the miss curve, by working set: */
   double miss_mib[8];      /*   MiB through the caches between two runs (the
                                 calibration's parameters plus a sweep of other
@@ -417,15 +423,26 @@ typedef struct ob_predict_overhead {
 /* Measures the overhead on a compiled runtime (a calibration model): the
  * steps timed alone by ob_rt_profile (`runs` runs), a least-squares line
  * of the native steps' seconds over their output MiB, the mean conversion,
- * the whole run's median beyond the sum of its steps, the floor, the kernel
- * steps' time in the run over their db medians (kernel_factor; steps held
- * at the floor left out), then whole runs
+ * the whole run's median beyond the sum of its steps, kernel_factor and
+ * floor_s_per_mb fitted on the kernel steps' times in the run against their
+ * db medians and parameter MiB, then whole runs
  * after sweeps of other data between them (none, 16 to 256 MiB, twice the
  * last-level cache), interleaved: the cold cost per parameter MiB and the
  * miss curve. Calibrating on a model whose parameters stay cached would
  * otherwise say nothing of one whose parameters do not. */
 OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int runs,
                                              ob_predict_overhead *out);
+/* The in-graph model's f (kernel_factor) and k (floor_s_per_mb) fitted on n
+ * kernel steps (least relative squares): step i took y[i] seconds in the
+ * run, a[i] alone, and reads w[i] MiB of parameters; it is modelled as
+ * max(f a[i], k w[i]), f in [0.5, 4] to 0.005. A factor alone over the steps
+ * not held by their weights took every step that streamed a little slower
+ * than the fastest for a compute-bound one, so a slow window for memory
+ * raised f for every step of every model (1.4-1.8 on resnet-18 put
+ * bert-base's compute-bound dense layers 57-65 % high). n = 0: *f_out = 1,
+ * *k_out unchanged. */
+OB_API void ob_predict_fit_in_graph(const double *y, const double *a, const double *w, int n, double *f_out,
+                                    double *k_out);
 /* The miss curve again, from a synthetic stack instead of a sweep: rt (the
  * calibration model, out measured on it by ob_predict_overhead_measure) run
  * after runs of others[0..k-1] (further instances of training models, each
@@ -481,10 +498,9 @@ typedef struct ob_predict_model_result {
 
 /* Predicts rt's end-to-end latency (rt compiled with `threads` threads on
  * `target`; lim, host: the host's limits for the features). A kernel step
- * costs kernel_factor x its predicted time alone, at least its parameter
- * MiB x floor_s_per_mb, plus, for its parameters,
- * the model's miss share (ob_predict_param_miss) x its parameter MiB x
- * cold_s_per_mb. steps (may be NULL) gets ob_rt_step_count entries. */
+ * costs the longer of kernel_factor x its predicted time alone and its
+ * parameter MiB x (floor_s_per_mb + the model's miss share
+ * (ob_predict_param_miss) x cold_s_per_mb). steps (may be NULL) gets ob_rt_step_count entries. */
 OB_API ob_status ob_predict_model(ob_ctx *ctx, ob_predictor *p, const ob_rt *rt, const ob_target *target,
                                   int threads, const ob_db_host_limits *lim, const char *host,
                                   const ob_predict_overhead *ov, ob_predict_model_step *steps,
