@@ -459,11 +459,11 @@ OB_API void ob_predict_fit_in_graph(const double *y, const double *a, const doub
 OB_API ob_status ob_predict_overhead_stack(ob_ctx *ctx, ob_rt *rt, ob_rt *const *others, int n,
                                            ob_predict_overhead *out);
 /* Stores it as host limits "rt_native_fixed", "rt_native_per_mb",
- * "rt_convert", "rt_run" (unit s), "rt_kernel_factor" (unit x),
- * "rt_cold_per_mb", "rt_floor_per_mb" (s/MiB), "rt_param_mib" (MiB), "rt_miss0".."rt_miss7", one per point
+ * "rt_convert", "rt_run" (unit s), "rt_in_graph_f" (unit x),
+ * "rt_cold_per_mb", "rt_stream_per_mb" (s/MiB), "rt_param_mib" (MiB), "rt_miss0".."rt_miss7", one per point
  * of the miss curve (bytes: its working set; value: the share, at least
  * 1e-6; at `threads`; parts measured as 0 left out, as the db keeps positive
- * limits) and "rt_steps" (steps timed) of host; note says how it was measured. */
+ * limits) and "rt_calib_steps" (steps timed) of host; note says how it was measured. */
 OB_API ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o,
                                            const char *note);
 /* The stored overhead of host at exactly `threads`: false when the db

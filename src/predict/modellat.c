@@ -265,11 +265,11 @@ ob_status ob_predict_overhead_stack(ob_ctx *ctx, ob_rt *rt, ob_rt *const *others
 }
 
 static const char *const ov_names[] = {"rt_native_fixed", "rt_native_per_mb", "rt_convert", "rt_run",
-                                       "rt_kernel_factor", "rt_cold_per_mb", "rt_param_mib", "rt_floor_per_mb"};
+                                       "rt_in_graph_f", "rt_cold_per_mb", "rt_param_mib", "rt_stream_per_mb"};
 #define NOV 8
 
 /* The db keeps positive limits only: a part measured as 0 is left out, and
- * "rt_steps" (the steps the calibration timed, at least 1) marks that the
+ * "rt_calib_steps" (the steps the calibration timed, at least 1) marks that the
  * overhead of this thread count was measured at all. */
 ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predict_overhead *o, const char *note) {
   for (int k = 0; k < o->nmiss && k < 8; k++) {
@@ -285,7 +285,7 @@ ob_status ob_predict_overhead_store(ob_db *db, const char *host, const ob_predic
                        o->cold_s_per_mb, o->param_mib, o->floor_s_per_mb, 1.0 + o->nnative + o->nconvert};
   for (int i = 0; i <= NOV; i++) {
     if (!(v[i] > 0)) continue;
-    ob_db_host_limit l = {.host = host, .name = i < NOV ? ov_names[i] : "rt_steps", .isa = "",
+    ob_db_host_limit l = {.host = host, .name = i < NOV ? ov_names[i] : "rt_calib_steps", .isa = "",
                           .threads = o->threads, .bytes = 0, .value = v[i],
                           .unit = i == 1 || i == 5 || i == 7 ? "s/MiB" : i == 4 ? "x" : i == 6 ? "MiB"
                                   : i == NOV                         ? "steps"
@@ -308,7 +308,7 @@ bool ob_predict_overhead_find(const ob_db_host_limits *l, const char *host, int 
   for (int64_t i = 0; l && i < l->n; i++) {
     const ob_db_host_limit *x = &l->l[i];
     if (x->threads != threads || (host && strcmp(x->host, host))) continue;
-    marked |= !strcmp(x->name, "rt_steps");
+    marked |= !strcmp(x->name, "rt_calib_steps");
     for (int k = 0; k < NOV; k++)
       if (!strcmp(x->name, ov_names[k])) *v[k] = x->value;
     if (!strncmp(x->name, "rt_miss", 7) && x->name[7] >= '0' && x->name[7] <= '7' && !x->name[8] && x->bytes > 0 &&
