@@ -1125,8 +1125,8 @@ int main(int argc, char **argv) {
         if (ob_predict_overhead_stack(ctx, rt[0], rt + 4, NSTACK, &ov)) return die("overhead stack");
 
         printf("%-34s per native step %.4f ms + %.4f ms/MiB, per conversion %.4f ms, per run %.4f ms,\n"
-               "%-34s kernels in the graph x%.3f their db time alone, at least %.4f ms per MiB of parameters,\n"
-               "%-34s + %.4f ms per MiB of parameters evicted (of %.1f MiB); share evicted by MiB read between runs:",
+               "%-34s a kernel step the longer of x%.3f its db time alone and %.4f ms per MiB of parameters,\n"
+               "%-34s (+ %.4f ms per MiB evicted, of %.1f MiB); share evicted by MiB read between runs:",
                rd == 0 ? "  runtime overhead (resnet-18)" : "    next round", ov.native_fixed_s * 1e3,
                ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, "", ov.kernel_factor,
                ov.floor_s_per_mb * 1e3, "", ov.cold_s_per_mb * 1e3, ov.param_mib);

@@ -871,8 +871,8 @@ static int predict_model(ob_ctx *ctx, const cli_args *a) {
     crt = NULL;
   }
   printf("overhead   per native step %.4f ms + %.4f ms/MiB of output; per layout conversion %.4f ms; per run %.4f ms; "
-         "kernels in the graph x%.3f their time alone, at least %.4f ms per MiB of parameters, + %.4f ms per MiB "
-         "of parameters evicted between runs (calibration %.1f MiB) (%s%s%s)\n",
+         "a kernel step the longer of x%.3f its time alone and %.4f ms per MiB of its parameters (+ %.4f ms per "
+         "MiB evicted between runs: calibration %.1f MiB) (%s%s%s)\n",
          ov.native_fixed_s * 1e3, ov.native_s_per_mb * 1e3, ov.convert_s * 1e3, ov.run_s * 1e3, ov.kernel_factor,
          ov.floor_s_per_mb * 1e3, ov.cold_s_per_mb * 1e3, ov.param_mib,
          stored ? "stored" : "measured now on ", stored ? "" : calib, stored ? "" : ", stored in the db");
