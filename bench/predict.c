@@ -615,6 +615,12 @@ static void steps_dump(FILE *csv, ob_rt *const *rt, const char *const *names, in
       continue;
     }
     const ob_graph *g = ob_rt_graph(rt[m]);
+    double *alone = calloc((size_t)ns + 1, sizeof *alone);
+    if (alone && ob_rt_profile_alone(rt[m], 9, alone)) {
+      ob_ctx_clear_error(ctx);
+      free(alone);
+      alone = NULL;
+    }
     for (int i = 0; i < ns; i++) {
       ob_rt_step_info si;
       ob_rt_step_get(rt[m], i, &si);
@@ -628,10 +634,12 @@ static void steps_dump(FILE *csv, ob_rt *const *rt, const char *const *names, in
       ob_workload wl;
       if (ob_graph_node_workload(ctx, g, si.node, &wl) == OB_OK) fl = (double)ob_workload_flops(&wl);
       else ob_ctx_clear_error(ctx);
-      fprintf(csv, "%d,%d,%s,%d,%s,%.4f,%.0f,%.9f,%.9f,%.9f,%.9f,%.9f\n", th, rd, names[m], i, si.op, mib, fl,
+      double now = alone ? alone[i] : NAN;
+      fprintf(csv, "%d,%d,%s,%d,%s,%.4f,%.0f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n", th, rd, names[m], i, si.op, mib, fl,
               si.db_s > 0 ? si.db_s : NAN, ps[i].predicted ? ps[i].seconds : NAN, st[i],
-              m ? me_s[m - 1][rd] : NAN, total);
+              m ? me_s[m - 1][rd] : NAN, total, now);
     }
+    free(alone);
     free(st);
     free(ps);
   }
@@ -1092,7 +1100,7 @@ int main(int argc, char **argv) {
     FILE *csv = steps_csv ? fopen(steps_csv, "w") : NULL;
     if (steps_csv && !csv) return die(steps_csv);
     if (csv)
-      fprintf(csv, "threads,round,model,step,op,param_mib,flops,db_s,pred_alone_s,in_run_s,model_meas_s,model_run_s\n");
+      fprintf(csv, "threads,round,model,step,op,param_mib,flops,db_s,pred_alone_s,in_run_s,model_meas_s,model_run_s,now_alone_s\n");
     for (int th = 1; th <= 2; th++) {
       char head[64];
       snprintf(head, sizeof head, "model latency (%d thread%s)", th, th > 1 ? "s" : "");

@@ -32,6 +32,9 @@ check "run: the memory plan's peak against the sum" "grep -Eq '^memory +activati
 check "run: every task at its default, said" "grep -Eq '5 tasks \(0 tuned, 5 default configs\)' '$tmp/out'"
 good "run --profile: the steps' sum beside the end-to-end time" '^profile +sum of the steps [0-9.]+ ms; measured end to end' \
   run "${S[@]}" --kernels default --profile "${T[@]}"
+check "run --profile: each kernel step alone beside its time in the run" \
+  "grep -Eq '^ +[0-9]+ kernel +conv2d +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ ' '$tmp/out' &&
+   grep -Eq '^profile +kernel steps [0-9.]+ ms in the run, [0-9.]+ ms alone \(x[0-9.]+\)' '$tmp/out'"
 good "run --kernels onednn" 'compiled .* [1-9][0-9]* oneDNN' run "${S[@]}" --kernels onednn "${T[@]}"
 good "run with a missing --db: defaults, said" 'does not exist: every task runs its default config' \
   run "${S[@]}" --db "$tmp/none.db" "${T[@]}"

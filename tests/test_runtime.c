@@ -290,6 +290,23 @@ static void test_threads_batch(void) {
         CHECK(ob_rt_profile(rt, 2, step, &total) == OB_OK);
         for (int i = 0; i < ns; i++) sum += step[i];
         CHECK_MSG(total > 0 && sum > 0, "profile: total %g, sum %g", total, sum);
+        /* each kernel step alone: a time for every kernel and oneDNN step,
+         * none for the others, and the outputs still the run's */
+        size_t ob0 = ob_rt_output_bytes(rt, 0);
+        void *out0 = malloc(ob0);
+        if (out0) memcpy(out0, ob_rt_output(rt, 0), ob0);
+        CHECK(ob_rt_profile_alone(rt, 3, step) == OB_OK);
+        int timed = 0, wrong = 0;
+        for (int i = 0; i < ns; i++) {
+          ob_rt_step_info si;
+          ob_rt_step_get(rt, i, &si);
+          bool k = si.kind == OB_RT_STEP_KERNEL || si.kind == OB_RT_STEP_ONEDNN;
+          timed += k && step[i] > 0;
+          wrong += k ? !(step[i] > 0) : !isnan(step[i]);
+        }
+        CHECK_MSG(timed > 10 && wrong == 0, "profile alone: %d steps timed, %d wrong", timed, wrong);
+        CHECK(out0 && !memcmp(out0, ob_rt_output(rt, 0), ob0));
+        free(out0);
         free(step);
         ob_timing t;
         ob_timing_opts to = ob_timing_default();

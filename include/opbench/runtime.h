@@ -136,6 +136,17 @@ OB_API ob_status ob_rt_profile_trimmed(ob_rt *rt, int runs, double *step_s, doub
 OB_API ob_status ob_rt_time_profiled(ob_rt *rt, const ob_timing_opts *o, int runs_per_repeat, ob_timing *out,
                                      double *step_s, double *total_s, int *runs);
 
+/* Every kernel and oneDNN step timed alone: one run in order, each such
+ * step run again `reps` times (1..OB_TIMING_MAX_COSTS) back to back right
+ * after its own call, warm as the kernel's repeats in the db were;
+ * alone_s[i] (ob_rt_step_count entries) gets the median, NAN for the other
+ * steps. Beside ob_rt_profile's time in the run it shows what the graph
+ * costs each kernel (caches its neighbours left cold), both in the host's
+ * state of the minute, where the db's medians are of another time. No
+ * step writes into its own inputs (the memory plan never shares a buffer
+ * between values live at one step), so the outputs are the run's. */
+OB_API ob_status ob_rt_profile_alone(ob_rt *rt, int reps, double *alone_s);
+
 /* ---- what was compiled ------------------------------------------------------- */
 typedef enum ob_rt_step_kind {
   OB_RT_STEP_KERNEL = 0, /* a generated kernel */

@@ -223,10 +223,24 @@ static bool print_profile(ob_ctx *ctx, ob_rt *rt, const ob_timing *e2e) {
     cli_error("%s", ob_ctx_errmsg(ctx));
     return false;
   }
-  double sum = 0;
-  for (int i = 0; i < ns; i++) sum += st[i];
-  printf("profile    per step, median of 20 runs timed step by step:\n");
-  printf("  %4s %-8s %-16s %9s %6s %9s  %s\n", "#", "kind", "op", "ms", "%", "db ms", "node / config");
+  /* each kernel alone now, beside its time in the run: what the graph costs
+   * it (its weights and inputs cold after its neighbours) */
+  double *al = calloc((size_t)ns + 1, sizeof(double));
+  if (!al || ob_rt_profile_alone(rt, 9, al) != OB_OK) {
+    free(st);
+    free(al);
+    cli_error("%s", al ? ob_ctx_errmsg(ctx) : "out of memory");
+    return false;
+  }
+  double sum = 0, ksum = 0, kal = 0;
+  for (int i = 0; i < ns; i++) {
+    sum += st[i];
+    if (al[i] > 0) ksum += st[i], kal += al[i];
+  }
+  printf("profile    per step, median of 20 runs timed step by step; alone: each kernel run 9 more times right after "
+         "its own call, median (x: in the run / alone):\n");
+  printf("  %4s %-8s %-16s %9s %6s %9s %6s %9s  %s\n", "#", "kind", "op", "ms", "%", "alone ms", "x", "db ms",
+         "node / config");
   for (int i = 0; i < ns; i++) {
     ob_rt_step_info s;
     ob_rt_step_get(rt, i, &s);
@@ -237,13 +251,21 @@ static bool print_profile(ob_ctx *ctx, ob_rt *rt, const ob_timing *e2e) {
       snprintf(cfg, sizeof cfg, " [%s #%llu%s]", s.tmpl, (unsigned long long)s.config_index, s.from_db ? "" : " default");
     else if (s.kind == OB_RT_STEP_ONEDNN)
       snprintf(cfg, sizeof cfg, " [%s]", s.tmpl);
-    printf("  %4d %-8s %-16.16s %9.4f %6.2f %9s  %.60s%s\n", i, ob_rt_step_kind_name(s.kind), s.op, st[i] * 1e3,
-           sum > 0 ? 100 * st[i] / sum : 0, db, s.name, cfg);
+    char alone[32] = "-", x[16] = "-";
+    if (al[i] > 0) {
+      snprintf(alone, sizeof alone, "%.4f", al[i] * 1e3);
+      snprintf(x, sizeof x, "%.2f", st[i] / al[i]);
+    }
+    printf("  %4d %-8s %-16.16s %9.4f %6.2f %9s %6s %9s  %.60s%s\n", i, ob_rt_step_kind_name(s.kind), s.op,
+           st[i] * 1e3, sum > 0 ? 100 * st[i] / sum : 0, alone, x, db, s.name, cfg);
   }
+  if (kal > 0)
+    printf("profile    kernel steps %.3f ms in the run, %.3f ms alone (x%.2f)\n", ksum * 1e3, kal * 1e3, ksum / kal);
   printf("profile    sum of the steps %.3f ms; measured end to end %.3f ms (median; %.1f %%); the profiled runs "
          "%.3f ms\n",
          sum * 1e3, e2e->median_s * 1e3, e2e->median_s > 0 ? 100 * sum / e2e->median_s : 0, total * 1e3);
   free(st);
+  free(al);
   return true;
 }
 

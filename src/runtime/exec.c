@@ -309,6 +309,34 @@ ob_status ob_rt_profile_trimmed(ob_rt *rt, int runs, double *step_s, double *tot
   return rt_profile_runs(rt, runs, true, step_s, total_s);
 }
 
+ob_status ob_rt_profile_alone(ob_rt *rt, int reps, double *alone_s) {
+  OB_ASSERT(rt && alone_s);
+  if (reps < 1) reps = 1;
+  if (reps > OB_TIMING_MAX_COSTS) reps = OB_TIMING_MAX_COSTS;
+  double t[OB_TIMING_MAX_COSTS];
+  bool e;
+  enter(rt, &e);
+  ob_status st = OB_OK;
+  /* one run in order, so every step reads what the steps before it wrote;
+   * a kernel or oneDNN step right after its own first call is warm (code,
+   * weights, inputs) as the kernel's repeats in the db were */
+  for (int i = 0; i < rt->ns && !st; i++) {
+    rt_step *s = &rt->s[i];
+    int rc = s->run(rt, s);
+    alone_s[i] = NAN;
+    bool timed = s->kind == OB_RT_STEP_KERNEL || s->kind == OB_RT_STEP_ONEDNN;
+    for (int r = 0; timed && r < reps && !rc; r++) {
+      double t0 = ob_now_s();
+      rc = s->run(rt, s);
+      t[r] = ob_now_s() - t0;
+    }
+    if (rc) st = step_failed(rt, s, rc);
+    else if (timed) ob_stats(t, reps, &alone_s[i], NULL, NULL);
+  }
+  leave(rt, e);
+  return st;
+}
+
 int ob_rt_step_count(const ob_rt *rt) { return rt->ns; }
 
 const char *ob_rt_step_kind_name(ob_rt_step_kind k) {
