@@ -295,6 +295,7 @@ typedef struct synth_run {
   int last_trial;
   bool order_ok;
   uint64_t first_index; /* trial 1's config */
+  uint64_t next_index[3]; /* trials 2 to 4 */
 } synth_run;
 
 static ob_status synth_measure(void *user, ob_task *task, const ob_config *cfgs, int n,
@@ -312,6 +313,7 @@ static bool synth_trial(void *user, int trial, const ob_config *cfg, const ob_me
   (void)resumed;
   synth_run *r = user;
   if (trial == 1) r->first_index = cfg->index;
+  if (trial >= 2 && trial <= 4) r->next_index[trial - 2] = cfg->index;
   if (trial != r->last_trial + 1) r->order_ok = false;
   r->last_trial = trial;
   return true;
@@ -348,8 +350,41 @@ static void test_loop_synthetic(void) {
   uint64_t dflt = ob_task_default_config(task).index;
   CHECK_MSG(sr.first_index == dflt && dflt != 0, "trial 1: config %llu, default %llu",
             (unsigned long long)sr.first_index, (unsigned long long)dflt);
+  /* then the default's channel-block variants (the blocks of half, one and
+   * two vectors but the default's own: a model's plan aligns its nodes on
+   * them), same schedule, another tile_ic */
+  ob_config dc = ob_task_default_config(task), var[3];
+  int nv = ob_task_block_variants(task, &dc, var, 3);
+  CHECK_MSG(nv >= 2, "%d block variants of the default", nv);
+  for (int i = 0; i < nv; i++) {
+    CHECK_MSG(sr.next_index[i] == var[i].index, "trial %d: config %llu, variant %llu", i + 2,
+              (unsigned long long)sr.next_index[i], (unsigned long long)var[i].index);
+    int64_t fd[2], fv[2];
+    ob_config_split(&dc, "tile_ic", fd);
+    ob_config_split(&var[i], "tile_ic", fv);
+    CHECK(fv[1] != fd[1] && ob_task_arg_layout(task, &var[i], 0).block == fv[1]);
+    ob_config_split(&dc, "tile_oc", fd);
+    ob_config_split(&var[i], "tile_oc", fv);
+    CHECK(fv[1] == fd[1]);
+  }
   CHECK(s.measured == s.trials && s.resumed == 0 && s.confirmed && s.default_confirmed);
   CHECK(s.confirm_candidates == 5 || s.confirm_candidates == 6); /* 6: the default ranked lower */
+  /* depthwise: tile_c, its block in and out; dense: none (plain data) */
+  ob_task *dw = make_task("depthwise_conv2d", "N=1,C=144,H=56,W=56,R=3,S=3", 1);
+  ob_task *de = make_task("dense", "M=1,N=1000,K=512", 0);
+  if (dw && de) {
+    ob_config d0 = ob_task_default_config(dw), dv[3];
+    int n = ob_task_block_variants(dw, &d0, dv, 3);
+    CHECK_MSG(n >= 1, "%d depthwise block variants", n);
+    for (int i = 0; i < n; i++)
+      CHECK(ob_space_is_valid(ob_task_space(dw), dv[i].index) &&
+            ob_task_arg_layout(dw, &dv[i], 0).block != ob_task_arg_layout(dw, &d0, 0).block &&
+            144 % ob_task_arg_layout(dw, &dv[i], 0).block == 0);
+    ob_config e0 = ob_task_default_config(de);
+    CHECK(ob_task_block_variants(de, &e0, dv, 3) == 0);
+  }
+  ob_task_free(dw);
+  ob_task_free(de);
   CHECK(sr.order_ok && sr.last_trial == s.trials);
   rewind(prog);
   char line[256];

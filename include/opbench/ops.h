@@ -125,6 +125,16 @@ OB_API const char *ob_task_template(const ob_task *t);
 OB_API const ob_target *ob_task_target(const ob_task *t);
 OB_API const ob_space *ob_task_space(const ob_task *t);
 OB_API ob_config ob_task_default_config(const ob_task *t);
+/* Configs like base but for the channel block of the data it reads (up to
+ * max into out; the count returned): conv2d_NCHWc.x86 varies tile_ic, the
+ * block of the reduction over input channels, which its register tile does
+ * not depend on; depthwise_NCHWc.x86 varies tile_c, its channel block in
+ * and out, with the widest column block of at most base's that still fits
+ * the registers; conv2d_winograd.x86 its tile_ic. Blocks from half to twice
+ * the target's vector lanes that divide the channels; 0 for other
+ * templates. A model's plan takes them where its neighbours read or write
+ * that block, to save a layout conversion. */
+OB_API int ob_task_block_variants(const ob_task *t, const ob_config *base, ob_config *out, int max);
 OB_API double ob_task_flops(const ob_task *t);
 
 /* Lowers one config (OB_ERR_OUT_OF_SPACE if the config is not in the space,

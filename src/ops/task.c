@@ -132,6 +132,43 @@ const char *ob_task_template(const ob_task *t) { return t->tmpl->name; }
 const ob_target *ob_task_target(const ob_task *t) { return t->target; }
 const ob_space *ob_task_space(const ob_task *t) { return t->space; }
 ob_config ob_task_default_config(const ob_task *t) { return t->dflt; }
+
+/* The channel block a config's knob sets: the inner factor of a split
+ * (conv2d_NCHWc's tile_ic, the depthwise tile_c), the value of a plain
+ * knob (Winograd's tile_ic); set_block sets it to the nearest the knob has. */
+static int64_t get_block(const ob_config *c, const char *knob, bool split) {
+  int64_t f[2];
+  if (!split) return ob_config_knob(c, knob);
+  ob_config_split(c, knob, f);
+  return f[1];
+}
+static void set_block(ob_config *c, const char *knob, bool split, int64_t b) {
+  if (split) ob_config_set_split(c, knob, &b, 1);
+  else ob_config_set_knob(c, knob, b);
+}
+
+int ob_task_block_variants(const ob_task *t, const ob_config *base, ob_config *out, int max) {
+  const char *tmpl = ob_task_template(t);
+  const ob_space *sp = ob_task_space(t);
+  bool dw = !strcmp(tmpl, "depthwise_NCHWc.x86");
+  const char *knob = dw ? "tile_c" : "tile_ic";
+  int k = ob_space_knob_find(sp, knob);
+  if ((!dw && strcmp(tmpl, "conv2d_NCHWc.x86") && strcmp(tmpl, "conv2d_winograd.x86")) || k < 0) return 0;
+  bool split = ob_space_knob_kind(sp, k) == OB_KNOB_SPLIT;
+  int64_t lanes = ob_target_get_facts(ob_task_target(t))->lanes_f32, have = get_block(base, knob, split);
+  int64_t ow[2] = {1, 1};
+  if (dw) ob_config_split(base, "tile_ow", ow);
+  int n = 0;
+  for (int64_t b = lanes / 2; b <= 2 * lanes && n < max; b *= 2) {
+    if (b == have || b < 2) continue;
+    ob_config v = *base;
+    set_block(&v, knob, split, b);
+    if (get_block(&v, knob, split) != b) continue; /* not a block of the channels */
+    for (int64_t w = ow[1]; dw && w > 1 && !ob_space_is_valid(sp, v.index); w--) ob_config_set_split(&v, "tile_ow", &w, 1);
+    if (ob_space_is_valid(sp, v.index)) out[n++] = v;
+  }
+  return n;
+}
 double ob_task_flops(const ob_task *t) { return t->op->flops(&t->wl); }
 int ob_task_num_args(const ob_task *t) { return t->nargs; }
 size_t ob_task_arg_bytes(const ob_task *t, int i) {

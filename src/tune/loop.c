@@ -22,6 +22,12 @@
  * can only improve on the default: a tuner that never samples it, or one
  * unlucky short trial of it, cannot leave a config slower than the default
  * as the confirmed best.
+ * Its channel-block variants (ob_task_block_variants: the same schedule
+ * reading another block) come next, within the trial budget: a model's
+ * plan joins its nodes' configs by the blocks they read and write, and a
+ * tuned depthwise layer of mobilenet-v2 whose records held no config of its
+ * neighbours' block took one 3x slower than its fastest to save a
+ * conversion (the untuned plan aligns the default's variants instead).
  *
  * Every trial is stored in the database as soon as it is measured (one
  * transaction each), so a process killed at any moment loses at most the
@@ -53,6 +59,7 @@
 #define OB_TUNE_DEFAULT_BATCH 16
 #define OB_TUNE_MAX_BATCH 1024
 #define OB_TUNE_CONFIRM_TOP 5
+#define LOOP_SEEDS 3 /* channel-block variants of the default measured as trials */
 
 ob_tune_opts ob_tune_opts_default(void) {
   ob_tune_opts o;
@@ -289,7 +296,19 @@ typedef struct loop {
                           GPU runner) each batch; the build pool is the C compiler's */
   ob_config dflt;      /* the task's default config */
   bool dflt_pending;   /* not yet a trial: the next batch starts with it */
+  ob_config seed[LOOP_SEEDS]; /* the default's channel-block variants (ob_task_block_variants) */
+  int nseed;
+  bool seed_pending[LOOP_SEEDS]; /* not yet a trial: the next batch takes it after the default */
 } loop;
+
+/* True when cfg is one the loop measures on its own (the default, its
+ * variants), so a tuner's proposal of it is dropped. */
+static bool seeded(const loop *L, const ob_config *cfg) {
+  if (cfg->index == L->dflt.index) return true;
+  for (int i = 0; i < L->nseed; i++)
+    if (cfg->index == L->seed[i].index) return true;
+  return false;
+}
 
 static void measurement_cores(const ob_measure_opts *mo, int *cores, int *n) {
   int nt = mo->nthreads > 0 ? mo->nthreads : 1;
@@ -465,7 +484,7 @@ static ob_status ask_tuner(loop *L, batch *b, int want) {
     if (st) return st;
     int kept = b->n;
     for (int i = b->n; i < b->n + got; i++)
-      if (b->cfg[i].index != L->dflt.index) b->cfg[kept++] = b->cfg[i];
+      if (!seeded(L, &b->cfg[i])) b->cfg[kept++] = b->cfg[i];
     bool dropped = kept < b->n + got;
     b->n = kept;
     if (!dropped) break; /* the tuner gave what it had */
@@ -482,6 +501,11 @@ static ob_status propose(loop *L, batch *b, int pending) {
     b->cfg[b->n++] = L->dflt;
     L->dflt_pending = false;
   }
+  for (int i = 0; i < L->nseed && b->n < want; i++)
+    if (L->seed_pending[i]) {
+      b->cfg[b->n++] = L->seed[i];
+      L->seed_pending[i] = false;
+    }
   return ask_tuner(L, b, want);
 }
 
@@ -998,6 +1022,11 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_me
   L.dflt = ob_task_default_config(task);
   L.dflt_pending = true;
   for (int i = 0; i < L.ntrials && L.dflt_pending; i++) L.dflt_pending = L.trials[i].index != L.dflt.index;
+  L.nseed = ob_task_block_variants(task, &L.dflt, L.seed, LOOP_SEEDS);
+  for (int k = 0; k < L.nseed; k++) {
+    L.seed_pending[k] = true;
+    for (int i = 0; i < L.ntrials && L.seed_pending[k]; i++) L.seed_pending[k] = L.trials[i].index != L.seed[k].index;
+  }
   if (stats->resumed) report(&L, false);
   /* which tuner the trials from now on come from (the report's tuning curves) */
   if (db && (st = ob_db_begin_tuning_run(db, &L.key, ob_tuner_name(tuner), &L.run_id))) goto done;
