@@ -719,6 +719,44 @@ static int node_named(const ob_graph *g, const char *name) {
  * and a conversion runs before conv3; the layout selection takes conv2's
  * NCHW16c record and no conversion runs between them. The output still
  * matches the reference. */
+/* The graph's input is fed plain: a stem config reading a channel block
+ * converts it every run, which the selection counts against the config
+ * that reads it as it comes (before, a record 20 % faster reading NCHW3c
+ * won, and the conversion ran uncounted). */
+static void test_layout_input(void) {
+  ob_task *t = NULL;
+  int n = -1;
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "layout input")) goto done;
+  if ((n = node_named(f.g, "conv1")) < 0) {
+    CHECK_MSG(false, "layout input: setup: no conv1");
+    goto done;
+  }
+  ob_workload wl;
+  CHECK(ob_graph_node_workload(ctx, f.g, n, &wl) == OB_OK);
+  CHECK(ob_task_new(ctx, &wl, NULL, f.tg, &t) == OB_OK);
+  if (!t) goto done;
+  ob_config c1 = ob_task_default_config(t), c3 = c1;
+  ob_config_set_split(&c1, "tile_ic", (int64_t[]){1}, 1);
+  ob_config_set_split(&c3, "tile_ic", (int64_t[]){3}, 1);
+  CHECK(ob_task_arg_layout(t, &c1, 0).block == 1 && ob_task_arg_layout(t, &c3, 0).block == 3);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n, ob_task_template(t), &c3, 1e-6);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n, ob_task_template(t), &c1, 1.2e-6);
+  ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "layout input");
+  for (int i = 0; rt && i < ob_rt_step_count(rt); i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    if (si.kind == OB_RT_STEP_CONVERT) CHECK_MSG(i > 0, "layout input: step 0 converts the input (%s)", si.name);
+    if (si.kind == OB_RT_STEP_KERNEL && si.node == n)
+      CHECK_MSG(si.from_db && si.config_index == c1.index, "conv1 ran config %llu (plain input: %llu)",
+                (unsigned long long)si.config_index, (unsigned long long)c1.index);
+  }
+  ob_rt_free(rt);
+done:
+  ob_task_free(t);
+  fixture_close(&f);
+}
+
 static void test_layout_select(void) {
   ob_task *ta = NULL, *tb = NULL;
   int a = -1, b = -1;
@@ -1119,6 +1157,7 @@ int main(void) {
   test_untuned_winograd();
   test_build_fallback();
   test_layout_select();
+  test_layout_input();
   test_one_block_view();
   test_blocked_concat();
   test_default_blocks();

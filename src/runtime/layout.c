@@ -27,7 +27,7 @@ typedef struct ls_cand {
 } ls_cand;
 
 typedef struct ls_edge {
-  int from, to;  /* nodes with candidates */
+  int from, to;  /* nodes with candidates; from -1: a graph input (plain) */
   bool out_out;  /* a residual: from's output block against to's output block */
   size_t bytes;  /* of the tensor */
 } ls_edge;
@@ -89,6 +89,14 @@ static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool 
     if (p != n && *ne < cap) e[(*ne)++] = (ls_edge){p, n, out_out, rt_layout_bytes(g, t, rl_plain())};
     return;
   }
+  /* a graph input, fed plain: a candidate reading a block converts it every
+   * run (mobilenet-v2 tuned took a stem reading NCHW3c, 0.11 ms of
+   * conversion the selection did not count, where the default reads the
+   * image as it comes) */
+  if (!out_out && ob_graph_tensor_kind(g, t) == OB_GT_INPUT && *ne < cap) {
+    e[(*ne)++] = (ls_edge){-1, n, false, rt_layout_bytes(g, t, rl_plain())};
+    return;
+  }
   /* through layout-following nodes to a concat */
   int c = -1;
   for (int hops = 0; hops < 64 && t >= 0; hops++) {
@@ -116,52 +124,18 @@ static ls_cand cand_of(const ob_task *task, const ob_config *cfg, const char *tm
                    out_arg >= 0 ? block_of(ob_task_arg_layout(task, cfg, out_arg)) : 0};
 }
 
-/* A default config with another channel block, as candidates of a node
- * without records. With 16 registers the direct convolution's default
- * writes two vectors of output channels (the 6 x 2-vector block) and reads
- * one, the depthwise one reads and writes one, so a chain of defaults
- * converts at nearly every edge (ResNet-18: 14 conversions; MobileNet-V2:
- * 26, 12 % of its time). conv2d_NCHWc.x86 varies tile_ic, the block of the
- * reduction over input channels, which its register tile does not depend
- * on; depthwise_NCHWc.x86 varies tile_c, its channel block in and out,
- * with the widest column block of at most the default's that still fits
- * the registers (MobileNet-V2's layers on a Zen 3 core, fastest of 4: two
- * vectors by 4 columns 42-71 GFLOPS against 34-70 for one by 7-8, neither
- * always ahead). Their time is unknown, as the default's: the selection
- * then picks the blocks the neighbours read and write. */
-/* The channel block a config's knob sets: the inner factor of a split
- * (conv2d_NCHWc's tile_ic, the depthwise tile_c), the value of a plain
- * knob (Winograd's tile_ic); set_block sets it to the nearest the knob has. */
-static int64_t get_block(const ob_config *c, const char *knob, bool split) {
-  int64_t f[2];
-  if (!split) return ob_config_knob(c, knob);
-  ob_config_split(c, knob, f);
-  return f[1];
-}
-static void set_block(ob_config *c, const char *knob, bool split, int64_t b) {
-  if (split) ob_config_set_split(c, knob, &b, 1);
-  else ob_config_set_knob(c, knob, b);
-}
-
+/* The default config with other channel blocks (ob_task_block_variants),
+ * as candidates of a node without records. With 16 registers the direct
+ * convolution's default writes two vectors of output channels (the 6 x
+ * 2-vector block) and reads one, the depthwise one reads and writes one,
+ * so a chain of defaults converts at nearly every edge (ResNet-18: 14
+ * conversions; MobileNet-V2: 26, 12 % of its time). Their time is unknown,
+ * as the default's: the selection then picks the blocks the neighbours
+ * read and write. */
 static int block_variants(const ob_task *task, const ob_config *dflt, const char *tmpl, ls_cand *out) {
-  const ob_space *sp = ob_task_space(task);
-  bool dw = !strcmp(tmpl, "depthwise_NCHWc.x86");
-  const char *knob = dw ? "tile_c" : "tile_ic";
-  int k = ob_space_knob_find(sp, knob);
-  if ((!dw && strcmp(tmpl, "conv2d_NCHWc.x86") && strcmp(tmpl, "conv2d_winograd.x86")) || k < 0) return 0;
-  bool split = ob_space_knob_kind(sp, k) == OB_KNOB_SPLIT;
-  int64_t lanes = ob_target_get_facts(ob_task_target(task))->lanes_f32, have = get_block(dflt, knob, split);
-  int64_t ow[2] = {1, 1};
-  if (dw) ob_config_split(dflt, "tile_ow", ow);
-  int n = 0;
-  for (int64_t b = lanes / 2; b <= 2 * lanes && n < RT_BLOCK_VARIANTS; b *= 2) {
-    if (b == have || b < 2) continue;
-    ob_config v = *dflt;
-    set_block(&v, knob, split, b);
-    if (get_block(&v, knob, split) != b) continue; /* not a block of the channels */
-    for (int64_t w = ow[1]; dw && w > 1 && !ob_space_is_valid(sp, v.index); w--) ob_config_set_split(&v, "tile_ow", &w, 1);
-    if (ob_space_is_valid(sp, v.index)) out[n++] = cand_of(task, &v, tmpl, 0.0);
-  }
+  ob_config v[RT_BLOCK_VARIANTS];
+  int n = ob_task_block_variants(task, dflt, v, RT_BLOCK_VARIANTS);
+  for (int i = 0; i < n; i++) out[i] = cand_of(task, &v[i], tmpl, 0.0);
   return n;
 }
 
@@ -251,8 +225,8 @@ static double in_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, in
   double cost = 0;
   for (int i = 0; i < ne; i++)
     if (e[i].to == node) {
-      const ls_cand *p = &sel[e[i].from].c[sel[e[i].from].pick];
-      cost += edge_cost(p->ob, e[i].out_out ? c->ob : c->ib, e[i].bytes);
+      int64_t pb = e[i].from < 0 ? 0 : sel[e[i].from].c[sel[e[i].from].pick].ob;
+      cost += edge_cost(pb, e[i].out_out ? c->ob : c->ib, e[i].bytes);
     }
   return cost;
 }
