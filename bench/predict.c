@@ -625,15 +625,7 @@ static void steps_dump(FILE *csv, ob_rt *const *rt, const char *const *names, in
       ob_rt_step_info si;
       ob_rt_step_get(rt[m], i, &si);
       if (si.kind != OB_RT_STEP_KERNEL && si.kind != OB_RT_STEP_ONEDNN) continue;
-      double mib = 0, fl = 0;
-      for (int a = 0; si.node >= 0 && a < ob_graph_node_num_inputs(g, si.node); a++) {
-        int t = ob_graph_node_input(g, si.node, a);
-        if (t >= 0 && ob_graph_tensor_is_param(g, t))
-          mib += (double)ob_graph_tensor_numel(g, t) * 4.0 / (1024.0 * 1024.0);
-      }
-      ob_workload wl;
-      if (ob_graph_node_workload(ctx, g, si.node, &wl) == OB_OK) fl = (double)ob_workload_flops(&wl);
-      else ob_ctx_clear_error(ctx);
+      double mib = (double)ob_graph_node_param_bytes(g, si.node) / 1048576.0, fl = si.flops;
       double now = alone ? alone[i] : NAN;
       fprintf(csv, "%d,%d,%s,%d,%s,%.4f,%.0f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f\n", th, rd, names[m], i, si.op, mib, fl,
               si.db_s > 0 ? si.db_s : NAN, ps[i].predicted ? ps[i].seconds : NAN, st[i],
@@ -676,11 +668,7 @@ static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int
     in_run[at] += st[i];
     predd[at] += ps[i].seconds;
     if (si.db_s > 0) dbs[at] += si.db_s, dbrun[at] += st[i];
-    for (int a = 0; si.node >= 0 && a < ob_graph_node_num_inputs(g, si.node); a++) {
-      int t = ob_graph_node_input(g, si.node, a);
-      if (t >= 0 && ob_graph_tensor_is_param(g, t))
-        mib[at] += (double)ob_graph_tensor_numel(g, t) * 4.0 / (1024.0 * 1024.0);
-    }
+    mib[at] += (double)ob_graph_node_param_bytes(g, si.node) / 1048576.0;
   }
   printf("    %-36s %5s %10s %10s %10s %10s %8s\n", "steps (run total, ms)", "n", "in run", "predicted", "db alone",
          "(in run)", "param MiB");
@@ -707,11 +695,7 @@ static void steps_breakdown(ob_rt *rt, ob_predictor *p, const ob_target *tg, int
     if (best < 0) break;
     ob_rt_step_info si;
     ob_rt_step_get(rt, best, &si);
-    double w = 0;
-    for (int a = 0; si.node >= 0 && a < ob_graph_node_num_inputs(g, si.node); a++) {
-      int t = ob_graph_node_input(g, si.node, a);
-      if (t >= 0 && ob_graph_tensor_is_param(g, t)) w += (double)ob_graph_tensor_numel(g, t) * 4.0 / 1048576.0;
-    }
+    double w = (double)ob_graph_node_param_bytes(g, si.node) / 1048576.0;
     double warm = alone_s(run, g, &si, th, false), cold = alone_s(run, g, &si, th, true);
     printf("    %-58.58s %6llu %9.4f %9.4f %9.4f %9.4f %9.4f %7.2f %7.1f\n", si.workload,
            (unsigned long long)si.config_index, st[best] * 1e3, ps[best].seconds * 1e3, si.db_s * 1e3, warm * 1e3,

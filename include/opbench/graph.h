@@ -145,6 +145,9 @@ OB_API ob_gop ob_graph_node_op(const ob_graph *g, int n);
 OB_API const char *ob_graph_node_name(const ob_graph *g, int n);
 OB_API int ob_graph_node_num_inputs(const ob_graph *g, int n);
 OB_API int ob_graph_node_input(const ob_graph *g, int n, int i); /* -1: omitted */
+/* Bytes of the parameters (ob_graph_tensor_is_param: weights, biases) node
+ * n reads; 0 for n < 0. */
+OB_API int64_t ob_graph_node_param_bytes(const ob_graph *g, int n);
 OB_API int ob_graph_node_num_outputs(const ob_graph *g, int n);
 OB_API int ob_graph_node_output(const ob_graph *g, int n, int i);
 OB_API bool ob_graph_node_has_attr(const ob_graph *g, int n, const char *name);

@@ -135,6 +135,7 @@ OB_API ob_config ob_task_default_config(const ob_task *t);
  * templates. A model's plan takes them where its neighbours read or write
  * that block, to save a layout conversion. */
 OB_API int ob_task_block_variants(const ob_task *t, const ob_config *base, ob_config *out, int max);
+#define OB_TASK_BLOCK_VARIANTS_MAX 3 /* blocks of half, one and two vectors */
 OB_API double ob_task_flops(const ob_task *t);
 
 /* Lowers one config (OB_ERR_OUT_OF_SPACE if the config is not in the space,

@@ -438,8 +438,9 @@ OB_API ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads
  * max(f a[i], k w[i]), f in [0.5, 4] to 0.005. A factor alone over the steps
  * not held by their weights took every step that streamed a little slower
  * than the fastest for a compute-bound one, so a slow window for memory
- * raised f for every step of every model (1.4-1.8 on resnet-18 put
- * bert-base's compute-bound dense layers 57-65 % high). n = 0: *f_out = 1,
+ * raised f for every step of every model (1.15-1.82 on resnet-18 put
+ * bert-base 57 % high at 1 thread and 65 % at 2: bench/results/predict.txt).
+ * n = 0: *f_out = 1,
  * *k_out unchanged. */
 OB_API void ob_predict_fit_in_graph(const double *y, const double *a, const double *w, int n, double *f_out,
                                     double *k_out);

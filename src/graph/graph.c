@@ -312,6 +312,15 @@ ob_gop ob_graph_node_op(const ob_graph *g, int n) { return g->n[n]->op; }
 const char *ob_graph_node_name(const ob_graph *g, int n) { return g->n[n]->name; }
 int ob_graph_node_num_inputs(const ob_graph *g, int n) { return g->n[n]->nin; }
 int ob_graph_node_input(const ob_graph *g, int n, int i) { return g->n[n]->in[i]; }
+int64_t ob_graph_node_param_bytes(const ob_graph *g, int n) {
+  int64_t b = 0;
+  for (int i = 0; n >= 0 && i < g->n[n]->nin; i++) {
+    int t = g->n[n]->in[i];
+    int64_t numel = t >= 0 && g->t[t]->is_param ? ob_graph_tensor_numel(g, t) : 0;
+    if (numel > 0) b += numel * (int64_t)ob_dtype_size(g->t[t]->dtype);
+  }
+  return b;
+}
 int ob_graph_node_num_outputs(const ob_graph *g, int n) { return g->n[n]->nout; }
 int ob_graph_node_output(const ob_graph *g, int n, int i) { return g->n[n]->out[i]; }
 bool ob_graph_node_has_attr(const ob_graph *g, int n, const char *name) {

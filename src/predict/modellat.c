@@ -30,15 +30,19 @@ static double node_out_mib(const ob_graph *g, int n) {
  * they come from memory cold, each layer's once, where the db's
  * measurement of the kernel alone ran them hot. */
 static double node_param_mib(const ob_graph *g, int n) {
-  if (n < 0) return 0;
-  double b = 0;
-  for (int i = 0; i < ob_graph_node_num_inputs(g, n); i++) {
-    int t = ob_graph_node_input(g, n, i);
-    if (t < 0 || !ob_graph_tensor_is_param(g, t)) continue;
-    int64_t numel = ob_graph_tensor_numel(g, t);
-    if (numel > 0) b += (double)numel * (double)ob_dtype_size(ob_graph_tensor_dtype(g, t));
+  return (double)ob_graph_node_param_bytes(g, n) / (1024.0 * 1024.0);
+}
+
+/* MiB of the parameters the model's kernel and oneDNN steps read. */
+static double model_param_mib(const ob_rt *rt) {
+  const ob_graph *g = ob_rt_graph(rt);
+  double w = 0;
+  for (int i = 0; i < ob_rt_step_count(rt); i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    if (si.kind == OB_RT_STEP_KERNEL || si.kind == OB_RT_STEP_ONEDNN) w += node_param_mib(g, si.node);
   }
-  return b / (1024.0 * 1024.0);
+  return w;
 }
 
 /* Touches a line in every 64 bytes of buf[0..bytes) (a write: the lines it
@@ -132,8 +136,11 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
   memset(out, 0, sizeof *out);
   out->threads = threads;
   int ns = ob_rt_step_count(rt);
-  double *st = calloc((size_t)ns + 1, sizeof *st), total = 0;
+  /* the steps' times in the run, then the fit's kernel steps: in the run,
+   * alone (the db), parameter MiB */
+  double *st = calloc(((size_t)ns + 1) * 4, sizeof *st), total = 0;
   if (!st) return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  double *y = st + ns + 1, *a = y + ns + 1, *w = a + ns + 1;
   ob_status s = ob_rt_profile(rt, runs > 0 ? runs : 10, st, &total);
   if (s) {
     free(st);
@@ -141,8 +148,7 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
   }
   const ob_graph *g = ob_rt_graph(rt);
   double sum = 0, sx = 0, sy = 0, sxx = 0, sxy = 0, conv = 0;
-  double wall = 0;
-  int nn = 0, nc = 0;
+  int nn = 0, nc = 0, nk = 0;
   for (int i = 0; i < ns; i++) {
     ob_rt_step_info si;
     ob_rt_step_get(rt, i, &si);
@@ -157,8 +163,14 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
     } else if (si.kind == OB_RT_STEP_KERNEL && st[i] > 0) {
       /* the fastest a step with weights beyond a core's L2 read them in the
        * run: the rate when no step has a db median to fit one on */
-      double w = node_param_mib(g, si.node);
-      if (w >= 1 && (out->floor_s_per_mb == 0 || st[i] / w < out->floor_s_per_mb)) out->floor_s_per_mb = st[i] / w;
+      double mib = node_param_mib(g, si.node);
+      if (mib >= 1 && (out->floor_s_per_mb == 0 || st[i] / mib < out->floor_s_per_mb))
+        out->floor_s_per_mb = st[i] / mib;
+      if (si.db_s > 0) {
+        y[nk] = st[i];
+        a[nk] = si.db_s;
+        w[nk++] = mib;
+      }
     } else if (si.kind == OB_RT_STEP_CONVERT) {
       conv += st[i];
       nc++;
@@ -175,45 +187,14 @@ ob_status ob_predict_overhead_measure(ob_ctx *ctx, ob_rt *rt, int threads, int r
     out->native_s_per_mb = slope;
     out->native_fixed_s = fmax(0, (sy - slope * sx) / (double)nn);
   }
-  for (int i = 0; i < ns; i++) {
-    ob_rt_step_info si;
-    ob_rt_step_get(rt, i, &si);
-    if (si.kind == OB_RT_STEP_KERNEL || si.kind == OB_RT_STEP_ONEDNN) wall += node_param_mib(g, si.node);
-  }
-  out->param_mib = wall;
+  out->param_mib = model_param_mib(rt);
   out->convert_s = nc ? conv / (double)nc : 0;
   out->run_s = fmax(0, total - sum);
-  double *y = malloc(((size_t)ns + 1) * 3 * sizeof *y);
-  if (!y) {
-    free(st);
-    return ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
-  }
-  double *a = y + ns + 1, *w = a + ns + 1;
-  int nk = 0;
-  for (int i = 0; i < ns; i++) {
-    ob_rt_step_info si;
-    ob_rt_step_get(rt, i, &si);
-    if (si.kind != OB_RT_STEP_KERNEL || !(si.db_s > 0) || !(st[i] > 0)) continue;
-    y[nk] = st[i];
-    a[nk] = si.db_s;
-    w[nk++] = node_param_mib(g, si.node);
-  }
-  free(st);
   ob_predict_fit_in_graph(y, a, w, nk, &out->kernel_factor, &out->floor_s_per_mb);
-  free(y);
-  return wall > 0 ? measure_cold(ctx, rt, out) : OB_OK;
+  free(st);
+  return out->param_mib > 0 ? measure_cold(ctx, rt, out) : OB_OK;
 }
 
-static double model_param_mib(const ob_rt *rt) {
-  const ob_graph *g = ob_rt_graph(rt);
-  double w = 0;
-  for (int i = 0; i < ob_rt_step_count(rt); i++) {
-    ob_rt_step_info si;
-    ob_rt_step_get(rt, i, &si);
-    if (si.kind == OB_RT_STEP_KERNEL || si.kind == OB_RT_STEP_ONEDNN) w += node_param_mib(g, si.node);
-  }
-  return w;
-}
 
 double ob_predict_param_miss(const ob_predict_overhead *ov, double model_mib) {
   if (!(ov->cold_s_per_mb > 0) || ov->nmiss < 1 || !(model_mib > ov->param_mib)) return 0;

@@ -17,7 +17,6 @@
 #include "runtime/runtime_impl.h"
 
 #define LS_SWEEPS 8
-#define RT_BLOCK_VARIANTS 3 /* channel-block variants of a default config */
 
 typedef struct ls_cand {
   const char *tmpl; /* in the runtime's arena */
@@ -90,9 +89,8 @@ static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool 
     return;
   }
   /* a graph input, fed plain: a candidate reading a block converts it every
-   * run (mobilenet-v2 tuned took a stem reading NCHW3c, 0.11 ms of
-   * conversion the selection did not count, where the default reads the
-   * image as it comes) */
+   * run, a cost like any edge's (a tuned mobilenet-v2 once took a stem
+   * reading NCHW3c behind 0.11 ms of conversion: bench/results/models.txt) */
   if (!out_out && ob_graph_tensor_kind(g, t) == OB_GT_INPUT && *ne < cap) {
     e[(*ne)++] = (ls_edge){-1, n, false, rt_layout_bytes(g, t, rl_plain())};
     return;
@@ -133,8 +131,8 @@ static ls_cand cand_of(const ob_task *task, const ob_config *cfg, const char *tm
  * as the default's: the selection then picks the blocks the neighbours
  * read and write. */
 static int block_variants(const ob_task *task, const ob_config *dflt, const char *tmpl, ls_cand *out) {
-  ob_config v[RT_BLOCK_VARIANTS];
-  int n = ob_task_block_variants(task, dflt, v, RT_BLOCK_VARIANTS);
+  ob_config v[OB_TASK_BLOCK_VARIANTS_MAX];
+  int n = ob_task_block_variants(task, dflt, v, OB_TASK_BLOCK_VARIANTS_MAX);
   for (int i = 0; i < n; i++) out[i] = cand_of(task, &v[i], tmpl, 0.0);
   return n;
 }
@@ -159,7 +157,7 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
     ob_ctx_clear_error(ctx); /* choose_kernel reads it again and says why */
     return;
   }
-  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)((recs ? recs->n : 0) + 1 + RT_BLOCK_VARIANTS));
+  ls_cand *c = rt_alloc(rt, sizeof *c * (size_t)((recs ? recs->n : 0) + 1 + OB_TASK_BLOCK_VARIANTS_MAX));
   int nc = 0;
   for (int64_t i = 0; c && recs && i < recs->n; i++) {
     const ob_db_record *r = &recs->rec[i];

@@ -59,7 +59,6 @@
 #define OB_TUNE_DEFAULT_BATCH 16
 #define OB_TUNE_MAX_BATCH 1024
 #define OB_TUNE_CONFIRM_TOP 5
-#define LOOP_SEEDS 3 /* channel-block variants of the default measured as trials */
 
 ob_tune_opts ob_tune_opts_default(void) {
   ob_tune_opts o;
@@ -295,16 +294,16 @@ typedef struct loop {
   bool gpu;            /* a GPU target: ob_measure_configs builds (NVRTC) and runs (the
                           GPU runner) each batch; the build pool is the C compiler's */
   ob_config dflt;      /* the task's default config */
-  bool dflt_pending;   /* not yet a trial: the next batch starts with it */
-  ob_config seed[LOOP_SEEDS]; /* the default's channel-block variants (ob_task_block_variants) */
+  /* the configs the loop measures on its own, first: the default, then its
+   * channel-block variants (ob_task_block_variants) */
+  ob_config seed[1 + OB_TASK_BLOCK_VARIANTS_MAX];
   int nseed;
-  bool seed_pending[LOOP_SEEDS]; /* not yet a trial: the next batch takes it after the default */
+  bool seed_pending[1 + OB_TASK_BLOCK_VARIANTS_MAX]; /* not yet a trial: the next batch takes it */
 } loop;
 
 /* True when cfg is one the loop measures on its own (the default, its
  * variants), so a tuner's proposal of it is dropped. */
 static bool seeded(const loop *L, const ob_config *cfg) {
-  if (cfg->index == L->dflt.index) return true;
   for (int i = 0; i < L->nseed; i++)
     if (cfg->index == L->seed[i].index) return true;
   return false;
@@ -474,9 +473,9 @@ done:
 /* ---- proposing and building --------------------------------------------------------- */
 
 /* Asks the tuner for up to `want` configs into b after its first b->n,
- * leaving out the default config (the loop measures it on its own; the
- * tuner hears of it through update, but may propose it before that in the
- * pipelined batch, and then never again). */
+ * leaving out the seeds (the default and its variants: the loop measures
+ * them itself; the tuner hears of them through update, but may propose
+ * one before that in the pipelined batch, and then never again). */
 static ob_status ask_tuner(loop *L, batch *b, int want) {
   for (int round = 0; round < 2 && b->n < want && ob_tuner_has_next(L->tuner); round++) {
     int got = 0;
@@ -497,10 +496,6 @@ static ob_status propose(loop *L, batch *b, int pending) {
   int want = L->o->n_trial - L->stats->trials - pending;
   if (want > L->batch_cap) want = L->batch_cap;
   if (want <= 0 || L->stop) return OB_OK;
-  if (L->dflt_pending) {
-    b->cfg[b->n++] = L->dflt;
-    L->dflt_pending = false;
-  }
   for (int i = 0; i < L->nseed && b->n < want; i++)
     if (L->seed_pending[i]) {
       b->cfg[b->n++] = L->seed[i];
@@ -1020,9 +1015,8 @@ ob_status ob_tune_task(ob_ctx *ctx, struct ob_task *task, ob_tuner *tuner, ob_me
   if (L.local && !L.gpu && (st = setup_pool(&L))) goto done;
   if (db && !opts->remeasure && (st = resume(&L))) goto done;
   L.dflt = ob_task_default_config(task);
-  L.dflt_pending = true;
-  for (int i = 0; i < L.ntrials && L.dflt_pending; i++) L.dflt_pending = L.trials[i].index != L.dflt.index;
-  L.nseed = ob_task_block_variants(task, &L.dflt, L.seed, LOOP_SEEDS);
+  L.seed[0] = L.dflt;
+  L.nseed = 1 + ob_task_block_variants(task, &L.dflt, L.seed + 1, OB_TASK_BLOCK_VARIANTS_MAX);
   for (int k = 0; k < L.nseed; k++) {
     L.seed_pending[k] = true;
     for (int i = 0; i < L.ntrials && L.seed_pending[k]; i++) L.seed_pending[k] = L.trials[i].index != L.seed[k].index;
