@@ -99,6 +99,11 @@ static void cv_range(void *closure, int64_t begin, int64_t end) {
      * are contiguous on both sides (memcpy); from or to plain, the plain
      * side is read or written along the tile's pixels */
     int64_t bf = p->from == RL_NCHWC ? p->bf : 0, bt = p->to == RL_NCHWC ? p->bt : 0;
+    /* NCHW1c is NCHW: runs of one float would be a memcpy call per element
+     * (mobilenet-v2's NCHW16c -> NCHW1c: 0.049 ms for 75 KB), the plain
+     * paths below read or write along the tile's pixels instead */
+    if (bf == 1) bf = 0;
+    if (bt == 1) bt = 0;
     int64_t ntile = (p->hw + CV_TILE - 1) / CV_TILE, hw = p->hw, C = p->c;
     for (int64_t u = begin; u < end; u++) {
       int64_t n = u / ntile, i0 = (u % ntile) * CV_TILE, i1 = i0 + CV_TILE < hw ? i0 + CV_TILE : hw;
