@@ -812,6 +812,151 @@ done:
   fixture_close(&f);
 }
 
+/* A chain of three 1x1 convolutions (x [1,16,16,16] -> a -> b -> c, of
+ * 32, 32 and 48 channels: three workloads): the graph of the layout trap. */
+static ob_graph *chain3(void) {
+  ob_graph *g = NULL;
+  int x = -1, w[3] = {-1, -1, -1}, t = x, node = -1;
+  if (ob_graph_new(ctx, "chain3", &g) != OB_OK) return NULL;
+  bool ok = ob_graph_add_input(g, "x", OB_F32, 4, (int64_t[]){1, 16, 16, 16}, &x) == OB_OK;
+  t = x;
+  float *wd = malloc(sizeof(float) * 48 * 32);
+  for (int i = 0; wd && i < 48 * 32; i++) wd[i] = (float)((i * 37 % 101) - 50) / 400.0f;
+  const char *names[3] = {"a", "b", "c"};
+  for (int i = 0; ok && wd && i < 3; i++) {
+    char nm[16];
+    snprintf(nm, sizeof nm, "%s.w", names[i]);
+    ok = ob_graph_add_const(g, nm, OB_F32, 4, (int64_t[]){i == 2 ? 48 : 32, i ? 32 : 16, 1, 1}, wd, true, &w[i]) == OB_OK &&
+         ob_graph_add_node(g, OB_GOP_CONV, names[i], 2, (int[]){t, w[i]}, 1, NULL, &t, &node) == OB_OK;
+    if (ok) ob_graph_set_attr_ints(g, node, "kernel_shape", 2, (int64_t[]){1, 1});
+  }
+  free(wd);
+  if (!ok || !wd || ob_graph_mark_output(g, t) != OB_OK) {
+    CHECK_MSG(false, "chain3: %s", ob_ctx_errmsg(ctx));
+    ob_graph_free(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* The block a config writes its output in. */
+static int64_t out_block(const ob_task *t, const ob_config *c) {
+  for (int a = 0; a < ob_task_num_args(t); a++)
+    if (!ob_task_arg_is_input(t, a)) return ob_task_arg_layout(t, c, a).block;
+  return -1;
+}
+
+/* The trap of choosing node by node: a writes one vector of channels
+ * (1.0 us) or two (1.1 us); b reads and writes one (1.0) or two (1.1); c
+ * only has a record reading two. From the fastest records a conversion
+ * runs before c; changing b alone moves it before b, changing a alone adds
+ * one: iterated conditional modes stayed there. The whole-graph selection
+ * (PBQP) takes a's and b's two-vector records, and no conversion runs
+ * between the kernels. */
+static void test_layout_chain(void) {
+  ob_task *t[3] = {NULL, NULL, NULL};
+  rt_fixture f;
+  if (!fixture_open(&f, chain3(), "layout chain")) goto done;
+  int n[3] = {node_named(f.g, "a"), node_named(f.g, "b"), node_named(f.g, "c")};
+  if (n[0] < 0 || n[1] < 0 || n[2] < 0) {
+    CHECK_MSG(false, "layout chain: setup: nodes %d %d %d", n[0], n[1], n[2]);
+    goto done;
+  }
+  for (int i = 0; i < 3; i++) {
+    ob_workload wl;
+    CHECK(ob_graph_node_workload(ctx, f.g, n[i], &wl) == OB_OK && ob_task_new(ctx, &wl, NULL, f.tg, &t[i]) == OB_OK);
+    if (!t[i]) goto done;
+  }
+  int64_t L = ob_target_get_facts(f.tg)->lanes_f32;
+  ob_config a1 = ob_task_default_config(t[0]), a2 = a1, b1 = ob_task_default_config(t[1]), b2 = b1,
+            c2 = ob_task_default_config(t[2]);
+  ob_config_set_split(&a1, "tile_oc", (int64_t[]){L}, 1);
+  ob_config_set_split(&a2, "tile_oc", (int64_t[]){2 * L}, 1);
+  ob_config_set_split(&b1, "tile_ic", (int64_t[]){L}, 1);
+  ob_config_set_split(&b1, "tile_oc", (int64_t[]){L}, 1);
+  ob_config_set_split(&b2, "tile_ic", (int64_t[]){2 * L}, 1);
+  ob_config_set_split(&b2, "tile_oc", (int64_t[]){2 * L}, 1);
+  ob_config_set_split(&c2, "tile_ic", (int64_t[]){2 * L}, 1);
+  CHECK_MSG(out_block(t[0], &a1) == L && out_block(t[0], &a2) == 2 * L &&
+                ob_task_arg_layout(t[0], &a1, 0).block == ob_task_arg_layout(t[0], &a2, 0).block &&
+                ob_task_arg_layout(t[1], &b1, 0).block == L && out_block(t[1], &b1) == L &&
+                ob_task_arg_layout(t[1], &b2, 0).block == 2 * L && out_block(t[1], &b2) == 2 * L &&
+                ob_task_arg_layout(t[2], &c2, 0).block == 2 * L,
+            "layout chain: setup: blocks");
+  const char *tmpl = ob_task_template(t[0]);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n[0], tmpl, &a1, 1.0e-6);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n[0], tmpl, &a2, 1.1e-6);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n[1], tmpl, &b1, 1.0e-6);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n[1], tmpl, &b2, 1.1e-6);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n[2], tmpl, &c2, 1.0e-6);
+  ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "layout chain");
+  int at[3] = {-1, -1, -1};
+  for (int i = 0; rt && i < ob_rt_step_count(rt); i++) {
+    ob_rt_step_info si;
+    ob_rt_step_get(rt, i, &si);
+    for (int k = 0; k < 3; k++)
+      if (si.kind == OB_RT_STEP_KERNEL && si.node == n[k]) at[k] = i;
+    if (si.kind == OB_RT_STEP_KERNEL && (si.node == n[0] || si.node == n[1])) {
+      uint64_t want = si.node == n[0] ? a2.index : b2.index;
+      CHECK_MSG(si.from_db && si.config_index == want, "layout chain: %s ran config %llu (two vectors: %llu)",
+                si.name, (unsigned long long)si.config_index, (unsigned long long)want);
+    }
+  }
+  /* (the input's and the output's conversions, at the layout boundaries, stay) */
+  CHECK_MSG(rt && at[0] >= 0 && at[1] == at[0] + 1 && at[2] == at[1] + 1,
+            "layout chain: kernels at steps %d, %d, %d: conversions between them", at[0], at[1], at[2]);
+  ob_rt_free(rt);
+done:
+  for (int i = 0; i < 3; i++) ob_task_free(t[i]);
+  fixture_close(&f);
+}
+
+/* A trial record faster than its template's confirmed best, and older
+ * than the confirmation, is a trial the confirmation did not re-measure:
+ * the plan counts it at the confirmed time and runs the confirmed config
+ * (resnet-18's stem once ran a config 18 % slower so). A record newer than
+ * the confirmation keeps its own time and wins. */
+static void test_confirmed_times(void) {
+  ob_task *t = NULL;
+  rt_fixture f;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "confirmed times")) goto done;
+  int n = node_named(f.g, "conv2");
+  ob_workload wl;
+  if (n < 0 || ob_graph_node_workload(ctx, f.g, n, &wl) != OB_OK || ob_task_new(ctx, &wl, NULL, f.tg, &t) != OB_OK) {
+    CHECK_MSG(false, "confirmed times: setup: %s", ob_ctx_errmsg(ctx));
+    goto done;
+  }
+  ob_config fast = ob_task_default_config(t), conf = fast;
+  ob_config_set_knob(&fast, "unroll_kw", 0);
+  ob_config_set_knob(&conf, "unroll_kw", 1);
+  CHECK(fast.index != conf.index && ob_task_arg_layout(t, &fast, 0).block == ob_task_arg_layout(t, &conf, 0).block);
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n, ob_task_template(t), &fast, 1.0e-6); /* at 1700000000 */
+  put_record(f.db, &f.h, f.tg, f.res, f.g, n, ob_task_template(t), &conf, 1.2e-6);
+  char key[256];
+  ob_workload_key(&wl, key, sizeof key);
+  ob_db_key k = {.host = f.h.fingerprint, .workload = key, .target = ob_target_str(f.tg), .resources = f.res,
+                 .tmpl = ob_task_template(t)};
+  for (int round = 0; round < 2; round++) {
+    /* confirmed after the fast trial, then before it */
+    ob_db_confirmed c = {.config_index = conf.index, .median_s = 1.2e-6, .mean_s = 1.2e-6, .cv = 0.01,
+                         .candidates = 2, .timestamp = round ? 1699999000.0 : 1700000100.0};
+    CHECK(ob_db_put_confirmed(f.db, &k, &c) == OB_OK);
+    ob_rt *rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "confirmed times");
+    uint64_t want = round ? fast.index : conf.index, ran = UINT64_MAX;
+    for (int i = 0; rt && i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      if (si.kind == OB_RT_STEP_KERNEL && si.node == n) ran = si.config_index;
+    }
+    CHECK_MSG(ran == want, "confirmed times (confirmed %s the fast trial): conv2 ran config %llu, expected %llu",
+              round ? "before" : "after", (unsigned long long)ran, (unsigned long long)want);
+    ob_rt_free(rt);
+  }
+done:
+  ob_task_free(t);
+  fixture_close(&f);
+}
+
 /* NCHW[1]c is NCHW byte for byte: conv1's record reads its input as
  * NCHW1c, which the runtime makes a view of the plain input (no conversion
  * step), and the output still matches the reference. */
@@ -1157,6 +1302,8 @@ int main(void) {
   test_untuned_winograd();
   test_build_fallback();
   test_layout_select();
+  test_layout_chain();
+  test_confirmed_times();
   test_layout_input();
   test_one_block_view();
   test_blocked_concat();

@@ -238,13 +238,32 @@ static int kern_get(ob_rt *rt, const char *key, ob_task *task, const ob_config *
 }
 
 double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
-  /* runs of the smaller block are memcpy'd when one block divides the
-   * other (about 8 GB/s read + write here); plain <-> blocked and blocks
-   * that do not divide (32 -> 6) move element by element at strides, about
-   * 7x slower (ResNet-18, MobileNet-v2 profiles on this host) */
-  if ((from == 0 && to == 1) || (from == 1 && to == 0)) return 0; /* NCHW[1]c is NCHW: a view (rt_convert) */
-  bool runs = from > 0 && to > 0 && (from % to == 0 || to % from == 0);
-  return 2.0 * (double)bytes / (runs ? 8e9 : 1.2e9);
+  /* Bytes of the tensor per second, by what one copy moves (native.c's
+   * cv_range): runs of m = min(from, to) floats where one block divides the
+   * other, single floats along the tile's pixels between plain (or NCHW1c)
+   * and a block, an index computed per float between blocks that do not
+   * divide (32 -> 6). Measured in `run --profile` steps of resnet-18 and
+   * mobilenet-v2 at 1 thread (tensors of 75 KB to 1.6 MB): runs of 16+
+   * floats 24-48 GB/s, of 8 14-20, of 4 9-21, of 2 9.5; plain <-> a block
+   * 4.7-8.6 GB/s. The rates are this host's; the selection needs their
+   * order and their scale against kernel times, which the earlier flat
+   * guess (runs 4 GB/s, element by element 0.6) had wrong by 2 to 8x.
+   * A block of -1 is a kernel's own padded layout. */
+  if (from < 0 || to < 0) return (double)bytes / 3.5e9; /* an opaque (padded) layout's pack hook, to or from plain:
+                                                         * mobilenet-v2's 24-channel unpack 0.086 ms for 301 KB */
+  if (from == 1) from = 0; /* NCHW1c is NCHW */
+  if (to == 1) to = 0;
+  if (from == to) return 0; /* NCHW[1]c <-> NCHW: a view (rt_convert) */
+  double rate;
+  if (from > 0 && to > 0 && (from % to == 0 || to % from == 0)) {
+    int64_t m = from < to ? from : to;
+    rate = m >= 16 ? 25e9 : m >= 8 ? 15e9 : 9e9;
+  } else if (from == 0 || to == 0) {
+    rate = 5e9;
+  } else {
+    rate = 1.5e9;
+  }
+  return (double)bytes / rate;
 }
 
 /* True when an earlier plan failed to build this kernel (index), any
@@ -311,6 +330,46 @@ ob_status rt_top_records(const ob_rt *rt, const ob_db_key *k, ob_db_records **ou
   return ob_db_top_k(rt->o.db, k, RT_TOPK, out);
 }
 
+/* The times the plan compares records by: their medians, except that a
+ * record faster than its template's confirmed best (tune's re-measurement
+ * of the best trials with the full protocol, confirm.c) and older than
+ * that confirmation counts at the confirmed time. The confirmation
+ * re-measured and replaced the records of its candidates, so such a record
+ * is a trial it did not re-measure, timed in another phase of a noisy host:
+ * resnet-18's tuned stem #3389 kept a trial of 3.218 ms beside the
+ * confirmed default's 3.364, ran 3.06 ms against the default's 2.59 in the
+ * model, and won the layout plan once its input conversion (0.11 ms) was
+ * costed right. Only where the confirmed config's record is in the list
+ * with the confirmed time (the same cache state). */
+void rt_record_times(const ob_rt *rt, const ob_db_key *k, const ob_db_records *recs, double *s) {
+  ob_ctx *ctx = rt->ctx;
+  for (int64_t i = 0; i < recs->n; i++) s[i] = recs->rec[i].timing.median_s;
+  for (int64_t i = 0; i < recs->n; i++) {
+    const char *tmpl = recs->rec[i].tmpl;
+    bool seen = false;
+    for (int64_t j = 0; j < i && !seen; j++) seen = !strcmp(recs->rec[j].tmpl, tmpl);
+    if (seen) continue; /* one query per template */
+    ob_db_key kt = *k;
+    kt.tmpl = tmpl;
+    ob_db_confirmed c;
+    if (ob_db_get_confirmed(rt->o.db, &kt, &c) != OB_OK) {
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    bool listed = false;
+    for (int64_t j = 0; j < recs->n && !listed; j++)
+      listed = !strcmp(recs->rec[j].tmpl, tmpl) && recs->rec[j].config_index == c.config_index &&
+               fabs(recs->rec[j].timing.median_s - c.median_s) <= 1e-9 * c.median_s;
+    if (!listed) continue;
+    for (int64_t j = 0; j < recs->n; j++) {
+      const ob_db_record *r = &recs->rec[j];
+      if (!strcmp(r->tmpl, tmpl) && r->config_index != c.config_index && r->timestamp <= c.timestamp &&
+          s[j] <= c.median_s)
+        s[j] = c.median_s * (1 + 1e-6); /* a hair above: ties go to the confirmed */
+    }
+  }
+}
+
 static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char *key) {
   const ob_graph *g = rt->g;
   ob_ctx *ctx = rt->ctx;
@@ -340,7 +399,16 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
    * without records are the untuned template's block variants) */
   bool picked = rt_layout_picked(rt, node, &ptmpl, &pidx) && !avoided(rt, key, ptmpl, UINT64_MAX);
   int best = -1;
-  double best_cost = INFINITY;
+  double best_cost = INFINITY, *rs = recs ? malloc(sizeof *rs * (size_t)(recs->n + 1)) : NULL;
+  if (recs && !rs) {
+    ob_db_records_free(recs);
+    ob_fail(ctx, OB_ERR_NOMEM, "runtime: out of memory");
+    return -1;
+  }
+  if (recs) {
+    ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
+    rt_record_times(rt, &k, recs, rs);
+  }
   for (int64_t i = 0; recs && i < recs->n; i++) {
     const ob_db_record *r = &recs->rec[i];
     ob_task *task = NULL;
@@ -351,7 +419,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
       ob_task_free(task);
       continue;
     }
-    double cost = r->timing.median_s;
+    double cost = rs[i];
     if (act0 && !picked) {
       ob_arg_layout al = ob_task_arg_layout(task, &cfg, 0);
       rt_layout want = al.kind == OB_ARGL_NCHWC ? (rt_layout){RL_NCHWC, al.block} : rl_plain();
@@ -365,6 +433,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
       int k = kern_get(rt, key, task, &cfg, true, r->timing.median_s);
       if (k < 0) {
         ob_db_records_free(recs);
+        free(rs);
         return -1;
       }
       best_cost = cost;
@@ -374,6 +443,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
     }
   }
   ob_db_records_free(recs);
+  free(rs);
   if (best >= 0) {
     if (other_cache && new_key) rt->st.nother_cache++;
     return best;

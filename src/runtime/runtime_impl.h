@@ -173,6 +173,10 @@ struct ob_rt {
  * variants. */
 static inline bool rt_reads_records(const ob_rt *rt) { return rt->o.kernels != OB_RT_DEFAULT && rt->o.db; }
 ob_status rt_top_records(const ob_rt *rt, const ob_db_key *k, ob_db_records **out, bool *other);
+/* s[i]: the time the plan compares recs->rec[i] by (its median, or its
+ * template's confirmed best's where the confirmation did not re-measure it)
+ * (plan.c). */
+void rt_record_times(const ob_rt *rt, const ob_db_key *k, const ob_db_records *recs, double *s);
 
 /* ---- values and steps (plan.c) ---------------------------------------------- */
 int rt_val_new(ob_rt *rt, int tensor, rt_layout lay, ob_dtype dt, size_t bytes);
@@ -207,7 +211,7 @@ int rt_convert(ob_rt *rt, int src, rt_layout to);
 /* Converts constant data at load (weights into panels, blocks). */
 void rt_convert_const(const ob_graph *g, int t, rt_layout to, const void *src, void *dst);
 /* Estimated seconds of converting `bytes` of activations between channel
- * blocks from and to (0: plain) (plan.c). */
+ * blocks from and to (0: plain; -1: a kernel's padded layout, to or from plain) (plan.c). */
 double rt_convert_cost(size_t bytes, int64_t from, int64_t to);
 /* The bytes of tensor t in layout lay. */
 size_t rt_layout_bytes(const ob_graph *g, int t, rt_layout lay);
