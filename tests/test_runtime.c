@@ -712,6 +712,18 @@ static int node_named(const ob_graph *g, const char *name) {
   return -1;
 }
 
+/* Node `name` of the fixture's graph and a task of its workload (the
+ * default template); false, said, when either is missing. */
+static bool node_task(const rt_fixture *f, const char *name, int *n, ob_workload *wl, ob_task **t) {
+  *t = NULL;
+  *n = node_named(f->g, name);
+  if (*n < 0 || ob_graph_node_workload(ctx, f->g, *n, wl) != OB_OK || ob_task_new(ctx, wl, NULL, f->tg, t) != OB_OK) {
+    CHECK_MSG(false, "node %s: setup: %s", name, ob_ctx_errmsg(ctx));
+    return false;
+  }
+  return true;
+}
+
 /* Configs chosen together: conv2's fastest record writes NCHW32c, but
  * conv3 (reading conv2's output) only has a record reading NCHW16c, and a
  * conversion of conv2's output costs more than the 1 us conv2's slower
@@ -727,15 +739,9 @@ static void test_layout_input(void) {
   ob_task *t = NULL;
   int n = -1;
   rt_fixture f;
-  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "layout input")) goto done;
-  if ((n = node_named(f.g, "conv1")) < 0) {
-    CHECK_MSG(false, "layout input: setup: no conv1");
-    goto done;
-  }
   ob_workload wl;
-  CHECK(ob_graph_node_workload(ctx, f.g, n, &wl) == OB_OK);
-  CHECK(ob_task_new(ctx, &wl, NULL, f.tg, &t) == OB_OK);
-  if (!t) goto done;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "layout input") || !node_task(&f, "conv1", &n, &wl, &t))
+    goto done;
   ob_config c1 = ob_task_default_config(t), c3 = c1;
   ob_config_set_split(&c1, "tile_ic", (int64_t[]){1}, 1);
   ob_config_set_split(&c3, "tile_ic", (int64_t[]){3}, 1);
@@ -919,13 +925,10 @@ done:
 static void test_confirmed_times(void) {
   ob_task *t = NULL;
   rt_fixture f;
-  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "confirmed times")) goto done;
-  int n = node_named(f.g, "conv2");
+  int n = -1;
   ob_workload wl;
-  if (n < 0 || ob_graph_node_workload(ctx, f.g, n, &wl) != OB_OK || ob_task_new(ctx, &wl, NULL, f.tg, &t) != OB_OK) {
-    CHECK_MSG(false, "confirmed times: setup: %s", ob_ctx_errmsg(ctx));
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "confirmed times") || !node_task(&f, "conv2", &n, &wl, &t))
     goto done;
-  }
   ob_config fast = ob_task_default_config(t), conf = fast;
   ob_config_set_knob(&fast, "unroll_kw", 0);
   ob_config_set_knob(&conf, "unroll_kw", 1);
@@ -963,11 +966,10 @@ done:
 static void test_one_block_view(void) {
   ob_task *t = NULL;
   rt_fixture f;
-  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "one-block view")) goto done;
-  int a = node_named(f.g, "conv1");
+  int a = -1;
   ob_workload w;
-  CHECK(a >= 0 && ob_graph_node_workload(ctx, f.g, a, &w) == OB_OK && ob_task_new(ctx, &w, NULL, f.tg, &t) == OB_OK);
-  if (!t) goto done;
+  if (!fixture_open(&f, load("simple", "simple", 0, 0, 0, 1), "one-block view") || !node_task(&f, "conv1", &a, &w, &t))
+    goto done;
   ob_config c = ob_task_default_config(t);
   ob_config_set_split(&c, "tile_ic", (int64_t[]){1}, 1);
   CHECK(ob_task_arg_layout(t, &c, 0).kind == OB_ARGL_NCHWC && ob_task_arg_layout(t, &c, 0).block == 1);
