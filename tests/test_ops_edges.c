@@ -24,6 +24,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "opbench/codegen.h"
+#include "opbench/lower.h"
 #include "opbench/ops.h"
 #include "opbench/tune.h"
 
@@ -519,6 +521,35 @@ static void test_pixels(void) {
     bool sixteen = ob_target_get_facts(ob_task_target(t))->vector_registers <= 16;
     CHECK_MSG(ob_config_knob(&d, "pixels") == sixteen, "pixels default %lld with %s registers",
               (long long)ob_config_knob(&d, "pixels"), sixteen ? "16" : "32");
+    ob_task_free(t);
+  }
+  /* few output-channel blocks (K = 16): the parallel loop over (image,
+   * channel blocks) had one to four tasks, and a second thread sat idle
+   * (mobilenet-v2's 32x112 -> 16 1x1: 91 GFLOPS at 1 thread, 92 at 2); the
+   * image's pixels are cut in chunks for it, each chunk with its own tail
+   * block (28 x 28 in 28 chunks of a row with 6-pixel blocks, the last
+   * chunk after the parallel loop), and the results stay right on 2
+   * threads */
+  t = task_of("conv2d", "C=16,H=28,W=28,K=16,R=1,S=1", NULL, NULL, NULL, "bias", "conv2d_NCHWc.x86");
+  if (t) {
+    ob_config got[6], cfgs[6];
+    int n = configs_with(t, "pixels", 1, 5, 97, got), m = 0;
+    for (int j = 0; j < n; j++) {
+      int64_t ow[2];
+      ob_config_split(&got[j], "tile_ow", ow);
+      if (ow[1] > 12 || ob_config_knob(&got[j], "k_chunk")) continue; /* no chunk of 4 blocks divides */
+      cfgs[m++] = got[j];
+      ob_lowered *low = NULL;
+      char *src = NULL;
+      CHECK(ob_task_lower(t, &got[j], &low) == OB_OK && ob_codegen_c(ctx, NULL, low, "pixel_chunks", &src) == OB_OK);
+      const char *pf = src ? strstr(src, "parallel_for(rt->pool, ") : NULL;
+      long long tasks = pf ? strtoll(pf + strlen("parallel_for(rt->pool, "), NULL, 10) : 0;
+      CHECK_MSG(tasks >= 16, "pixels over K=16, tile_ow %lld: %lld parallel tasks", (long long)ow[1], tasks);
+      free(src);
+      ob_lowered_free(low);
+    }
+    CHECK_MSG(m >= 2, "pixels over K=16: %d configs with small pixel blocks", m);
+    expect_correct_on(t, cfgs, m, "pixels over K=16, chunks, 2 threads", 2);
     ob_task_free(t);
   }
   /* a 1x1 window at stride 2 reads every other input row: 128x28 -> 256
