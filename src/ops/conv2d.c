@@ -674,8 +674,8 @@ static int64_t nchwc_occ(const conv_p *p, int64_t ocb) { return (p->k + ocb - 1)
  * fewer than OB_CONV_MIN_TASKS; 0: no chunks. A chunk is a whole number
  * of pixel blocks (at least 4), so only the last chunk holds the image's
  * tail, and lowering runs that one after the parallel loop: hence many
- * chunks, 1 of 32 serial. Chunks that divided the image instead had a tail
- * block each: 8-12 % slower at 1 thread. Without chunks mobilenet-v2's
+ * chunks, 1 of 32 serial (chunks that divided the image would give every
+ * chunk a tail block instead). Without chunks mobilenet-v2's
  * 32x112 -> 16 1x1 layer (one block of 16 channels) was one task: 91
  * GFLOPS at 1 thread and 92 at 2. */
 #define OB_CONV_MIN_TASKS 32
