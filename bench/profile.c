@@ -348,11 +348,11 @@ int main(int argc, char **argv) {
   ob_ctx *ctx = NULL;
   if (ob_ctx_new(&ctx) != OB_OK) return 2;
   if (read_suite(ctx, suite, quick ? 4 : 0) <= 0) return 2;
-  /* dense layers: all nominal FLOPs executed, for the peak comparison. A
-   * 4 MiB weight matrix against 64 rows (its default streams the weights
-   * from L3 once per 6 rows: 58-66 GFLOPS on the AVX2 Zen 3 host, 1.3 ms)
-   * and bert-base's 768x768 projection of 128 tokens (2.25 MiB: 95.9
-   * GFLOPS there at its default, bench/results/kernels.txt) */
+  /* dense layers: all nominal FLOPs executed, for the peak comparison: 64
+   * rows against a 4 MiB weight matrix, and bert-base's 768x768 projection
+   * of 128 tokens (95.9 GFLOPS at its default on the AVX2 Zen 3 host in
+   * stop 37's kernels suite, bench/results/kernels.txt; in this bench's
+   * peak rounds there 94.3 and 92.2, bench/results/profile.txt) */
   static const char *const dense[][2] = {{"M=64,N=1024,K=1024", "dense 64x1024x1024"},
                                          {"M=128,N=768,K=768", "dense 128x768x768 (bert-base)"}};
   for (int i = 0; i < 2; i++) {

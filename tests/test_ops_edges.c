@@ -526,9 +526,9 @@ static void test_pixels(void) {
   /* few output-channel blocks (K = 16): the parallel loop over (image,
    * channel blocks) had one to four tasks, and a second thread sat idle
    * (mobilenet-v2's 32x112 -> 16 1x1: 91 GFLOPS at 1 thread, 92 at 2); the
-   * image's pixels are cut in chunks for it, each chunk with its own tail
-   * block (28 x 28 in 28 chunks of a row with 6-pixel blocks, the last
-   * chunk after the parallel loop), and the results stay right on 2
+   * image's pixels are cut in chunks of whole pixel blocks for it (28 x 28
+   * with 6-pixel blocks: 27 chunks of 5 blocks, the last, with the image's
+   * tail, after the parallel loop), and the results stay right on 2
    * threads */
   t = task_of("conv2d", "C=16,H=28,W=28,K=16,R=1,S=1", NULL, NULL, NULL, "bias", "conv2d_NCHWc.x86");
   if (t) {
@@ -537,7 +537,8 @@ static void test_pixels(void) {
     for (int j = 0; j < n; j++) {
       int64_t ow[2];
       ob_config_split(&got[j], "tile_ow", ow);
-      if (ow[1] > 12 || ob_config_knob(&got[j], "k_chunk")) continue; /* no chunk of 4 blocks divides */
+      /* wider blocks leave fewer than 17 chunks of at least 4 blocks; k_chunk has its own loop */
+      if (ow[1] > 12 || ob_config_knob(&got[j], "k_chunk")) continue;
       cfgs[m++] = got[j];
       ob_lowered *low = NULL;
       char *src = NULL;

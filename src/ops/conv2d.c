@@ -666,9 +666,6 @@ static ob_status define_nchwc(ob_ctx *ctx, const ob_target *tg, const ob_workloa
  * block when ocb does not divide K (no groups then). */
 static int64_t nchwc_occ(const conv_p *p, int64_t ocb) { return (p->k + ocb - 1) / ocb; }
 
-/* Reorders st as ord[0..n), with g (oc_group's blocks of a group; NULL:
- * none) moved, or put, just before the last axis (the vectorized channel
- * block): the group is the register tile's innermost unrolled loop. */
 /* Pixels per chunk of the image for the parallel loop of the blocks over
  * pixels (knob pixels), where the tasks of (image, channel blocks) are
  * fewer than OB_CONV_MIN_TASKS; 0: no chunks. A chunk is a whole number
@@ -687,6 +684,9 @@ static int64_t pixel_chunk(const conv_p *p, int64_t tasks, int64_t blk) {
   return per < nblk ? per * blk : 0;
 }
 
+/* Reorders st as ord[0..n), with g (oc_group's blocks of a group; NULL:
+ * none) moved, or put, just before the last axis (the vectorized channel
+ * block): the group is the register tile's innermost unrolled loop. */
 static ob_status reorder_grouped(ob_sched *s, ob_stage *st, int n, ob_ivar *const *ord, ob_ivar *g) {
   ob_ivar *o[12];
   int k = 0;

@@ -246,16 +246,11 @@ static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node,
 }
 
 /* The estimated time of the whole selection: the picks' times and the
- * conversions on every edge. */
+ * conversions on every edge (each edge ends at a node with candidates). */
 static double total_cost(const rt_lsel *sel, int nn, const ls_edge *e, int ne) {
   double c = 0;
   for (int n = 0; n < nn; n++)
-    if (sel[n].n) c += sel[n].c[sel[n].pick].s;
-  for (int i = 0; i < ne; i++) {
-    const ls_cand *q = &sel[e[i].to].c[sel[e[i].to].pick];
-    c += edge_cost(e[i].from < 0 ? 0 : sel[e[i].from].c[sel[e[i].from].pick].ob, e[i].out_out ? q->ob : q->ib,
-                   e[i].bytes);
-  }
+    if (sel[n].n) c += sel[n].c[sel[n].pick].s + in_cost(sel, e, ne, n, sel[n].pick);
   return c;
 }
 
@@ -390,13 +385,12 @@ ob_status rt_layout_select(ob_rt *rt) {
    * what a heuristic reduction fixed. The cheaper of the two is kept. */
   double c1 = total_cost(sel, nn, e, ne);
   for (int n = 0; n < nn; n++) keep[n] = sel[n].pick;
-  if (solve_pbqp(sel, nn, e, ne)) {
+  bool better = solve_pbqp(sel, nn, e, ne);
+  if (better) {
     icm(sel, nn, e, ne);
-    if (total_cost(sel, nn, e, ne) > c1 + 1e-12)
-      for (int n = 0; n < nn; n++) sel[n].pick = keep[n];
-  } else {
-    for (int n = 0; n < nn; n++) sel[n].pick = keep[n];
+    better = total_cost(sel, nn, e, ne) <= c1 + 1e-12;
   }
+  for (int n = 0; n < nn && !better; n++) sel[n].pick = keep[n];
   free(keep);
   free(e);
   return OB_OK;

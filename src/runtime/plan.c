@@ -242,13 +242,18 @@ double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
    * cv_range): runs of m = min(from, to) floats where one block divides the
    * other, single floats along the tile's pixels between plain (or NCHW1c)
    * and a block, an index computed per float between blocks that do not
-   * divide (32 -> 6). Measured in `run --profile` steps of resnet-18 and
-   * mobilenet-v2 at 1 thread (tensors of 75 KB to 1.6 MB): runs of 16+
-   * floats 24-48 GB/s, of 8 14-20, of 4 9-21, of 2 9.5; plain <-> a block
-   * 4.7-8.6 GB/s. The rates are this host's; the selection needs their
-   * order and their scale against kernel times, which the earlier flat
-   * guess (runs 4 GB/s, element by element 0.6) had wrong by 2 to 8x.
-   * A block of -1 is a kernel's own padded layout. */
+   * divide (32 -> 6). From 228 conversion steps of `run --profile` of tuned
+   * resnet-18 and mobilenet-v2 at 1 thread (tensors of 31 to 802 KB;
+   * bench/results/models.txt, stop 38), median [min, max] GB/s: runs of 16
+   * 23.9 [9.0, 35.8], of 8 15.7 [8.5, 32.4], of 4 19.6 [10.3, 29.4] (9 for
+   * resnet-18's 802 KB layer1 tensors, where conversions cost most: taken),
+   * of 2 9.6 [8.3, 12.9]; plain <-> a block 5.7 [4.3, 9.1]. Blocks that do
+   * not divide were in none of those plans: their 1.5 is a guess (an index
+   * computed per float, below the element-wise copy's 5). The rates are
+   * this host's; the selection needs their order and their scale against
+   * kernel times, which the earlier flat guess (runs 4 GB/s, element by
+   * element 0.6) had 2.4 to 9.5x too low. A block of -1 is a kernel's own
+   * padded layout. */
   if (from < 0 || to < 0) return (double)bytes / 3.5e9; /* an opaque (padded) layout's pack hook, to or from plain:
                                                          * mobilenet-v2's 24-channel unpack 0.086 ms for 301 KB */
   if (from == 1) from = 0; /* NCHW1c is NCHW */
@@ -399,13 +404,15 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
    * without records are the untuned template's block variants) */
   bool picked = rt_layout_picked(rt, node, &ptmpl, &pidx) && !avoided(rt, key, ptmpl, UINT64_MAX);
   int best = -1;
-  double best_cost = INFINITY, *rs = recs ? malloc(sizeof *rs * (size_t)(recs->n + 1)) : NULL;
-  if (recs && !rs) {
+  /* the records' times choose only where the selection made no pick (its
+   * pick is the one record let through below; node_cands timed them) */
+  double best_cost = INFINITY, *rs = recs && !picked ? malloc(sizeof *rs * (size_t)(recs->n + 1)) : NULL;
+  if (recs && !picked && !rs) {
     ob_db_records_free(recs);
     ob_fail(ctx, OB_ERR_NOMEM, "runtime: out of memory");
     return -1;
   }
-  if (recs) {
+  if (rs) {
     ob_db_key k = {.host = rt->host, .workload = key, .target = ob_target_str(rt->target), .resources = rt->resources};
     rt_record_times(rt, &k, recs, rs);
   }
@@ -419,7 +426,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
       ob_task_free(task);
       continue;
     }
-    double cost = rs[i];
+    double cost = rs ? rs[i] : r->timing.median_s;
     if (act0 && !picked) {
       ob_arg_layout al = ob_task_arg_layout(task, &cfg, 0);
       rt_layout want = al.kind == OB_ARGL_NCHWC ? (rt_layout){RL_NCHWC, al.block} : rl_plain();
