@@ -9,7 +9,8 @@
  *    block that does not divide K, dense_pack / batch_matmul_pack with
  *    panels that do not divide N and register blocks that do not divide M;
  *  - dense_pack / batch_matmul_pack's K blocks (k_block): values, old
- *    records' indices, results on 1 and 2 threads;
+ *    records' indices, results on 1 and 2 threads; their row tails
+ *    (m_tail): values, default, a nest without repeated rows, results;
  *  - conv2d_NCHWc.x86's weight prefetch: in 1x1 layers whose weights outgrow
  *    the L2 and nowhere else, with unchanged results;
  *  - conv2d_winograd.x86 for every tile size (F(2x2), F(4x4), F(6x6)) and
@@ -265,19 +266,21 @@ static void test_k_block(void) {
     snprintf(what, sizeof what, "k_block %s %s", c[i].op, c[i].shape);
     const ob_space *sp = ob_task_space(t);
     int k = ob_space_knob_find(sp, "k_block");
-    CHECK_MSG(k == ob_space_num_knobs(sp) - 1 && ob_space_knob_len(sp, k) == c[i].values,
-              "%s: knob k_block not last or with %d values", what, k >= 0 ? ob_space_knob_len(sp, k) : -1);
+    CHECK_MSG(k == ob_space_num_knobs(sp) - 2 && ob_space_knob_len(sp, k) == c[i].values,
+              "%s: knob k_block not before m_tail or with %d values", what,
+              k >= 0 ? ob_space_knob_len(sp, k) : -1);
     int64_t v0 = -1;
     CHECK(k < 0 || (ob_space_entity(sp, k, 0, &v0, 1) == 1 && v0 == 0));
     ob_config d = ob_task_default_config(t);
     CHECK_MSG(ob_config_knob(&d, "k_block") == 0, "%s: default k_block %lld", what,
               (long long)ob_config_knob(&d, "k_block"));
-    /* an old record: its JSON lacks k_block and names the config of k_block 0 */
+    /* an old record: its JSON lacks k_block (and m_tail, added after it)
+     * and names the config of k_block 0 */
     ob_config o = d, j;
     char *js = NULL;
     CHECK(ob_config_to_json(ctx, &o, &js) == OB_OK && js);
     char *kb = js ? strstr(js, ", [\"k_block\"") : NULL, *ent = js ? strstr(js, "\"entity\"") : NULL;
-    if (kb) memmove(kb, "]}", 3); /* drop the knob, the last entity */
+    if (kb) memmove(kb, "]}", 3); /* drop the knob and m_tail, the last entities */
     char old[512] = ""; /* and the index: the entity alone names the config */
     if (ent) snprintf(old, sizeof old, "{%s", ent);
     CHECK_MSG(kb && ent && ob_config_from_json(ctx, sp, old, &j) == OB_OK && j.index == o.index &&
@@ -344,6 +347,61 @@ static void test_k_block(void) {
     CHECK_MSG(y[1] == r[i].y && x[1] == r[i].x && kk[1] == r[i].k && ob_config_knob(&cf, "k_block") == 0,
               "%s %s: index %llu names another config than its record's", r[i].op, r[i].shape,
               (unsigned long long)r[i].index);
+    ob_task_free(t);
+  }
+}
+
+/* dense_pack / batch_matmul_pack's row tail (knob m_tail, added last): its
+ * values (only where M > 1), configs whose tile_y divides M rejected (the
+ * knob would change nothing), the default (on where the rows leave a tail
+ * and batch x panels are at least 32 tasks), no repeated rows in its nest
+ * (no min() on the row index) and a peeled tail, and the results on 1 and 2
+ * threads: odd M and N, K blocks, a batch, epilogues. */
+static void test_m_tail(void) {
+  static const struct {
+    const char *op, *shape, *epi;
+    bool dflt; /* the default has m_tail 1 */
+  } c[] = {
+      {"dense", "M=64,N=512,K=64", NULL, true},             /* 6-row blocks: 10 + a tail of 4; 32 panels */
+      {"dense", "M=37,N=45,K=640", "bias,relu,add", false}, /* 3 panels: too few tasks */
+      {"dense", "M=13,N=8,K=2048", "relu", false},
+      {"batch_matmul", "B=12,M=29,N=40,K=64", "add", true}, /* 12 x 3 panels of 16 (N padded to 48) */
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    const char *tmpl = strcmp(c[i].op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86";
+    ob_task *t = task_of(c[i].op, c[i].shape, NULL, NULL, NULL, c[i].epi, tmpl);
+    if (!t) continue;
+    char what[128];
+    snprintf(what, sizeof what, "m_tail %s %s", c[i].op, c[i].shape);
+    const ob_space *sp = ob_task_space(t);
+    int k = ob_space_knob_find(sp, "m_tail");
+    CHECK_MSG(k == ob_space_num_knobs(sp) - 1 && ob_space_knob_len(sp, k) == 2, "%s: knob m_tail not last or with %d values",
+              what, k >= 0 ? ob_space_knob_len(sp, k) : -1);
+    ob_config d = ob_task_default_config(t);
+    int64_t y[2];
+    ob_config_split(&d, "tile_y", y);
+    CHECK_MSG((ob_config_knob(&d, "m_tail") != 0) == c[i].dflt, "%s: default m_tail %lld (tile_y %lld)", what,
+              (long long)ob_config_knob(&d, "m_tail"), (long long)y[1]);
+    /* a tile_y that divides M: m_tail 1 is rejected */
+    ob_config dv = d;
+    ob_config_set_split(&dv, "tile_y", (int64_t[]){1}, 1);
+    ob_config_set_knob(&dv, "m_tail", 1);
+    CHECK_MSG(!ob_space_is_valid(sp, dv.index), "%s: m_tail 1 with rows of 1 is a valid config", what);
+    ob_config cfgs[8];
+    int n = configs_fixed(t, &(cfg_fix){.knob = "m_tail", .v = 1, .split = "tile_y", .f = 6}, 0, 1, cfgs);
+    n += configs_with(t, "m_tail", 1, 4, 301 + i, cfgs + n);
+    CHECK_MSG(n >= 3, "%s: too few configs with m_tail 1 (%d)", what, n);
+    /* the nest of 6-row blocks with a tail: no row repeated, the tail peeled
+     * (no guard left where the panels divide N: the first shape) */
+    ob_lowered *f = NULL;
+    CHECK_MSG(ob_task_lower(t, &cfgs[0], &f) == OB_OK, "%s: %s", what, ob_ctx_errmsg(ctx));
+    char *nest = f ? ob_lowered_str(f) : NULL;
+    CHECK_MSG(nest && !strstr(nest, "min(") && (i > 0 || !strstr(nest, "if (")), "%s: repeated rows or a guard in:\n%s", what,
+              nest ? nest : "(null)");
+    free(nest);
+    ob_lowered_free(f);
+    expect_correct_on(t, cfgs, n, what, 1);
+    expect_correct_on(t, cfgs, n, what, 2);
     ob_task_free(t);
   }
 }
@@ -948,6 +1006,7 @@ int main(void) {
     test_stem_loop();
     test_untuned_template();
     test_k_block();
+    test_m_tail();
     test_winograd();
   }
   ob_runner_free(runner);

@@ -136,6 +136,8 @@ OB_API void ob_space_decode(const ob_space *s, uint64_t index, ob_config *out);
  * bug and aborts. Split: fills num_outputs factors, the first one computed
  * as ceil(extent / product(others)). */
 OB_API void ob_config_split(const ob_config *c, const char *name, int64_t *factors);
+/* The length of the axis a split knob cuts (its extent). */
+OB_API int64_t ob_config_split_extent(const ob_config *c, const char *name);
 OB_API void ob_config_reorder(const ob_config *c, const char *name, int *perm);
 OB_API void ob_config_annotate(const ob_config *c, const char *name, ob_ann *anns);
 OB_API int64_t ob_config_knob(const ob_config *c, const char *name);

@@ -13,6 +13,13 @@ typedef struct mm_p {
   int64_t b, m, n, k; /* b = 0: no batch axis (dense) */
 } mm_p;
 
+/* Parallel tasks (batch x panels) from which m_tail is the default: as
+ * conv2d's OB_CONV_MIN_TASKS. Measured on a Zen 3 core (paired rounds,
+ * median ratio of GFLOPS, tail / repeated rows, 6 x 16 block): M=128,
+ * N=768, K=768 1.040 at 1 thread; M=64, N=K=1024 1.013 at 1 thread, 1.002
+ * at 2. */
+#define OB_MM_MIN_TASKS 32
+
 static mm_p params(const ob_workload *wl) {
   mm_p p = {0, ob_workload_get(wl, "M"), ob_workload_get(wl, "N"), ob_workload_get(wl, "K")};
   if (!strcmp(wl->op, "batch_matmul")) p.b = ob_workload_get(wl, "B");
@@ -37,6 +44,7 @@ static bool pack_ok(const ob_config *cfg, void *user) {
   ob_config_split(cfg, "tile_x", x);
   ob_config_split(cfg, "tile_k", k);
   if (kc && (kc % k[1] || 4 * y[0] * y[1] * x[1] > kblock_sums_cap(tg))) return false;
+  if (ob_config_knob(cfg, "m_tail") && ob_config_split_extent(cfg, "tile_y") % y[1] == 0) return false;
   return (y[1] + 1) * ob_tmpl_vectors(tg, x[1]) <= ob_tmpl_budget(tg);
 }
 
@@ -110,6 +118,10 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
   for (int64_t kc = 64; kc <= 1024; kc *= 2)
     if (p.k % kc == 0 && p.k > kc && p.m > 12) kcs[nkc++] = kc;
   if (!st) st = ob_space_define_knob_added(sp, "k_block", kcs, nkc);
+  /* Added since records were stored: m_tail 1 runs a row block that does
+   * not divide M as a tail of fewer rows, not as a whole block over
+   * repeated rows (see sched_pack); only with a tile_y that leaves one */
+  if (!st) st = ob_space_define_knob_added(sp, "m_tail", (int64_t[]){0, 1}, p.m > 1 ? 2 : 1);
   if (st) return st;
   ob_space_set_filter(sp, pack_ok, (void *)tg); /* read only */
   /* fallback: the widest panel of at most two vectors, 6 rows of two
@@ -142,6 +154,12 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
    * of 5-10): BERT-base's dense and batch_matmul 43-57 GFLOPS with 2 -> 78-86
    * with 1 (6 x 16 block). 32 registers keep 2, measured on AVX-512. */
   ob_config_set_split(&c, "tile_k", (int64_t[]){ob_tmpl_registers(tg) <= 16 ? 1 : 2}, 1);
+  /* rows that leave a tail run it as a shorter block where the panels
+   * alone give OB_MM_MIN_TASKS parallel tasks (see sched_pack) */
+  int64_t ty[2], tx[2];
+  ob_config_split(&c, "tile_y", ty);
+  ob_config_split(&c, "tile_x", tx);
+  if (p.m % ty[1] && (p.b ? p.b : 1) * tx[0] >= OB_MM_MIN_TASKS) ob_config_set_knob(&c, "m_tail", 1);
   *dflt = c;
   return OB_OK;
 }
@@ -149,25 +167,29 @@ ob_status ob_matmul_define_pack(ob_ctx *ctx, const ob_target *tg, const ob_workl
 /* The packed GEMM's loops: the output in register blocks of ty rows by a
  * panel of nb columns, row blocks inside panels so a panel of B is reused
  * across them, K in steps of tk. A thread runs a panel and one row block,
- * the block's sums in registers. With K in blocks of kc (knob k_block) a
+ * the block's sums in registers. With a tail (knob m_tail) a thread runs a
+ * panel and all its row blocks, the rows' loop serial, so lowering peels
+ * the last block, of M % ty rows, off it: the block over repeated rows
+ * (ty = 6 gives 66 rows for M = 64, 3 % of the FMAs wasted) is gone, at the
+ * price of fewer tasks (the panels alone). With K in blocks of kc (knob k_block) a
  * thread owns a panel and all rows, and for each block of kc runs every
  * row block, so the block's kc x nb slice of B stays in L1 while the rows
  * pass and the panel's partial sums wait in an M x nb buffer (in L1 too);
  * without it each row block streams the whole K x nb panel from L2. */
 static ob_status sched_pack(ob_sched *s, ob_stage *so, ob_stage *sc, const mm_p *p, int64_t ty, int64_t nb,
-                            int64_t tk, int64_t kc) {
+                            int64_t tk, int64_t kc, bool tail) {
   int off = p->b ? 1 : 0;
   ob_ivar *yo, *yi, *xo, *xi, *f = NULL, *ko, *ki, *kco = NULL, *cmo = NULL;
   ob_status st = ob_sched_split(s, so, ob_stage_axis(so, off), ty, &yo, &yi);
   if (!st) st = ob_sched_split(s, so, ob_stage_axis(so, off + 1), nb, &xo, &xi);
   if (!st) st = ob_sched_reorder(s, so, 4, (ob_ivar *[]){xo, yo, yi, xi});
-  if (!st && kc) f = xo;
+  if (!st && (kc || tail)) f = xo;
   else if (!st) st = ob_sched_fuse(s, so, xo, yo, &f);
   if (!st && p->b) st = ob_sched_fuse(s, so, ob_stage_axis(so, 0), f, &f);
   if (!st) st = ob_sched_parallel(s, so, f);
   if (!st && nb > 1) st = ob_sched_vectorize(s, so, xi);
   if (!st) st = ob_sched_unroll(s, so, yi); /* the tile stays in registers */
-  if (!st) st = ob_sched_compute_at(s, sc, so, f);
+  if (!st) st = ob_sched_compute_at(s, sc, so, tail && !kc ? yo : f);
   ob_ivar *kr = ob_stage_reduce_axis(sc, 0), *cm = ob_stage_axis(sc, off), *cn = ob_stage_axis(sc, off + 1);
   if (!st && kc) st = ob_sched_split(s, sc, kr, kc, &kco, &kr);
   if (!st) st = ob_sched_split(s, sc, kr, tk, &ko, &ki);
@@ -203,7 +225,9 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   ob_config_split(cfg, "tile_x", tx);
   ob_config_split(cfg, "tile_k", tk);
   int64_t kc = ob_config_knob(cfg, "k_block");
+  bool tail = ob_config_knob(cfg, "m_tail") != 0;
   padded_mn(&p, cfg, &mp, &np);
+  if (tail) mp = p.m;
   int64_t nb = tx[1], bt = p.b ? p.b : 1;
   int nd = p.b ? 3 : 2; /* output rank */
   ob_tensor *A = p.b ? ob_te_placeholder(te, "A", 3, (int64_t[]){p.b, p.m, p.k}, OB_F32)
@@ -251,7 +275,7 @@ ob_status ob_matmul_build_pack(ob_te *te, const ob_target *tg, const ob_workload
   ob_stage *so = ob_sched_stage(s, O), *sc = ob_sched_stage(s, C);
   for (int i = 0; i < nmid && !st; i++) st = ob_sched_compute_inline(s, ob_sched_stage(s, mid[i]));
   if (!st && O != X) st = ob_sched_compute_inline(s, ob_sched_stage(s, X));
-  if (!st) st = sched_pack(s, so, sc, &p, ty[1], nb, tk[1], kc);
+  if (!st) st = sched_pack(s, so, sc, &p, ty[1], nb, tk[1], kc, tail);
   if (st) {
     ob_sched_free(s);
     return st;

@@ -107,7 +107,8 @@ static void matmul_pack(const ob_workload *wl, const ob_config *cfg, bool batche
   int64_t ty[2], tx[2];
   ob_config_split(cfg, "tile_y", ty);
   ob_config_split(cfg, "tile_x", tx);
-  int64_t mp = ceil_div(m, ty[1]) * ty[1], np = ceil_div(nn, tx[1]) * tx[1];
+  bool tail = ob_space_knob_find(cfg->space, "m_tail") >= 0 && ob_config_knob(cfg, "m_tail");
+  int64_t mp = tail ? m : ceil_div(m, ty[1]) * ty[1], np = ceil_div(nn, tx[1]) * tx[1];
   double vecs = (double)ceil_div(tx[1], lanes);
   t->work_ratio = (double)(mp * np) / (double)(m * nn);
   t->lane_util = (double)tx[1] / (vecs * lanes);
@@ -116,6 +117,10 @@ static void matmul_pack(const ob_workload *wl, const ob_config *cfg, bool batche
   t->reduction = (double)k;
   t->block_bytes = 4.0 * (double)(k * tx[1]); /* one chunk's panel of B */
   t->traffic_bytes = (double)t->chunks * (t->block_bytes + 4.0 * (double)(k * ty[1])); /* and its rows of A */
+  if (tail) { /* a chunk is a whole panel, all rows; the last row block shorter */
+    t->chunks = b * (np / tx[1]);
+    t->traffic_bytes = (double)t->chunks * 4.0 * (double)(k * tx[1] + k * m);
+  }
   int kb = ob_space_knob_find(cfg->space, "k_block");
   int64_t kc = kb >= 0 ? ob_config_knob(cfg, "k_block") : 0;
   if (kc > 0) { /* K in blocks: a chunk is a whole panel, all rows; a block's slice of B is reused */

@@ -673,6 +673,11 @@ void ob_config_split(const ob_config *c, const char *name, int64_t *factors) {
   for (int i = 1; i < kn->width; i++) factors[i] = row[i];
 }
 
+int64_t ob_config_split_extent(const ob_config *c, const char *name) {
+  int k;
+  return cfg_knob(c, name, OB_KNOB_SPLIT, &k)->extent;
+}
+
 void ob_config_reorder(const ob_config *c, const char *name, int *perm) {
   int k;
   const ob_knob *kn = cfg_knob(c, name, OB_KNOB_REORDER, &k);
