@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "opbench/profile.h"
+#include "opbench/runtime.h"
 #include "check.h"
 
 static ob_ctx *ctx;
@@ -206,12 +207,15 @@ static void test_run(const char *dir) {
   if (st == OB_OK) {
     CHECK(lim.n >= 3);
     bool peak = false, triad = false;
+    int cv1 = 0; /* the runtime's conversion rates at 1 thread, checked */
     for (int i = 0; i < lim.n; i++) {
       CHECK_MSG(lim.l[i].value > 0 && isfinite(lim.l[i].value), "%s %s", lim.l[i].name, lim.l[i].note);
       peak |= !strcmp(lim.l[i].name, "fma_peak");
       triad |= !strcmp(lim.l[i].name, "mem_triad");
+      cv1 += !strncmp(lim.l[i].name, "cv_", 3) && lim.l[i].threads == 1 && lim.l[i].verified;
     }
     CHECK(peak && triad);
+    CHECK_MSG(cv1 == OB_RT_CV_KINDS, "%d conversion rates at 1 thread", cv1);
     CHECK(ob_limits_store(db, &host, &lim) == OB_OK);
     CHECK(ob_limits_load(db, &host, &back) == OB_OK && back.n == lim.n);
     /* the peak alone, again: one figure, that ISA's at 1 thread, checked */

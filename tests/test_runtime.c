@@ -911,7 +911,40 @@ static void test_layout_chain(void) {
   /* (the input's and the output's conversions, at the layout boundaries, stay) */
   CHECK_MSG(rt && at[0] >= 0 && at[1] == at[0] + 1 && at[2] == at[1] + 1,
             "layout chain: kernels at steps %d, %d, %d: conversions between them", at[0], at[1], at[2]);
+  ob_rt_stats st;
+  if (rt) ob_rt_get_stats(rt, &st);
+  CHECK_MSG(rt && st.cv_threads == 0, "layout chain: priced at limits of %d threads, none stored", rt ? st.cv_threads : -1);
   ob_rt_free(rt);
+  /* the host's measured conversion rates, where the database holds all of
+   * them for the runtime's threads: at 10^6 GB/s a conversion costs nothing
+   * beside 0.1 us of kernel, so a and b take their fastest records (one
+   * vector) and a conversion runs before c; one of them unverified, and
+   * the built-in rates price again */
+  for (int round = 0; round < 2; round++) {
+    for (int k = 0; k < OB_RT_CV_KINDS; k++) {
+      ob_db_host_limit l = {.host = f.h.fingerprint, .name = ob_rt_cv_name(k), .isa = "", .threads = 1,
+                            .bytes = 802816, .value = 1e6, .unit = "GB/s", .verified = !(round && k == 2),
+                            .note = "test"};
+      CHECK(ob_db_put_host_limit(f.db, &l) == OB_OK);
+    }
+    rt = tuned_run_checked(f.g, f.db, f.tg, &f.x, "layout chain, measured rates");
+    uint64_t ran[2] = {UINT64_MAX, UINT64_MAX};
+    int conv = 0;
+    for (int i = 0; rt && i < ob_rt_step_count(rt); i++) {
+      ob_rt_step_info si;
+      ob_rt_step_get(rt, i, &si);
+      for (int k = 0; k < 2; k++)
+        if (si.kind == OB_RT_STEP_KERNEL && si.node == n[k]) ran[k] = si.config_index;
+      conv += si.kind == OB_RT_STEP_CONVERT;
+    }
+    if (rt) ob_rt_get_stats(rt, &st);
+    bool cheap = round == 0;
+    CHECK_MSG(rt && st.cv_threads == (cheap ? 1 : 0) && ran[0] == (cheap ? a1.index : a2.index) &&
+                  ran[1] == (cheap ? b1.index : b2.index),
+              "layout chain, round %d: priced at limits of %d threads; a ran %llu, b %llu (%d conversions)", round,
+              rt ? st.cv_threads : -1, (unsigned long long)ran[0], (unsigned long long)ran[1], conv);
+    ob_rt_free(rt);
+  }
 done:
   for (int i = 0; i < 3; i++) ob_task_free(t[i]);
   fixture_close(&f);
@@ -1296,8 +1329,29 @@ done:
   fixture_close(&f);
 }
 
+/* ob_rt_cv_measure: every kind's rate positive at 1 and 2 threads (each
+ * conversion checked inside: a wrong one fails the call), a thread count
+ * out of range refused. */
+static void test_cv_measure(void) {
+  for (int t = 1; t <= 2; t++) {
+    double r[OB_RT_CV_KINDS], bytes = 0;
+    for (int k = 0; k < OB_RT_CV_KINDS; k++) r[k] = -1;
+    CHECK_MSG(ob_rt_cv_measure(ctx, t, NULL, r, &bytes) == OB_OK, "conversion rates at %d threads: %s", t,
+              ob_ctx_errmsg(ctx));
+    CHECK(bytes == 4.0 * 64 * 56 * 56);
+    for (int k = 0; k < OB_RT_CV_KINDS; k++)
+      CHECK_MSG(r[k] > 1e6 && isfinite(r[k]), "%s at %d threads: %g bytes/s", ob_rt_cv_name(k), t, r[k]);
+  }
+  double r[OB_RT_CV_KINDS];
+  CHECK(ob_rt_cv_measure(ctx, 0, NULL, r, NULL) == OB_ERR_INVALID_ARG);
+  CHECK(ob_rt_cv_measure(ctx, 257, NULL, r, NULL) == OB_ERR_INVALID_ARG);
+  CHECK(strcmp(ob_rt_cv_name(OB_RT_CV_RUN16), "cv_run16") == 0 && strcmp(ob_rt_cv_name(OB_RT_CV_KINDS), "?") == 0);
+  ob_ctx_clear_error(ctx);
+}
+
 int main(void) {
   if (ob_ctx_new(&ctx) != OB_OK) return 1;
+  test_cv_measure();
   test_bad();
   test_winograd_records();
   test_cache_records();

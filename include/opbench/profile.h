@@ -39,10 +39,11 @@ extern "C" {
 #endif
 
 /* ---- host limits (limits.c) ------------------------------------------------------------ */
-#define OB_LIMITS_MAX 32
+#define OB_LIMITS_MAX 48
 
 typedef struct ob_limit {
-  char name[16];   /* "fma_peak" (GFLOP/s), "mem_triad", "l1_read", "l2_read", "l3_read" (GB/s) */
+  char name[16];   /* "fma_peak" (GFLOP/s), "mem_triad", "l1_read", "l2_read", "l3_read",
+                      "cv_run16"... (ob_rt_cv_name) (GB/s) */
   char isa[16];    /* fma_peak: "avx512", "avx2", "scalar"; "" for bandwidths */
   int threads;
   double bytes;    /* working set (bandwidths) */
@@ -82,7 +83,10 @@ typedef struct ob_limits_opts {
  *  - mem_triad: STREAM's triad a = b + s c over arrays beyond the caches,
  *    at 1 and at max_threads (GB/s counting 3 arrays, as STREAM does);
  *  - l1_read, l2_read, l3_read: vector loads summed over a working set of
- *    half of that level (a quarter of the L3), repeated, per thread.
+ *    half of that level (a quarter of the L3), repeated, per thread;
+ *  - cv_run16 ... cv_nodiv: the runtime's layout conversions
+ *    (ob_rt_cv_measure, in this process) at 1 and at max_threads, GB/s of
+ *    the tensor: the prices of the runtime's layout plan.
  * Each figure comes from the fastest of its repeats (a limit is what the
  * hardware can do; on a shared machine other work only slows repeats).
  * A limit whose kernel fails is left out and the call goes on; it fails

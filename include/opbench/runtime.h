@@ -147,6 +147,37 @@ OB_API ob_status ob_rt_time_profiled(ob_rt *rt, const ob_timing_opts *o, int run
  * between values live at one step), so the outputs are the run's. */
 OB_API ob_status ob_rt_profile_alone(ob_rt *rt, int reps, double *alone_s);
 
+/* ---- conversion rates (native.c) ----------------------------------------------
+ * The layout plan prices a conversion between two layouts by the copies it
+ * makes: runs of 16, 8, 4 or 2 floats where one channel block divides the
+ * other, single floats along pixels between plain and a block, an index per
+ * float between blocks that do not divide. ob_rt_cv_measure times the
+ * runtime's own conversion routine for each kind on a tensor of 64 (48 for
+ * OB_RT_CV_NODIV) channels of 56 x 56, warm, on nthreads threads (cores
+ * NULL: 0..nthreads-1; the calling thread pinned to the first meanwhile),
+ * each result checked element by element first; bytes per second of the
+ * tensor, the median of its repeats (a price, as the kernels' medians). The host's limits store them
+ * (ob_limits_measure: "cv_run16"...); a runtime whose database holds them
+ * for its host prices with them, and otherwise with built-in rates measured
+ * on one host (ob_rt_stats.cv_threads says which). */
+typedef enum ob_rt_cv_kind {
+  OB_RT_CV_RUN16 = 0, /* NCHW16c <-> NCHW32c and wider */
+  OB_RT_CV_RUN8,      /* NCHW8c <-> NCHW16c */
+  OB_RT_CV_RUN4,
+  OB_RT_CV_RUN2,
+  OB_RT_CV_BLOCK,     /* NCHW <-> NCHW8c (the mean of both directions) */
+  OB_RT_CV_NODIV,     /* NCHW16c -> NCHW6c */
+  OB_RT_CV_KINDS
+} ob_rt_cv_kind;
+OB_API const char *ob_rt_cv_name(ob_rt_cv_kind k); /* "cv_run16", ... "cv_nodiv": the limits' names */
+/* The built-in rates (bytes/s). */
+OB_API void ob_rt_cv_default(double rates[OB_RT_CV_KINDS]);
+/* *bytes: the tensor's (the OB_RT_CV_RUN16 one). OB_ERR_INVALID_ARG for a
+ * thread count out of 1..256, the pool's error for cores it cannot pin,
+ * OB_ERR_WRONG_ANSWER when a conversion's result is wrong. */
+OB_API ob_status ob_rt_cv_measure(ob_ctx *ctx, int nthreads, const int *cores, double rates[OB_RT_CV_KINDS],
+                                  double *bytes);
+
 /* ---- what was compiled ------------------------------------------------------- */
 typedef enum ob_rt_step_kind {
   OB_RT_STEP_KERNEL = 0, /* a generated kernel */
@@ -192,6 +223,9 @@ typedef struct ob_rt_stats {
   int npacked;
   bool foreign_records;  /* the database held records of the model's
                             workloads from other hosts only: not applied */
+  int cv_threads;        /* conversions priced at the host's measured rates
+                            (limits "cv_*" at this many threads); 0: the
+                            built-in rates */
 } ob_rt_stats;
 OB_API void ob_rt_get_stats(const ob_rt *rt, ob_rt_stats *out);
 

@@ -333,7 +333,7 @@ int cli_cmd_profile(ob_ctx *ctx, const cli_args *a) {
     }
     bool measure = !strcmp(lm, "again") || !strcmp(lm, "quick") || limits.n == 0;
     if (measure) {
-      printf("limits     measuring the host's peak FLOP rate and bandwidths (once per host)...\n");
+      printf("limits     measuring the host's peak FLOP rate, bandwidths and conversion rates (once per host)...\n");
       fflush(stdout);
       ob_limits_opts lo;
       memset(&lo, 0, sizeof lo);

@@ -155,6 +155,12 @@ static void print_compiled(const ob_rt *rt) {
   if (s.nother_cache > 0)
     printf("records    %d tuned task%s had no record timed in the cache state preferred (%s): configs from "
            "records of another state\n", s.nother_cache, s.nother_cache == 1 ? "" : "s", ob_db_cache_name(s.cache));
+  if (s.ntuned > 0 && s.cv_threads > 0)
+    printf("layout     conversions priced at this host's measured copy rates (its limits at %d thread%s)\n",
+           s.cv_threads, s.cv_threads == 1 ? "" : "s");
+  else if (s.ntuned > 0)
+    printf("layout     conversions priced at built-in copy rates (another host's; opbench profile --db FILE "
+           "measures this one's)\n");
   printf("memory     activations: peak %.3f MB in one planned block; %.3f MB for all %d buffers one after "
          "another (%.1f %%)\n",
          (double)s.peak_bytes / 1e6, (double)s.sum_bytes / 1e6, s.nbuffers,

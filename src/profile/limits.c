@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "opbench/runtime.h"
 #include "profile/profile_impl.h"
 
 #define KRT_PRELUDE                                                                  \
@@ -420,6 +421,30 @@ static ob_status measure_peaks(ob_ctx *ctx, ob_runner *r, const ob_limits_opts *
   return OB_OK;
 }
 
+/* The runtime's layout conversions (ob_rt_cv_measure), in this process, at
+ * 1 thread and at maxt: the layout plan's prices. One that fails is left
+ * out, said on stderr. */
+static void measure_conversions(ob_ctx *ctx, int maxt, ob_limits *out) {
+  int ts[2] = {1, maxt};
+  for (int i = 0; i < (maxt > 1 ? 2 : 1); i++) {
+    double rates[OB_RT_CV_KINDS], bytes = 0;
+    if (ob_rt_cv_measure(ctx, ts[i], NULL, rates, &bytes) != OB_OK) {
+      fprintf(stderr, "opbench: conversion rates at %d thread(s) left out: %s\n", ts[i], ob_ctx_errmsg(ctx));
+      ob_ctx_clear_error(ctx);
+      continue;
+    }
+    static const char *const what[OB_RT_CV_KINDS] = {"NCHW16c -> NCHW32c", "NCHW8c -> NCHW16c", "NCHW4c -> NCHW8c",
+                                                     "NCHW2c -> NCHW4c", "NCHW <-> NCHW8c", "NCHW16c -> NCHW6c"};
+    for (int k = 0; k < OB_RT_CV_KINDS; k++) {
+      ob_limit *l = add(out, ob_rt_cv_name(k), "", ts[i], bytes, rates[k] / 1e9);
+      if (!l) return;
+      l->verified = true;
+      snprintf(l->note, sizeof l->note, "the runtime's %s of %s channels x 56 x 56, warm, median of 30; checked",
+               what[k], k == OB_RT_CV_NODIV ? "48" : "64");
+    }
+  }
+}
+
 static ob_status measure_bandwidths(ob_ctx *ctx, ob_runner *r, const ob_host *h,
                                     const ob_limits_opts *o, int maxt, ob_limits *out) {
   ob_target *t = NULL;
@@ -524,6 +549,7 @@ ob_status ob_limits_measure(ob_ctx *ctx, ob_runner *r, const ob_host *host, cons
   if (maxt > OB_PROFILE_MAX_CORES) maxt = OB_PROFILE_MAX_CORES;
   ob_status st = measure_peaks(ctx, r, o, maxt, out);
   if (!st && !o->peak_only) st = measure_bandwidths(ctx, r, host, o, maxt, out);
+  if (!st && !o->peak_only) measure_conversions(ctx, maxt, out);
   return st;
 }
 

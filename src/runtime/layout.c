@@ -32,6 +32,7 @@ typedef struct ls_edge {
   int from, to;  /* nodes with candidates; from -1: a graph input (plain) */
   bool out_out;  /* a residual: from's output block against to's output block */
   size_t bytes;  /* of the tensor */
+  const double *cv; /* the conversion rates (rt->cv_rate) */
 } ls_edge;
 
 static int64_t block_of(ob_arg_layout al) {
@@ -88,14 +89,14 @@ static void add_edges(const ob_graph *g, const rt_lsel *sel, int n, int t, bool 
                       int depth) {
   int p = source_of(g, sel, t);
   if (p >= 0) {
-    if (p != n && *ne < cap) e[(*ne)++] = (ls_edge){p, n, out_out, rt_layout_bytes(g, t, rl_plain())};
+    if (p != n && *ne < cap) e[(*ne)++] = (ls_edge){p, n, out_out, rt_layout_bytes(g, t, rl_plain()), NULL};
     return;
   }
   /* a graph input, fed plain: a candidate reading a block converts it every
    * run, a cost like any edge's (a tuned mobilenet-v2 once took a stem
    * reading NCHW3c behind 0.11 ms of conversion: bench/results/models.txt) */
   if (!out_out && ob_graph_tensor_kind(g, t) == OB_GT_INPUT && *ne < cap) {
-    e[(*ne)++] = (ls_edge){-1, n, false, rt_layout_bytes(g, t, rl_plain())};
+    e[(*ne)++] = (ls_edge){-1, n, false, rt_layout_bytes(g, t, rl_plain()), NULL};
     return;
   }
   /* through layout-following nodes to a concat */
@@ -207,15 +208,15 @@ static void node_cands(ob_rt *rt, int node, rt_lsel *out) {
  * (mobilenet-v2's 24-channel outputs: unpack 0.086 ms, then plain ->
  * NCHW12c 0.071 ms at 2 threads, where one estimate at the cheap rate had
  * said 0.075 ms for both). */
-static double edge_cost(int64_t a, int64_t b, size_t bytes) {
+static double edge_cost(const ls_edge *e, int64_t a, int64_t b) {
   if (a >= 0 && b >= 0 && a == b) return 0;
-  if (a >= 0 && b >= 0) return rt_convert_cost(bytes, a, b);
+  if (a >= 0 && b >= 0) return rt_convert_cost(e->cv, e->bytes, a, b);
   double c = 0;
   for (int side = 0; side < 2; side++) {
     int64_t x = side ? b : a, other = side ? a : b;
     if (x >= 0) continue;
-    c += rt_convert_cost(bytes, -1, 0);                /* the pack hook */
-    if (other > 0) c += rt_convert_cost(bytes, 0, other); /* plain <-> the other block */
+    c += rt_convert_cost(e->cv, e->bytes, -1, 0);                /* the pack hook */
+    if (other > 0) c += rt_convert_cost(e->cv, e->bytes, 0, other); /* plain <-> the other block */
   }
   return c;
 }
@@ -229,7 +230,7 @@ static double in_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node, in
   for (int i = 0; i < ne; i++)
     if (e[i].to == node) {
       int64_t pb = e[i].from < 0 ? 0 : sel[e[i].from].c[sel[e[i].from].pick].ob;
-      cost += edge_cost(pb, e[i].out_out ? c->ob : c->ib, e[i].bytes);
+      cost += edge_cost(&e[i], pb, e[i].out_out ? c->ob : c->ib);
     }
   return cost;
 }
@@ -240,7 +241,7 @@ static double local_cost(const rt_lsel *sel, const ls_edge *e, int ne, int node,
   for (int i = 0; i < ne; i++)
     if (e[i].from == node) {
       const ls_cand *q = &sel[e[i].to].c[sel[e[i].to].pick];
-      cost += edge_cost(c->ob, e[i].out_out ? q->ob : q->ib, e[i].bytes);
+      cost += edge_cost(&e[i], c->ob, e[i].out_out ? q->ob : q->ib);
     }
   return cost;
 }
@@ -298,7 +299,7 @@ static bool solve_pbqp(rt_lsel *sel, int nn, const ls_edge *e, int ne) {
       v[c] = sel[n].c[c].s;
       for (int i = 0; i < ne; i++)
         if (e[i].to == n && e[i].from < 0)
-          v[c] += edge_cost(0, e[i].out_out ? sel[n].c[c].ob : sel[n].c[c].ib, e[i].bytes);
+          v[c] += edge_cost(&e[i], 0, e[i].out_out ? sel[n].c[c].ob : sel[n].c[c].ib);
     }
     ok = rt_pbqp_set_node(p, id[n], sel[n].n, v);
     free(v);
@@ -311,7 +312,7 @@ static bool solve_pbqp(rt_lsel *sel, int nn, const ls_edge *e, int ne) {
     for (int x = 0; x < sel[a].n; x++)
       for (int y = 0; y < sel[b].n; y++)
         m[x * sel[b].n + y] =
-            edge_cost(sel[a].c[x].ob, e[i].out_out ? sel[b].c[y].ob : sel[b].c[y].ib, e[i].bytes);
+            edge_cost(&e[i], sel[a].c[x].ob, e[i].out_out ? sel[b].c[y].ob : sel[b].c[y].ib);
     ok = rt_pbqp_add_edge(p, id[a], id[b], m);
     free(m);
   }
@@ -353,6 +354,7 @@ ob_status rt_layout_select(ob_rt *rt) {
       add_edges(g, sel, n, t, k == 3, e, &ne, cap, 0);
     }
   }
+  for (int i = 0; i < ne; i++) e[i].cv = rt->cv_rate;
   /* first plan: each node's fastest record, then improved node by node */
   for (int n = 0; n < nn; n++)
     for (int c = 1; c < sel[n].n; c++)

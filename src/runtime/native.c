@@ -25,14 +25,18 @@
 
 /* ---- parallel loops ------------------------------------------------------------ */
 
-void rt_parallel(ob_rt *rt, int64_t n, int64_t grain, ob_task_fn fn, void *closure) {
+static void par_for(ob_pool *pool, int64_t n, int64_t grain, ob_task_fn fn, void *closure) {
   if (n <= 0) return;
   /* a handful of microseconds of work is not worth waking the workers */
-  if (!rt->pool || ob_pool_size(rt->pool) < 2 || n < 2 || n * grain < 16384) {
+  if (!pool || ob_pool_size(pool) < 2 || n < 2 || n * grain < 16384) {
     fn(closure, 0, n);
     return;
   }
-  ob_pool_parallel_for(rt->pool, n, fn, closure);
+  ob_pool_parallel_for(pool, n, fn, closure);
+}
+
+void rt_parallel(ob_rt *rt, int64_t n, int64_t grain, ob_task_fn fn, void *closure) {
+  par_for(rt->pool, n, grain, fn, closure);
 }
 
 /* ---- shapes -------------------------------------------------------------------- */
@@ -206,6 +210,89 @@ void rt_convert_const(const ob_graph *g, int t, rt_layout to, const void *src, v
   p.src = src;
   p.dst = dst;
   cv_range(&p, 0, cv_units(&p));
+}
+
+/* ---- conversion rates ---------------------------------------------------------- */
+static const char *const k_cv_names[OB_RT_CV_KINDS] = {"cv_run16", "cv_run8", "cv_run4",
+                                                       "cv_run2",  "cv_block", "cv_nodiv"};
+
+const char *ob_rt_cv_name(ob_rt_cv_kind k) { return (unsigned)k < OB_RT_CV_KINDS ? k_cv_names[k] : "?"; }
+
+void ob_rt_cv_default(double rates[OB_RT_CV_KINDS]) {
+  /* From 228 conversion steps of `run --profile` of tuned resnet-18 and
+   * mobilenet-v2 at 1 thread on a Zen 3 VM (tensors of 31 to 802 KB;
+   * bench/results/models.txt, stop 38), median [min, max] GB/s: runs of 16
+   * 23.9 [9.0, 35.8], of 8 15.7 [8.5, 32.4], of 4 19.6 [10.3, 29.4] (9 for
+   * resnet-18's 802 KB layer1 tensors, where conversions cost most: taken),
+   * of 2 9.6 [8.3, 12.9]; plain <-> a block 5.7 [4.3, 9.1]. Blocks that do
+   * not divide were in none of those plans: their 0.9 is ob_rt_cv_measure's
+   * on that host (median of 30, 3 calls: 0.9 each; an index computed per
+   * float). */
+  static const double k[OB_RT_CV_KINDS] = {25e9, 15e9, 9e9, 9e9, 5e9, 0.9e9};
+  memcpy(rates, k, sizeof k);
+}
+
+/* A tensor of c channels and CV_MEASURE_HW pixels in block b (0: plain),
+ * channel ch of pixel i holding ch * hw + i (exact in float). */
+enum { CV_MEASURE_HW = 56 * 56, CV_MEASURE_REPS = 30 };
+static size_t cv_at(int64_t b, int64_t ch, int64_t i, int64_t hw) {
+  return (size_t)(b ? ((ch / b) * hw + i) * b + ch % b : ch * hw + i);
+}
+
+/* The median of CV_MEASURE_REPS conversions of a c-channel tensor from
+ * block bf to bt (0: plain), after checking the first; NAN when wrong. A
+ * price, not a limit: the median, as the plan's kernel times are (the
+ * fastest read 1.1-1.3x the median on a Zen 3 VM). */
+static double cv_time(ob_pool *pool, float *src, float *dst, int64_t c, int64_t bf, int64_t bt) {
+  int64_t hw = CV_MEASURE_HW;
+  cv_p p = {.from = bf ? RL_NCHWC : RL_PLAIN, .to = bt ? RL_NCHWC : RL_PLAIN, .bf = bf, .bt = bt,
+            .n = 1, .c = c, .hw = hw, .src = src, .dst = dst};
+  for (int64_t ch = 0; ch < c; ch++)
+    for (int64_t i = 0; i < hw; i++) src[cv_at(bf, ch, i, hw)] = (float)(ch * hw + i);
+  memset(dst, 0, sizeof(float) * (size_t)(c * hw));
+  int64_t u = cv_units(&p), grain = c * CV_TILE; /* as run_convert */
+  par_for(pool, u, grain, cv_range, &p);
+  for (int64_t ch = 0; ch < c; ch++)
+    for (int64_t i = 0; i < hw; i++)
+      if (dst[cv_at(bt, ch, i, hw)] != (float)(ch * hw + i)) return NAN;
+  double t[CV_MEASURE_REPS], med;
+  for (int r = 0; r < CV_MEASURE_REPS; r++) {
+    double t0 = ob_now_s();
+    par_for(pool, u, grain, cv_range, &p);
+    t[r] = ob_now_s() - t0;
+  }
+  ob_stats(t, CV_MEASURE_REPS, &med, NULL, NULL);
+  return med > 0 ? med : 1e-9;
+}
+
+ob_status ob_rt_cv_measure(ob_ctx *ctx, int nthreads, const int *cores, double rates[OB_RT_CV_KINDS],
+                           double *bytes) {
+  if (nthreads < 1 || nthreads > 256)
+    return ob_fail(ctx, OB_ERR_INVALID_ARG, "conversion rates: %d threads (expected 1..256)", nthreads);
+  int own[256];
+  for (int i = 0; i < nthreads; i++) own[i] = cores ? cores[i] : i;
+  static const struct {
+    int64_t c, bf, bt;
+  } k_cases[OB_RT_CV_KINDS] = {{64, 16, 32}, {64, 8, 16}, {64, 4, 8}, {64, 2, 4}, {64, 0, 8}, {48, 16, 6}};
+  size_t n = (size_t)(64 * CV_MEASURE_HW);
+  float *src = ob_mem_alloc_big(sizeof(float) * n), *dst = ob_mem_alloc_big(sizeof(float) * n);
+  ob_pool *pool = NULL;
+  ob_status st = src && dst ? ob_pool_new(ctx, own, nthreads, &pool) : ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
+  for (int k = 0; !st && k < OB_RT_CV_KINDS; k++) {
+    double b = 4.0 * (double)(k_cases[k].c * CV_MEASURE_HW);
+    double t = cv_time(pool, src, dst, k_cases[k].c, k_cases[k].bf, k_cases[k].bt);
+    if (k == OB_RT_CV_BLOCK) t = 0.5 * (t + cv_time(pool, src, dst, 64, 8, 0)); /* and back */
+    if (!isfinite(t)) {
+      st = ob_fail(ctx, OB_ERR_WRONG_ANSWER, "conversion rates: the %s conversion's result is wrong", k_cv_names[k]);
+      break;
+    }
+    rates[k] = b / t;
+  }
+  if (bytes) *bytes = 4.0 * (double)n;
+  ob_pool_free(pool);
+  ob_mem_free_big(src);
+  ob_mem_free_big(dst);
+  return st;
 }
 
 static int run_convert(ob_rt *rt, rt_step *s) {

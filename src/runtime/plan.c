@@ -237,38 +237,63 @@ static int kern_get(ob_rt *rt, const char *key, ob_task *task, const ob_config *
   return rt->nkern++;
 }
 
-double rt_convert_cost(size_t bytes, int64_t from, int64_t to) {
+double rt_convert_cost(const double *cv, size_t bytes, int64_t from, int64_t to) {
   /* Bytes of the tensor per second, by what one copy moves (native.c's
    * cv_range): runs of m = min(from, to) floats where one block divides the
    * other, single floats along the tile's pixels between plain (or NCHW1c)
    * and a block, an index computed per float between blocks that do not
-   * divide (32 -> 6). From 228 conversion steps of `run --profile` of tuned
-   * resnet-18 and mobilenet-v2 at 1 thread (tensors of 31 to 802 KB;
-   * bench/results/models.txt, stop 38), median [min, max] GB/s: runs of 16
-   * 23.9 [9.0, 35.8], of 8 15.7 [8.5, 32.4], of 4 19.6 [10.3, 29.4] (9 for
-   * resnet-18's 802 KB layer1 tensors, where conversions cost most: taken),
-   * of 2 9.6 [8.3, 12.9]; plain <-> a block 5.7 [4.3, 9.1]. Blocks that do
-   * not divide were in none of those plans: their 1.5 is a guess (an index
-   * computed per float, below the element-wise copy's 5). The rates are
-   * this host's; the selection needs their order and their scale against
-   * kernel times, which the earlier flat guess (runs 4 GB/s, element by
-   * element 0.6) had 2.4 to 9.5x too low. A block of -1 is a kernel's own
-   * padded layout. */
-  if (from < 0 || to < 0) return (double)bytes / 3.5e9; /* an opaque (padded) layout's pack hook, to or from plain:
-                                                         * mobilenet-v2's 24-channel unpack 0.086 ms for 301 KB */
+   * divide (32 -> 6). The rates are the host's measured ones where the
+   * database holds them, else ob_rt_cv_default's; the selection needs their
+   * order and their scale against kernel times, which an earlier flat guess
+   * (runs 4 GB/s, element by element 0.6) had 2.4 to 9.5x too low. A block
+   * of -1 is a kernel's own padded layout: its pack hook copies rows into
+   * padding at 0.7 of plain <-> block (mobilenet-v2's 24-channel unpack:
+   * 0.086 ms for 301 KB, 3.5 GB/s, beside plain <-> block's 5 on that host). */
+  if (from < 0 || to < 0) return (double)bytes / (0.7 * cv[OB_RT_CV_BLOCK]);
   if (from == 1) from = 0; /* NCHW1c is NCHW */
   if (to == 1) to = 0;
   if (from == to) return 0; /* NCHW[1]c <-> NCHW: a view (rt_convert) */
   double rate;
   if (from > 0 && to > 0 && (from % to == 0 || to % from == 0)) {
     int64_t m = from < to ? from : to;
-    rate = m >= 16 ? 25e9 : m >= 8 ? 15e9 : 9e9;
+    rate = cv[m >= 16 ? OB_RT_CV_RUN16 : m >= 8 ? OB_RT_CV_RUN8 : m >= 4 ? OB_RT_CV_RUN4 : OB_RT_CV_RUN2];
   } else if (from == 0 || to == 0) {
-    rate = 5e9;
+    rate = cv[OB_RT_CV_BLOCK];
   } else {
-    rate = 1.5e9;
+    rate = cv[OB_RT_CV_NODIV];
   }
   return (double)bytes / rate;
+}
+
+/* The conversion rates: the host's limits "cv_*" at the runtime's thread
+ * count where the database holds every one of them (ob_rt_cv_measure, by
+ * opbench profile), else at 1 thread, else the built-in ones. */
+static void cv_rates(ob_rt *rt) {
+  ob_rt_cv_default(rt->cv_rate);
+  rt->st.cv_threads = 0;
+  ob_db_host_limits *l = NULL;
+  if (!rt->o.db || ob_db_get_host_limits(rt->o.db, rt->host, &l) != OB_OK) {
+    ob_ctx_clear_error(rt->ctx); /* a file without limits prices as before */
+    return;
+  }
+  int tries[2] = {rt->o.nthreads, 1};
+  for (int t = 0; t < 2 && !rt->st.cv_threads; t++) {
+    double v[OB_RT_CV_KINDS];
+    int found = 0;
+    for (int k = 0; k < OB_RT_CV_KINDS; k++)
+      for (int64_t i = 0; i < l->n; i++)
+        if (l->l[i].threads == tries[t] && !strcmp(l->l[i].name, ob_rt_cv_name(k)) && l->l[i].value > 0 &&
+            l->l[i].verified) {
+          v[k] = l->l[i].value * 1e9; /* stored in GB/s */
+          found++;
+          break;
+        }
+    if (found == OB_RT_CV_KINDS) {
+      memcpy(rt->cv_rate, v, sizeof v);
+      rt->st.cv_threads = tries[t];
+    }
+  }
+  ob_db_host_limits_free(l);
 }
 
 /* True when an earlier plan failed to build this kernel (index), any
@@ -432,7 +457,7 @@ static int choose_kernel(ob_rt *rt, int node, const ob_workload *wl, const char 
       rt_layout want = al.kind == OB_ARGL_NCHWC ? (rt_layout){RL_NCHWC, al.block} : rl_plain();
       int src = rt_primary(rt, in0);
       if (al.kind != OB_ARGL_OPAQUE && find_value(rt, in0, want) < 0)
-        cost += rt_convert_cost(rt_layout_bytes(g, in0, rl_plain()),
+        cost += rt_convert_cost(rt->cv_rate, rt_layout_bytes(g, in0, rl_plain()),
                                 src >= 0 && rt->v[src].lay.kind == RL_NCHWC ? rt->v[src].lay.block : 0,
                                 want.kind == RL_NCHWC ? want.block : 0);
     }
@@ -899,6 +924,7 @@ static ob_status setup(ob_rt *rt) {
     if ((st = ob_host_detect(ctx, &h))) return st;
     snprintf(rt->host, sizeof rt->host, "%s", h.fingerprint);
   }
+  cv_rates(rt);
   ob_measure_opts mo = ob_measure_opts_default();
   mo.nthreads = o->nthreads;
   mo.cores = rt->cores;

@@ -156,6 +156,7 @@ struct ob_rt {
   /* notices said once */
   char host[32];
   char resources[512];
+  double cv_rate[OB_RT_CV_KINDS]; /* conversion rates, bytes/s (rt_convert_cost) */
   bool noted_foreign;
   int64_t foreign_records;
   /* kernels earlier plans failed to build (the caller's array) */
@@ -211,8 +212,9 @@ int rt_convert(ob_rt *rt, int src, rt_layout to);
 /* Converts constant data at load (weights into panels, blocks). */
 void rt_convert_const(const ob_graph *g, int t, rt_layout to, const void *src, void *dst);
 /* Estimated seconds of converting `bytes` of activations between channel
- * blocks from and to (0: plain; -1: a kernel's padded layout, to or from plain) (plan.c). */
-double rt_convert_cost(size_t bytes, int64_t from, int64_t to);
+ * blocks from and to (0: plain; -1: a kernel's padded layout, to or from
+ * plain) at the rates cv (bytes/s by ob_rt_cv_kind) (plan.c). */
+double rt_convert_cost(const double *cv, size_t bytes, int64_t from, int64_t to);
 /* The bytes of tensor t in layout lay. */
 size_t rt_layout_bytes(const ob_graph *g, int t, rt_layout lay);
 /* Runs fn over [0, n) on the runtime's pool, or inline for small n. */
