@@ -14,10 +14,12 @@ typedef struct mm_p {
 } mm_p;
 
 /* Parallel tasks (batch x panels) from which m_tail is the default: as
- * conv2d's OB_CONV_MIN_TASKS. Measured on a Zen 3 core (paired rounds,
- * median ratio of GFLOPS, tail / repeated rows, 6 x 16 block): M=128,
- * N=768, K=768 1.040 at 1 thread; M=64, N=K=1024 1.013 at 1 thread, 1.002
- * at 2. */
+ * conv2d's OB_CONV_MIN_TASKS. Measured on a Zen 3 VM with bench_ab (12
+ * rounds in alternating order, paired median of GFLOPS, tail / repeated
+ * rows, 6 x 16 block; bench/results/kernels.txt, stop 39), at 1 and 2
+ * threads: bert-base's dense layers (M=128: a tail of 2 rows) 1.021-1.024
+ * and 1.030-1.032; its batch_matmul B=12,M=128,N=128,K=64 1.051 and 1.036,
+ * N=64,K=128 0.979 and 0.993; M=64,N=K=1024 (a tail of 4) 1.002 and 0.999. */
 #define OB_MM_MIN_TASKS 32
 
 static mm_p params(const ob_workload *wl) {
