@@ -242,6 +242,17 @@ static void test_odd_sizes(void) {
   }
 }
 
+/* The packed GEMM task of op (dense or batch_matmul), in *knob_at the
+ * index of its knob `knob` (-1: none), and in what the knob and the
+ * workload, for messages. */
+static ob_task *gemm_task(const char *op, const char *shape, const char *epi, const char *knob, int *knob_at,
+                          char *what, size_t cap) {
+  snprintf(what, cap, "%s %s %s", knob, op, shape);
+  ob_task *t = task_of(op, shape, NULL, NULL, NULL, epi, strcmp(op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86");
+  *knob_at = t ? ob_space_knob_find(ob_task_space(t), knob) : -1;
+  return t;
+}
+
 /* dense_pack / batch_matmul_pack's K blocks (knob k_block, added last):
  * its values (0, then the powers of two from 64 to 1024 that divide K and
  * are below it, where M has more than 12 rows), old records' indices and
@@ -259,13 +270,11 @@ static void test_k_block(void) {
       {"batch_matmul", "B=3,M=29,N=21,K=256", "add", 3}, /* 0 64 128 */
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-    const char *tmpl = strcmp(c[i].op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86";
-    ob_task *t = task_of(c[i].op, c[i].shape, NULL, NULL, NULL, c[i].epi, tmpl);
-    if (!t) continue;
     char what[128];
-    snprintf(what, sizeof what, "k_block %s %s", c[i].op, c[i].shape);
+    int k;
+    ob_task *t = gemm_task(c[i].op, c[i].shape, c[i].epi, "k_block", &k, what, sizeof what);
+    if (!t) continue;
     const ob_space *sp = ob_task_space(t);
-    int k = ob_space_knob_find(sp, "k_block");
     CHECK_MSG(k == ob_space_num_knobs(sp) - 2 && ob_space_knob_len(sp, k) == c[i].values,
               "%s: knob k_block not before m_tail or with %d values", what,
               k >= 0 ? ob_space_knob_len(sp, k) : -1);
@@ -368,13 +377,11 @@ static void test_m_tail(void) {
       {"batch_matmul", "B=12,M=29,N=40,K=64", "add", true}, /* 12 x 3 panels of 16 (N padded to 48) */
   };
   for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-    const char *tmpl = strcmp(c[i].op, "dense") ? "batch_matmul_pack.x86" : "dense_pack.x86";
-    ob_task *t = task_of(c[i].op, c[i].shape, NULL, NULL, NULL, c[i].epi, tmpl);
-    if (!t) continue;
     char what[128];
-    snprintf(what, sizeof what, "m_tail %s %s", c[i].op, c[i].shape);
+    int k;
+    ob_task *t = gemm_task(c[i].op, c[i].shape, c[i].epi, "m_tail", &k, what, sizeof what);
+    if (!t) continue;
     const ob_space *sp = ob_task_space(t);
-    int k = ob_space_knob_find(sp, "m_tail");
     CHECK_MSG(k == ob_space_num_knobs(sp) - 1 && ob_space_knob_len(sp, k) == 2, "%s: knob m_tail not last or with %d values",
               what, k >= 0 ? ob_space_knob_len(sp, k) : -1);
     ob_config d = ob_task_default_config(t);
