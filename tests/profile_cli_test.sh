@@ -77,6 +77,22 @@ check "every error-free point has GFLOPS, % of peak and intensity" $([ "$bad" = 
 lim=$(q "$db" "SELECT count(*) FROM host_limits WHERE name = 'fma_peak'")
 check "the host's FMA peak is stored ($lim rows)" $([ "$lim" -ge 1 ]; echo $?)
 
+cv=$(q "$db" "SELECT count(*) FROM host_limits WHERE name LIKE 'cv_%' AND verified = 1")
+check "the runtime's conversion rates are stored with the limits ($cv rows)" $([ "$cv" -ge 6 ]; echo $?)
+# limits stored before the conversion rates were among them: a later profile
+# measures those alone, keeps the others
+cdb=$tmp/cv.db
+cp "$db" "$cdb"
+q "$cdb" "DELETE FROM host_limits WHERE name LIKE 'cv_%'" >/dev/null
+peak0=$(q "$cdb" "SELECT group_concat(value) FROM host_limits WHERE name = 'fma_peak'")
+"$OB" profile "${DENSE[@]}" --threads $threads --knobs neighbours:3 --db "$cdb" "${FAST[@]}" >"$tmp/cv.out" 2>&1
+rc=$?
+cv=$(q "$cdb" "SELECT count(*) FROM host_limits WHERE name LIKE 'cv_%' AND verified = 1")
+check "an older database's limits gain the conversion rates ($cv rows), the others kept" \
+  $([ $rc -eq 0 ] && [ "$cv" -ge 6 ] && grep -q "conversion rates (the database's limits predate them)" "$tmp/cv.out" &&
+    [ "$(q "$cdb" "SELECT group_concat(value) FROM host_limits WHERE name = 'fma_peak'")" = "$peak0" ]; echo $?) \
+  "rc=$rc" "$(head -5 "$tmp/cv.out")"
+
 # A neighbour whose panel does not divide N pads the packed weights: its buffers
 # must take the padded size (they once took the workload's, and read past it).
 pdb=$tmp/pad.db

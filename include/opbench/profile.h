@@ -64,6 +64,8 @@ typedef struct ob_limits_opts {
                             least 64 MiB and at most 1/16 of the memory */
   bool quick;            /* small working sets and arrays, short repeats: for tests
                             (the figures are then not the host's) */
+  bool conversions_only; /* only the runtime's conversion rates (cv_*): for a
+                            database whose limits predate them */
   const char *peak_only; /* NULL: every limit; an ISA name ("avx512"): only that ISA's
                             fma_peak at 1 thread, checked as always: a re-measurement
                             to interleave with kernels, whose clock may have moved

@@ -684,9 +684,10 @@ void cli_usage(FILE *f, cli_cmd cmd) {
             "                       cores, time-sliced; both (default)\n"
             "  --cache-pressure MIB a co-runner on a free core keeping MIB hot in the shared\n"
             "                       cache (a list: 0,16,64)\n"
-            "  --limits MODE        the host's peak FLOP rate and bandwidths: auto (measure\n"
-            "                       once per host, then from the database), again, quick (small,\n"
-            "                       for tests: not the host's figures), none\n"
+            "  --limits MODE        the host's peak FLOP rate, bandwidths and the runtime's\n"
+            "                       conversion rates (opbench run's layout plan prices with them):\n"
+            "                       auto (measure once per host, then from the database), again,\n"
+            "                       quick (small, for tests: not the host's figures), none\n"
             "  --db FILE            the database (default ./opbench.db)\n"
             "  --remeasure          measure points the database holds again\n"
             "  --dry-run            list the points and stop\n\n%s\n%s\n%s",

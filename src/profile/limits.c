@@ -547,8 +547,8 @@ ob_status ob_limits_measure(ob_ctx *ctx, ob_runner *r, const ob_host *host, cons
   if (!o) o = &def;
   int maxt = o->max_threads > 0 ? o->max_threads : (host->ncores > 0 ? host->ncores : 1);
   if (maxt > OB_PROFILE_MAX_CORES) maxt = OB_PROFILE_MAX_CORES;
-  ob_status st = measure_peaks(ctx, r, o, maxt, out);
-  if (!st && !o->peak_only) st = measure_bandwidths(ctx, r, host, o, maxt, out);
+  ob_status st = o->conversions_only ? OB_OK : measure_peaks(ctx, r, o, maxt, out);
+  if (!st && !o->peak_only && !o->conversions_only) st = measure_bandwidths(ctx, r, host, o, maxt, out);
   if (!st && !o->peak_only) measure_conversions(ctx, maxt, out);
   return st;
 }
