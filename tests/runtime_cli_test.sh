@@ -78,9 +78,13 @@ check "tune --modelname: Winograd tuned beside the blocked direct template" \
 check "tune --ifcompare: untuned, tuned and oneDNN, and the speedups" \
   "grep -Eq '^  untuned +[0-9.]+ +[0-9.]+' '$tmp/out' && grep -Eq '^  onednn +[0-9.]+' '$tmp/out' && grep -Eq '^speedup +tuned over untuned' '$tmp/out' && grep -Eq '^speedup +tuned over oneDNN kernels' '$tmp/out'"
 check "tune --ifcompare: per task" "grep -q '^per task ' '$tmp/out' && grep -Eq '^ +1 +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ .*conv2d' '$tmp/out'"
+check "tune --ifcompare: the host's conversion rates measured and stored for the plan" \
+  "grep -q '^limits .*conversion rates measured and stored' '$tmp/out' && [ \$(sqlite3 '$db' \"select count(*) from host_limits where name like 'cv_%' and verified = 1\") -ge 6 ] && grep -q '^layout .*this host.s measured copy rates' '$tmp/out'"
 check "tune --ifcompare: the three timed in interleaved rounds" \
   "[ \$(grep -Ec '^ +3 interleaved rounds; round medians [0-9.]+ / [0-9.]+ / [0-9.]+ ms' '$tmp/out') = 3 ]"
 good "run applies the database's records" 'tasks \([1-9] tuned' run "${S[@]}" --db "$db" "${T[@]}"
+check "run: the layout plan priced at the stored conversion rates, none measured again" \
+  "grep -q '^layout .*this host.s measured copy rates' '$tmp/out' && ! grep -q 'conversion rates measured' '$tmp/out'"
 check "run: the database's latencies beside the measured one" "grep -q '^db sum ' '$tmp/out'"
 if [ "$(nproc)" -ge 2 ]; then
   # the oneDNN runtime checks its cores against the calling thread's mask, which the

@@ -17,6 +17,7 @@
 
 #include "opbench/db.h"
 #include "opbench/graph.h"
+#include "opbench/profile.h"
 #include "opbench/runtime.h"
 #include "opbench/sched.h"
 
@@ -856,6 +857,28 @@ static bool time_interleaved(ob_ctx *ctx, ob_rt **rts, int n, const ob_timing_op
   return ok;
 }
 
+/* The tuned plan prices its layout conversions at this host's rates: where
+ * the database has none for the host, they are measured (half a second)
+ * and stored with its limits, as opbench profile does. */
+static bool conversion_rates(ob_ctx *ctx, ob_db *db) {
+  ob_host host;
+  ob_limits l;
+  if (ob_host_detect(ctx, &host) != OB_OK || ob_limits_load(db, &host, &l) != OB_OK) {
+    cli_error("host limits: %s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  if (ob_limits_find(&l, ob_rt_cv_name(OB_RT_CV_RUN16), "", 1)) return true;
+  ob_limits_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.conversions_only = true;
+  if (ob_limits_measure(ctx, NULL, &host, &lo, &l) != OB_OK || ob_limits_store(db, &host, &l) != OB_OK) {
+    cli_error("host limits: %s", ob_ctx_errmsg(ctx));
+    return false;
+  }
+  printf("limits     the runtime's conversion rates measured and stored with the host (the layout plan's prices)\n");
+  return true;
+}
+
 int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
   int rc = OB_CLI_EXIT_ERROR;
   ob_target *target = NULL;
@@ -964,6 +987,7 @@ int cli_cmd_tune_model(ob_ctx *ctx, const cli_args *a) {
     rc = 0;
     goto done;
   }
+  if (!conversion_rates(ctx, db)) goto done;
   /* the same graph and inputs through three kernel sources */
   ob_graph *g2 = m.g;
   m.g = NULL;

@@ -540,7 +540,7 @@ done:
 
 ob_status ob_limits_measure(ob_ctx *ctx, ob_runner *r, const ob_host *host, const ob_limits_opts *o,
                             ob_limits *out) {
-  OB_ASSERT(ctx && r && host && out);
+  OB_ASSERT(ctx && host && out && (r || (o && o->conversions_only)));
   memset(out, 0, sizeof *out);
   ob_limits_opts def;
   memset(&def, 0, sizeof def);
