@@ -651,7 +651,10 @@ static bool open_value(lctx *lc, const ob_ivar *iv, ob_expr **val, int64_t *ext)
 
 /* ob_sched_prefetch's part for this iteration of its `at` loop: part k (the
  * spread ivars' values, numbered outermost first) of the slice that the next
- * value of `outer` reads, under a guard that there is one. */
+ * value of `outer` reads; at the last value, its own slice again (in cache:
+ * a wasted hint). Clamped, not guarded: a guard on `outer` alone, where
+ * `outer` is a parallel loop (dense's panels), would have partitioning run
+ * the last iteration after the parallel loop, on one thread. */
 static ob_status prefetch_stmt(lctx *lc, emit_state *es, ob_stmt **out) {
   ob_stage *st = es->st;
   ob_arena *a = lc->a;
@@ -679,17 +682,19 @@ static ob_status prefetch_stmt(lctx *lc, emit_state *es, ob_stmt **out) {
   if (line < 1) line = 1;
   int64_t chunk = (st->pf_slice + parts - 1) / parts;
   chunk = (chunk + line - 1) / line * line;
-  ob_expr *next = ob_e_bin(a, OB_ADD, ov, ob_e_int(a, 1));
-  ob_stmt *p = ob_stmt_new(a, OB_S_PREFETCH), *g = ob_stmt_new(a, OB_S_IF);
-  if (!p || !g) return lower_oom(lc);
+  if (oext < 2) { /* no next slice */
+    *out = seq_of(lc, NULL, 0);
+    return *out ? OB_OK : lower_oom(lc);
+  }
+  ob_expr *next = ob_e_bin(a, OB_MIN, ob_e_bin(a, OB_ADD, ov, ob_e_int(a, 1)), ob_e_int(a, oext - 1));
+  ob_stmt *p = ob_stmt_new(a, OB_S_PREFETCH);
+  if (!p) return lower_oom(lc);
   p->buf = ti->buf;
   p->count = chunk;
   p->index = ob_simplify(a, ob_e_bin(a, OB_ADD, ob_e_bin(a, OB_MUL, next, ob_e_int(a, st->pf_slice)),
                                      ob_e_bin(a, OB_MUL, k, ob_e_int(a, chunk))));
   p->value = ob_simplify(a, ob_e_bin(a, OB_MUL, ob_e_bin(a, OB_ADD, next, ob_e_int(a, 1)), ob_e_int(a, st->pf_slice)));
-  g->cond = ob_simplify(a, ob_e_bin(a, OB_LT, next, ob_e_int(a, oext)));
-  g->body = p;
-  *out = g;
+  *out = p;
   return ob_arena_failed(a) ? lower_oom(lc) : OB_OK;
 }
 
