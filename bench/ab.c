@@ -2,13 +2,15 @@
  * not a test.
  *
  *   bench_ab --op OP --shape TEXT [--template T] [--epilogue LIST]
- *            [--threads N] [--rounds R] [--bar X] CONFIG_A CONFIG_B [CONFIG...]
+ *            [--threads N] [--rounds R] [--flush-weights] [--bar X] CONFIG_A CONFIG_B [CONFIG...]
  *
  * CONFIG: AutoTVM entity JSON ('{"entity": [["tile_y","sp",[-1,6]], ...]}',
  * knobs left out take their first value) or "default". Every config is
  * built once and measured through ob_runner (the product's path: each call
  * checked against the operator's reference, then timed with the default
- * protocol) in R rounds; a round measures every config once, in the given
+ * protocol; --flush-weights: every input but the first flushed before each
+ * call, as in a model, where the layers before evicted the weights) in R
+ * rounds; a round measures every config once, in the given
  * order in even rounds and reversed in odd ones, so that neither side
  * always runs first (on this shared VM the first of a pair read 68-71
  * GFLOPS against 78-91 when the order never changed). A config's figure is
@@ -47,7 +49,7 @@ static double quant(double *x, int n, double q) {
 
 static int usage(void) {
   fprintf(stderr, "usage: bench_ab --op OP --shape TEXT [--template T] [--epilogue LIST] [--threads N] "
-                  "[--rounds R] [--bar X] CONFIG_A CONFIG_B [CONFIG...]\n"
+                  "[--rounds R] [--flush-weights] [--bar X] CONFIG_A CONFIG_B [CONFIG...]\n"
                   "  CONFIG: AutoTVM entity JSON, or \"default\"\n");
   return 2;
 }
@@ -56,6 +58,7 @@ int main(int argc, char **argv) {
   const char *op = NULL, *shape = NULL, *tmpl = NULL, *epi = NULL, *cfgs[AB_MAX_CONFIGS];
   int threads = 1, rounds = 12, ncfg = 0;
   double bar = NAN;
+  bool flush_weights = false;
   for (int i = 1; i < argc; i++) {
     bool val = i + 1 < argc;
     if (!strcmp(argv[i], "--op") && val) op = argv[++i];
@@ -65,6 +68,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--threads") && val) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--rounds") && val) rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bar") && val) bar = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--flush-weights")) flush_weights = true;
     else if (argv[i][0] == '-' && argv[i][1] == '-') return usage();
     else if (ncfg < AB_MAX_CONFIGS) cfgs[ncfg++] = argv[i];
     else {
@@ -105,10 +109,13 @@ int main(int argc, char **argv) {
   char key[256], load[128];
   ob_workload_key(&wl, key, sizeof key);
   bench_loadavg(load, sizeof load);
-  printf("bench_ab: %s, template %s, target %s, %d thread(s), %d rounds in alternating order; load average %s",
-         key, ob_task_template(task), ob_target_str(t), threads, rounds, load[0] ? load : "-\n");
+  printf("bench_ab: %s, template %s, target %s, %d thread(s), %s, %d rounds in alternating order; load average %s",
+         key, ob_task_template(task), ob_target_str(t), threads,
+         flush_weights ? "weights flushed before every call, the activation warm" : "warm caches", rounds,
+         load[0] ? load : "-\n");
   ob_measure_opts mo = ob_measure_opts_default();
   mo.nthreads = threads;
+  mo.timing.flush = mo.flush_keep_first = flush_weights;
   static double g[AB_MAX_CONFIGS][AB_MAX_ROUNDS];
   for (int r = 0; r < rounds; r++)
     for (int j = 0; j < ncfg; j++) {

@@ -480,6 +480,46 @@ static void test_weight_prefetch(void) {
     if (n) expect_correct(t, cfgs, n, what);
     ob_task_free(t);
   }
+  /* dense_pack / batch_matmul_pack with a row tail (a thread runs a panel's
+   * rows, then the next panel): the next panel prefetched where B outgrows
+   * the L2 and K is a whole number of prefetch steps, nowhere else; the
+   * last panel prefetches itself (clamped), so the parallel loop over
+   * panels keeps every panel (a guard would have partitioned the last one
+   * off, onto one thread); results on 1 and 2 threads */
+  static const struct {
+    const char *op, *shape;
+    double bbytes;
+    bool tail;
+  } g[] = {
+      {"dense", "M=64,N=512,K=1024", 4.0 * 512 * 1024, true}, /* 2 MiB of B, 32 panels */
+      {"dense", "M=64,N=512,K=96", 4.0 * 512 * 96, true},     /* 192 KiB */
+      {"dense", "M=60,N=512,K=1024", 4.0 * 512 * 1024, false}, /* 6-row blocks divide M: no tail */
+      {"batch_matmul", "B=12,M=29,N=64,K=512", 4.0 * 12 * 64 * 512, true},
+  };
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+    char what[128];
+    int k;
+    ob_task *t = gemm_task(g[i].op, g[i].shape, NULL, "m_tail", &k, what, sizeof what);
+    if (!t) continue;
+    ob_config d = ob_task_default_config(t);
+    bool want = g[i].tail && l2 > 0 && g[i].bbytes > (double)l2;
+    CHECK_MSG((ob_config_knob(&d, "m_tail") != 0) == g[i].tail, "%s: default m_tail", what);
+    CHECK_MSG(nest_prefetches(t, what) == want, "%s: prefetch %s expected (L2 %lld bytes)", what, want ? "" : "not",
+              (long long)l2);
+    ob_lowered *f = NULL;
+    CHECK(ob_task_lower(t, &d, &f) == OB_OK);
+    char *nest = f ? ob_lowered_str(f) : NULL;
+    int top = 0; /* statements of the kernel's body: the parallel loop alone */
+    for (const char *l = nest; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
+      top += l[0] == ' ' && l[1] == ' ' && l[2] != ' ' && l[2] != '}' && l[2] != '\n';
+    CHECK_MSG(nest && top == 1 && strstr(nest, "  parallel "), "%s: the parallel loop partitioned:\n%s", what,
+              nest ? nest : "(null)");
+    free(nest);
+    ob_lowered_free(f);
+    expect_correct_on(t, &d, 1, what, 1);
+    expect_correct_on(t, &d, 1, what, 2);
+    ob_task_free(t);
+  }
 }
 
 /* A case of a conv2d_NCHWc knob's test: the workload, its epilogue and
