@@ -99,6 +99,12 @@ OB_API ob_status ob_limits_measure(ob_ctx *ctx, ob_runner *runner, const ob_host
 OB_API ob_status ob_limits_store(ob_db *db, const ob_host *host, const ob_limits *l);
 /* Loads a host's limits; out->n == 0 when none are stored. */
 OB_API ob_status ob_limits_load(ob_db *db, const ob_host *host, ob_limits *out);
+/* Where *l (the host's stored limits, as ob_limits_load gave them) lacks the
+ * runtime's conversion rates (limits stored before they were among them, or
+ * none at all), measures those alone, stores them and loads *l again;
+ * *measured says whether it did. */
+OB_API ob_status ob_limits_ensure_conversions(ob_ctx *ctx, ob_db *db, const ob_host *host, ob_limits *l,
+                                              bool *measured);
 /* The FMA peak of `isa` at nthreads: the 1-thread figure x nthreads, at
  * most the all-core figure when that was measured at nthreads or fewer
  * threads; NAN when unknown. */

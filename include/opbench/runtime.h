@@ -170,6 +170,8 @@ typedef enum ob_rt_cv_kind {
   OB_RT_CV_KINDS
 } ob_rt_cv_kind;
 OB_API const char *ob_rt_cv_name(ob_rt_cv_kind k); /* "cv_run16", ... "cv_nodiv": the limits' names */
+/* What ob_rt_cv_measure times for k, e.g. "NCHW16c -> NCHW32c of 64 x 56 x 56". */
+OB_API const char *ob_rt_cv_what(ob_rt_cv_kind k);
 /* The built-in rates (bytes/s). */
 OB_API void ob_rt_cv_default(double rates[OB_RT_CV_KINDS]);
 /* *bytes: the tensor's (the OB_RT_CV_RUN16 one). OB_ERR_INVALID_ARG for a

@@ -332,20 +332,12 @@ int cli_cmd_profile(ob_ctx *ctx, const cli_args *a) {
       goto done;
     }
     bool measure = !strcmp(lm, "again") || !strcmp(lm, "quick") || limits.n == 0;
-    if (!measure && !ob_limits_find(&limits, "cv_run16", "", 1)) {
-      /* limits stored before the runtime's conversion rates were among them */
-      printf("limits     measuring the runtime's conversion rates (the database's limits predate them)...\n");
-      fflush(stdout);
-      ob_limits_opts lo;
-      memset(&lo, 0, sizeof lo);
-      lo.conversions_only = true;
-      ob_limits cv;
-      if (ob_limits_measure(ctx, runner, &host, &lo, &cv) != OB_OK || ob_limits_store(db, &host, &cv) != OB_OK ||
-          ob_limits_load(db, &host, &limits) != OB_OK) {
-        cli_error("host limits: %s", ob_ctx_errmsg(ctx));
-        goto done;
-      }
+    bool cv = false; /* limits stored before the runtime's conversion rates were among them gain them */
+    if (!measure && ob_limits_ensure_conversions(ctx, db, &host, &limits, &cv) != OB_OK) {
+      cli_error("host limits: %s", ob_ctx_errmsg(ctx));
+      goto done;
     }
+    if (cv) printf("limits     measured the runtime's conversion rates (the database's limits predate them)\n");
     if (measure) {
       printf("limits     measuring the host's peak FLOP rate, bandwidths and conversion rates (once per host)...\n");
       fflush(stdout);

@@ -433,14 +433,11 @@ static void measure_conversions(ob_ctx *ctx, int maxt, ob_limits *out) {
       ob_ctx_clear_error(ctx);
       continue;
     }
-    static const char *const what[OB_RT_CV_KINDS] = {"NCHW16c -> NCHW32c", "NCHW8c -> NCHW16c", "NCHW4c -> NCHW8c",
-                                                     "NCHW2c -> NCHW4c", "NCHW <-> NCHW8c", "NCHW16c -> NCHW6c"};
     for (int k = 0; k < OB_RT_CV_KINDS; k++) {
       ob_limit *l = add(out, ob_rt_cv_name(k), "", ts[i], bytes, rates[k] / 1e9);
       if (!l) return;
       l->verified = true;
-      snprintf(l->note, sizeof l->note, "the runtime's %s of %s channels x 56 x 56, warm, median of 30; checked",
-               what[k], k == OB_RT_CV_NODIV ? "48" : "64");
+      snprintf(l->note, sizeof l->note, "the runtime's %s, warm, median of 30; checked", ob_rt_cv_what(k));
     }
   }
 }
@@ -578,6 +575,20 @@ ob_status ob_limits_load(ob_db *db, const ob_host *host, ob_limits *out) {
   }
   ob_db_host_limits_free(ls);
   return OB_OK;
+}
+
+ob_status ob_limits_ensure_conversions(ob_ctx *ctx, ob_db *db, const ob_host *host, ob_limits *l, bool *measured) {
+  *measured = false;
+  if (ob_limits_find(l, ob_rt_cv_name(OB_RT_CV_RUN16), "", 1)) return OB_OK;
+  ob_limits_opts lo;
+  memset(&lo, 0, sizeof lo);
+  lo.conversions_only = true;
+  ob_limits cv;
+  ob_status st = ob_limits_measure(ctx, NULL, host, &lo, &cv);
+  if (!st) st = ob_limits_store(db, host, &cv);
+  if (!st) st = ob_limits_load(db, host, l);
+  *measured = st == OB_OK;
+  return st;
 }
 
 const ob_limit *ob_limits_find(const ob_limits *l, const char *name, const char *isa, int threads) {

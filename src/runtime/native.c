@@ -218,6 +218,17 @@ static const char *const k_cv_names[OB_RT_CV_KINDS] = {"cv_run16", "cv_run8", "c
 
 const char *ob_rt_cv_name(ob_rt_cv_kind k) { return (unsigned)k < OB_RT_CV_KINDS ? k_cv_names[k] : "?"; }
 
+/* The tensor each kind is timed on: channels, blocks from and to (0: plain). */
+static const struct {
+  int64_t c, bf, bt;
+  const char *what;
+} k_cv_cases[OB_RT_CV_KINDS] = {
+    {64, 16, 32, "NCHW16c -> NCHW32c of 64 x 56 x 56"}, {64, 8, 16, "NCHW8c -> NCHW16c of 64 x 56 x 56"},
+    {64, 4, 8, "NCHW4c -> NCHW8c of 64 x 56 x 56"},     {64, 2, 4, "NCHW2c -> NCHW4c of 64 x 56 x 56"},
+    {64, 0, 8, "NCHW <-> NCHW8c of 64 x 56 x 56"},      {48, 16, 6, "NCHW16c -> NCHW6c of 48 x 56 x 56"}};
+
+const char *ob_rt_cv_what(ob_rt_cv_kind k) { return (unsigned)k < OB_RT_CV_KINDS ? k_cv_cases[k].what : "?"; }
+
 void ob_rt_cv_default(double rates[OB_RT_CV_KINDS]) {
   /* From 228 conversion steps of `run --profile` of tuned resnet-18 and
    * mobilenet-v2 at 1 thread on a Zen 3 VM (tensors of 31 to 802 KB;
@@ -242,7 +253,7 @@ static size_t cv_at(int64_t b, int64_t ch, int64_t i, int64_t hw) {
 /* The median of CV_MEASURE_REPS conversions of a c-channel tensor from
  * block bf to bt (0: plain), after checking the first; NAN when wrong. A
  * price, not a limit: the median, as the plan's kernel times are (the
- * fastest read 1.1-1.3x the median on a Zen 3 VM). */
+ * fastest read 1.0-1.6x the median on a Zen 3 VM, by kind and call). */
 static double cv_time(ob_pool *pool, float *src, float *dst, int64_t c, int64_t bf, int64_t bt) {
   int64_t hw = CV_MEASURE_HW;
   cv_p p = {.from = bf ? RL_NCHWC : RL_PLAIN, .to = bt ? RL_NCHWC : RL_PLAIN, .bf = bf, .bt = bt,
@@ -271,16 +282,13 @@ ob_status ob_rt_cv_measure(ob_ctx *ctx, int nthreads, const int *cores, double r
     return ob_fail(ctx, OB_ERR_INVALID_ARG, "conversion rates: %d threads (expected 1..256)", nthreads);
   int own[256];
   for (int i = 0; i < nthreads; i++) own[i] = cores ? cores[i] : i;
-  static const struct {
-    int64_t c, bf, bt;
-  } k_cases[OB_RT_CV_KINDS] = {{64, 16, 32}, {64, 8, 16}, {64, 4, 8}, {64, 2, 4}, {64, 0, 8}, {48, 16, 6}};
   size_t n = (size_t)(64 * CV_MEASURE_HW);
   float *src = ob_mem_alloc_big(sizeof(float) * n), *dst = ob_mem_alloc_big(sizeof(float) * n);
   ob_pool *pool = NULL;
   ob_status st = src && dst ? ob_pool_new(ctx, own, nthreads, &pool) : ob_fail(ctx, OB_ERR_NOMEM, "out of memory");
   for (int k = 0; !st && k < OB_RT_CV_KINDS; k++) {
-    double b = 4.0 * (double)(k_cases[k].c * CV_MEASURE_HW);
-    double t = cv_time(pool, src, dst, k_cases[k].c, k_cases[k].bf, k_cases[k].bt);
+    double b = 4.0 * (double)(k_cv_cases[k].c * CV_MEASURE_HW);
+    double t = cv_time(pool, src, dst, k_cv_cases[k].c, k_cv_cases[k].bf, k_cv_cases[k].bt);
     if (k == OB_RT_CV_BLOCK) t = 0.5 * (t + cv_time(pool, src, dst, 64, 8, 0)); /* and back */
     if (!isfinite(t)) {
       st = ob_fail(ctx, OB_ERR_WRONG_ANSWER, "conversion rates: the %s conversion's result is wrong", k_cv_names[k]);
