@@ -5,7 +5,9 @@
  *            [--threads N] [--rounds R] [--flush-weights] [--bar X] CONFIG_A CONFIG_B [CONFIG...]
  *
  * CONFIG: AutoTVM entity JSON ('{"entity": [["tile_y","sp",[-1,6]], ...]}',
- * knobs left out take their first value) or "default". Every config is
+ * knobs left out take their first value) or "default", either one after an
+ * optional "cc=COMPILER:" (that config's kernel built by COMPILER, e.g.
+ * cc=clang:default against cc=gcc:default). Every config is
  * built once and measured through ob_runner (the product's path: each call
  * checked against the operator's reference, then timed with the default
  * protocol; --flush-weights: every input but the first flushed before each
@@ -50,7 +52,7 @@ static double quant(double *x, int n, double q) {
 static int usage(void) {
   fprintf(stderr, "usage: bench_ab --op OP --shape TEXT [--template T] [--epilogue LIST] [--threads N] "
                   "[--rounds R] [--flush-weights] [--bar X] CONFIG_A CONFIG_B [CONFIG...]\n"
-                  "  CONFIG: AutoTVM entity JSON, or \"default\"\n");
+                  "  CONFIG: [cc=COMPILER:]AutoTVM entity JSON, or [cc=COMPILER:]default\n");
   return 2;
 }
 
@@ -87,6 +89,7 @@ int main(int argc, char **argv) {
   ob_runner *runner = NULL;
   ob_workload wl;
   ob_config cfg[AB_MAX_CONFIGS];
+  char cc[AB_MAX_CONFIGS][64];
   int rc = 2;
   if (ob_ctx_new(&ctx) != OB_OK) return 2;
   if (ob_target_host(ctx, &t) != OB_OK || ob_workload_parse(ctx, op, shape, &wl) != OB_OK ||
@@ -95,6 +98,18 @@ int main(int argc, char **argv) {
     goto done;
   }
   for (int i = 0; i < ncfg; i++) {
+    cc[i][0] = '\0';
+    if (!strncmp(cfgs[i], "cc=", 3)) {
+      const char *colon = strchr(cfgs[i], ':');
+      size_t len = colon ? (size_t)(colon - cfgs[i] - 3) : 0;
+      if (!len || len >= sizeof cc[i]) {
+        fprintf(stderr, "bench_ab: config %d: expected cc=COMPILER:CONFIG\n", i);
+        goto done;
+      }
+      memcpy(cc[i], cfgs[i] + 3, len);
+      cc[i][len] = '\0';
+      cfgs[i] = colon + 1;
+    }
     if (!strcmp(cfgs[i], "default")) {
       cfg[i] = ob_task_default_config(task);
     } else if (ob_config_from_json(ctx, ob_task_space(task), cfgs[i], &cfg[i]) != OB_OK) {
@@ -121,6 +136,7 @@ int main(int argc, char **argv) {
     for (int j = 0; j < ncfg; j++) {
       int i = r % 2 ? ncfg - 1 - j : j;
       ob_measure_result mr;
+      mo.build.cc = cc[i][0] ? cc[i] : NULL;
       if (ob_measure_configs(ctx, task, runner, &mo, &cfg[i], 1, &mr) != OB_OK || mr.error_no) {
         fprintf(stderr, "bench_ab: config %d, round %d: %s\n", i, r, mr.error_no ? mr.message : ob_ctx_errmsg(ctx));
         goto done;
@@ -133,8 +149,8 @@ int main(int argc, char **argv) {
     memcpy(tmp, g[i], sizeof(double) * (size_t)rounds);
     med[i] = quant(tmp, rounds, 0.5);
     char *s = ob_config_str(&cfg[i]);
-    printf("%-6d %10.2f %10.2f %10.2f   #%llu %s\n", i, med[i], tmp[0], tmp[rounds - 1],
-           (unsigned long long)cfg[i].index, s ? s : "?");
+    printf("%-6d %10.2f %10.2f %10.2f   %s%s%s#%llu %s\n", i, med[i], tmp[0], tmp[rounds - 1], cc[i][0] ? "cc " : "",
+           cc[i], cc[i][0] ? ", " : "", (unsigned long long)cfg[i].index, s ? s : "?");
     free(s);
   }
   printf("\npaired GFLOPS ratios (per round, config k / config 0): median [quartiles]\n");
