@@ -275,7 +275,7 @@ static void test_k_block(void) {
     ob_task *t = gemm_task(c[i].op, c[i].shape, c[i].epi, "k_block", &k, what, sizeof what);
     if (!t) continue;
     const ob_space *sp = ob_task_space(t);
-    CHECK_MSG(k == ob_space_num_knobs(sp) - 2 && ob_space_knob_len(sp, k) == c[i].values,
+    CHECK_MSG(k == ob_space_knob_find(sp, "m_tail") - 1 && ob_space_knob_len(sp, k) == c[i].values,
               "%s: knob k_block not before m_tail or with %d values", what,
               k >= 0 ? ob_space_knob_len(sp, k) : -1);
     int64_t v0 = -1;
@@ -286,6 +286,7 @@ static void test_k_block(void) {
     /* an old record: its JSON lacks k_block (and m_tail, added after it)
      * and names the config of k_block 0 */
     ob_config o = d, j;
+    ob_config_set_knob(&o, "unroll_inner", 0); /* added after m_tail */
     char *js = NULL;
     CHECK(ob_config_to_json(ctx, &o, &js) == OB_OK && js);
     char *kb = js ? strstr(js, ", [\"k_block\"") : NULL, *ent = js ? strstr(js, "\"entity\"") : NULL;
@@ -382,7 +383,8 @@ static void test_m_tail(void) {
     ob_task *t = gemm_task(c[i].op, c[i].shape, c[i].epi, "m_tail", &k, what, sizeof what);
     if (!t) continue;
     const ob_space *sp = ob_task_space(t);
-    CHECK_MSG(k == ob_space_num_knobs(sp) - 1 && ob_space_knob_len(sp, k) == 2, "%s: knob m_tail not last or with %d values",
+    CHECK_MSG(k == ob_space_knob_find(sp, "unroll_inner") - 1 && ob_space_knob_len(sp, k) == 2,
+              "%s: knob m_tail not the template's last or with %d values",
               what, k >= 0 ? ob_space_knob_len(sp, k) : -1);
     ob_config d = ob_task_default_config(t);
     int64_t y[2];
@@ -1038,6 +1040,108 @@ static void test_winograd(void) {
   CHECK(ob_winograd_tolerance(6).atol * 100 <= 1e-3);
 }
 
+/* Every "#pragma GCC unroll N" line of src followed by a loop that holds
+ * no other loop: the next line opens a for, and no for opens before that
+ * loop's braces close (a vectorized loop with lanes under a guard keeps a
+ * scalar loop for them: the shapes below have none). Returns how many, -1
+ * if one is not. */
+static int innermost_pragmas(const char *src, const char *pragma) {
+  int n = 0;
+  for (const char *p = strstr(src, pragma); p; p = strstr(p + 1, pragma)) {
+    const char *l = strchr(p, '\n');
+    if (!l) return -1;
+    l += strspn(l, " \n");
+    if (strncmp(l, "for (", 5)) return -1;
+    int depth = 0;
+    for (const char *q = strchr(l, '{'); q && *q; q++) {
+      if (*q == '{') depth++;
+      if (*q == '}' && --depth == 0) break;
+      if (q > l + 5 && !strncmp(q, "for (", 5)) return -1;
+    }
+    n++;
+  }
+  return n;
+}
+
+/* The task's knob unroll_inner (ob_sched_unroll_inner), added after each
+ * CPU compute template's own knobs: values 0, 4, 8; each template's
+ * default; old records' JSON (without it) naming 0; the pragma before the
+ * innermost loops alone and in the nest's header; results of 4 and 8 on 1
+ * and 2 threads. Templates without reduction loops have no such knob. */
+static void test_unroll_inner(void) {
+  static const struct {
+    const char *op, *shape, *pad, *tmpl;
+    int dflt;
+  } c[] = {
+      {"dense", "M=13,N=40,K=96", NULL, "dense_pack.x86", 8},
+      {"dense", "M=3,N=37,K=50", NULL, "dense.x86", 8},
+      {"batch_matmul", "B=2,M=7,N=20,K=33", NULL, "batch_matmul_pack.x86", 8},
+      {"conv2d", "N=1,C=16,H=10,W=9,K=24,R=3,S=3", "1", "conv2d_NCHWc.x86", 8},
+      {"conv2d", "N=1,C=16,H=10,W=9,K=24,R=3,S=3", "1", "conv2d_winograd.x86", 8},
+      {"conv2d", "N=1,C=5,H=10,W=18,K=6,R=3,S=3", NULL, "conv2d_nchw.x86", 0}, /* rows of 16: no lane guards */
+      {"depthwise_conv2d", "N=1,C=24,H=11,W=10,R=3,S=3", "1", "depthwise_NCHWc.x86", 8},
+      {"depthwise_conv2d", "N=1,C=5,H=11,W=18,R=3,S=3", NULL, "depthwise_nchw.x86", 0},
+  };
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    char what[160];
+    snprintf(what, sizeof what, "unroll_inner %s %s %s", c[i].op, c[i].shape, c[i].tmpl);
+    ob_task *t = task_of(c[i].op, c[i].shape, NULL, c[i].pad, NULL, NULL, c[i].tmpl);
+    if (!t) continue;
+    const ob_space *sp = ob_task_space(t);
+    int k = ob_space_knob_find(sp, "unroll_inner");
+    int64_t v[3] = {-1, -1, -1};
+    CHECK_MSG(k == ob_space_num_knobs(sp) - 1 && ob_space_knob_len(sp, k) == 3 && ob_space_entity(sp, k, 0, &v[0], 1) == 1 &&
+                  ob_space_entity(sp, k, 1, &v[1], 1) == 1 && ob_space_entity(sp, k, 2, &v[2], 1) == 1 && v[0] == 0 &&
+                  v[1] == 4 && v[2] == 8,
+              "%s: knob unroll_inner not last or not 0, 4, 8", what);
+    ob_config d = ob_task_default_config(t);
+    CHECK_MSG(ob_config_knob(&d, "unroll_inner") == c[i].dflt, "%s: default unroll_inner %lld", what,
+              (long long)ob_config_knob(&d, "unroll_inner"));
+    /* an old record: its JSON without the knob names the config of 0 */
+    ob_config o = d, j;
+    ob_config_set_knob(&o, "unroll_inner", 0);
+    char *js = NULL;
+    CHECK(ob_config_to_json(ctx, &o, &js) == OB_OK && js);
+    char *u = js ? strstr(js, ", [\"unroll_inner\"") : NULL, *ent = js ? strstr(js, "\"entity\"") : NULL;
+    if (u) memmove(u, "]}", 3);
+    char old[1024] = "";
+    if (ent) snprintf(old, sizeof old, "{%s", ent);
+    CHECK_MSG(u && ent && ob_config_from_json(ctx, sp, old, &j) == OB_OK && j.index == o.index,
+              "%s: an entity without unroll_inner reads another config (%s)", what, old);
+    free(js);
+    ob_config cfgs[2] = {d, d};
+    ob_config_set_knob(&cfgs[0], "unroll_inner", 4);
+    ob_config_set_knob(&cfgs[1], "unroll_inner", 8);
+    for (int m = 0; m < 3; m++) { /* 0 (o), 4, 8 */
+      const ob_config *cf = m ? &cfgs[m - 1] : &o;
+      char *src = NULL, *name = NULL, *nest = NULL;
+      ob_lowered *f = NULL;
+      CHECK(ob_task_source(t, cf, &src, &name) == OB_OK && ob_task_lower(t, cf, &f) == OB_OK);
+      nest = f ? ob_lowered_str(f) : NULL;
+      int want = m == 0 ? 0 : m == 1 ? 4 : 8;
+      char pragma[40], head[40];
+      snprintf(pragma, sizeof pragma, "#pragma GCC unroll %d\n", want);
+      snprintf(head, sizeof head, ") unroll_inner %d {", want);
+      int n = src && want ? innermost_pragmas(src, pragma) : 0;
+      CHECK_MSG(!want || n >= 1, "%s: %d pragmas before innermost loops (-1: one before a loop that holds one)", what, n);
+      CHECK_MSG(want || (src && !strstr(src, "#pragma GCC unroll 4\n") && !strstr(src, "#pragma GCC unroll 8\n")),
+                "%s: unroll_inner 0 unrolls", what);
+      CHECK_MSG(nest && (want ? strstr(nest, head) != NULL : strstr(nest, "unroll_inner") == NULL), "%s: nest header", what);
+      free(src);
+      free(name);
+      free(nest);
+      ob_lowered_free(f);
+    }
+    expect_correct_on(t, cfgs, 2, what, 1);
+    expect_correct_on(t, cfgs, 2, what, 2);
+    ob_task_free(t);
+  }
+  /* elementwise kernels keep no reduction loop: no knob */
+  ob_task *r = task_of("relu", "N=1,C=16,H=8,W=8", NULL, NULL, NULL, NULL, NULL);
+  CHECK(r && ob_space_knob_find(ob_task_space(r), "unroll_inner") < 0);
+  ob_task_free(r);
+}
+
 int main(void) {
   CHECK(ob_ctx_new(&ctx) == OB_OK);
   CHECK(ob_runner_new(ctx, &runner) == OB_OK);
@@ -1054,6 +1158,7 @@ int main(void) {
     test_untuned_template();
     test_k_block();
     test_m_tail();
+    test_unroll_inner();
     test_winograd();
   }
   ob_runner_free(runner);

@@ -1274,8 +1274,8 @@ static void test_more(ku_env *e) {
   ob_tensor *E = COMPUTE("E", SUB(MUL(LD(P, IV(ei), IV(ej)), LD(Q, IV(ei), IV(ej))), LD(P, IV(ei), IV(ej))), ei, ej);
   ob_ivar *fi = ob_te_axis(te, "i", 16), *fj = ob_te_axis(te, "j", 40);
   ob_tensor *F = COMPUTE("F", ob_te_call(te, OB_TANH, LD(E, IV(fi), IV(fj))), fi, fj);
-  enum { CREF, KFIRST_PAR, VEC_J_KGUARD, DREF, D_INIT_GUARD, EREF, E_CACHE, E_UNROLL_BIG, E_NO_UNROLL, FREF, F_PAR_ROOT,
-         NK };
+  enum { CREF, KFIRST_PAR, VEC_J_KGUARD, C_UNROLL_INNER, DREF, D_INIT_GUARD, EREF, E_CACHE, E_UNROLL_BIG, E_NO_UNROLL,
+         FREF, F_PAR_ROOT, NK };
   ku_kernel k[NK];
   ob_sched *s;
   ob_stage *st, *cl;
@@ -1295,6 +1295,12 @@ static void test_more(ku_env *e) {
   OK(ob_sched_reorder(s, st, 5, (ob_ivar *[]){ob_stage_axis(st, 0), o, o2, in2, in}));
   OK(ob_sched_vectorize(s, st, in));
   prep(e, &k[VEC_J_KGUARD], s, "mo_vec_j_kguard");
+
+  s = sched_of(e, te, 1, &C); /* the compiler unrolls the k loop, the innermost, alone */
+  CHECK(ob_sched_unroll_inner(s, -1) == OB_ERR_SCHEDULE && strstr(ob_ctx_errmsg(e->ctx), "outside [0, 64]"));
+  CHECK(ob_sched_unroll_inner(s, OB_SCHED_UNROLL_INNER_MAX + 1) == OB_ERR_SCHEDULE);
+  OK(ob_sched_unroll_inner(s, 4));
+  prep(e, &k[C_UNROLL_INNER], s, "mo_c_unroll_inner");
 
   prep_default(e, &k[DREF], te, 1, &D, "mo_dref");
   s = sched_of(e, te, 1, &D); /* 20 = 3*8 - 4 rows, under k: the init nest is guarded too */
@@ -1338,6 +1344,7 @@ static void test_more(ku_env *e) {
   ku_compare(e, "k outermost, parallel rows (serial)", &k[KFIRST_PAR], &k[CREF], false);
   ku_compare(e, "vectorized j under a k guard", &k[VEC_J_KGUARD], &k[CREF], false);
   ku_compare(e, "guarded init nest", &k[D_INIT_GUARD], &k[DREF], false);
+  ku_compare(e, "innermost loops unrolled by the compiler", &k[C_UNROLL_INNER], &k[CREF], false);
   ku_compare(e, "cache_write elementwise", &k[E_CACHE], &k[EREF], false);
   ku_compare(e, "unroll 80", &k[E_UNROLL_BIG], &k[EREF], false);
   ku_compare(e, "kept a loop", &k[E_NO_UNROLL], &k[EREF], false);
@@ -1348,6 +1355,10 @@ static void test_more(ku_env *e) {
   CHECK(ku_count(k[KFIRST_PAR].src, "rt->parallel_for(rt->pool") == 1); /* the init nest stays serial */
   KU_ORDER(k[VEC_J_KGUARD].nest, "for k.inner in [0, 8) {", "vectorized j.inner in [0, 8) {");
   KU_HAS(k[VEC_J_KGUARD].src, "OB_VSTORE(&");
+  KU_HAS(k[C_UNROLL_INNER].nest, ") unroll_inner 4 {");
+  CHECK(ku_count(k[C_UNROLL_INNER].src, "#pragma GCC unroll 4\n") == 1);
+  KU_ORDER(k[C_UNROLL_INNER].src, "for (int64_t j_", "#pragma GCC unroll 4\n", "for (int64_t k_");
+  CHECK(!strstr(k[CREF].src, "#pragma GCC unroll") && !strstr(k[CREF].nest, "unroll_inner"));
   KU_ORDER(k[D_INIT_GUARD].nest, "-inff", "for k in [0, 36) {", "for i.outer in [0, ", "for i.inner in [0, 8) {");
   KU_HAS_ANY(k[D_INIT_GUARD].nest, "< 20)) {", "for i.inner in [0, 4) {");
   KU_ORDER(k[E_CACHE].nest, "for i in [0, 16) {", "alloc E.local: float32[40]", "vectorized j in [0, 40) {",

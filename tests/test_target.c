@@ -375,6 +375,7 @@ static void test_spaces(void) {
                               "[\"unroll_kw\",\"ot\",0],[\"reduce_order\",\"ot\",0],[\"pad_inline\",\"ot\",2]]}",
                               &c) == OB_OK);
     ob_config_set_knob(&c, "rows_outer", ob_config_knob(&d, "rows_outer")); /* the host's L2 decides */
+    ob_config_set_knob(&c, "unroll_inner", ob_config_knob(&d, "unroll_inner")); /* added after the entity */
     CHECK(c.index == d.index);
     CHECK(ob_space_len(sa) != ob_space_len(sb) || ob_task_default_config(b).index != d.index);
   }

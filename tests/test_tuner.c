@@ -278,9 +278,9 @@ static void test_registry(void) {
   /* ga options: a population larger than the space is cut to it */
   ob_tuner_opts to = {.seed = 1, .pop_size = 1000, .elite_num = 50, .mutation_prob = 0.5};
   CHECK(ob_tuner_new(ctx, "ga", task, &to, &t) == OB_OK);
-  ob_config c[64];
+  ob_config c[256];
   int got = 0;
-  CHECK(ob_tuner_next_batch(t, 64, c, &got) == OB_OK);
+  CHECK(ob_tuner_next_batch(t, 256, c, &got) == OB_OK);
   CHECK(got == (int)count_valid(ob_task_space(task)) && !ob_tuner_has_next(t));
   ob_tuner_free(t);
   ob_tuner_free(NULL);

@@ -141,6 +141,7 @@ static double synth(const ob_config *c, int *error_no) {
   g *= ob_config_knob(c, "reduce_order") ? 0.95 : 1.0;
   g *= ob_config_knob(c, "pad_inline") == 0 ? 1.02 : 1.0;
   g *= ob_config_knob(c, "rows_outer") ? 0.97 : 1.0;
+  g *= 1.0 + 0.01 * (double)ob_config_knob(c, "unroll_inner") / 4; /* 0, 4 or 8 */
   return g;
 }
 

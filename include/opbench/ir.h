@@ -79,6 +79,7 @@ struct ob_lowered {
   int ntemps;
   ob_launch launch;
   bool pressure_sched; /* ob_sched_pressure_sched */
+  int64_t inner_unroll; /* ob_sched_unroll_inner (0: none asked) */
 };
 
 /* ---- statements (stmt.c) ------------------------------------------------- */

@@ -122,6 +122,18 @@ OB_API ob_status ob_sched_unroll_pragma(ob_sched *s, int64_t max_step, bool expl
  * registers and reads the weight vectors again as memory operands of every
  * multiply-add (AVX2's 3 x 4-vector tile: 16 loads per 12 FMAs, not 7). */
 OB_API void ob_sched_pressure_sched(ob_sched *s);
+/* The C compiler unrolls every innermost serial loop of the kernel (one
+ * that holds no other loop once the unrolled loops are expanded, vectorized
+ * loops counting as the vector statements they become: a GEMM's reduction
+ * over K, a convolution's loop over an input-channel block)
+ * `factor` times (#pragma GCC unroll factor, which clang honours too); 0,
+ * the default: the compiler's own choice. GCC at -O3 leaves a loop with
+ * an unknown or long trip count rolled: one branch and the index updates
+ * per register tile's step. Unrolling the schedule's statements instead
+ * (split + unroll) hands GCC the whole tile's loads at once, and it folds
+ * them into the multiply-adds as memory operands (load-bound). */
+#define OB_SCHED_UNROLL_INNER_MAX 64
+OB_API ob_status ob_sched_unroll_inner(ob_sched *s, int64_t factor);
 
 /* Current leaf order of a stage (n leaves into out[cap]). */
 OB_API int ob_stage_leaves(const ob_stage *st, ob_ivar **out, int cap);

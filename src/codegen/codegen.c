@@ -737,6 +737,20 @@ static void emit_seq(cg *g, const ob_stmt *s, int d) {
   g->stack_big = saved_big;
 }
 
+/* No loop in s but vectorized ones (which become vector statements). */
+static bool holds_no_loop(const ob_stmt *s) {
+  if (!s) return true;
+  switch (s->kind) {
+  case OB_S_SEQ:
+    for (int i = 0; i < s->nseq; i++)
+      if (!holds_no_loop(s->seq[i])) return false;
+    return true;
+  case OB_S_IF: return holds_no_loop(s->body);
+  case OB_S_FOR: return s->ann == OB_IT_VECTORIZE && holds_no_loop(s->body);
+  default: return true;
+  }
+}
+
 static void emit_stmt(cg *g, const ob_stmt *s, int d) {
   switch (s->kind) {
   case OB_S_SEQ:
@@ -762,6 +776,9 @@ static void emit_stmt(cg *g, const ob_stmt *s, int d) {
       } else if (s->ann == OB_IT_NO_UNROLL) {
         ind(g, d);
         ob_str_append(g->out, "#pragma GCC unroll 1\n");
+      } else if (s->ann == OB_IT_SERIAL && g->f->inner_unroll > 0 && holds_no_loop(s->body)) {
+        ind(g, d); /* ob_sched_unroll_inner */
+        ob_str_appendf(g->out, "#pragma GCC unroll %lld\n", (long long)g->f->inner_unroll);
       }
       emit_scalar_for(g, s, d);
     }

@@ -1139,6 +1139,7 @@ static ob_status launch_info(lctx *lc) {
   l->unroll_max_step = lc->s->unroll_max_step;
   l->unroll_explicit = lc->s->unroll_explicit;
   f->pressure_sched = lc->s->pressure_sched;
+  f->inner_unroll = lc->s->inner_unroll;
   if (!l->gpu) return OB_OK;
   gwalk w = {.lc = lc, .l = l};
   gpu_check(&w, f->body, false);
@@ -1395,7 +1396,10 @@ char *ob_lowered_str(const ob_lowered *f) {
     ob_str_appendf(&o, "%s%s: %s[%lld]%s", i ? ", " : "", f->args[i]->name,
                    ob_dtype_name(f->args[i]->dtype), (long long)f->args[i]->numel,
                    f->args[i]->is_output ? " out" : "");
-  ob_str_append(&o, ") {\n");
+  ob_str_append(&o, ")");
+  if (f->inner_unroll > 0) /* ob_sched_unroll_inner: the C compiler's pragma */
+    ob_str_appendf(&o, " unroll_inner %lld", (long long)f->inner_unroll);
+  ob_str_append(&o, " {\n");
   for (int i = 0; i < f->ntemps; i++)
     ob_str_appendf(&o, "  alloc %s: %s[%lld]\n", f->temps[i]->name, ob_dtype_name(f->temps[i]->dtype),
                    (long long)f->temps[i]->numel);

@@ -1019,11 +1019,12 @@ static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *w
 
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "conv2d_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack_nchwc, .unpack = unpack_nchwc,
-     .arg_numel = nchwc_arg_numel, .layout = layout_nchwc},
-    {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw},
+     .arg_numel = nchwc_arg_numel, .layout = layout_nchwc, .unroll_inner = true, .unroll_default = 8},
+    {.name = "conv2d_nchw.x86", .define = define_nchw, .build = build_nchw, .unroll_inner = true},
     {.name = "conv2d_winograd.x86", .define = ob_winograd_define, .build = ob_winograd_build,
      .pack = ob_winograd_pack, .unpack = ob_winograd_unpack, .arg_numel = ob_winograd_arg_numel,
-     .layout = ob_winograd_layout, .tolerance = ob_winograd_config_tolerance},
+     .layout = ob_winograd_layout, .tolerance = ob_winograd_config_tolerance, .unroll_inner = true,
+     .unroll_default = 8},
     {.name = "conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };
 

@@ -183,8 +183,8 @@ static ob_status build_dense(ob_te *te, const ob_target *tg, const ob_workload *
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "dense_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
      .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .arg_numel = ob_matmul_arg_numel,
-     .layout = ob_matmul_layout},
-    {.name = "dense.x86", .define = define_dense, .build = build_dense},
+     .layout = ob_matmul_layout, .unroll_inner = true, .unroll_default = 8},
+    {.name = "dense.x86", .define = define_dense, .build = build_dense, .unroll_inner = true, .unroll_default = 8},
     /* AutoTVM's CUDA dense templates (gpu_tmpl.c) */
     {.name = "dense_small_batch.gpu", .gpu = true, .define = ob_gpu_dense_small_define, .build = ob_gpu_dense_small_build},
     {.name = "dense_large_batch.gpu", .gpu = true, .define = ob_gpu_gemm_define, .build = ob_gpu_gemm_build},

@@ -381,8 +381,9 @@ static ob_status build_cuda(ob_te *te, const ob_target *tg, const ob_workload *w
 }
 
 static const ob_tmpl_def k_tmpls[] = {
-    {.name = "depthwise_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack, .unpack = unpack, .layout = layout},
-    {.name = "depthwise_nchw.x86", .define = define_nchw, .build = build_nchw},
+    {.name = "depthwise_NCHWc.x86", .define = define_nchwc, .build = build_nchwc, .pack = pack, .unpack = unpack, .layout = layout,
+     .unroll_inner = true, .unroll_default = 8},
+    {.name = "depthwise_nchw.x86", .define = define_nchw, .build = build_nchw, .unroll_inner = true},
     {.name = "depthwise_conv2d_nchw.cuda", .gpu = true, .define = define_cuda, .build = build_cuda},
 };
 

@@ -423,7 +423,7 @@ static void reference(const ob_workload *wl, void *const *bufs) {
 static const ob_tmpl_def k_tmpls[] = {
     {.name = "batch_matmul_pack.x86", .define = ob_matmul_define_pack, .build = ob_matmul_build_pack,
      .pack = ob_matmul_pack, .unpack = ob_matmul_unpack, .arg_numel = ob_matmul_arg_numel,
-     .layout = ob_matmul_layout},
+     .layout = ob_matmul_layout, .unroll_inner = true, .unroll_default = 8},
     {.name = "batch_matmul.cuda", .gpu = true, .define = ob_gpu_gemm_define, .build = ob_gpu_gemm_build},
 };
 

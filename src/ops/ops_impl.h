@@ -41,6 +41,17 @@ typedef struct ob_tmpl_def {
   /* Optional, with pack: the layout of argument `arg` (ob_task_arg_layout);
    * NULL with pack hooks: every argument is OPAQUE. */
   ob_arg_layout (*layout)(const ob_workload *wl, const ob_config *cfg, int arg);
+  /* CPU templates whose kernels keep reduction loops rolled: the task adds
+   * the knob unroll_inner (ob_sched_unroll_inner's factor: 0, 4 or 8) after
+   * the template's own, and the fallback config takes unroll_default.
+   * 8 against 0 at the defaults (bench_ab, 8 paired rounds, 1 thread, the
+   * AVX2 Zen 3 host): dense_pack 1.09-1.13 (0.97 at M=1), dense.x86 1.18
+   * and 1.35, batch_matmul_pack 1.09 and 1.16, conv2d_NCHWc 0.98-1.16 over
+   * ResNet-18's layers, 1.10-1.15 on 1x1 layers, winograd 1.03 and 1.30,
+   * depthwise_NCHWc 1.00-1.25; conv2d_nchw 0.88 and depthwise_nchw 1.01
+   * (4: 0.81): 0 there, for the tuner to try. */
+  bool unroll_inner;
+  int unroll_default;
 } ob_tmpl_def;
 
 typedef struct ob_arg_info {

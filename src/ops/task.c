@@ -60,6 +60,16 @@ static ob_status valid_default(ob_task *t) {
   return ob_fail(t->ctx, OB_ERR_UNSUPPORTED, "no config of the space passes the template's filter");
 }
 
+/* Added after records were stored, so their configs read 0: the
+ * compiler's own unrolling, as they were built. */
+static ob_status add_unroll_knob(ob_task *t) {
+  ob_status st = ob_space_define_knob_added(t->space, "unroll_inner", (int64_t[]){0, 4, 8}, 3);
+  if (st) return st;
+  t->dflt.choice[ob_space_knob_find(t->space, "unroll_inner")] = 0;
+  ob_config_set_knob(&t->dflt, "unroll_inner", t->tmpl->unroll_default);
+  return OB_OK;
+}
+
 ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, const ob_target *target,
                       ob_task **out) {
   ob_status st = ob_workload_validate(ctx, wl);
@@ -108,6 +118,7 @@ ob_status ob_task_new(ob_ctx *ctx, const ob_workload *wl, const char *tmpl, cons
   t->tmpl = td;
   st = ob_space_new(ctx, &t->space);
   if (!st) st = td->define(ctx, t->target, wl, t->space, &t->dflt);
+  if (!st && td->unroll_inner && !gpu) st = add_unroll_knob(t);
   if (!st) st = valid_default(t);
   if (st) {
     ob_fail_prefix(ctx, "template '%s'", td->name);
@@ -191,6 +202,8 @@ ob_status ob_task_lower(ob_task *t, const ob_config *cfg, ob_lowered **out) {
   ob_sched *s = NULL;
   st = ob_te_new(t->ctx, &te);
   if (!st) st = t->tmpl->build(te, t->target, &t->wl, cfg, &s);
+  if (!st && ob_space_knob_find(t->space, "unroll_inner") >= 0)
+    st = ob_sched_unroll_inner(s, ob_config_knob(cfg, "unroll_inner"));
   /* a declaration cut short by out of memory fails with the template's own
    * status (a NULL tensor is "invalid" to it): say what happened */
   if (st && te && ob_te_failed(te)) st = ob_fail(t->ctx, OB_ERR_NOMEM, "compute declaration: out of memory");

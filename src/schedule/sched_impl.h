@@ -66,6 +66,7 @@ struct ob_sched {
   int64_t unroll_max_step; /* ob_sched_unroll_pragma */
   bool unroll_explicit;
   bool pressure_sched; /* ob_sched_pressure_sched */
+  int64_t inner_unroll; /* ob_sched_unroll_inner */
 };
 
 #endif

@@ -549,6 +549,14 @@ ob_status ob_sched_unroll_pragma(ob_sched *s, int64_t max_step, bool explicit_un
 
 void ob_sched_pressure_sched(ob_sched *s) { s->pressure_sched = true; }
 
+ob_status ob_sched_unroll_inner(ob_sched *s, int64_t factor) {
+  if (factor < 0 || factor > OB_SCHED_UNROLL_INNER_MAX)
+    return ob_fail(s->ctx, OB_ERR_SCHEDULE, "unroll_inner: factor %lld is outside [0, %d]", (long long)factor,
+                   OB_SCHED_UNROLL_INNER_MAX);
+  s->inner_unroll = factor;
+  return OB_OK;
+}
+
 /* e with every load of `from` reading `to` instead (same indices); NULL
  * when the arena failed. */
 static ob_expr *retarget(ob_arena *a, ob_expr *e, const ob_tensor *from, const ob_tensor *to) {
