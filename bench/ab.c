@@ -4,10 +4,11 @@
  *   bench_ab --op OP --shape TEXT [--template T] [--epilogue LIST]
  *            [--threads N] [--rounds R] [--flush-weights] [--bar X] CONFIG_A CONFIG_B [CONFIG...]
  *
- * CONFIG: AutoTVM entity JSON ('{"entity": [["tile_y","sp",[-1,6]], ...]}',
- * knobs left out take their first value) or "default", either one after an
- * optional "cc=COMPILER:" (that config's kernel built by COMPILER, e.g.
- * cc=clang:default against cc=gcc:default). Every config is
+ * CONFIG: AutoTVM entity JSON ('{"entity": [["tile_y","sp",[-1,6]], ...]}';
+ * knobs added since records were stored may be left out and take their
+ * first value) or "default", either one after an optional "cc=COMPILER:"
+ * (that config's kernel built by COMPILER: cc=gcc:default against
+ * cc=clang:default). Every config is
  * built once and measured through ob_runner (the product's path: each call
  * checked against the operator's reference, then timed with the default
  * protocol; --flush-weights: every input but the first flushed before each
