@@ -1076,8 +1076,9 @@ static void test_unroll_inner(void) {
       {"dense", "M=13,N=40,K=96", NULL, "dense_pack.x86", 8},
       {"dense", "M=3,N=37,K=50", NULL, "dense.x86", 8},
       {"batch_matmul", "B=2,M=7,N=20,K=33", NULL, "batch_matmul_pack.x86", 8},
-      {"conv2d", "N=1,C=16,H=10,W=9,K=24,R=3,S=3", "1", "conv2d_NCHWc.x86", 8},
-      {"conv2d", "N=1,C=16,H=10,W=9,K=24,R=3,S=3", "1", "conv2d_winograd.x86", 8},
+      {"conv2d", "N=1,C=16,H=10,W=9,K=32,R=3,S=3", "1", "conv2d_NCHWc.x86", 8},
+      {"conv2d", "N=1,C=96,H=12,W=12,K=24,R=1,S=1", NULL, "conv2d_NCHWc.x86", 0}, /* oc_group 3: fills the registers */
+      {"conv2d", "N=1,C=16,H=10,W=9,K=24,R=3,S=3", "1", "conv2d_winograd.x86", 0},
       {"conv2d", "N=1,C=5,H=10,W=18,K=6,R=3,S=3", NULL, "conv2d_nchw.x86", 0}, /* rows of 16: no lane guards */
       {"depthwise_conv2d", "N=1,C=24,H=11,W=10,R=3,S=3", "1", "depthwise_NCHWc.x86", 8},
       {"depthwise_conv2d", "N=1,C=5,H=11,W=18,R=3,S=3", NULL, "depthwise_nchw.x86", 0},
@@ -1097,6 +1098,9 @@ static void test_unroll_inner(void) {
     ob_config d = ob_task_default_config(t);
     CHECK_MSG(ob_config_knob(&d, "unroll_inner") == c[i].dflt, "%s: default unroll_inner %lld", what,
               (long long)ob_config_knob(&d, "unroll_inner"));
+    if (ob_space_knob_find(sp, "oc_group") >= 0)
+      CHECK_MSG((ob_config_knob(&d, "oc_group") > 1) == (c[i].dflt == 0), "%s: oc_group %lld", what,
+                (long long)ob_config_knob(&d, "oc_group"));
     /* an old record: its JSON without the knob names the config of 0 */
     ob_config o = d, j;
     ob_config_set_knob(&o, "unroll_inner", 0);

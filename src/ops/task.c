@@ -66,7 +66,7 @@ static ob_status add_unroll_knob(ob_task *t) {
   ob_status st = ob_space_define_knob_added(t->space, "unroll_inner", (int64_t[]){0, 4, 8}, 3);
   if (st) return st;
   t->dflt.choice[ob_space_knob_find(t->space, "unroll_inner")] = 0;
-  ob_config_set_knob(&t->dflt, "unroll_inner", t->tmpl->unroll_default);
+  ob_config_set_knob(&t->dflt, "unroll_inner", t->tmpl->unroll_for ? t->tmpl->unroll_for(&t->dflt) : t->tmpl->unroll_default);
   return OB_OK;
 }
 
