@@ -342,10 +342,13 @@ static int peak_rounds(ob_ctx *ctx, const ob_target *t, ob_runner *runner, const
         snprintf(what, sizeof what, "opbench on %.40s (%.40s)", es[cands[c].wl].label, cands[c].tmpl);
       else
         snprintf(what, sizeof what, "oneDNN on %.80s", es[dnn].label);
-      if (c < NCAND)
+      if (c < NCAND) {
         printf("  %-62s %9.1f GFLOPS (%.3f of the peak; median %.1f; %.1f before the rounds)\n", what, g, g / *peak,
                m, cands[c].sweep_gflops);
-      else
+        char *cs = tasks[c] ? ob_config_str(&cfgs[c]) : NULL; /* the same layer's configs tell apart */
+        if (cs) printf("    #%llu %s\n", (unsigned long long)cfgs[c].index, cs);
+        free(cs);
+      } else
         printf("  %-62s %9.1f GFLOPS (%.3f of the peak; median %.1f; %.1f in the first pass)\n", what, g,
                g / *peak, m, es[dnn].onednn_gflops);
       if (isfinite(g) && g > *best) *best = g, snprintf(best_what, cap, "%s", what);
