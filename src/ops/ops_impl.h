@@ -47,10 +47,11 @@ typedef struct ob_tmpl_def {
    * 8 against 0 at the defaults (bench_ab, 8 paired rounds, 1 thread, the
    * AVX2 Zen 3 host): dense_pack 1.09-1.13 (0.97 at M=1), dense.x86 1.18
    * and 1.35, batch_matmul_pack 1.09 and 1.16, conv2d_NCHWc 0.98-1.16 over
-   * ResNet-18's layers, 1.10-1.15 on 1x1 layers (and 0.98-1.27 with the
-   * input blocks of 16 a model's layout plan may give them),
+   * ResNet-18's layers, 1.01-1.15 on ResNet-18's and mobilenet's 1x1
+   * layers (1.01-1.19 with the input blocks of 16 a model's layout plan
+   * may give them),
    * depthwise_NCHWc 1.00-1.25; conv2d_nchw 0.88 and depthwise_nchw 1.01
-   * (4: 0.81); Winograd 1.03 and 1.30 at its defaults, but 0.63-0.94 on 3
+   * (4: 0.81); Winograd 1.03 and 1.30 at its defaults, but 0.69-0.86 on 3
    * of 4 ResNet and SqueezeNet layers with the input blocks of 16 their
    * models run (a partial unroll of 16 channels by 8): 0 in these three,
    * for the tuner to try. Optional unroll_for: the fallback's value given
